@@ -1,0 +1,1 @@
+/* Header-only: see include/faulty_plugin.h. */

@@ -1,0 +1,128 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+// Applied to every Swift target: Swift 6 language mode plus the upcoming features the project's
+// style relies on (explicit public imports, `any` for existentials, member import visibility).
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+    .enableUpcomingFeature("InternalImportsByDefault"),
+    .enableUpcomingFeature("NonisolatedNonsendingByDefault"),
+]
+
+let gnuSource: [CSetting] = [.define("_GNU_SOURCE")]
+
+/// Example plugins written in C: (product and target name, directory under ExamplePlugins).
+let cExamplePlugins: [(name: String, path: String)] = [
+    ("CTextFilter", "ExamplePlugins/CTextFilter"),
+    ("Echo", "ExamplePlugins/Echo"),
+    ("FunctionLibrary", "ExamplePlugins/FunctionLibrary"),
+    ("Countdown", "ExamplePlugins/Countdown"),
+]
+
+/// Plugins that misbehave on purpose, one per behaviour, for the fault-isolation tests.
+let faultyPlugins = [
+    "FaultySegfault", "FaultyAbort", "FaultyHang", "FaultyAbortAtLoad", "FaultyExitAtLoad",
+    "FaultyHangAtLoad", "FaultyNoEntry", "FaultyWrongABI", "FaultyFlood", "FaultyBusyLoop",
+    "FaultyMemoryHog", "FaultyForkBomb", "FaultyDescriptorHog", "FaultyProtocolGarbage",
+    "FaultyProtocolClose", "FaultyOversizedResponse", "FaultyNetworkClient", "FaultyFileReader",
+    "FaultyBundleWriter", "FaultySignalHost", "FaultyGrandchild",
+]
+
+let pluginTargets: [Target] =
+    cExamplePlugins.map { plugin in
+        .target(
+            name: plugin.name,
+            dependencies: ["PlugindPluginABI"],
+            path: plugin.path,
+            exclude: ["manifest.json"],
+            publicHeadersPath: ".",
+            cSettings: gnuSource
+        )
+    }
+    + faultyPlugins.map { name in
+        .target(
+            name: name,
+            dependencies: ["FaultyPluginSupport"],
+            path: "ExamplePlugins/Faulty/\(name)",
+            publicHeadersPath: ".",
+            cSettings: gnuSource
+        )
+    }
+    + [
+        .target(name: "FaultyPluginSupport", dependencies: ["PlugindPluginABI"], path: "ExamplePlugins/Faulty/Support"),
+        .target(
+            name: "SwiftTextFilter",
+            dependencies: ["PluginKit"],
+            path: "ExamplePlugins/SwiftTextFilter",
+            exclude: ["manifest.json"],
+            swiftSettings: swiftSettings
+        )
+    ]
+
+let pluginProducts: [Product] =
+    (cExamplePlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter"]).map { name in
+        .library(name: name, type: .dynamic, targets: [name])
+    }
+
+let package = Package(
+    name: "plugind",
+    products: [
+        .library(name: "ExtensionFoundation", targets: ["ExtensionFoundation"]),
+        .library(name: "PluginKit", targets: ["PluginKit"]),
+        .executable(name: "plugind", targets: ["plugind"]),
+        .executable(name: "plugind-worker", targets: ["plugind-worker"]),
+    ] + pluginProducts,
+    targets: [
+        // C: spawning, pidfd and wait, fatal-signal reporting (host and worker).
+        .target(name: "CPlugindShims", cSettings: gnuSource),
+        // C: the worker's confinement layers (prctl, rlimits, seccomp, Landlock).
+        .target(name: "CPlugindConfinement", dependencies: ["CSeccomp"], cSettings: gnuSource),
+        .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
+        .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        // The plugin ABI: one C header shared by the worker, C plugins and PluginKit.
+        .target(name: "PlugindPluginABI"),
+
+        .target(name: "PlugindSystem", dependencies: ["CPlugindShims"], swiftSettings: swiftSettings),
+        .target(name: "PlugindWire", dependencies: ["PlugindSystem"], swiftSettings: swiftSettings),
+        .target(name: "PlugindBundle", dependencies: ["PlugindWire", "CCrypto"], swiftSettings: swiftSettings),
+        .target(
+            name: "ExtensionFoundation",
+            dependencies: ["PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
+            swiftSettings: swiftSettings
+        ),
+        .target(name: "PluginKit", dependencies: ["PlugindPluginABI"], swiftSettings: swiftSettings),
+        .executableTarget(
+            name: "plugind-worker",
+            dependencies: [
+                "PlugindSystem", "PlugindWire", "PlugindPluginABI", "CFFI", "CPlugindShims",
+                "CPlugindConfinement",
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "plugind",
+            dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire"],
+            swiftSettings: swiftSettings
+        ),
+
+        .target(
+            name: "TestSupport",
+            dependencies: ["PlugindSystem"],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PlugindWireTests",
+            dependencies: ["PlugindWire", "PlugindSystem"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+    ] + pluginTargets
+)

@@ -1,0 +1,111 @@
+// The report a dying worker sends to its host: which signal, where, and how close the process was
+// to its memory and descriptor limits, so the host can say "memory limit 256 MiB" rather than
+// only "SIGSEGV". Runs inside a signal handler: async-signal-safe system calls only.
+#include "plugind_shims.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+enum { max_header = 64, alternate_stack_size = 64 * 1024 };
+
+static int report_fd = -1;
+static int statm_fd = -1;
+static int descriptor_directory_fd = -1;
+static uint8_t header_template[max_header];
+static size_t header_template_length;
+static volatile sig_atomic_t reported;
+
+static const int reported_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP};
+
+static void put_le(uint8_t *destination, uint64_t value, size_t width) {
+    for (size_t index = 0; index < width; index++) destination[index] = (uint8_t)(value >> (8 * index));
+}
+
+static uint64_t address_space_bytes(void) {
+    // First field of /proc/self/statm: total program size in pages.
+    char text[64];
+    if (statm_fd < 0) return 0;
+    ssize_t length = pread(statm_fd, text, sizeof text - 1, 0);
+    if (length <= 0) return 0;
+    uint64_t pages = 0;
+    for (ssize_t index = 0; index < length && text[index] >= '0' && text[index] <= '9'; index++) {
+        pages = pages * 10 + (uint64_t)(text[index] - '0');
+    }
+    return pages * (uint64_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t open_descriptor_count(void) {
+    if (descriptor_directory_fd < 0) return 0;
+    if (lseek(descriptor_directory_fd, 0, SEEK_SET) < 0) return 0;
+    char buffer[4096];
+    uint64_t count = 0;
+    for (;;) {
+        long length = syscall(SYS_getdents64, descriptor_directory_fd, buffer, sizeof buffer);
+        if (length <= 0) break;
+        for (long offset = 0; offset < length;) {
+            struct dirent64 *entry = (struct dirent64 *)(buffer + offset);
+            if (entry->d_name[0] != '.') count++;
+            offset += entry->d_reclen;
+        }
+    }
+    // Leave out the directory descriptor itself.
+    return count > 0 ? count - 1 : 0;
+}
+
+static void report_fatal_signal(int signal_number, siginfo_t *info, void *context) {
+    (void)context;
+    int saved_errno = errno;
+    if (!reported) {
+        reported = 1;
+        uint8_t frame[max_header + PLUGIND_SHIM_FATAL_REPORT_PAYLOAD_SIZE];
+        memcpy(frame, header_template, header_template_length);
+        uint8_t *payload = frame + header_template_length;
+        put_le(payload, (uint32_t)signal_number, 4);
+        put_le(payload + 4, (uint32_t)info->si_code, 4);
+        put_le(payload + 8, (uint64_t)(uintptr_t)info->si_addr, 8);
+        put_le(payload + 16, address_space_bytes(), 8);
+        put_le(payload + 24, open_descriptor_count(), 8);
+        ssize_t ignored = write(report_fd, frame, header_template_length + PLUGIND_SHIM_FATAL_REPORT_PAYLOAD_SIZE);
+        (void)ignored;
+    }
+    // SA_RESETHAND restored the default action. A fault re-executes the faulting instruction and
+    // dies of it. A signal someone raised is raised again; as pid 1 of its namespace the worker
+    // ignores raised signals with default action, so it exits instead (the report names the signal).
+    if (info->si_code <= 0) {
+        raise(signal_number);
+        if (getpid() == 1) _exit(128 + signal_number);
+    }
+    errno = saved_errno;
+}
+
+int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *frame_header, size_t header_length) {
+    if (header_length > max_header) return EINVAL;
+    memcpy(header_template, frame_header, header_length);
+    header_template_length = header_length;
+    report_fd = fd;
+    statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    descriptor_directory_fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+    stack_t alternate;
+    memset(&alternate, 0, sizeof alternate);
+    alternate.ss_sp = malloc(alternate_stack_size);
+    if (alternate.ss_sp == NULL) return ENOMEM;
+    alternate.ss_size = alternate_stack_size;
+    if (sigaltstack(&alternate, NULL) != 0) return errno;
+
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_sigaction = report_fatal_signal;
+    action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
+    sigemptyset(&action.sa_mask);
+    for (size_t index = 0; index < sizeof reported_signals / sizeof reported_signals[0]; index++) {
+        if (sigaction(reported_signals[index], &action, NULL) != 0) return errno;
+    }
+    return 0;
+}

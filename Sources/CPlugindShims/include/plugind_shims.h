@@ -1,0 +1,129 @@
+/*
+ * plugind_shims.h — the C that Swift cannot or must not do: spawning a worker with no Swift
+ * between fork and exec, pidfd syscalls glibc does not wrap, wait status with resource usage,
+ * and the async-signal-safe fatal-signal report a worker sends before it dies.
+ *
+ * Convention: functions return 0 or an errno value; results go out through out-parameters.
+ */
+#ifndef PLUGIND_SHIMS_H
+#define PLUGIND_SHIMS_H
+
+#ifndef __linux__
+#error "plugind supports Linux only"
+#endif
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Start the child in a new session (setsid), so terminal signals for the host's process group
+/// do not reach it.
+#define PLUGIND_SHIM_SPAWN_NEW_SESSION (1 << 0)
+/// Kill the child with SIGKILL when the spawning thread exits (PR_SET_PDEATHSIG).
+#define PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT (1 << 1)
+/// Make the child pid 1 of a new pid namespace: everything it starts dies with it.
+#define PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE (1 << 2)
+/// Also create a user namespace, mapping the caller's uid and gid to themselves (needed for a new
+/// pid namespace without CAP_SYS_ADMIN).
+#define PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE (1 << 3)
+
+/// The most descriptors a spawn request may map.
+#define PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS 16
+
+typedef struct plugind_shim_spawn_request {
+    /// Absolute path of the executable.
+    const char *_Nonnull path;
+    /// NULL-terminated argument and environment vectors, built by the caller.
+    char *_Nullable const *_Nonnull argv;
+    char *_Nullable const *_Nonnull envp;
+    /// `descriptors[i]` becomes descriptor `i` in the child; everything above is closed.
+    const int *_Nonnull descriptors;
+    int descriptor_count;
+    /// PLUGIND_SHIM_SPAWN_* flags.
+    int flags;
+    /// The caller's uid and gid, used for the user-namespace identity mapping.
+    uid_t uid;
+    gid_t gid;
+} plugind_shim_spawn_request;
+
+/// Spawns a process with clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD): the child runs only
+/// async-signal-safe code (signal reset, setsid, prctl, dup2, close_range, execve) and the
+/// caller is suspended until it has exec'd. Returns 0 with the pid and a close-on-exec pidfd, or
+/// the errno of the step that failed (the failed child is reaped before returning).
+/// Thread-safe. PR_SET_PDEATHSIG follows the calling thread: call it from a thread that lives as
+/// long as the child should.
+int plugind_shim_spawn(const plugind_shim_spawn_request *_Nonnull request, pid_t *_Nonnull pid,
+                       int *_Nonnull pidfd);
+
+/// Wraps `pidfd_open(2)`.
+int plugind_shim_pidfd_open(pid_t pid, int *_Nonnull pidfd);
+
+/// Wraps `pidfd_send_signal(2)`.
+int plugind_shim_pidfd_send_signal(int pidfd, int signal);
+
+/// How a process ended, with the resources it used.
+typedef struct plugind_shim_exit_info {
+    /// 0: still running (only with `no_hang`); 1: exited; 2: killed by a signal; 3: killed by a
+    /// signal and dumped core.
+    int state;
+    /// Exit status (state 1) or signal number (states 2 and 3).
+    int value;
+    /// CPU time consumed, in microseconds.
+    uint64_t user_microseconds;
+    uint64_t system_microseconds;
+    /// Peak resident set size in KiB.
+    uint64_t max_resident_kilobytes;
+} plugind_shim_exit_info;
+
+/// Reaps the child behind `pidfd` with waitid(P_PIDFD), collecting its resource usage.
+/// With `no_hang`, returns 0 and state 0 when the child is still running. Retries EINTR.
+int plugind_shim_pidfd_wait(int pidfd, int no_hang, plugind_shim_exit_info *_Nonnull info);
+
+/// The abbreviated name of a signal ("SEGV"), or NULL when unknown. Static storage.
+const char *_Nullable plugind_shim_signal_abbreviation(int signal);
+
+/// Wraps `close_range(2)` with flags 0.
+int plugind_shim_close_range(unsigned int first, unsigned int last);
+
+/// Wraps `pipe2(2)` with O_CLOEXEC.
+int plugind_shim_pipe(int *_Nonnull read_end, int *_Nonnull write_end);
+
+/// Sets the close-on-exec flag on `fd`.
+int plugind_shim_set_cloexec(int fd);
+
+/// Sets O_NONBLOCK on `fd`.
+int plugind_shim_set_nonblocking(int fd);
+
+/// Wraps fcntl(F_SETPIPE_SZ) / fcntl(F_GETPIPE_SZ).
+int plugind_shim_set_pipe_size(int fd, int size, int *_Nonnull actual);
+
+/// Ignores SIGPIPE for the whole process, so a write to a dead worker yields EPIPE.
+int plugind_shim_ignore_sigpipe(void);
+
+/// Raises the soft RLIMIT_NOFILE to the hard limit; returns the new soft limit in `limit`.
+int plugind_shim_raise_open_file_limit(uint64_t *_Nonnull limit);
+
+/// Layout of the payload the fatal-signal reporter writes (all little-endian):
+///   int32 signal, int32 si_code, uint64 fault address, uint64 address-space bytes in use,
+///   uint64 open descriptors.
+#define PLUGIND_SHIM_FATAL_REPORT_PAYLOAD_SIZE 32
+
+/// Installs handlers (on an alternate stack) for SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
+/// SIGSYS and SIGTRAP that write `frame_header` followed by the report payload to `fd` in one
+/// write, then let the signal take its default action. `frame_header` is copied.
+/// The handler is async-signal-safe. Call once, from the worker, before loading plugin code.
+int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *_Nonnull frame_header,
+                                             size_t header_length);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PLUGIND_SHIMS_H */

@@ -1,0 +1,106 @@
+// Process and descriptor syscalls that glibc 2.36 does not wrap, and macros Swift cannot import.
+#include "plugind_shims.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+int plugind_shim_pidfd_open(pid_t pid, int *pidfd) {
+    long result = syscall(SYS_pidfd_open, pid, 0);
+    if (result < 0) return errno;
+    *pidfd = (int)result;
+    return 0;
+}
+
+int plugind_shim_pidfd_send_signal(int pidfd, int signal) {
+    if (syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0) != 0) return errno;
+    return 0;
+}
+
+int plugind_shim_pidfd_wait(int pidfd, int no_hang, plugind_shim_exit_info *info) {
+    siginfo_t status;
+    struct rusage usage;
+    memset(&status, 0, sizeof status);
+    memset(&usage, 0, sizeof usage);
+    int options = WEXITED | (no_hang ? WNOHANG : 0);
+    // The raw system call, because glibc's waitid() drops the rusage argument.
+    while (syscall(SYS_waitid, P_PIDFD, pidfd, &status, options, &usage) != 0) {
+        if (errno != EINTR) return errno;
+    }
+    memset(info, 0, sizeof *info);
+    if (status.si_pid == 0) return 0;  // WNOHANG and still running
+    switch (status.si_code) {
+    case CLD_EXITED: info->state = 1; break;
+    case CLD_DUMPED: info->state = 3; break;
+    default: info->state = 2; break;
+    }
+    info->value = status.si_status;
+    info->user_microseconds =
+        (uint64_t)usage.ru_utime.tv_sec * 1000000u + (uint64_t)usage.ru_utime.tv_usec;
+    info->system_microseconds =
+        (uint64_t)usage.ru_stime.tv_sec * 1000000u + (uint64_t)usage.ru_stime.tv_usec;
+    info->max_resident_kilobytes = (uint64_t)usage.ru_maxrss;
+    return 0;
+}
+
+const char *plugind_shim_signal_abbreviation(int signal) { return sigabbrev_np(signal); }
+
+int plugind_shim_close_range(unsigned int first, unsigned int last) {
+    if (syscall(SYS_close_range, first, last, 0) != 0) return errno;
+    return 0;
+}
+
+int plugind_shim_pipe(int *read_end, int *write_end) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return errno;
+    *read_end = fds[0];
+    *write_end = fds[1];
+    return 0;
+}
+
+int plugind_shim_set_cloexec(int fd) {
+    int flags = fcntl(fd, F_GETFD);
+    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0) return errno;
+    return 0;
+}
+
+int plugind_shim_set_nonblocking(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0) return errno;
+    return 0;
+}
+
+int plugind_shim_set_pipe_size(int fd, int size, int *actual) {
+    int result = fcntl(fd, F_SETPIPE_SZ, size);
+    if (result < 0) return errno;
+    *actual = result;
+    return 0;
+}
+
+int plugind_shim_ignore_sigpipe(void) {
+    struct sigaction action;
+    memset(&action, 0, sizeof action);
+    action.sa_handler = SIG_IGN;
+    if (sigaction(SIGPIPE, &action, NULL) != 0) return errno;
+    return 0;
+}
+
+int plugind_shim_raise_open_file_limit(uint64_t *limit) {
+    struct rlimit current;
+    if (getrlimit(RLIMIT_NOFILE, &current) != 0) return errno;
+    if (current.rlim_cur < current.rlim_max) {
+        current.rlim_cur = current.rlim_max;
+        if (setrlimit(RLIMIT_NOFILE, &current) != 0) return errno;
+    }
+    *limit = (uint64_t)current.rlim_cur;
+    return 0;
+}

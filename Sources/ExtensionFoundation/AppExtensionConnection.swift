@@ -1,0 +1,95 @@
+public import Foundation
+@_exported public import enum PlugindWire.FunctionValue
+@_exported public import enum PlugindWire.FunctionValueType
+@_exported public import struct PlugindWire.FunctionSignature
+
+/// Requests, typed calls and unprompted messages to and from one running plugin (the Linux
+/// stand-in for an XPC connection). Many requests may be in flight at once; each gets its own
+/// answer. Cheap to copy; all copies talk to the same process.
+public struct AppExtensionConnection: Sendable {
+    let process: AppExtensionProcess
+
+    private var channel: WorkerChannel { process.channel }
+    private var pluginIdentifier: String { process.plan.pluginIdentifier }
+
+    /// Sends `request` to the plugin's handler and returns its response bytes.
+    ///
+    /// - Parameters:
+    ///   - request: The bytes, passed to the plugin unchanged.
+    ///   - timeout: The deadline; nil for the plugin's default (manifest, capped by the host).
+    /// - Throws: `AppExtensionError`: `pluginError` with the plugin's code and message;
+    ///   `timedOut`; `cancelled` when the task is cancelled; `limitExceeded`; `workerCrashed`,
+    ///   `workerExited` or `protocolViolation` when the worker dies meanwhile; `unsupported` for a
+    ///   function-only plugin; `invalidated` after `invalidate()`.
+    public func send(_ request: [UInt8], timeout: Duration? = nil) async throws -> [UInt8] {
+        guard process.acceptsRequests else {
+            throw AppExtensionError(.unsupported, plugin: pluginIdentifier, "is function-only; call its functions with call(_:arguments:)")
+        }
+        let limit = process.plan.load.limits.maxMessageBytes
+        guard UInt64(request.count) <= limit else {
+            throw AppExtensionError(
+                .limitExceeded,
+                plugin: pluginIdentifier,
+                "request of \(request.count) bytes exceeds the message limit",
+                exceededLimit: .init(kind: .messageSize, value: limit)
+            )
+        }
+        return try await channel.request(request, timeout: timeout ?? process.defaultRequestTimeout)
+    }
+
+    /// Sends `request` and returns the response, as `Data`.
+    public func send(_ request: Data, timeout: Duration? = nil) async throws -> Data {
+        Data(try await send([UInt8](request), timeout: timeout))
+    }
+
+    /// Encodes `request` as JSON, sends it, and decodes the response as `Response`.
+    public func send<Request: Encodable, Response: Decodable>(
+        _ request: Request,
+        expecting responseType: Response.Type,
+        timeout: Duration? = nil
+    ) async throws -> Response {
+        let bytes = try JSONEncoder().encode(request)
+        let response = try await send([UInt8](bytes), timeout: timeout)
+        return try JSONDecoder().decode(Response.self, from: Data(response))
+    }
+
+    /// Calls a function the plugin's manifest declares, with arguments of the declared types.
+    ///
+    /// - Throws: `AppExtensionError`: `unknownFunction`; `invalidArguments` for a wrong count or
+    ///   type (checked before anything is sent); `workerCrashed` when the function crashes; the
+    ///   same errors as `send` otherwise.
+    public func call(_ function: String, arguments: [FunctionValue] = [], timeout: Duration? = nil) async throws -> FunctionValue {
+        let functions = process.functions
+        guard let index = functions.firstIndex(where: { $0.name == function }) else {
+            let known = functions.isEmpty ? "it declares none" : "it declares " + functions.map(\.name).joined(separator: ", ")
+            throw AppExtensionError(.unknownFunction, plugin: pluginIdentifier, "has no function '\(function)' in its manifest (\(known))")
+        }
+        let signature = functions[index]
+        guard arguments.count == signature.arguments.count else {
+            throw AppExtensionError(
+                .invalidArguments,
+                plugin: pluginIdentifier,
+                "\(signature) takes \(signature.arguments.count) argument(s), got \(arguments.count)"
+            )
+        }
+        for (position, (argument, declared)) in zip(arguments, signature.arguments).enumerated() where argument.type != declared {
+            throw AppExtensionError(
+                .invalidArguments,
+                plugin: pluginIdentifier,
+                "argument \(position + 1) of \(signature) must be \(declared), got \(argument.type)"
+            )
+        }
+        for (position, argument) in arguments.enumerated() {
+            if case .string(let text) = argument, text.utf8.contains(0) {
+                throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, "argument \(position + 1) of \(signature) contains a NUL byte")
+            }
+        }
+        return try await channel.call(function: UInt32(index), arguments: arguments, timeout: timeout ?? process.defaultRequestTimeout)
+    }
+
+    /// Events, progress reports and log lines the plugin sends unprompted, from now until the
+    /// process ends. Each call returns a new stream; every stream sees every message.
+    public var messages: AsyncStream<AppExtensionMessage> {
+        channel.messages()
+    }
+}

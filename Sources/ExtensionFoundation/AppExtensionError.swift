@@ -1,0 +1,150 @@
+public import Foundation
+import PlugindSystem
+
+/// An error from ExtensionFoundation: a stable code to switch on, the plugin it concerns, and a
+/// one-line description a person can act on.
+///
+/// When a worker process ended, `termination` says how, and `standardErrorTail` holds the last
+/// bytes the plugin wrote to stdout and stderr.
+public struct AppExtensionError: Error, Sendable, CustomStringConvertible, LocalizedError {
+    /// What went wrong, as a value that new cases can be added to without breaking callers.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+
+        private init(_ rawValue: String) {
+            self.rawValue = rawValue
+        }
+
+        public var description: String { rawValue }
+
+        /// The `plugind-worker` executable was not found.
+        public static let workerNotFound = Code("workerNotFound")
+        /// The worker process could not be started.
+        public static let spawnFailed = Code("spawnFailed")
+        /// The worker did not complete the handshake (it exited, or did not answer in time).
+        public static let handshakeFailed = Code("handshakeFailed")
+        /// Host and worker speak no common protocol version.
+        public static let incompatibleProtocol = Code("incompatibleProtocol")
+        /// `dlopen` failed, or the library changed after it was approved.
+        public static let pluginLoadFailed = Code("pluginLoadFailed")
+        /// The entry point or a declared function is missing from the library.
+        public static let symbolMissing = Code("symbolMissing")
+        /// The plugin was built for another plugin ABI.
+        public static let abiMismatch = Code("abiMismatch")
+        /// A confinement layer could not be applied and the host requires it.
+        public static let confinementUnavailable = Code("confinementUnavailable")
+        /// The worker died from a signal.
+        public static let workerCrashed = Code("workerCrashed")
+        /// The worker exited when it should not have.
+        public static let workerExited = Code("workerExited")
+        /// The plugin exceeded one of its resource limits (memory, CPU, message size).
+        public static let limitExceeded = Code("limitExceeded")
+        /// A request or the launch did not finish before its deadline.
+        public static let timedOut = Code("timedOut")
+        /// The request was cancelled, or the process was invalidated while it waited.
+        public static let cancelled = Code("cancelled")
+        /// The worker sent bytes that break the wire protocol; it was stopped.
+        public static let protocolViolation = Code("protocolViolation")
+        /// The plugin answered with its own error code and message.
+        public static let pluginError = Code("pluginError")
+        /// No plugin with this identity is installed, or it is not usable by this host.
+        public static let notFound = Code("notFound")
+        /// The plugin is installed but not approved, disabled, or its approval no longer matches.
+        public static let notApproved = Code("notApproved")
+        /// The plugin was quarantined after crashing repeatedly.
+        public static let quarantined = Code("quarantined")
+        /// A typed call named a function the manifest does not declare.
+        public static let unknownFunction = Code("unknownFunction")
+        /// A typed call's arguments do not match the declared signature.
+        public static let invalidArguments = Code("invalidArguments")
+        /// The operation needs something the plugin does not offer (e.g. a request handler).
+        public static let unsupported = Code("unsupported")
+        /// The process was already invalidated or has ended.
+        public static let invalidated = Code("invalidated")
+        /// The manifest, catalog or policy could not be read.
+        public static let configurationError = Code("configurationError")
+    }
+
+    /// How a worker process ended.
+    public enum Termination: Sendable, Hashable, CustomStringConvertible {
+        case exited(status: Int32)
+        case signaled(signal: Int32, name: String)
+
+        public var description: String {
+            switch self {
+            case .exited(let status): "exit status \(status)"
+            case .signaled(_, let name): name
+            }
+        }
+    }
+
+    /// A resource limit the plugin ran into.
+    public struct ExceededLimit: Sendable, Hashable, CustomStringConvertible {
+        public enum Kind: String, Sendable, Hashable {
+            case memory, cpu, openFiles, messageSize
+        }
+
+        public var kind: Kind
+        /// The limit in its unit: bytes, seconds or descriptors.
+        public var value: UInt64
+
+        public init(kind: Kind, value: UInt64) {
+            self.kind = kind
+            self.value = value
+        }
+
+        /// "memory limit 256 MiB", "CPU limit 2 s", "open files limit 64", "message limit 1 MiB".
+        public var description: String {
+            switch kind {
+            case .memory: "memory limit \(ByteCount(value))"
+            case .cpu: "CPU limit \(value) s"
+            case .openFiles: "open files limit \(value)"
+            case .messageSize: "message limit \(ByteCount(value))"
+            }
+        }
+    }
+
+    public let code: Code
+    /// The plugin's identifier, when the error concerns one.
+    public let pluginIdentifier: String?
+    /// What happened, without the plugin's name (see `description` for the whole sentence).
+    public let reason: String
+    /// How the worker ended, when it did.
+    public let termination: Termination?
+    /// The limit the plugin hit, for `limitExceeded`.
+    public let exceededLimit: ExceededLimit?
+    /// The plugin's own error code, for `pluginError`.
+    public let pluginErrorCode: Int32?
+    /// The last bytes (up to 16 KiB) the worker wrote to stdout and stderr.
+    public let standardErrorTail: String
+    /// The system error underneath, if any.
+    public let underlying: (any Error & Sendable)?
+
+    package init(
+        _ code: Code,
+        plugin: String?,
+        _ reason: String,
+        termination: Termination? = nil,
+        exceededLimit: ExceededLimit? = nil,
+        pluginErrorCode: Int32? = nil,
+        standardErrorTail: String = "",
+        underlying: (any Error & Sendable)? = nil
+    ) {
+        self.code = code
+        self.pluginIdentifier = plugin
+        self.reason = reason
+        self.termination = termination
+        self.exceededLimit = exceededLimit
+        self.pluginErrorCode = pluginErrorCode
+        self.standardErrorTail = standardErrorTail
+        self.underlying = underlying
+    }
+
+    /// One line: "plugin com.example.x: crashed with SIGSEGV (segmentation fault at 0x0)".
+    public var description: String {
+        guard let pluginIdentifier else { return reason }
+        return "plugin \(pluginIdentifier): \(reason)"
+    }
+
+    public var errorDescription: String? { description }
+}

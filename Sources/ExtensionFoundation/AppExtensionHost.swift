@@ -1,0 +1,148 @@
+public import Foundation
+import Synchronization
+
+/// Who the host is and where plugind looks for its plugins, policy and worker. The Linux stand-in
+/// for what Apple platforms take from the app bundle and the system.
+///
+/// Every value has a default derived from the environment; set `AppExtensionHost.current` once at
+/// start-up to change them for the whole process.
+public struct AppExtensionHost: Sendable, Hashable {
+    /// The host's identifier in reverse DNS. An extension point declared with `Name("x")` gets the
+    /// full identifier "<identifier>.x".
+    public var identifier: String
+    /// Plugins shipped with the host itself: searched first and enabled without approval (Apple's
+    /// `Scope(restriction: .application)`).
+    public var bundledPluginsDirectory: URL?
+    /// Directories searched for installed plugins, in precedence order (after the bundled ones).
+    public var searchPaths: [URL]
+    /// The owner's policy store (`policy.json`), normally `$XDG_CONFIG_HOME/plugind`.
+    public var policyDirectory: URL
+    /// The administrator's policy store, whose denials win, normally `/etc/plugind`.
+    public var administratorPolicyDirectory: URL
+    /// Where plugind keeps crash records and caches, normally `$XDG_STATE_HOME/plugind`.
+    public var stateDirectory: URL
+    /// The `plugind-worker` executable. When nil, plugind uses `$PLUGIND_WORKER`, then
+    /// `plugind-worker` beside the running executable, then the one on `PATH`.
+    public var workerExecutable: URL?
+    /// The most any plugin may ask for, and the values used when its manifest asks nothing.
+    public var limits: Limits
+    /// Whether a worker may run when a confinement layer cannot be applied.
+    public var confinement: ConfinementRequirement
+    /// How long a worker may take from spawn to `ready`.
+    public var launchTimeout: Duration
+    /// How long `invalidate()` waits for the worker to exit before killing it.
+    public var shutdownGracePeriod: Duration
+    /// How long a worker may take to confirm a cancelled or timed-out request before it is
+    /// considered stuck and killed.
+    public var cancellationGracePeriod: Duration
+    /// When repeated crashes quarantine a plugin.
+    public var quarantine: QuarantinePolicy
+    /// The host's own version, compared with a manifest's `minimumHostVersion`.
+    public var version: String
+
+    /// Caps and defaults for plugin resource limits.
+    public struct Limits: Sendable, Hashable {
+        /// Address space of a worker, in bytes.
+        public var memoryBytes: UInt64
+        /// CPU time of a worker, in seconds.
+        public var cpuSeconds: UInt64
+        /// Open descriptors of a worker.
+        public var openFiles: UInt64
+        /// Deadline of one request, when the caller gives none.
+        public var requestTimeout: Duration
+        /// Largest request or response.
+        public var maxMessageBytes: UInt64
+
+        public init(
+            memoryBytes: UInt64 = 1 << 30,
+            cpuSeconds: UInt64 = 3600,
+            openFiles: UInt64 = 1024,
+            requestTimeout: Duration = .seconds(30),
+            maxMessageBytes: UInt64 = 64 << 20
+        ) {
+            self.memoryBytes = memoryBytes
+            self.cpuSeconds = cpuSeconds
+            self.openFiles = openFiles
+            self.requestTimeout = requestTimeout
+            self.maxMessageBytes = maxMessageBytes
+        }
+    }
+
+    public enum ConfinementRequirement: String, Sendable, Hashable {
+        /// Every layer must apply, or the launch fails naming the layer (the default).
+        case required
+        /// Apply what the system offers; report the rest in `AppExtensionProcess.confinement`.
+        case bestEffort
+        /// Apply nothing. For debugging plugins only.
+        case disabled
+    }
+
+    /// A plugin that crashes `crashes` times within `window` is quarantined until its bytes
+    /// change or the owner clears it.
+    public struct QuarantinePolicy: Sendable, Hashable {
+        public var crashes: Int
+        public var window: Duration
+
+        public init(crashes: Int = 3, window: Duration = .seconds(300)) {
+            self.crashes = crashes
+            self.window = window
+        }
+    }
+
+    /// A host with defaults taken from `environment`: `PLUGIND_PATH`, `XDG_DATA_HOME`,
+    /// `XDG_CONFIG_HOME`, `XDG_STATE_HOME`, `PLUGIND_ADMIN_POLICY_DIR`, `HOME`.
+    public init(identifier: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
+        let home = environment["HOME"].map { URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
+        func directory(_ variable: String, fallback: String) -> URL {
+            if let value = environment[variable], value.hasPrefix("/") { return URL(fileURLWithPath: value) }
+            return home.appendingPathComponent(fallback)
+        }
+        let dataHome = directory("XDG_DATA_HOME", fallback: ".local/share")
+        let configHome = directory("XDG_CONFIG_HOME", fallback: ".config")
+        let stateHome = directory("XDG_STATE_HOME", fallback: ".local/state")
+
+        self.identifier = identifier
+        self.bundledPluginsDirectory = nil
+        let pluginPath = (environment["PLUGIND_PATH"] ?? "").split(separator: ":").map { URL(fileURLWithPath: String($0)) }
+        self.searchPaths =
+            pluginPath + [
+                dataHome.appendingPathComponent("plugind/plugins"),
+                URL(fileURLWithPath: "/usr/local/lib/plugind/plugins"),
+                URL(fileURLWithPath: "/usr/lib/plugind/plugins"),
+            ]
+        self.policyDirectory = configHome.appendingPathComponent("plugind")
+        self.administratorPolicyDirectory = URL(fileURLWithPath: environment["PLUGIND_ADMIN_POLICY_DIR"] ?? "/etc/plugind")
+        self.stateDirectory = stateHome.appendingPathComponent("plugind")
+        self.workerExecutable = nil
+        self.limits = Limits()
+        self.confinement = .required
+        self.launchTimeout = .seconds(10)
+        self.shutdownGracePeriod = .seconds(2)
+        self.cancellationGracePeriod = .seconds(1)
+        self.quarantine = QuarantinePolicy()
+        self.version = "0.1.0"
+    }
+
+    /// The user's own plugin directory, where `plugind install` puts bundles.
+    public var userPluginsDirectory: URL {
+        let data = searchPaths.first { $0.path.hasSuffix("/plugind/plugins") && !$0.path.hasPrefix("/usr/") }
+        return data ?? policyDirectory.appendingPathComponent("plugins")
+    }
+
+    private static let storage = Mutex(AppExtensionHost(identifier: defaultIdentifier()))
+
+    /// The configuration used wherever none is passed explicitly.
+    public static var current: AppExtensionHost {
+        get { storage.withLock { $0 } }
+        set { storage.withLock { $0 = newValue } }
+    }
+
+    /// `PLUGIND_HOST_IDENTIFIER`, or "local." followed by the executable's name.
+    private static func defaultIdentifier() -> String {
+        if let identifier = ProcessInfo.processInfo.environment["PLUGIND_HOST_IDENTIFIER"], !identifier.isEmpty {
+            return identifier
+        }
+        let name = ProcessInfo.processInfo.processName.filter { $0.isLetter || $0.isNumber || $0 == "-" }
+        return "local." + (name.isEmpty ? "host" : name)
+    }
+}

@@ -1,0 +1,25 @@
+/// A plugin that is available to the host. Obtained from `AppExtensionPoint.Monitor`; pass it to
+/// `AppExtensionProcess.Configuration` to run the plugin.
+public struct AppExtensionIdentity: Sendable, Hashable, Identifiable, CustomStringConvertible {
+    /// The plugin's identifier from its manifest.
+    public let bundleIdentifier: String
+    /// The full identifier of the extension point it serves.
+    public let extensionPointIdentifier: String
+    /// The display name from its manifest.
+    public let localizedName: String
+    /// The bundle directory the identity was found in.
+    let bundlePath: String
+
+    package init(bundleIdentifier: String, extensionPointIdentifier: String, localizedName: String, bundlePath: String) {
+        self.bundleIdentifier = bundleIdentifier
+        self.extensionPointIdentifier = extensionPointIdentifier
+        self.localizedName = localizedName
+        self.bundlePath = bundlePath
+    }
+
+    public var id: String { bundleIdentifier }
+
+    public var description: String {
+        "\(localizedName) (\(bundleIdentifier))"
+    }
+}

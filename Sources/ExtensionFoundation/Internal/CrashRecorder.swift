@@ -1,0 +1,31 @@
+import Dispatch
+import Foundation
+
+/// Writes a crash record when a worker ends badly, so that repeated crashes quarantine the
+/// plugin. File I/O happens on a utility queue, never on the event loop or the caller's task.
+enum CrashRecorder {
+    private static let queue = DispatchQueue(label: "plugind.crash-recorder", qos: .utility)
+
+    /// Records the end of `channel` once it comes, unless the host ended it.
+    static func watch(_ channel: WorkerChannel, entry: CatalogEntry, host: AppExtensionHost) {
+        Task.detached(priority: .utility) {
+            let termination = await channel.termination()
+            guard !termination.wasInvalidated else { return }
+            let error = termination.error(plugin: entry.identifier, limits: channel.limits)
+            record(error, entry: entry, host: host)
+        }
+    }
+
+    /// Records a launch that failed because the worker died or hung while loading.
+    static func recordLaunchFailure(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
+        let counted: Set<AppExtensionError.Code> = [.workerCrashed, .workerExited, .limitExceeded, .protocolViolation, .timedOut, .pluginLoadFailed]
+        guard counted.contains(error.code), error.termination != nil else { return }
+        record(error, entry: entry, host: host)
+    }
+
+    private static func record(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
+        queue.async {
+            CrashLog(host: host).record(identifier: entry.identifier, bundle: entry.bundle, reason: error.reason, output: error.standardErrorTail)
+        }
+    }
+}

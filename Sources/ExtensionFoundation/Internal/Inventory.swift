@@ -1,0 +1,101 @@
+import Foundation
+import PlugindBundle
+
+/// Every plugin installed for a host at one moment, with the owner's decision about each: the
+/// common ground of `AppExtensionPoint.Monitor` and the owner's tools (`plugind list`).
+package struct Inventory: Sendable {
+    /// One valid bundle (the winner for its identifier) and whether the host may use it.
+    package struct Item: Sendable {
+        package var entry: CatalogEntry
+        package var decision: PolicyDecision
+        package var quarantine: CrashLog.Quarantine?
+
+        package var isAvailable: Bool { decision.isAvailable && quarantine == nil }
+
+        package var identity: AppExtensionIdentity {
+            AppExtensionIdentity(
+                bundleIdentifier: entry.manifest.identifier,
+                extensionPointIdentifier: entry.manifest.extensionPoint,
+                localizedName: entry.manifest.name,
+                bundlePath: entry.bundle.bundlePath
+            )
+        }
+
+        /// A stable word for scripts: available, unapproved, disabled, approval-outdated,
+        /// quarantined.
+        package var stateCode: String {
+            if quarantine != nil { return AppExtensionDiagnostic.Kind.quarantined.code }
+            switch decision {
+            case .available: return "available"
+            case .unapproved: return AppExtensionDiagnostic.Kind.unapproved.code
+            case .disabled: return AppExtensionDiagnostic.Kind.disabled.code
+            case .approvalOutdated: return AppExtensionDiagnostic.Kind.approvalOutdated.code
+            }
+        }
+
+        /// Why the item is not available, or nil when it is.
+        package var diagnostic: AppExtensionDiagnostic? {
+            let id = entry.identifier
+            let kind: AppExtensionDiagnostic.Kind
+            let message: String
+            if let quarantine {
+                kind = .quarantined
+                message = "quarantined since \(ISO8601DateFormatter().string(from: quarantine.since)) (\(quarantine.reason)); run 'plugind quarantine clear \(id)' once it is fixed"
+            } else {
+                switch decision {
+                case .available:
+                    return nil
+                case .unapproved:
+                    kind = .unapproved
+                    message = "not approved yet; review it with 'plugind info \(id)' and run 'plugind approve \(id)'"
+                case .disabled(let byAdministrator):
+                    kind = .disabled
+                    message = byAdministrator ? "disabled by the administrator" : "disabled by the owner; run 'plugind enable \(id)' to use it again"
+                case .approvalOutdated(let change):
+                    kind = .approvalOutdated
+                    message = "the approval no longer matches: \(change); review it and run 'plugind approve \(id)' again"
+                }
+            }
+            return AppExtensionDiagnostic(
+                kind: kind,
+                path: entry.bundle.bundlePath,
+                bundleIdentifier: id,
+                extensionPointIdentifier: entry.manifest.extensionPoint,
+                message: message
+            )
+        }
+    }
+
+    package var items: [Item]
+    /// Bundles that were rejected or shadowed, and unreadable policy files.
+    package var problems: [AppExtensionDiagnostic]
+
+    package func item(_ identifier: String) -> Item? {
+        items.first { $0.entry.identifier == identifier }
+    }
+
+    /// Scans the host's search roots and evaluates the policy for each bundle found.
+    package static func take(host: AppExtensionHost, catalog: Catalog = .shared) -> Inventory {
+        let snapshot = catalog.scan(SearchRoot.roots(of: host))
+        let policy = PolicySnapshot.read(for: host)
+        let crashLog = CrashLog(host: host)
+        let crashes = crashLog.read()
+        let items = snapshot.entries.map { entry in
+            Item(
+                entry: entry,
+                decision: policy.decision(for: entry),
+                quarantine: crashLog.quarantine(of: entry.identifier, bundle: entry.bundle, document: crashes)
+            )
+        }
+        let policyProblems = policy.errors.map { error in
+            AppExtensionDiagnostic(
+                kind: .policyUnreadable,
+                path: error.path,
+                bundleIdentifier: nil,
+                extensionPointIdentifier: nil,
+                message: "\(error); nothing installed outside the host is approved until it is fixed (the file is left untouched)"
+            )
+        }
+        return Inventory(items: items, problems: snapshot.diagnostics + policyProblems)
+    }
+}

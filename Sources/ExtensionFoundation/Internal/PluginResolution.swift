@@ -1,0 +1,53 @@
+import Foundation
+import PlugindBundle
+import PlugindWire
+
+/// Turns an identity into the bundle to launch, refusing it unless it is (still) approved and
+/// enabled, and not quarantined. Checked at every launch, so a change of policy or bytes takes
+/// effect at once.
+enum PluginResolution {
+    static func entry(for identity: AppExtensionIdentity, host: AppExtensionHost) throws(AppExtensionError) -> CatalogEntry {
+        let id = identity.bundleIdentifier
+        let roots = SearchRoot.roots(of: host)
+        guard let entry = Catalog.shared.entry(atBundlePath: identity.bundlePath, roots: roots) else {
+            throw AppExtensionError(.notFound, plugin: id, "is no longer installed at \(identity.bundlePath)")
+        }
+        switch entry {
+        case .failure(let problem):
+            throw AppExtensionError(.notFound, plugin: id, "cannot be used: \(problem.message)")
+        case .success(let entry):
+            guard entry.identifier == id else {
+                throw AppExtensionError(.notFound, plugin: id, "\(identity.bundlePath) now holds \(entry.identifier)")
+            }
+            try check(entry, host: host)
+            return entry
+        }
+    }
+
+    /// Throws unless `entry` is usable under the current policy.
+    static func check(_ entry: CatalogEntry, host: AppExtensionHost) throws(AppExtensionError) {
+        let id = entry.identifier
+        let policy = PolicySnapshot.read(for: host)
+        if let error = policy.errors.first, !entry.root.isBundledWithHost {
+            throw AppExtensionError(.notApproved, plugin: id, "cannot be approved while \(error)")
+        }
+        switch policy.decision(for: entry) {
+        case .available:
+            break
+        case .unapproved:
+            throw AppExtensionError(.notApproved, plugin: id, "is not approved; review it with 'plugind info \(id)' and approve it with 'plugind approve \(id)'")
+        case .disabled(let byAdministrator):
+            let how = byAdministrator ? "by the administrator (\(host.administratorPolicyDirectory.path))" : "; enable it with 'plugind enable \(id)'"
+            throw AppExtensionError(.notApproved, plugin: id, "is disabled \(how)")
+        case .approvalOutdated(let change):
+            throw AppExtensionError(.notApproved, plugin: id, "is no longer approved: \(change); review it and run 'plugind approve \(id)' again")
+        }
+        if let quarantine = CrashLog(host: host).quarantine(of: id, bundle: entry.bundle) {
+            throw AppExtensionError(
+                .quarantined,
+                plugin: id,
+                "is quarantined since \(ISO8601DateFormatter().string(from: quarantine.since)) (\(quarantine.reason)); clear it with 'plugind quarantine clear \(id)'"
+            )
+        }
+    }
+}

@@ -1,0 +1,139 @@
+import Glibc
+import PlugindSystem
+import PlugindWire
+
+/// Everything known about a worker once it has been reaped: how it ended, what it reported
+/// before dying, why the host stopped it (if it did) and the tail of its output.
+struct WorkerTermination: Sendable {
+    let exit: ProcessExit
+    let fatalReport: FatalSignalReport?
+    let stopCause: WorkerChannel.StopCause?
+    let loadFailure: LoadFailure?
+    let output: String
+    let wasInvalidated: Bool
+
+    /// The end as the public API reports it. A fatal-signal report wins over the exit status: a
+    /// worker that is pid 1 of its namespace cannot die of a signal it raised itself, so it exits
+    /// instead, after reporting the signal.
+    var publicTermination: AppExtensionError.Termination {
+        if let report = fatalReport {
+            return .signaled(signal: report.signal, name: signalName(report.signal))
+        }
+        switch exit.reason {
+        case .exited(let status): return .exited(status: status)
+        case .signaled(let signal, _): return .signaled(signal: signal, name: signalName(signal))
+        }
+    }
+
+    /// The limit the plugin ran into, judged from the fatal-signal report and the CPU time the
+    /// kernel accounted.
+    func exceededLimit(_ limits: ResourceLimits) -> AppExtensionError.ExceededLimit? {
+        if let report = fatalReport, limits.addressSpaceBytes > 0,
+            report.addressSpaceBytes >= limits.addressSpaceBytes - min(limits.addressSpaceBytes / 8, 64 << 20)
+        {
+            return .init(kind: .memory, value: limits.addressSpaceBytes)
+        }
+        if limits.cpuSeconds > 0, case .signaled(let signal, _) = exit.reason, signal == SIGKILL || signal == SIGXCPU,
+            exit.cpuMicroseconds + 100_000 >= limits.cpuSeconds * 1_000_000
+        {
+            return .init(kind: .cpu, value: limits.cpuSeconds)
+        }
+        if let report = fatalReport, limits.openFiles > 0, report.openDescriptors >= limits.openFiles {
+            return .init(kind: .openFiles, value: limits.openFiles)
+        }
+        return nil
+    }
+
+    /// The error for requests that were waiting when the worker ended.
+    func error(plugin: String, limits: ResourceLimits) -> AppExtensionError {
+        if let stopped = stopError(plugin: plugin) { return stopped }
+        if let limit = exceededLimit(limits) {
+            return make(.limitExceeded, plugin, "exceeded its \(limit); the worker ended with \(publicTermination)", limit: limit)
+        }
+        switch publicTermination {
+        case .signaled(let signal, let name):
+            return make(.workerCrashed, plugin, "crashed with \(name)\(faultDetail(signal))")
+        case .exited(let status):
+            return make(.workerExited, plugin, "its worker exited unexpectedly with status \(status)")
+        }
+    }
+
+    /// The error for a launch that did not reach `ready`.
+    func launchError(plugin: String, limits: ResourceLimits) -> AppExtensionError {
+        if let failure = loadFailure {
+            let code: AppExtensionError.Code
+            switch failure.kind {
+            case .incompatibleProtocol: code = .incompatibleProtocol
+            case .invalidConfiguration: code = .configurationError
+            case .confinementFailed: code = .confinementUnavailable
+            case .libraryChanged, .libraryOpenFailed: code = .pluginLoadFailed
+            case .symbolMissing: code = .symbolMissing
+            case .abiMismatch: code = .abiMismatch
+            case .initializationFailed:
+                return AppExtensionError(
+                    .pluginError,
+                    plugin: plugin,
+                    "init failed with code \(failure.pluginCode): \(failure.message)",
+                    termination: publicTermination,
+                    pluginErrorCode: failure.pluginCode,
+                    standardErrorTail: output
+                )
+            }
+            return make(code, plugin, failure.message)
+        }
+        if let stopped = stopError(plugin: plugin) { return stopped }
+        if let limit = exceededLimit(limits) {
+            return make(.limitExceeded, plugin, "exceeded its \(limit) while loading", limit: limit)
+        }
+        switch publicTermination {
+        case .signaled(let signal, let name):
+            return make(.workerCrashed, plugin, "crashed with \(name)\(faultDetail(signal)) while loading")
+        case .exited(let status):
+            return make(.pluginLoadFailed, plugin, "its worker exited with status \(status) while loading the plugin")
+        }
+    }
+
+    private func stopError(plugin: String) -> AppExtensionError? {
+        switch stopCause {
+        case nil:
+            return nil
+        case .protocolViolation(let detail):
+            return make(.protocolViolation, plugin, "broke the wire protocol (\(detail)); its worker was stopped")
+        case .closedChannel:
+            return make(.protocolViolation, plugin, "closed its protocol channel; its worker was stopped")
+        case .unresponsive(_, let grace):
+            return make(
+                .timedOut,
+                plugin,
+                "did not stop within \(DurationText(grace)) after a request was abandoned; its worker was killed"
+            )
+        case .launchTimedOut(let timeout):
+            return make(.timedOut, plugin, "did not finish loading within \(DurationText(timeout)); its worker was killed")
+        case .cancelledLaunch:
+            return make(.cancelled, plugin, "the launch was cancelled")
+        }
+    }
+
+    private func faultDetail(_ signal: Int32) -> String {
+        guard let report = fatalReport, report.signal == signal,
+            signal == SIGSEGV || signal == SIGBUS || signal == SIGILL || signal == SIGFPE
+        else { return "" }
+        return " at address 0x\(String(report.faultAddress, radix: 16))"
+    }
+
+    private func make(
+        _ code: AppExtensionError.Code,
+        _ plugin: String,
+        _ reason: String,
+        limit: AppExtensionError.ExceededLimit? = nil
+    ) -> AppExtensionError {
+        AppExtensionError(
+            code,
+            plugin: plugin,
+            reason,
+            termination: publicTermination,
+            exceededLimit: limit,
+            standardErrorTail: output
+        )
+    }
+}

@@ -1,0 +1,24 @@
+import PlugindBundle
+package import PlugindWire
+import Synchronization
+
+/// SHA-256 digests of files, remembered by file identity: a file whose identity (including its
+/// change time) is unchanged has unchanged bytes and is not hashed again.
+package final class ContentHashes: Sendable {
+    private let digests = Mutex<[FileIdentity: String]>([:])
+
+    package init() {}
+
+    package static let shared = ContentHashes()
+
+    /// The digest of `path`, whose current identity is `identity`.
+    package func digest(ofFileAtPath path: String, identity: FileIdentity) throws -> String {
+        if let known = digests.withLock({ $0[identity] }) { return known }
+        let digest = try SHA256Digest.hex(ofFileAtPath: path)
+        // Only remember it if the file did not change while it was read.
+        if FileStatus(path: path)?.identity == identity {
+            digests.withLock { $0[identity] = digest }
+        }
+        return digest
+    }
+}

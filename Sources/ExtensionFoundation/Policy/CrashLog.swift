@@ -1,0 +1,113 @@
+package import Foundation
+package import PlugindBundle
+package import PlugindWire
+
+/// Crashes of each plugin, kept in `crashes.json` in the host's state directory, and the
+/// quarantine that follows repeated ones. A quarantine holds until the library's bytes change or
+/// the owner clears it (`plugind quarantine clear ID`).
+package struct CrashLog: Sendable {
+    package static let fileName = "crashes.json"
+
+    package struct Document: Codable, Sendable {
+        var version = 1
+        package var plugins: [String: PluginCrashes] = [:]
+    }
+
+    package struct PluginCrashes: Codable, Sendable {
+        package var crashes: [CrashRecord] = []
+        package var quarantine: Quarantine?
+    }
+
+    package struct CrashRecord: Codable, Sendable {
+        package var time: Date
+        /// How the worker ended, e.g. "crashed with SIGSEGV".
+        package var reason: String
+        /// The last lines of its output.
+        package var output: String
+        package var librarySHA256: String
+        package var libraryFile: FileIdentity
+    }
+
+    package struct Quarantine: Codable, Sendable {
+        package var since: Date
+        package var reason: String
+        package var librarySHA256: String
+        package var libraryFile: FileIdentity
+    }
+
+    let path: String
+    let policy: AppExtensionHost.QuarantinePolicy
+
+    package init(host: AppExtensionHost) {
+        path = host.stateDirectory.appendingPathComponent(Self.fileName).path
+        policy = host.quarantine
+    }
+
+    package func read() -> Document {
+        guard let data = FileManager.default.contents(atPath: path),
+            let document = try? Self.decoder.decode(Document.self, from: data)
+        else { return Document() }
+        return document
+    }
+
+    /// The quarantine in force for `bundle`, or nil (none, or the library changed since).
+    package func quarantine(of identifier: String, bundle: InspectedBundle, document: Document? = nil) -> Quarantine? {
+        guard let quarantine = (document ?? read()).plugins[identifier]?.quarantine else { return nil }
+        if quarantine.libraryFile == bundle.libraryStatus.identity { return quarantine }
+        let digest = try? ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity)
+        return digest == quarantine.librarySHA256 ? quarantine : nil
+    }
+
+    /// Records a crash; returns the quarantine when this crash starts one.
+    @discardableResult
+    package func record(identifier: String, bundle: InspectedBundle, reason: String, output: String) -> Quarantine? {
+        guard let digest = try? ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity) else {
+            return nil
+        }
+        let now = Date()
+        let window = Double(policy.window.components.seconds)
+        return try? LockedFileUpdate.update(path) { existing -> (data: Data?, result: Quarantine?) in
+            var document = existing.flatMap { try? Self.decoder.decode(Document.self, from: $0) } ?? Document()
+            var entry = document.plugins[identifier] ?? PluginCrashes()
+            // Crashes of other bytes, or too old, no longer count.
+            entry.crashes.removeAll { $0.librarySHA256 != digest || now.timeIntervalSince($0.time) > window }
+            entry.crashes.append(
+                CrashRecord(time: now, reason: reason, output: String(output.suffix(2048)), librarySHA256: digest, libraryFile: bundle.libraryStatus.identity)
+            )
+            var started: Quarantine?
+            if entry.quarantine == nil && entry.crashes.count >= policy.crashes {
+                started = Quarantine(
+                    since: now,
+                    reason: "\(entry.crashes.count) crashes within \(DurationText(policy.window)), last: \(reason)",
+                    librarySHA256: digest,
+                    libraryFile: bundle.libraryStatus.identity
+                )
+                entry.quarantine = started
+            }
+            document.plugins[identifier] = entry
+            return (try Self.encoder.encode(document), started)
+        }
+    }
+
+    /// Forgets the crashes and quarantine of `identifier`. Returns false when there were none.
+    package func clear(_ identifier: String) throws -> Bool {
+        try LockedFileUpdate.update(path) { existing -> (data: Data?, result: Bool) in
+            var document = existing.flatMap { try? Self.decoder.decode(Document.self, from: $0) } ?? Document()
+            guard document.plugins.removeValue(forKey: identifier) != nil else { return (nil, false) }
+            return (try Self.encoder.encode(document), true)
+        }
+    }
+
+    private static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+
+    private static var decoder: JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return decoder
+    }
+}

@@ -1,0 +1,124 @@
+package import Foundation
+import PlugindBundle
+import PlugindWire
+
+/// Changes the owner's (or, with write access, the administrator's) policy file. Used by the
+/// owner's tools, never by the host API: a host cannot approve its own plugins.
+package struct PolicyEditor: Sendable {
+    package enum EditError: Error, Sendable, CustomStringConvertible {
+        /// The existing file is unreadable or corrupt; it was left untouched.
+        case corruptStore(PolicyFileError)
+        /// `enable` needs an earlier approval.
+        case neverApproved(String)
+        case notInPolicy(String)
+        case hashing(String)
+        case io(String)
+
+        package var description: String {
+            switch self {
+            case .corruptStore(let error):
+                "\(error); it was left untouched. Fix it by hand, or run 'plugind policy reset' to move it aside and start an empty one"
+            case .neverApproved(let identifier):
+                "\(identifier) was never approved; run 'plugind approve \(identifier)'"
+            case .notInPolicy(let identifier):
+                "\(identifier) has no entry in the policy"
+            case .hashing(let reason):
+                "cannot hash the plugin's files: \(reason)"
+            case .io(let reason):
+                reason
+            }
+        }
+    }
+
+    package let path: String
+
+    package init(directory: URL) {
+        path = directory.appendingPathComponent(PolicyDocument.fileName).path
+    }
+
+    /// Approves the entry's current bytes and permissions.
+    @discardableResult
+    package func approve(_ entry: CatalogEntry) throws(EditError) -> Approval {
+        let bundle = entry.bundle
+        let approval: Approval
+        do {
+            approval = Approval(
+                bundlePath: bundle.bundlePath,
+                libraryPath: bundle.libraryPath,
+                librarySHA256: try ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity),
+                manifestSHA256: try ContentHashes.shared.digest(ofFileAtPath: bundle.manifestPath, identity: bundle.manifestStatus.identity),
+                libraryFile: bundle.libraryStatus.identity,
+                manifestFile: bundle.manifestStatus.identity,
+                permissions: bundle.manifest.permissions
+            )
+        } catch {
+            throw .hashing(error.localizedDescription)
+        }
+        try modify { document in
+            document.plugins[entry.identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
+        }
+        return approval
+    }
+
+    /// Disables a plugin, keeping its approval for a later `enable`.
+    package func disable(_ identifier: String) throws(EditError) {
+        try modify { document in
+            let approval = document.plugins[identifier]?.approval
+            document.plugins[identifier] = PluginPolicy(state: .disabled, approval: approval, changedAt: Self.now())
+        }
+    }
+
+    /// Re-enables a disabled plugin with the approval it had.
+    package func enable(_ identifier: String) throws(EditError) {
+        try modify { (document) throws(EditError) in
+            guard let approval = document.plugins[identifier]?.approval else { throw .neverApproved(identifier) }
+            document.plugins[identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
+        }
+    }
+
+    /// Forgets every decision about a plugin: it is unapproved again.
+    package func revoke(_ identifier: String) throws(EditError) {
+        try modify { (document) throws(EditError) in
+            guard document.plugins.removeValue(forKey: identifier) != nil else { throw .notInPolicy(identifier) }
+        }
+    }
+
+    /// Moves an unreadable policy file aside (keeping it) so that a fresh one can be started.
+    /// Returns where the old file went, or nil when there was nothing to move.
+    package func moveCorruptStoreAside() throws(EditError) -> String? {
+        guard FileManager.default.fileExists(atPath: path) else { return nil }
+        if case .success = PolicyDocument.load(from: path) { return nil }
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let destination = "\(path).corrupt-\(stamp)"
+        do {
+            try FileManager.default.moveItem(atPath: path, toPath: destination)
+        } catch {
+            throw .io("cannot move \(path) aside: \(error.localizedDescription)")
+        }
+        return destination
+    }
+
+    private func modify(_ change: (inout PolicyDocument) throws(EditError) -> Void) throws(EditError) {
+        do {
+            try LockedFileUpdate.update(path) { existing -> (data: Data?, result: Void) in
+                var document = PolicyDocument()
+                if existing != nil {
+                    switch PolicyDocument.load(from: path) {
+                    case .success(let loaded): document = loaded
+                    case .failure(let error): throw EditError.corruptStore(error)
+                    }
+                }
+                try change(&document)
+                return (try document.encoded(), ())
+            }
+        } catch let error as EditError {
+            throw error
+        } catch {
+            throw .io(String(describing: error))
+        }
+    }
+
+    private static func now() -> String {
+        ISO8601DateFormatter().string(from: Date())
+    }
+}

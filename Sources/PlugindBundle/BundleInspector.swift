@@ -1,0 +1,144 @@
+import Foundation
+
+/// A bundle directory that passed the checks plugind can make without loading anything:
+/// manifest schema, library location, ownership and permissions, ELF class and machine.
+package struct InspectedBundle: Sendable, Hashable {
+    package var manifest: Manifest
+    package var warnings: [String]
+    /// Canonical path of the bundle directory.
+    package var bundlePath: String
+    package var manifestPath: String
+    /// Canonical path of the library (inside the bundle, or a system library for a soname).
+    package var libraryPath: String
+    package var libraryStatus: FileStatus
+    package var manifestStatus: FileStatus
+    package var bundleStatus: FileStatus
+    /// True when `library` named a system library by soname.
+    package var usesSystemLibrary: Bool
+
+    package static func == (left: InspectedBundle, right: InspectedBundle) -> Bool {
+        left.bundlePath == right.bundlePath && left.manifest == right.manifest
+            && left.libraryStatus == right.libraryStatus && left.manifestStatus == right.manifestStatus
+    }
+
+    package func hash(into hasher: inout Hasher) {
+        hasher.combine(bundlePath)
+        hasher.combine(libraryStatus)
+    }
+}
+
+/// Why a bundle directory was rejected.
+package struct BundleProblem: Error, Sendable, Hashable, CustomStringConvertible {
+    package enum Kind: String, Sendable, Hashable {
+        case invalidManifest, libraryMissing, libraryOutsideBundle, notALibrary, wrongArchitecture,
+            insecurePermissions, requiresNewerHost
+    }
+
+    package var kind: Kind
+    package var message: String
+    /// What could be read of the manifest before the problem, for naming the plugin.
+    package var identifier: String?
+    package var extensionPoint: String?
+    /// The library file the problem concerns, when there is one (caches watch it for changes).
+    package var libraryPath: String?
+
+    package var description: String { message }
+}
+
+/// Checks one bundle directory. Used by the catalog on every new or changed bundle, and by
+/// `plugind verify` as its first stage.
+package enum BundleInspector {
+    package static func inspect(
+        bundleAt path: String,
+        hostVersion: HostVersion = .current,
+        resolver: @autoclosure () -> LibraryResolver = LibraryResolver()
+    ) -> Result<InspectedBundle, BundleProblem> {
+        let manifestPath = path + "/" + Manifest.fileName
+        let parsed: ManifestParser.Result
+        do {
+            parsed = try ManifestParser.parse(contentsOf: manifestPath)
+        } catch {
+            return .failure(BundleProblem(kind: .invalidManifest, message: error.description))
+        }
+        let manifest = parsed.manifest
+        var checkedLibrary: String?
+        func problem(_ kind: BundleProblem.Kind, _ message: String) -> Result<InspectedBundle, BundleProblem> {
+            .failure(
+                BundleProblem(
+                    kind: kind,
+                    message: message,
+                    identifier: manifest.identifier,
+                    extensionPoint: manifest.extensionPoint,
+                    libraryPath: checkedLibrary
+                )
+            )
+        }
+
+        guard let bundlePath = canonicalPath(path), let bundleStatus = FileStatus(path: bundlePath),
+            let manifestStatus = FileStatus(path: manifestPath)
+        else {
+            return problem(.invalidManifest, "\(path) disappeared while it was read")
+        }
+        if let minimum = manifest.minimumHostVersion.flatMap(HostVersion.init), hostVersion < minimum {
+            return problem(.requiresNewerHost, "needs plugind \(minimum) or later; this is \(hostVersion)")
+        }
+        for (what, status) in [("bundle directory \(bundlePath)", bundleStatus), ("manifest \(manifestPath)", manifestStatus)] {
+            if let reason = status.writableByOthersProblem {
+                return problem(.insecurePermissions, "\(what) \(reason); run 'chmod go-w' on it")
+            }
+        }
+
+        let libraryPath: String
+        var usesSystemLibrary = false
+        let candidate = bundlePath + "/" + manifest.library
+        checkedLibrary = candidate
+        if FileManager.default.fileExists(atPath: candidate) {
+            guard let resolved = canonicalPath(candidate) else {
+                return problem(.libraryMissing, "library \(candidate) cannot be resolved")
+            }
+            guard resolved.hasPrefix(bundlePath + "/") else {
+                return problem(.libraryOutsideBundle, "library '\(manifest.library)' resolves to \(resolved), outside the bundle \(bundlePath)")
+            }
+            libraryPath = resolved
+        } else if manifest.librarySonameCandidate && !manifest.functions.isEmpty,
+            let systemLibrary = resolver().resolve(manifest.library)
+        {
+            libraryPath = systemLibrary
+            usesSystemLibrary = true
+        } else {
+            let hint = manifest.librarySonameCandidate && manifest.functions.isEmpty
+                ? " (a system library named by soname is only allowed for function-only bundles)" : ""
+            return problem(.libraryMissing, "library '\(manifest.library)' not found in \(bundlePath)\(hint)")
+        }
+        checkedLibrary = libraryPath
+        guard let libraryStatus = FileStatus(path: libraryPath), libraryStatus.isRegularFile else {
+            return problem(.libraryMissing, "library \(libraryPath) is not a regular file")
+        }
+        if let reason = libraryStatus.writableByOthersProblem {
+            return problem(.insecurePermissions, "library \(libraryPath) \(reason); run 'chmod go-w' on it")
+        }
+        do {
+            _ = try ELFFile.checkHeader(atPath: libraryPath)
+        } catch {
+            switch error {
+            case .wrongClass, .wrongByteOrder, .wrongMachine:
+                return problem(.wrongArchitecture, "library \(libraryPath) \(error)")
+            default:
+                return problem(.notALibrary, "library \(libraryPath) \(error)")
+            }
+        }
+        return .success(
+            InspectedBundle(
+                manifest: manifest,
+                warnings: parsed.warnings.map(\.description),
+                bundlePath: bundlePath,
+                manifestPath: manifestPath,
+                libraryPath: libraryPath,
+                libraryStatus: libraryStatus,
+                manifestStatus: manifestStatus,
+                bundleStatus: bundleStatus,
+                usesSystemLibrary: usesSystemLibrary
+            )
+        )
+    }
+}

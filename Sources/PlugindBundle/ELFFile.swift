@@ -1,0 +1,268 @@
+import Foundation
+
+/// What plugind reads from a shared library without loading it: the ELF header (class, byte
+/// order, type, machine) and, for 64-bit little-endian files, the dynamic section (needed
+/// libraries, run paths, soname) and the exported dynamic symbols.
+package struct ELFFile: Sendable {
+    package enum Machine: Equatable, Sendable, CustomStringConvertible {
+        case x86_64, aarch64, i386, arm, riscv, powerpc64, s390x
+        case other(UInt16)
+
+        init(_ value: UInt16) {
+            switch value {
+            case 62: self = .x86_64
+            case 183: self = .aarch64
+            case 3: self = .i386
+            case 40: self = .arm
+            case 243: self = .riscv
+            case 21: self = .powerpc64
+            case 22: self = .s390x
+            default: self = .other(value)
+            }
+        }
+
+        package var description: String {
+            switch self {
+            case .x86_64: "x86-64"
+            case .aarch64: "AArch64"
+            case .i386: "i386"
+            case .arm: "ARM"
+            case .riscv: "RISC-V"
+            case .powerpc64: "PowerPC64"
+            case .s390x: "s390x"
+            case .other(let value): "machine \(value)"
+            }
+        }
+
+        /// The machine this plugind was built for.
+        package static var host: Machine {
+            #if arch(x86_64)
+                .x86_64
+            #elseif arch(arm64)
+                .aarch64
+            #else
+                .other(0)
+            #endif
+        }
+    }
+
+    package struct Header: Equatable, Sendable {
+        package var is64Bit: Bool
+        package var isLittleEndian: Bool
+        /// ET_DYN (3) for shared objects.
+        package var type: UInt16
+        package var machine: Machine
+
+        package var isSharedObject: Bool { type == 3 }
+    }
+
+    /// Why a file is not a library this host can load.
+    package enum Problem: Error, Equatable, Sendable, CustomStringConvertible {
+        case unreadable(String)
+        case notELF
+        case wrongClass
+        case wrongByteOrder
+        case notSharedObject(type: UInt16)
+        case wrongMachine(found: Machine, expected: Machine)
+        case malformed(String)
+
+        package var description: String {
+            switch self {
+            case .unreadable(let reason): "cannot be read: \(reason)"
+            case .notELF: "is not an ELF file"
+            case .wrongClass: "is a 32-bit ELF file; this host loads 64-bit libraries"
+            case .wrongByteOrder: "is big-endian; this host is little-endian"
+            case .notSharedObject(let type): "is not a shared library (ELF type \(type))"
+            case .wrongMachine(let found, let expected): "is built for \(found), this host is \(expected)"
+            case .malformed(let reason): "is a malformed ELF file: \(reason)"
+            }
+        }
+    }
+
+    package var header: Header
+    package var needed: [String] = []
+    package var runPaths: [String] = []
+    package var soname: String?
+    /// Defined, globally visible dynamic symbols.
+    package var exportedSymbols: Set<String> = []
+
+    // MARK: Header only
+
+    /// Reads the first 64 bytes and checks that the file is a 64-bit little-endian shared library
+    /// for this machine. Cheap enough for every catalog scan.
+    package static func checkHeader(atPath path: String) throws(Problem) -> Header {
+        guard let handle = FileHandle(forReadingAtPath: path) else { throw .unreadable("cannot open \(path)") }
+        defer { try? handle.close() }
+        let bytes: [UInt8]
+        do {
+            bytes = [UInt8](try handle.read(upToCount: 64) ?? Data())
+        } catch {
+            throw .unreadable(error.localizedDescription)
+        }
+        let header = try parseHeader(bytes)
+        try validate(header)
+        return header
+    }
+
+    static func parseHeader(_ bytes: [UInt8]) throws(Problem) -> Header {
+        guard bytes.count >= 20, bytes[0] == 0x7F, bytes[1] == 0x45, bytes[2] == 0x4C, bytes[3] == 0x46 else {
+            throw .notELF
+        }
+        let littleEndian = bytes[5] == 1
+        func half(_ offset: Int) -> UInt16 {
+            littleEndian
+                ? UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
+                : UInt16(bytes[offset]) << 8 | UInt16(bytes[offset + 1])
+        }
+        return Header(is64Bit: bytes[4] == 2, isLittleEndian: littleEndian, type: half(16), machine: Machine(half(18)))
+    }
+
+    static func validate(_ header: Header) throws(Problem) {
+        guard header.is64Bit else { throw .wrongClass }
+        guard header.isLittleEndian else { throw .wrongByteOrder }
+        guard header.isSharedObject else { throw .notSharedObject(type: header.type) }
+        guard header.machine == .host else { throw .wrongMachine(found: header.machine, expected: .host) }
+    }
+
+    // MARK: Whole file
+
+    /// Reads the whole file: header checks plus dynamic section and exported symbols.
+    package static func inspect(atPath path: String) throws(Problem) -> ELFFile {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
+        } catch {
+            throw .unreadable(error.localizedDescription)
+        }
+        let bytes = [UInt8](data)
+        let header = try parseHeader(bytes)
+        try validate(header)
+        var file = ELFFile(header: header)
+        var reader = ELFReader(bytes: bytes)
+        try file.readDynamicSection(&reader)
+        try file.readDynamicSymbols(&reader)
+        return file
+    }
+
+    private struct Segment {
+        var type: UInt32
+        var offset: UInt64
+        var virtualAddress: UInt64
+        var fileSize: UInt64
+    }
+
+    private mutating func readDynamicSection(_ reader: inout ELFReader) throws(Problem) {
+        let programHeaderOffset = try reader.u64(0x20)
+        let entrySize = Int(try reader.u16(0x36))
+        let count = Int(try reader.u16(0x38))
+        var segments: [Segment] = []
+        for index in 0..<count {
+            let base = Int(programHeaderOffset) + index * entrySize
+            segments.append(
+                Segment(
+                    type: try reader.u32(base),
+                    offset: try reader.u64(base + 8),
+                    virtualAddress: try reader.u64(base + 16),
+                    fileSize: try reader.u64(base + 32)
+                )
+            )
+        }
+        guard let dynamic = segments.first(where: { $0.type == 2 }) else { return }
+
+        var entries: [(tag: Int64, value: UInt64)] = []
+        var offset = Int(dynamic.offset)
+        let end = offset + Int(dynamic.fileSize)
+        while offset + 16 <= end {
+            let tag = Int64(bitPattern: try reader.u64(offset))
+            if tag == 0 { break }
+            entries.append((tag, try reader.u64(offset + 8)))
+            offset += 16
+        }
+        guard let stringTableAddress = entries.first(where: { $0.tag == 5 })?.value else { return }
+        // DT_STRTAB holds a virtual address; find the loaded segment that contains it.
+        guard
+            let load = segments.first(where: {
+                $0.type == 1 && stringTableAddress >= $0.virtualAddress
+                    && stringTableAddress < $0.virtualAddress + $0.fileSize
+            })
+        else { throw .malformed("string table outside every loaded segment") }
+        let stringTable = Int(stringTableAddress - load.virtualAddress + load.offset)
+        for (tag, value) in entries {
+            switch tag {
+            case 1: needed.append(try reader.string(stringTable + Int(value)))
+            case 14: soname = try reader.string(stringTable + Int(value))
+            case 15, 29:
+                runPaths += try reader.string(stringTable + Int(value)).split(separator: ":").map(String.init)
+            default: break
+            }
+        }
+    }
+
+    private mutating func readDynamicSymbols(_ reader: inout ELFReader) throws(Problem) {
+        let sectionOffset = Int(try reader.u64(0x28))
+        let entrySize = Int(try reader.u16(0x3A))
+        let count = Int(try reader.u16(0x3C))
+        for index in 0..<count {
+            let base = sectionOffset + index * entrySize
+            guard try reader.u32(base + 4) == 11 else { continue }  // SHT_DYNSYM
+            let symbolsOffset = Int(try reader.u64(base + 24))
+            let symbolsSize = Int(try reader.u64(base + 32))
+            let link = Int(try reader.u32(base + 40))
+            let stringsOffset = Int(try reader.u64(sectionOffset + link * entrySize + 24))
+            var symbol = symbolsOffset
+            while symbol + 24 <= symbolsOffset + symbolsSize {
+                let nameOffset = Int(try reader.u32(symbol))
+                let info = try reader.u8(symbol + 4)
+                let other = try reader.u8(symbol + 5)
+                let sectionIndex = try reader.u16(symbol + 6)
+                let binding = info >> 4
+                let visibility = other & 3
+                if sectionIndex != 0 && (binding == 1 || binding == 2) && (visibility == 0 || visibility == 3) {
+                    exportedSymbols.insert(try reader.string(stringsOffset + nameOffset))
+                }
+                symbol += 24
+            }
+        }
+    }
+}
+
+/// Bounds-checked little-endian reads from a file's bytes.
+private struct ELFReader {
+    let bytes: [UInt8]
+
+    func check(_ offset: Int, _ count: Int) throws(ELFFile.Problem) {
+        guard offset >= 0, count >= 0, offset <= bytes.count - count else {
+            throw .malformed("reference to offset \(offset) beyond the end of the file (\(bytes.count) bytes)")
+        }
+    }
+
+    func u8(_ offset: Int) throws(ELFFile.Problem) -> UInt8 {
+        try check(offset, 1)
+        return bytes[offset]
+    }
+
+    func u16(_ offset: Int) throws(ELFFile.Problem) -> UInt16 {
+        try check(offset, 2)
+        return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
+    }
+
+    func u32(_ offset: Int) throws(ELFFile.Problem) -> UInt32 {
+        try check(offset, 4)
+        var value: UInt32 = 0
+        for index in (0..<4).reversed() { value = value << 8 | UInt32(bytes[offset + index]) }
+        return value
+    }
+
+    func u64(_ offset: Int) throws(ELFFile.Problem) -> UInt64 {
+        try check(offset, 8)
+        var value: UInt64 = 0
+        for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
+        return value
+    }
+
+    func string(_ offset: Int) throws(ELFFile.Problem) -> String {
+        try check(offset, 0)
+        guard let end = bytes[offset...].firstIndex(of: 0) else { throw .malformed("unterminated string") }
+        return String(decoding: bytes[offset..<end], as: UTF8.self)
+    }
+}

@@ -1,0 +1,58 @@
+import Glibc
+package import PlugindWire
+
+/// What `stat(2)` says about a file, as plugind uses it: identity for caches and approval pins,
+/// ownership and mode for the "writable by others" check.
+package struct FileStatus: Sendable, Hashable {
+    package var identity: FileIdentity
+    package var mode: UInt32
+    package var owner: UInt32
+    package var group: UInt32
+
+    package var isDirectory: Bool { mode & S_IFMT == S_IFDIR }
+    package var isRegularFile: Bool { mode & S_IFMT == S_IFREG }
+
+    /// Follows symlinks. Nil when the file does not exist or cannot be examined.
+    package init?(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        self.init(status)
+    }
+
+    init(_ status: stat) {
+        identity = FileIdentity(
+            device: UInt64(status.st_dev),
+            inode: UInt64(status.st_ino),
+            size: UInt64(status.st_size),
+            modificationNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+            changeNanoseconds: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec)
+        )
+        mode = status.st_mode
+        owner = status.st_uid
+        group = status.st_gid
+    }
+
+    /// Why someone other than the current user (or root) could change this file, or nil.
+    /// A group-writable file is accepted only when its group is the owner's personal group
+    /// (same number as the owner), the usual setup with umask 002.
+    package var writableByOthersProblem: String? {
+        let user = geteuid()
+        if owner != user && owner != 0 {
+            return "is owned by uid \(owner), not by you (uid \(user)) or root"
+        }
+        if mode & S_IWOTH != 0 {
+            return "is writable by every user (mode \(String(mode & 0o7777, radix: 8)))"
+        }
+        if mode & S_IWGRP != 0 && group != owner {
+            return "is writable by group \(group) (mode \(String(mode & 0o7777, radix: 8)))"
+        }
+        return nil
+    }
+}
+
+/// The canonical absolute path (symlinks and `..` resolved), or nil when it does not exist.
+package func canonicalPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}

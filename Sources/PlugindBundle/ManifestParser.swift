@@ -1,0 +1,285 @@
+package import Foundation
+import PlugindWire
+
+/// Reads and strictly validates `manifest.json` (version 1). Missing keys and wrong types are
+/// errors that name the key and the file; unknown keys are warnings.
+package enum ManifestParser {
+    package struct Result: Sendable {
+        package var manifest: Manifest
+        package var warnings: [ManifestWarning]
+    }
+
+    static let knownKeys: Set<String> = [
+        "manifestVersion", "identifier", "name", "version", "extensionPoint", "library", "description",
+        "functions", "limits", "permissions", "minimumHostVersion",
+    ]
+    static let limitKeys: Set<String> = [
+        "memoryBytes", "cpuSeconds", "openFiles", "requestTimeoutMilliseconds", "maxMessageBytes",
+    ]
+    static let permissionKeys: Set<String> = ["network", "read", "write"]
+    static let functionKeys: Set<String> = ["name", "arguments", "returns"]
+
+    /// Parses manifest bytes; `file` names the source in every message.
+    package static func parse(_ data: Data, file: String) throws(ManifestError) -> Result {
+        let document: JSONValue
+        do {
+            document = try JSONValue.parse(data)
+        } catch {
+            throw ManifestError(file: file, key: nil, problem: "is not valid JSON: \(jsonProblem(error))")
+        }
+        var reader = ObjectReader(file: file, path: "", value: document)
+        return try reader.readManifest()
+    }
+
+    /// Reads and parses the manifest at `path`.
+    package static func parse(contentsOf path: String) throws(ManifestError) -> Result {
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ManifestError(file: path, key: nil, problem: "cannot be read: \(error.localizedDescription)")
+        }
+        return try parse(data, file: path)
+    }
+
+    private static func jsonProblem(_ error: any Error) -> String {
+        if case DecodingError.dataCorrupted(let context) = error {
+            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            return underlying ?? context.debugDescription
+        }
+        return "\(error)"
+    }
+
+    /// Reverse DNS: at least two dot-separated labels of letters, digits, '-' and '_'.
+    package static func isReverseDNS(_ text: String) -> Bool {
+        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard labels.count >= 2 else { return false }
+        return labels.allSatisfy { label in
+            !label.isEmpty && label.utf8.allSatisfy { byte in
+                (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                    || byte == 0x2D || byte == 0x5F
+            }
+        }
+    }
+
+    /// A C identifier.
+    package static func isCIdentifier(_ text: String) -> Bool {
+        guard let first = text.utf8.first, !(first >= 0x30 && first <= 0x39) else { return false }
+        return text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F
+        }
+    }
+}
+
+/// Walks one JSON object, turning type mismatches into `ManifestError`s with full key paths and
+/// collecting unknown keys as warnings.
+private struct ObjectReader {
+    let file: String
+    let path: String
+    let members: [String: JSONValue]
+    let isObject: Bool
+    let foundType: String
+    var warnings: [ManifestWarning] = []
+
+    init(file: String, path: String, value: JSONValue) {
+        self.file = file
+        self.path = path
+        if case .object(let members) = value {
+            self.members = members
+            self.isObject = true
+        } else {
+            self.members = [:]
+            self.isObject = false
+        }
+        self.foundType = value.typeName
+    }
+
+    func keyPath(_ key: String) -> String {
+        path.isEmpty ? key : "\(path).\(key)"
+    }
+
+    func error(_ key: String, _ problem: String) -> ManifestError {
+        ManifestError(file: file, key: keyPath(key), problem: problem)
+    }
+
+    func requireObject() throws(ManifestError) {
+        guard isObject else {
+            if path.isEmpty {
+                throw ManifestError(file: file, key: nil, problem: "must contain a JSON object, found \(foundType)")
+            }
+            throw ManifestError(file: file, key: path, problem: "must be an object, found \(foundType)")
+        }
+    }
+
+    mutating func warnUnknownKeys(_ known: Set<String>) {
+        for key in members.keys.sorted() where !known.contains(key) {
+            warnings.append(ManifestWarning(file: file, key: keyPath(key), problem: "is not part of manifest version 1 and is ignored"))
+        }
+    }
+
+    func requiredString(_ key: String) throws(ManifestError) -> String {
+        guard members[key] != nil else { throw error(key, "is missing (a string is required)") }
+        let text = try optionalString(key) ?? ""
+        if text.trimmingCharacters(in: .whitespaces).isEmpty { throw error(key, "must not be empty") }
+        return text
+    }
+
+    func optionalString(_ key: String) throws(ManifestError) -> String? {
+        guard let value = members[key] else { return nil }
+        guard case .string(let text) = value else { throw error(key, "must be a string, found \(value.typeName)") }
+        return text
+    }
+
+    func positiveInteger(_ key: String) throws(ManifestError) -> UInt64? {
+        guard let value = members[key] else { return nil }
+        switch value {
+        case .integer(let number) where number > 0: return UInt64(number)
+        case .unsignedInteger(let number) where number > 0: return number
+        case .integer, .unsignedInteger: throw error(key, "must be a positive integer")
+        default: throw error(key, "must be a positive integer, found \(value.typeName)")
+        }
+    }
+
+    func stringArray(_ key: String) throws(ManifestError) -> [String]? {
+        guard let value = members[key] else { return nil }
+        guard case .array(let elements) = value else { throw error(key, "must be an array of strings, found \(value.typeName)") }
+        var strings: [String] = []
+        for (index, element) in elements.enumerated() {
+            guard case .string(let text) = element else {
+                throw error("\(key)[\(index)]", "must be a string, found \(element.typeName)")
+            }
+            strings.append(text)
+        }
+        return strings
+    }
+
+    mutating func readManifest() throws(ManifestError) -> ManifestParser.Result {
+        try requireObject()
+        warnUnknownKeys(ManifestParser.knownKeys)
+
+        guard let versionValue = members["manifestVersion"] else {
+            throw error("manifestVersion", "is missing (must be \(Manifest.currentVersion))")
+        }
+        guard case .integer(let version) = versionValue else {
+            throw error("manifestVersion", "must be a number, found \(versionValue.typeName)")
+        }
+        guard version == Manifest.currentVersion else {
+            throw error("manifestVersion", "is \(version); this plugind reads version \(Manifest.currentVersion)")
+        }
+
+        let identifier = try requiredString("identifier")
+        guard ManifestParser.isReverseDNS(identifier) else {
+            throw error("identifier", "must be a reverse-DNS name such as com.example.my-plugin, found '\(identifier)'")
+        }
+        let extensionPoint = try requiredString("extensionPoint")
+        guard ManifestParser.isReverseDNS(extensionPoint) else {
+            throw error("extensionPoint", "must be a reverse-DNS name such as com.example.app.filters, found '\(extensionPoint)'")
+        }
+        let library = try requiredString("library")
+        guard !library.hasPrefix("/") else {
+            throw error("library", "must be relative to the bundle (or a bare soname), found '\(library)'")
+        }
+
+        var manifest = Manifest(
+            manifestVersion: Int(version),
+            identifier: identifier,
+            name: try requiredString("name"),
+            version: try requiredString("version"),
+            extensionPoint: extensionPoint,
+            library: library,
+            description: try optionalString("description"),
+            minimumHostVersion: try optionalString("minimumHostVersion")
+        )
+        if let minimum = manifest.minimumHostVersion, HostVersion(minimum) == nil {
+            throw error("minimumHostVersion", "must be a version such as 1.2.0, found '\(minimum)'")
+        }
+        manifest.functions = try readFunctions()
+        manifest.limits = try readLimits()
+        manifest.permissions = try readPermissions()
+        return ManifestParser.Result(manifest: manifest, warnings: warnings)
+    }
+
+    private mutating func readFunctions() throws(ManifestError) -> [FunctionSignature] {
+        guard let value = members["functions"] else { return [] }
+        guard case .array(let elements) = value else {
+            throw error("functions", "must be an array of function declarations, found \(value.typeName)")
+        }
+        var functions: [FunctionSignature] = []
+        var seen: Set<String> = []
+        for (index, element) in elements.enumerated() {
+            var entry = ObjectReader(file: file, path: keyPath("functions[\(index)]"), value: element)
+            try entry.requireObject()
+            entry.warnUnknownKeys(ManifestParser.functionKeys)
+            warnings += entry.warnings
+            let name = try entry.requiredString("name")
+            guard ManifestParser.isCIdentifier(name) else {
+                throw entry.error("name", "must be a C identifier, found '\(name)'")
+            }
+            guard seen.insert(name).inserted else { throw entry.error("name", "declares '\(name)' a second time") }
+            guard let argumentNames = try entry.stringArray("arguments") else {
+                throw entry.error("arguments", "is missing (an array of type names, possibly empty)")
+            }
+            var arguments: [FunctionValueType] = []
+            for (position, typeName) in argumentNames.enumerated() {
+                let key = "arguments[\(position)]"
+                guard let type = FunctionValueType(rawValue: typeName) else {
+                    throw entry.error(key, "names unknown type '\(typeName)' (\(Self.typeList))")
+                }
+                guard type.isValidArgument else { throw entry.error(key, "cannot be void") }
+                arguments.append(type)
+            }
+            let returnName = try entry.requiredString("returns")
+            guard let returns = FunctionValueType(rawValue: returnName) else {
+                throw entry.error("returns", "names unknown type '\(returnName)' (\(Self.typeList))")
+            }
+            guard returns.isValidReturn else {
+                throw entry.error("returns", "cannot be bytes (a C function cannot return a length)")
+            }
+            functions.append(FunctionSignature(name: name, arguments: arguments, returns: returns))
+        }
+        return functions
+    }
+
+    private static var typeList: String {
+        "one of " + FunctionValueType.allCases.map(\.rawValue).joined(separator: ", ")
+    }
+
+    private mutating func readLimits() throws(ManifestError) -> Manifest.Limits {
+        guard let value = members["limits"] else { return Manifest.Limits() }
+        var limits = ObjectReader(file: file, path: keyPath("limits"), value: value)
+        try limits.requireObject()
+        limits.warnUnknownKeys(ManifestParser.limitKeys)
+        warnings += limits.warnings
+        return Manifest.Limits(
+            memoryBytes: try limits.positiveInteger("memoryBytes"),
+            cpuSeconds: try limits.positiveInteger("cpuSeconds"),
+            openFiles: try limits.positiveInteger("openFiles"),
+            requestTimeoutMilliseconds: try limits.positiveInteger("requestTimeoutMilliseconds"),
+            maxMessageBytes: try limits.positiveInteger("maxMessageBytes")
+        )
+    }
+
+    private mutating func readPermissions() throws(ManifestError) -> Manifest.Permissions {
+        guard let value = members["permissions"] else { return Manifest.Permissions() }
+        var permissions = ObjectReader(file: file, path: keyPath("permissions"), value: value)
+        try permissions.requireObject()
+        permissions.warnUnknownKeys(ManifestParser.permissionKeys)
+        warnings += permissions.warnings
+        var network = false
+        if let networkValue = permissions.members["network"] {
+            guard case .bool(let allowed) = networkValue else {
+                throw permissions.error("network", "must be true or false, found \(networkValue.typeName)")
+            }
+            network = allowed
+        }
+        var result = Manifest.Permissions(network: network)
+        for key in ["read", "write"] {
+            let paths = try permissions.stringArray(key) ?? []
+            for (index, path) in paths.enumerated() where !path.hasPrefix("/") {
+                throw permissions.error("\(key)[\(index)]", "must be an absolute path, found '\(path)'")
+            }
+            if key == "read" { result.read = paths } else { result.write = paths }
+        }
+        return result
+    }
+}

@@ -1,0 +1,96 @@
+import CPlugindShims
+import Glibc
+
+/// What a new process gets, built in Swift and handed to the C shim in one call, so that no Swift
+/// runs between fork and exec.
+package struct SpawnRequest: Sendable {
+    package struct Options: OptionSet, Sendable {
+        package var rawValue: CInt
+        package init(rawValue: CInt) { self.rawValue = rawValue }
+
+        package static let newSession = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_SESSION)
+        package static let dieWithParentThread = Options(rawValue: PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT)
+        package static let newPIDNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE)
+        package static let newUserNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE)
+    }
+
+    package var executablePath: String
+    package var arguments: [String]
+    /// "NAME=value" entries; nothing else is inherited.
+    package var environment: [String]
+    /// `descriptors[i]` becomes descriptor `i` of the child; every other descriptor is closed.
+    package var descriptors: [FileDescriptor]
+    package var options: Options
+
+    package init(
+        executablePath: String,
+        arguments: [String],
+        environment: [String],
+        descriptors: [FileDescriptor],
+        options: Options
+    ) {
+        self.executablePath = executablePath
+        self.arguments = arguments
+        self.environment = environment
+        self.descriptors = descriptors
+        self.options = options
+    }
+}
+
+/// A child process and the pidfd that tracks it.
+package struct SpawnedProcess: Sendable {
+    package var processIdentifier: Int32
+    package var processDescriptor: FileDescriptor
+}
+
+/// Spawns `request` through `plugind_shim_spawn` (clone with CLONE_VFORK and CLONE_PIDFD).
+package func spawnProcess(_ request: SpawnRequest) throws(SystemError) -> SpawnedProcess {
+    let arguments = CStringArray(request.arguments)
+    let environment = CStringArray(request.environment)
+    defer {
+        arguments.deallocate()
+        environment.deallocate()
+    }
+    let descriptors = request.descriptors.map(\.rawValue)
+    var pid: Int32 = 0
+    var pidfd: CInt = -1
+    let result = request.executablePath.withCString { path in
+        descriptors.withUnsafeBufferPointer { descriptorBuffer in
+            var shimRequest = plugind_shim_spawn_request(
+                path: path,
+                argv: arguments.pointer,
+                envp: environment.pointer,
+                descriptors: descriptorBuffer.baseAddress!,
+                descriptor_count: CInt(descriptorBuffer.count),
+                flags: request.options.rawValue,
+                uid: getuid(),
+                gid: getgid()
+            )
+            return plugind_shim_spawn(&shimRequest, &pid, &pidfd)
+        }
+    }
+    try checkShim("spawn \(request.executablePath)", result)
+    return SpawnedProcess(processIdentifier: pid, processDescriptor: FileDescriptor(rawValue: pidfd))
+}
+
+/// A NULL-terminated array of C strings, allocated before the spawn call.
+private struct CStringArray {
+    let pointer: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>
+
+    init(_ strings: some Collection<String>) {
+        pointer = .allocate(capacity: strings.count + 1)
+        for (index, string) in strings.enumerated() {
+            pointer[index] = strdup(string)
+        }
+        pointer[strings.count] = nil
+    }
+
+    func deallocate() {
+        var index = 0
+        while let string = pointer[index] {
+            free(string)
+            index += 1
+        }
+        pointer.deallocate()
+    }
+}

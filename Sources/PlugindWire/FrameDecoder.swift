@@ -1,0 +1,116 @@
+/// Turns a byte stream into frames, for readers that receive bytes in arbitrary pieces (the
+/// host's non-blocking event loop, in-memory transports, the fuzzer). Validates each header —
+/// including the payload limit — before it reserves room for the payload.
+package struct FrameDecoder: Sendable {
+    package let direction: FrameKind.Direction
+    package let maximumPayload: Int
+
+    private var buffer: [UInt8]
+    private var start = 0
+    private var end = 0
+    private var pendingHeader: FrameHeader?
+
+    /// Buffers up to this size are kept between frames; larger ones are released.
+    private static let retainedCapacity = 1 << 20
+    private static let initialCapacity = 64 << 10
+
+    package init(direction: FrameKind.Direction, maximumPayload: Int) {
+        self.direction = direction
+        self.maximumPayload = maximumPayload
+        self.buffer = [UInt8](repeating: 0, count: Self.initialCapacity)
+    }
+
+    /// Bytes received but not yet returned as frames.
+    package var bufferedByteCount: Int { end - start }
+
+    /// Appends received bytes.
+    package mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        reserveFreeSpace(bytes.count)
+        buffer.withUnsafeMutableBytes { destination in
+            UnsafeMutableRawBufferPointer(rebasing: destination[end..<end + bytes.count]).copyMemory(from: bytes)
+        }
+        end += bytes.count
+    }
+
+    package mutating func append(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { append($0) }
+    }
+
+    /// Lets `read` fill free space directly (one copy from the kernel into the frame buffer).
+    /// `read` returns how many bytes it wrote.
+    package mutating func receive(_ read: (UnsafeMutableRawBufferPointer) throws -> Int) rethrows -> Int {
+        let wanted = pendingHeader.map { FrameHeader.size + $0.payloadLength - (end - start) } ?? 0
+        reserveFreeSpace(max(wanted, 16 << 10))
+        let count = try buffer.withUnsafeMutableBytes { destination in
+            try read(UnsafeMutableRawBufferPointer(rebasing: destination[end...]))
+        }
+        end += max(count, 0)
+        return count
+    }
+
+    /// The next complete frame, or nil when more bytes are needed.
+    package mutating func nextFrame() throws(WireError) -> Frame? {
+        let available = end - start
+        if pendingHeader == nil {
+            guard available >= FrameHeader.size else { return nil }
+            let decoded = buffer.withUnsafeBytes { bytes -> Result<FrameHeader, WireError> in
+                do throws(WireError) {
+                    return .success(
+                        try FrameHeader.decode(
+                            UnsafeRawBufferPointer(rebasing: bytes[start..<start + FrameHeader.size]),
+                            direction: direction,
+                            maximumPayload: maximumPayload
+                        )
+                    )
+                } catch {
+                    return .failure(error)
+                }
+            }
+            pendingHeader = try decoded.get()
+        }
+        guard let header = pendingHeader else { return nil }
+        let frameLength = FrameHeader.size + header.payloadLength
+        guard available >= frameLength else { return nil }
+        let payloadStart = start + FrameHeader.size
+        let payload = Array(buffer[payloadStart..<payloadStart + header.payloadLength])
+        start += frameLength
+        pendingHeader = nil
+        if start == end {
+            start = 0
+            end = 0
+            if buffer.count > Self.retainedCapacity {
+                buffer = [UInt8](repeating: 0, count: Self.initialCapacity)
+            }
+        }
+        return Frame(header: header, payload: payload)
+    }
+
+    /// Call at end of stream: throws when the stream stopped inside a frame.
+    package func finish() throws(WireError) {
+        let available = end - start
+        guard available > 0 else { return }
+        if let header = pendingHeader {
+            throw .truncatedPayload(expected: header.payloadLength, received: available - FrameHeader.size)
+        }
+        throw .truncatedHeader(received: available)
+    }
+
+    private mutating func reserveFreeSpace(_ count: Int) {
+        if buffer.count - end >= count { return }
+        // Move the unread bytes to the front, then grow if that is not enough.
+        if start > 0 {
+            let unread = end - start
+            buffer.withUnsafeMutableBytes { bytes in
+                guard let base = bytes.baseAddress else { return }
+                base.copyMemory(from: base + start, byteCount: unread)
+            }
+            start = 0
+            end = unread
+        }
+        if buffer.count - end < count {
+            var capacity = buffer.count
+            while capacity - end < count { capacity *= 2 }
+            buffer.append(contentsOf: repeatElement(0, count: capacity - buffer.count))
+        }
+    }
+}

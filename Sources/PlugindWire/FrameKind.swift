@@ -1,0 +1,50 @@
+/// What a frame carries. Host-to-worker kinds are below 0x80, worker-to-host kinds above; a
+/// receiver rejects a kind meant for the other direction.
+package enum FrameKind: UInt8, CaseIterable, Sendable {
+    // Host → worker
+    /// Opens the conversation: protocol versions, features and what to load (`Hello`).
+    case hello = 0x01
+    /// Raw request bytes for the plugin's handler.
+    case request = 0x02
+    /// A typed call of a manifest-declared function (`FunctionCall`).
+    case call = 0x03
+    /// The host no longer wants the answer to the request with this identifier.
+    case cancel = 0x04
+    /// Orderly shutdown: the worker calls the plugin's deinit, answers `goodbye` and exits.
+    case shutdown = 0x05
+
+    // Worker → host
+    /// The plugin is loaded and the worker is serving (`Ready`).
+    case ready = 0x81
+    /// Loading failed; the worker exits after sending it (`LoadFailure`).
+    case loadFailed = 0x82
+    /// Raw response bytes.
+    case response = 0x83
+    /// The plugin answered with an error code and message (`PluginFailure`).
+    case failure = 0x84
+    /// The value a typed call returned (`FunctionValue`).
+    case callResult = 0x85
+    /// A typed call was refused before the function ran (message string).
+    case callFailed = 0x86
+    /// The request with this identifier was dropped after a cancel; no other answer follows.
+    case cancelled = 0x87
+    /// Raw bytes the plugin sent unprompted; the identifier ties them to a request, or is 0.
+    case event = 0x88
+    /// Progress of a request: completed and total units.
+    case progress = 0x89
+    /// A log line from the plugin or the worker: level and text.
+    case log = 0x8A
+    /// Written from the worker's fatal-signal handler just before it dies (`FatalSignalReport`).
+    case fatalSignal = 0x8B
+    /// Answer to `shutdown`; the worker exits next.
+    case goodbye = 0x8C
+
+    package enum Direction: Sendable {
+        case hostToWorker
+        case workerToHost
+    }
+
+    package var direction: Direction {
+        rawValue < 0x80 ? .hostToWorker : .workerToHost
+    }
+}

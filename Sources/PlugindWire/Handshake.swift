@@ -1,0 +1,251 @@
+/// What the host asks the worker to load, and how to confine it. Sent in `Hello`.
+package struct LoadConfiguration: Equatable, Sendable {
+    /// The plugin's identifier, for messages.
+    package var pluginIdentifier: String
+    /// Absolute path of the shared library to dlopen.
+    package var libraryPath: String
+    /// The bundle directory (readable under Landlock), or empty for none.
+    package var bundlePath: String
+    /// Identity of the library file the host hashed; the worker refuses a file that differs.
+    package var libraryFile: FileIdentity?
+    /// Functions the manifest declares, in the order calls refer to them.
+    package var functions: [FunctionSignature]
+    /// Whether the library must export `plugind_plugin_entry` (false for function-only bundles).
+    package var requiresEntryPoint: Bool
+    package var limits: ResourceLimits
+    package var confinement: ConfinementRequest
+    /// Apply the confinement, report it in `Ready`, and exit without loading the library (for
+    /// showing the layers of a plugin that may not run yet).
+    package var probeOnly: Bool = false
+
+    package init(
+        pluginIdentifier: String,
+        libraryPath: String,
+        bundlePath: String = "",
+        libraryFile: FileIdentity? = nil,
+        functions: [FunctionSignature] = [],
+        requiresEntryPoint: Bool = true,
+        limits: ResourceLimits = ResourceLimits(),
+        confinement: ConfinementRequest = ConfinementRequest()
+    ) {
+        self.pluginIdentifier = pluginIdentifier
+        self.libraryPath = libraryPath
+        self.bundlePath = bundlePath
+        self.libraryFile = libraryFile
+        self.functions = functions
+        self.requiresEntryPoint = requiresEntryPoint
+        self.limits = limits
+        self.confinement = confinement
+    }
+}
+
+/// The identity of a file at the moment it was hashed. The change time moves on every write and
+/// cannot be set back, so an equal identity means the bytes were not rewritten.
+package struct FileIdentity: Hashable, Sendable, Codable {
+    package var device: UInt64
+    package var inode: UInt64
+    package var size: UInt64
+    package var modificationNanoseconds: Int64
+    package var changeNanoseconds: Int64
+
+    package init(device: UInt64, inode: UInt64, size: UInt64, modificationNanoseconds: Int64, changeNanoseconds: Int64) {
+        self.device = device
+        self.inode = inode
+        self.size = size
+        self.modificationNanoseconds = modificationNanoseconds
+        self.changeNanoseconds = changeNanoseconds
+    }
+}
+
+/// Limits the worker applies to itself; 0 means "none" for each.
+package struct ResourceLimits: Equatable, Sendable {
+    package var addressSpaceBytes: UInt64 = 0
+    package var cpuSeconds: UInt64 = 0
+    package var openFiles: UInt64 = 0
+    /// Largest request or response payload; always set.
+    package var maxMessageBytes: UInt64 = 64 << 20
+
+    package init(addressSpaceBytes: UInt64 = 0, cpuSeconds: UInt64 = 0, openFiles: UInt64 = 0, maxMessageBytes: UInt64 = 64 << 20) {
+        self.addressSpaceBytes = addressSpaceBytes
+        self.cpuSeconds = cpuSeconds
+        self.openFiles = openFiles
+        self.maxMessageBytes = maxMessageBytes
+    }
+}
+
+/// The confinement the host wants; the worker reports what it achieved in `Ready`.
+package struct ConfinementRequest: Equatable, Sendable {
+    /// Leave network sockets and TCP usable.
+    package var allowsNetwork: Bool = false
+    /// Extra paths readable beneath (approved by the owner).
+    package var readablePaths: [String] = []
+    /// Extra paths writable beneath (approved by the owner).
+    package var writablePaths: [String] = []
+    /// Fail the load when a layer cannot be applied, instead of reporting it unavailable.
+    package var requiresEveryLayer: Bool = true
+    /// Apply no confinement at all (tests and debugging only; reported as such).
+    package var disabled: Bool = false
+
+    package init(
+        allowsNetwork: Bool = false,
+        readablePaths: [String] = [],
+        writablePaths: [String] = [],
+        requiresEveryLayer: Bool = true,
+        disabled: Bool = false
+    ) {
+        self.allowsNetwork = allowsNetwork
+        self.readablePaths = readablePaths
+        self.writablePaths = writablePaths
+        self.requiresEveryLayer = requiresEveryLayer
+        self.disabled = disabled
+    }
+}
+
+/// One confinement layer as the worker found it after applying it.
+package struct ConfinementLayerReport: Equatable, Sendable {
+    package enum State: UInt8, Sendable {
+        /// Applied and verified.
+        case applied = 0
+        /// Not applied because the plugin's approved permissions do not call for it.
+        case notRequested = 1
+        /// Could not be applied on this system; `detail` says why.
+        case unavailable = 2
+    }
+
+    package var layer: String
+    package var state: State
+    package var detail: String
+
+    package init(layer: String, state: State, detail: String) {
+        self.layer = layer
+        self.state = state
+        self.detail = detail
+    }
+}
+
+/// First message, host → worker.
+package struct Hello: Equatable, Sendable {
+    package var minimumProtocolVersion: UInt16
+    package var maximumProtocolVersion: UInt16
+    package var features: [String]
+    package var load: LoadConfiguration
+
+    package init(
+        minimumProtocolVersion: UInt16 = ProtocolVersion.minimum,
+        maximumProtocolVersion: UInt16 = ProtocolVersion.current,
+        features: [String] = ProtocolFeature.all,
+        load: LoadConfiguration
+    ) {
+        self.minimumProtocolVersion = minimumProtocolVersion
+        self.maximumProtocolVersion = maximumProtocolVersion
+        self.features = features
+        self.load = load
+    }
+}
+
+/// Answer to `Hello` once the plugin is loaded.
+package struct Ready: Equatable, Sendable {
+    package var protocolVersion: UInt16
+    package var pluginABIVersion: UInt32
+    package var features: [String]
+    package var pluginName: String
+    package var pluginVersion: String
+    /// False for function-only libraries, which accept typed calls only.
+    package var hasRequestHandler: Bool
+    package var confinement: [ConfinementLayerReport]
+    /// The worker's pid as the worker sees it (1 inside its own pid namespace).
+    package var workerProcessIdentifier: Int32
+
+    package init(
+        protocolVersion: UInt16,
+        pluginABIVersion: UInt32,
+        features: [String],
+        pluginName: String,
+        pluginVersion: String,
+        hasRequestHandler: Bool,
+        confinement: [ConfinementLayerReport],
+        workerProcessIdentifier: Int32
+    ) {
+        self.protocolVersion = protocolVersion
+        self.pluginABIVersion = pluginABIVersion
+        self.features = features
+        self.pluginName = pluginName
+        self.pluginVersion = pluginVersion
+        self.hasRequestHandler = hasRequestHandler
+        self.confinement = confinement
+        self.workerProcessIdentifier = workerProcessIdentifier
+    }
+}
+
+/// Why the worker could not load the plugin. It exits after sending this.
+package struct LoadFailure: Equatable, Sendable, Error {
+    package enum Kind: UInt8, Sendable {
+        case incompatibleProtocol = 1
+        case invalidConfiguration = 2
+        case confinementFailed = 3
+        case libraryChanged = 4
+        case libraryOpenFailed = 5
+        case symbolMissing = 6
+        case abiMismatch = 7
+        case initializationFailed = 8
+    }
+
+    package var kind: Kind
+    package var message: String
+    /// The plugin's own error code when `init` failed.
+    package var pluginCode: Int32
+
+    package init(kind: Kind, message: String, pluginCode: Int32 = 0) {
+        self.kind = kind
+        self.message = message
+        self.pluginCode = pluginCode
+    }
+}
+
+/// A plugin's answer of failure: its code and message.
+package struct PluginFailure: Equatable, Sendable {
+    package var code: Int32
+    package var message: String
+
+    package init(code: Int32, message: String) {
+        self.code = code
+        self.message = message
+    }
+}
+
+/// What the worker's fatal-signal handler writes before it dies. Fixed layout, written by C code
+/// in a signal handler (see `plugind_shim_install_fatal_signal_report`).
+package struct FatalSignalReport: Equatable, Sendable {
+    package static let payloadSize = 32
+
+    package var signal: Int32
+    package var code: Int32
+    package var faultAddress: UInt64
+    package var addressSpaceBytes: UInt64
+    package var openDescriptors: UInt64
+
+    package init(signal: Int32, code: Int32, faultAddress: UInt64, addressSpaceBytes: UInt64, openDescriptors: UInt64) {
+        self.signal = signal
+        self.code = code
+        self.faultAddress = faultAddress
+        self.addressSpaceBytes = addressSpaceBytes
+        self.openDescriptors = openDescriptors
+    }
+}
+
+/// Severity of a plugin log line.
+public enum PluginLogLevel: UInt8, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+    case debug = 0
+    case info = 1
+    case warning = 2
+    case error = 3
+
+    public var description: String {
+        switch self {
+        case .debug: "debug"
+        case .info: "info"
+        case .warning: "warning"
+        case .error: "error"
+        }
+    }
+}

@@ -1,0 +1,125 @@
+/// A message from the host to the worker. See `FrameKind` for the meaning of each.
+package enum HostMessage: Equatable, Sendable {
+    case hello(Hello)
+    case request(id: UInt64, bytes: [UInt8])
+    case call(id: UInt64, function: UInt32, arguments: [FunctionValue])
+    case cancel(id: UInt64)
+    case shutdown
+
+    /// The frame for this message.
+    package func encode() -> Frame {
+        var writer = PayloadWriter()
+        let kind: FrameKind
+        var requestID: UInt64 = 0
+        switch self {
+        case .hello(let hello):
+            kind = .hello
+            writer.write(hello.minimumProtocolVersion)
+            writer.write(hello.maximumProtocolVersion)
+            writer.write(hello.features)
+            writer.write(hello.load)
+        case .request(let id, let bytes):
+            return Frame(header: FrameHeader(kind: .request, requestID: id, payloadLength: bytes.count), payload: bytes)
+        case .call(let id, let function, let arguments):
+            kind = .call
+            requestID = id
+            writer.write(function)
+            writer.write(arguments) { $0.write($1) }
+        case .cancel(let id):
+            kind = .cancel
+            requestID = id
+        case .shutdown:
+            kind = .shutdown
+        }
+        return Frame(header: FrameHeader(kind: kind, requestID: requestID, payloadLength: writer.bytes.count), payload: writer.bytes)
+    }
+
+    /// Decodes a frame the worker received.
+    package init(_ frame: Frame) throws(WireError) {
+        var reader = PayloadReader(frame.payload)
+        let id = frame.header.requestID
+        switch frame.header.kind {
+        case .hello:
+            let minimum = try reader.readUInt16()
+            let maximum = try reader.readUInt16()
+            let features = try reader.readStrings()
+            let load = try reader.readLoadConfiguration()
+            self = .hello(Hello(minimumProtocolVersion: minimum, maximumProtocolVersion: maximum, features: features, load: load))
+        case .request:
+            self = .request(id: id, bytes: frame.payload)
+            return
+        case .call:
+            let function = try reader.readUInt32()
+            let arguments = try reader.readArray { (reader) throws(WireError) in try reader.readFunctionValue() }
+            self = .call(id: id, function: function, arguments: arguments)
+        case .cancel:
+            self = .cancel(id: id)
+        case .shutdown:
+            self = .shutdown
+        default:
+            throw .unknownKind(frame.header.kind.rawValue)
+        }
+        try reader.finish("\(frame.header.kind) message")
+    }
+}
+
+extension PayloadWriter {
+    package mutating func write(_ load: LoadConfiguration) {
+        write(load.pluginIdentifier)
+        write(load.libraryPath)
+        write(load.bundlePath)
+        write(load.libraryFile != nil)
+        if let file = load.libraryFile {
+            write(file.device)
+            write(file.inode)
+            write(file.size)
+            write(file.modificationNanoseconds)
+            write(file.changeNanoseconds)
+        }
+        write(load.functions) { $0.write($1) }
+        write(load.requiresEntryPoint)
+        write(load.limits.addressSpaceBytes)
+        write(load.limits.cpuSeconds)
+        write(load.limits.openFiles)
+        write(load.limits.maxMessageBytes)
+        write(load.confinement.allowsNetwork)
+        write(load.confinement.readablePaths)
+        write(load.confinement.writablePaths)
+        write(load.confinement.requiresEveryLayer)
+        write(load.confinement.disabled)
+        write(load.probeOnly)
+    }
+}
+
+extension PayloadReader {
+    package mutating func readLoadConfiguration() throws(WireError) -> LoadConfiguration {
+        var load = LoadConfiguration(pluginIdentifier: try readString(), libraryPath: try readString())
+        load.bundlePath = try readString()
+        if try readBool() {
+            load.libraryFile = FileIdentity(
+                device: try readUInt64(),
+                inode: try readUInt64(),
+                size: try readUInt64(),
+                modificationNanoseconds: try readInt64(),
+                changeNanoseconds: try readInt64()
+            )
+        }
+        load.functions = try readArray { (reader) throws(WireError) in try reader.readFunctionSignature() }
+        load.requiresEntryPoint = try readBool()
+        load.limits = ResourceLimits(
+            addressSpaceBytes: try readUInt64(),
+            cpuSeconds: try readUInt64(),
+            openFiles: try readUInt64(),
+            maxMessageBytes: try readUInt64()
+        )
+        load.confinement = ConfinementRequest(
+            allowsNetwork: try readBool(),
+            readablePaths: try readStrings(),
+            writablePaths: try readStrings(),
+            requiresEveryLayer: try readBool(),
+            disabled: try readBool()
+        )
+        load.probeOnly = try readBool()
+        return load
+    }
+}

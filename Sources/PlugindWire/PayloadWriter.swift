@@ -1,0 +1,132 @@
+/// Builds the payload of a structured message: fixed-width little-endian integers, and strings,
+/// byte strings and arrays prefixed with a 32-bit count.
+package struct PayloadWriter: Sendable {
+    package private(set) var bytes: [UInt8] = []
+
+    package init(capacity: Int = 64) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    package mutating func write(_ value: UInt8) { bytes.append(value) }
+    package mutating func write(_ value: Bool) { bytes.append(value ? 1 : 0) }
+    package mutating func write(_ value: UInt16) { writeInteger(value) }
+    package mutating func write(_ value: UInt32) { writeInteger(value) }
+    package mutating func write(_ value: UInt64) { writeInteger(value) }
+    package mutating func write(_ value: Int32) { writeInteger(value) }
+    package mutating func write(_ value: Int64) { writeInteger(value) }
+
+    package mutating func writeInteger<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    package mutating func write(_ value: String) {
+        var value = value
+        value.withUTF8 { write(bytes: UnsafeRawBufferPointer($0)) }
+    }
+
+    package mutating func write(bytes value: some Collection<UInt8>) {
+        write(UInt32(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    package mutating func write(bytes value: UnsafeRawBufferPointer) {
+        write(UInt32(value.count))
+        bytes.append(contentsOf: value)
+    }
+
+    package mutating func write(_ values: [String]) {
+        write(UInt32(values.count))
+        for value in values { write(value) }
+    }
+
+    package mutating func write<Element>(_ values: [Element], _ writeElement: (inout PayloadWriter, Element) -> Void) {
+        write(UInt32(values.count))
+        for value in values { writeElement(&self, value) }
+    }
+}
+
+/// Reads what `PayloadWriter` wrote, checking every length against the bytes that remain so that
+/// hostile input can neither read out of bounds nor make it allocate more than it received.
+package struct PayloadReader {
+    private let bytes: [UInt8]
+    private var offset: Int
+
+    package init(_ bytes: [UInt8]) {
+        self.bytes = bytes
+        self.offset = 0
+    }
+
+    package var remaining: Int { bytes.count - offset }
+
+    package mutating func readUInt8() throws(WireError) -> UInt8 {
+        try need(1, "byte")
+        defer { offset += 1 }
+        return bytes[offset]
+    }
+
+    package mutating func readBool() throws(WireError) -> Bool {
+        switch try readUInt8() {
+        case 0: return false
+        case 1: return true
+        case let other: throw .malformedPayload("boolean byte \(other)")
+        }
+    }
+
+    package mutating func readUInt16() throws(WireError) -> UInt16 { try readInteger() }
+    package mutating func readUInt32() throws(WireError) -> UInt32 { try readInteger() }
+    package mutating func readUInt64() throws(WireError) -> UInt64 { try readInteger() }
+    package mutating func readInt32() throws(WireError) -> Int32 { try readInteger() }
+    package mutating func readInt64() throws(WireError) -> Int64 { try readInteger() }
+
+    package mutating func readInteger<T: FixedWidthInteger>() throws(WireError) -> T {
+        let size = MemoryLayout<T>.size
+        try need(size, "\(T.self)")
+        defer { offset += size }
+        return bytes.withUnsafeBytes { T(littleEndian: $0.loadUnaligned(fromByteOffset: offset, as: T.self)) }
+    }
+
+    package mutating func readBytes() throws(WireError) -> [UInt8] {
+        let count = Int(try readUInt32())
+        try need(count, "byte string of \(count) bytes")
+        defer { offset += count }
+        return Array(bytes[offset..<offset + count])
+    }
+
+    package mutating func readString() throws(WireError) -> String {
+        let raw = try readBytes()
+        guard let string = String(validating: raw, as: UTF8.self) else {
+            throw .malformedPayload("string is not valid UTF-8")
+        }
+        return string
+    }
+
+    package mutating func readStrings() throws(WireError) -> [String] {
+        try readArray { (reader) throws(WireError) in try reader.readString() }
+    }
+
+    /// Reads a count and that many elements. Each element takes at least one byte, so a count
+    /// larger than the bytes left is rejected before anything is reserved.
+    package mutating func readArray<Element>(
+        _ readElement: (inout PayloadReader) throws(WireError) -> Element
+    ) throws(WireError) -> [Element] {
+        let count = Int(try readUInt32())
+        guard count <= remaining else {
+            throw .malformedPayload("array of \(count) elements in \(remaining) bytes")
+        }
+        var elements: [Element] = []
+        elements.reserveCapacity(count)
+        for _ in 0..<count { elements.append(try readElement(&self)) }
+        return elements
+    }
+
+    /// Throws unless every byte was consumed.
+    package func finish(_ what: String) throws(WireError) {
+        guard remaining == 0 else { throw .malformedPayload("\(remaining) unexpected bytes after \(what)") }
+    }
+
+    private func need(_ count: Int, _ what: String) throws(WireError) {
+        guard count <= remaining else {
+            throw .malformedPayload("needs \(count) bytes for a \(what), \(remaining) left")
+        }
+    }
+}

@@ -1,0 +1,35 @@
+/// Versions and features of the conversation between host and worker.
+///
+/// The host offers a range of protocol versions in `Hello`; the worker answers with the highest
+/// version both speak, or refuses with `LoadFailure.Kind.incompatibleProtocol`. Features are
+/// named capabilities either side may lack; a side uses one only when both list it.
+package enum ProtocolVersion {
+    /// The versions this build speaks.
+    package static let minimum: UInt16 = 1
+    package static let current: UInt16 = 1
+
+    /// The highest version in both ranges, if any.
+    package static func negotiate(
+        offeredMinimum: UInt16,
+        offeredMaximum: UInt16,
+        supportedMinimum: UInt16 = minimum,
+        supportedMaximum: UInt16 = current
+    ) -> UInt16? {
+        let highest = min(offeredMaximum, supportedMaximum)
+        return highest >= max(offeredMinimum, supportedMinimum) ? highest : nil
+    }
+}
+
+/// Named capabilities exchanged in the handshake.
+package enum ProtocolFeature {
+    /// The worker honours `cancel` and answers `cancelled`.
+    package static let cancellation = "cancel"
+    /// The worker forwards plugin progress reports.
+    package static let progress = "progress"
+    /// Typed calls of manifest-declared functions.
+    package static let functionCalls = "function-calls"
+    /// Large payloads may travel in shared memory.
+    package static let sharedMemory = "shared-memory"
+
+    package static let all = [cancellation, progress, functionCalls]
+}

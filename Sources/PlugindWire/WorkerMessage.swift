@@ -1,0 +1,161 @@
+/// A message from the worker to the host. See `FrameKind` for the meaning of each.
+package enum WorkerMessage: Equatable, Sendable {
+    case ready(Ready)
+    case loadFailed(LoadFailure)
+    case response(id: UInt64, bytes: [UInt8])
+    case failure(id: UInt64, PluginFailure)
+    case callResult(id: UInt64, FunctionValue)
+    case callFailed(id: UInt64, message: String)
+    case cancelled(id: UInt64)
+    case event(requestID: UInt64, bytes: [UInt8])
+    case progress(requestID: UInt64, completed: UInt64, total: UInt64)
+    case log(level: PluginLogLevel, message: String)
+    case fatalSignal(FatalSignalReport)
+    case goodbye
+
+    /// The frame for this message.
+    package func encode() -> Frame {
+        var writer = PayloadWriter()
+        let kind: FrameKind
+        var requestID: UInt64 = 0
+        switch self {
+        case .ready(let ready):
+            kind = .ready
+            writer.write(ready.protocolVersion)
+            writer.write(ready.pluginABIVersion)
+            writer.write(ready.features)
+            writer.write(ready.pluginName)
+            writer.write(ready.pluginVersion)
+            writer.write(ready.hasRequestHandler)
+            writer.write(ready.confinement) { writer, layer in
+                writer.write(layer.layer)
+                writer.write(layer.state.rawValue)
+                writer.write(layer.detail)
+            }
+            writer.write(ready.workerProcessIdentifier)
+        case .loadFailed(let failure):
+            kind = .loadFailed
+            writer.write(failure.kind.rawValue)
+            writer.write(failure.message)
+            writer.write(failure.pluginCode)
+        case .response(let id, let bytes):
+            return Frame(header: FrameHeader(kind: .response, requestID: id, payloadLength: bytes.count), payload: bytes)
+        case .failure(let id, let failure):
+            kind = .failure
+            requestID = id
+            writer.write(failure.code)
+            writer.write(failure.message)
+        case .callResult(let id, let value):
+            kind = .callResult
+            requestID = id
+            writer.write(value)
+        case .callFailed(let id, let message):
+            kind = .callFailed
+            requestID = id
+            writer.write(message)
+        case .cancelled(let id):
+            kind = .cancelled
+            requestID = id
+        case .event(let id, let bytes):
+            return Frame(header: FrameHeader(kind: .event, requestID: id, payloadLength: bytes.count), payload: bytes)
+        case .progress(let id, let completed, let total):
+            kind = .progress
+            requestID = id
+            writer.write(completed)
+            writer.write(total)
+        case .log(let level, let message):
+            kind = .log
+            writer.write(level.rawValue)
+            writer.write(message)
+        case .fatalSignal(let report):
+            kind = .fatalSignal
+            writer.write(report.signal)
+            writer.write(report.code)
+            writer.write(report.faultAddress)
+            writer.write(report.addressSpaceBytes)
+            writer.write(report.openDescriptors)
+        case .goodbye:
+            kind = .goodbye
+        }
+        return Frame(header: FrameHeader(kind: kind, requestID: requestID, payloadLength: writer.bytes.count), payload: writer.bytes)
+    }
+
+    /// Decodes a frame the host received.
+    package init(_ frame: Frame) throws(WireError) {
+        var reader = PayloadReader(frame.payload)
+        let id = frame.header.requestID
+        switch frame.header.kind {
+        case .ready:
+            let version = try reader.readUInt16()
+            let abi = try reader.readUInt32()
+            let features = try reader.readStrings()
+            let name = try reader.readString()
+            let pluginVersion = try reader.readString()
+            let hasHandler = try reader.readBool()
+            let layers = try reader.readArray { (reader) throws(WireError) -> ConfinementLayerReport in
+                let layer = try reader.readString()
+                let rawState = try reader.readUInt8()
+                guard let state = ConfinementLayerReport.State(rawValue: rawState) else {
+                    throw .malformedPayload("unknown confinement state \(rawState)")
+                }
+                return ConfinementLayerReport(layer: layer, state: state, detail: try reader.readString())
+            }
+            let pid = try reader.readInt32()
+            self = .ready(
+                Ready(
+                    protocolVersion: version,
+                    pluginABIVersion: abi,
+                    features: features,
+                    pluginName: name,
+                    pluginVersion: pluginVersion,
+                    hasRequestHandler: hasHandler,
+                    confinement: layers,
+                    workerProcessIdentifier: pid
+                )
+            )
+        case .loadFailed:
+            let rawKind = try reader.readUInt8()
+            guard let kind = LoadFailure.Kind(rawValue: rawKind) else {
+                throw .malformedPayload("unknown load failure kind \(rawKind)")
+            }
+            self = .loadFailed(LoadFailure(kind: kind, message: try reader.readString(), pluginCode: try reader.readInt32()))
+        case .response:
+            self = .response(id: id, bytes: frame.payload)
+            return
+        case .failure:
+            self = .failure(id: id, PluginFailure(code: try reader.readInt32(), message: try reader.readString()))
+        case .callResult:
+            self = .callResult(id: id, try reader.readFunctionValue())
+        case .callFailed:
+            self = .callFailed(id: id, message: try reader.readString())
+        case .cancelled:
+            self = .cancelled(id: id)
+        case .event:
+            self = .event(requestID: id, bytes: frame.payload)
+            return
+        case .progress:
+            self = .progress(requestID: id, completed: try reader.readUInt64(), total: try reader.readUInt64())
+        case .log:
+            let rawLevel = try reader.readUInt8()
+            guard let level = PluginLogLevel(rawValue: rawLevel) else {
+                throw .malformedPayload("unknown log level \(rawLevel)")
+            }
+            self = .log(level: level, message: try reader.readString())
+        case .fatalSignal:
+            self = .fatalSignal(
+                FatalSignalReport(
+                    signal: try reader.readInt32(),
+                    code: try reader.readInt32(),
+                    faultAddress: try reader.readUInt64(),
+                    addressSpaceBytes: try reader.readUInt64(),
+                    openDescriptors: try reader.readUInt64()
+                )
+            )
+        case .goodbye:
+            self = .goodbye
+        default:
+            throw .unknownKind(frame.header.kind.rawValue)
+        }
+        try reader.finish("\(frame.header.kind) message")
+    }
+}

@@ -1,0 +1,232 @@
+import CPlugindConfinement
+import Glibc
+import PlugindSystem
+import PlugindWire
+
+/// Applies the confinement layers to the worker before any plugin code is loaded, verifies each
+/// one, and reports what holds. A layer that cannot be applied fails the load, unless the host
+/// explicitly allowed running without it.
+enum Confinement {
+    /// Layer names as reported in `Ready` and shown by `plugind info`.
+    enum Layer {
+        static let noNewPrivileges = "no-new-privileges"
+        static let notDumpable = "not-dumpable"
+        static let noCoreFiles = "no-core-files"
+        static let resourceLimits = "resource-limits"
+        static let network = "network"
+        static let filesystem = "filesystem"
+        static let signals = "signals"
+        static let processTree = "process-tree"
+        static let session = "session"
+    }
+
+    /// Directories every plugin may read: the system's libraries and what the dynamic linker needs.
+    static let systemReadablePaths = [
+        "/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
+        "/etc/localtime", "/dev/zero", "/dev/urandom", "/dev/random",
+    ]
+    static let systemWritablePaths = ["/dev/null"]
+
+    static func apply(_ load: LoadConfiguration) throws(LoadFailure) -> [ConfinementLayerReport] {
+        let request = load.confinement
+        if request.disabled {
+            return [
+                ConfinementLayerReport(
+                    layer: "all",
+                    state: .notRequested,
+                    detail: "confinement disabled by the host configuration"
+                )
+            ]
+        }
+        var reports: [ConfinementLayerReport] = []
+        func record(_ report: ConfinementLayerReport) throws(LoadFailure) {
+            if report.state == .unavailable && request.requiresEveryLayer {
+                throw LoadFailure(
+                    kind: .confinementFailed,
+                    message: "confinement layer '\(report.layer)' cannot be applied: \(report.detail)"
+                )
+            }
+            reports.append(report)
+        }
+
+        try record(processTree())
+        try record(session())
+        try record(noNewPrivileges())
+        try record(notDumpable())
+        try record(noCoreFiles())
+        try record(resourceLimits(load.limits))
+        try record(network(allowed: request.allowsNetwork))
+        let landlock = filesystem(load, request: request)
+        try record(landlock.filesystem)
+        try record(landlock.signals)
+        return reports
+    }
+
+    private static func applied(_ layer: String, _ detail: String) -> ConfinementLayerReport {
+        ConfinementLayerReport(layer: layer, state: .applied, detail: detail)
+    }
+
+    private static func unavailable(_ layer: String, _ detail: String) -> ConfinementLayerReport {
+        ConfinementLayerReport(layer: layer, state: .unavailable, detail: detail)
+    }
+
+    private static func describe(_ result: CInt) -> String {
+        Errno(rawValue: result).description
+    }
+
+    private static func processTree() -> ConfinementLayerReport {
+        getpid() == 1
+            ? applied(Layer.processTree, "pid 1 of its own pid namespace: every process it starts dies with it")
+            : unavailable(Layer.processTree, "not started in its own pid namespace (pid \(getpid()))")
+    }
+
+    private static func session() -> ConfinementLayerReport {
+        getsid(0) == getpid()
+            ? applied(Layer.session, "leads its own session: no controlling terminal")
+            : unavailable(Layer.session, "shares the host's session")
+    }
+
+    private static func noNewPrivileges() -> ConfinementLayerReport {
+        let result = plugind_confinement_set_no_new_privileges()
+        var enabled: CInt = 0
+        guard result == 0, plugind_confinement_get_no_new_privileges(&enabled) == 0, enabled == 1 else {
+            return unavailable(Layer.noNewPrivileges, "prctl(PR_SET_NO_NEW_PRIVS) failed: \(describe(result))")
+        }
+        return applied(Layer.noNewPrivileges, "execve cannot grant privileges")
+    }
+
+    private static func notDumpable() -> ConfinementLayerReport {
+        let result = plugind_confinement_set_not_dumpable()
+        var dumpable: CInt = 1
+        guard result == 0, plugind_confinement_get_dumpable(&dumpable) == 0, dumpable == 0 else {
+            return unavailable(Layer.notDumpable, "prctl(PR_SET_DUMPABLE) failed: \(describe(result))")
+        }
+        return applied(Layer.notDumpable, "other processes of the user cannot ptrace it or read its memory")
+    }
+
+    private static func noCoreFiles() -> ConfinementLayerReport {
+        let result = plugind_confinement_set_limit(PLUGIND_CONFINEMENT_LIMIT_CORE_FILE_SIZE, 0)
+        var soft: UInt64 = 1
+        var hard: UInt64 = 1
+        guard result == 0,
+            plugind_confinement_get_limit(PLUGIND_CONFINEMENT_LIMIT_CORE_FILE_SIZE, &soft, &hard) == 0,
+            soft == 0, hard == 0
+        else {
+            return unavailable(Layer.noCoreFiles, "setrlimit(RLIMIT_CORE) failed: \(describe(result))")
+        }
+        return applied(Layer.noCoreFiles, "a crash writes no core file")
+    }
+
+    private static func resourceLimits(_ limits: ResourceLimits) -> ConfinementLayerReport {
+        let wanted: [(plugind_confinement_limit, UInt64, String)] = [
+            (PLUGIND_CONFINEMENT_LIMIT_ADDRESS_SPACE, limits.addressSpaceBytes, "memory \(ByteCount(limits.addressSpaceBytes))"),
+            (PLUGIND_CONFINEMENT_LIMIT_CPU_SECONDS, limits.cpuSeconds, "CPU \(limits.cpuSeconds) s"),
+            (PLUGIND_CONFINEMENT_LIMIT_OPEN_FILES, limits.openFiles, "open files \(limits.openFiles)"),
+        ]
+        var applied: [String] = []
+        for (limit, value, text) in wanted where value > 0 {
+            let result = plugind_confinement_set_limit(limit, value)
+            var soft: UInt64 = 0
+            var hard: UInt64 = 0
+            guard result == 0, plugind_confinement_get_limit(limit, &soft, &hard) == 0, soft == value, hard == value else {
+                return unavailable(Layer.resourceLimits, "setrlimit for \(text) failed: \(describe(result))")
+            }
+            applied.append(text)
+        }
+        applied.append("message \(ByteCount(limits.maxMessageBytes))")
+        return Self.applied(Layer.resourceLimits, applied.joined(separator: ", "))
+    }
+
+    private static func network(allowed: Bool) -> ConfinementLayerReport {
+        if allowed {
+            return ConfinementLayerReport(layer: Layer.network, state: .notRequested, detail: "network access approved by the owner")
+        }
+        let result = plugind_confinement_deny_network_sockets()
+        guard result == 0 else {
+            return unavailable(Layer.network, "seccomp filter could not be installed: \(describe(result))")
+        }
+        // Verify: an IPv4 socket must now be refused.
+        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        if probe >= 0 {
+            close(probe)
+            return unavailable(Layer.network, "seccomp filter installed but an AF_INET socket was still created")
+        }
+        return applied(Layer.network, "seccomp: sockets other than AF_UNIX and io_uring refused")
+    }
+
+    private static func filesystem(
+        _ load: LoadConfiguration,
+        request: ConfinementRequest
+    ) -> (filesystem: ConfinementLayerReport, signals: ConfinementLayerReport) {
+        var abi: CInt = 0
+        let abiResult = plugind_confinement_landlock_abi(&abi)
+        guard abiResult == 0, abi >= 1 else {
+            let reason = abiResult == 0 ? "the kernel does not offer Landlock" : describe(abiResult)
+            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
+        }
+        var ruleset: CInt = -1
+        let created = plugind_confinement_landlock_create(abi, request.allowsNetwork ? 0 : 1, &ruleset)
+        guard created == 0 else {
+            let reason = "landlock_create_ruleset failed: \(describe(created))"
+            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
+        }
+        var readable = systemReadablePaths + mappedLibraryDirectories() + request.readablePaths
+        if !load.bundlePath.isEmpty { readable.append(load.bundlePath) }
+        readable.append(load.libraryPath)
+        let writable = systemWritablePaths + request.writablePaths
+        for (paths, isWritable) in [(readable, false), (writable, true)] {
+            for path in paths {
+                let result = plugind_confinement_landlock_allow(ruleset, abi, path, isWritable ? 1 : 0)
+                // Paths that do not exist on this system (/lib32, say) simply grant nothing.
+                if result != 0 && result != ENOENT {
+                    close(ruleset)
+                    let reason = "cannot add a rule for \(path): \(describe(result))"
+                    return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
+                }
+            }
+        }
+        let enforced = plugind_confinement_landlock_enforce(ruleset)
+        guard enforced == 0 else {
+            let reason = "landlock_restrict_self failed: \(describe(enforced))"
+            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
+        }
+        // Verify: the root directory is outside every rule unless someone granted it.
+        let grantedRoot = (request.readablePaths + request.writablePaths).contains("/")
+        let probe = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if probe >= 0 { close(probe) }
+        guard grantedRoot || (probe < 0 && errno == EACCES) else {
+            return (
+                unavailable(Layer.filesystem, "Landlock ABI \(abi) enforced, but / is still readable"),
+                unavailable(Layer.signals, "Landlock did not take effect")
+            )
+        }
+        let grants = request.readablePaths.count + request.writablePaths.count
+        let filesystemReport = applied(
+            Layer.filesystem,
+            "Landlock ABI \(abi): read-only bundle and system libraries"
+                + (grants > 0 ? ", plus \(grants) approved path(s)" : "")
+                + (abi >= 4 && !request.allowsNetwork ? "; TCP bind/connect denied" : "")
+        )
+        let signalsReport =
+            abi >= 6
+            ? applied(Layer.signals, "Landlock ABI \(abi): cannot signal processes outside the sandbox")
+            : unavailable(Layer.signals, "Landlock ABI \(abi) has no signal scoping (needs 6)")
+        return (filesystemReport, signalsReport)
+    }
+
+    /// Directories holding the libraries this worker has mapped (the Swift runtime among them),
+    /// which Swift plugins need as well.
+    private static func mappedLibraryDirectories() -> [String] {
+        guard let maps = try? FileDescriptor.open("/proc/self/maps", O_RDONLY) else { return [] }
+        defer { maps.close() }
+        guard let bytes = try? maps.readToEnd(limit: 1 << 20) else { return [] }
+        var directories: Set<String> = []
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            guard let slash = line.firstIndex(of: "/") else { continue }
+            let path = line[slash...]
+            guard path.contains(".so"), let lastSlash = path.lastIndex(of: "/") else { continue }
+            directories.insert(String(path[..<lastSlash]))
+        }
+        return directories.sorted()
+    }
+}

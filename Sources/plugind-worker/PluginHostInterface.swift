@@ -1,0 +1,45 @@
+import Glibc
+import PlugindPluginABI
+import PlugindWire
+
+/// The `plugind_host` table a plugin receives in `init`: C callbacks that route plugin output
+/// to the host through the worker's transport. Allocated once; lives as long as the process.
+/// Part of the worker's loader: it converts raw pointers from plugin code.
+enum PluginHostInterface {
+    static func make(for session: PluginServer) -> UnsafeMutablePointer<plugind_host> {
+        let table = UnsafeMutablePointer<plugind_host>.allocate(capacity: 1)
+        table.initialize(
+            to: plugind_host(
+                abi_version: UInt32(PLUGIND_PLUGIN_ABI_VERSION),
+                size: UInt32(MemoryLayout<plugind_host>.size),
+                context: Unmanaged.passUnretained(session).toOpaque(),
+                log: { context, level, message in
+                    guard let session = PluginServer.from(context) else { return }
+                    let text = String(cString: message)
+                    session.sendLog(PluginLogLevel(rawValue: UInt8(clamping: level.rawValue)) ?? .error, text)
+                },
+                post_message: { context, requestID, bytes, length in
+                    guard let session = PluginServer.from(context) else { return EINVAL }
+                    return session.sendEvent(requestID: requestID, bytes: UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length))
+                },
+                report_progress: { context, requestID, completed, total in
+                    guard let session = PluginServer.from(context) else { return EINVAL }
+                    return session.sendProgress(requestID: requestID, completed: completed, total: total)
+                },
+                is_cancelled: { context, requestID in
+                    PluginServer.from(context)?.isCancelled(requestID) ?? true
+                },
+                append: { response, bytes, length in
+                    ResponseBuffer.from(response).append(bytes, length)
+                },
+                reserve: { response, length in
+                    ResponseBuffer.from(response).reserve(length)?.assumingMemoryBound(to: UInt8.self)
+                },
+                set_error: { response, message in
+                    ResponseBuffer.from(response).setError(String(cString: message))
+                }
+            )
+        )
+        return table
+    }
+}

@@ -1,0 +1,123 @@
+import CPlugindShims
+import Glibc
+import PlugindPluginABI
+import PlugindSystem
+import PlugindWire
+
+/// The worker's life: take the protocol descriptors, read `Hello`, confine itself, load the
+/// plugin, answer `Ready`, serve until the host hangs up.
+enum WorkerMain {
+    static let hostToWorker = FileDescriptor(rawValue: 3)
+    static let workerToHost = FileDescriptor(rawValue: 4)
+    /// Frames larger than this are refused before the plugin's own limit is known.
+    static let handshakeLimit = 1 << 20
+
+    static func run() -> Int32 {
+        guard takeProtocolDescriptors() else {
+            WorkerUsage.fail("descriptors 3 and 4 are not the protocol pipes; this program is started by the plugind host library")
+        }
+        let transport = PipeTransport(input: hostToWorker, output: workerToHost, maximumPayload: handshakeLimit)
+        installFatalSignalReport()
+
+        let hello: Hello
+        do {
+            guard let frame = try transport.receive() else { return 0 }
+            guard case .hello(let received) = try HostMessage(frame) else {
+                report("expected hello, received \(frame.header.kind)")
+                return 2
+            }
+            hello = received
+        } catch {
+            report("handshake failed: \(error)")
+            return 2
+        }
+
+        guard
+            let version = ProtocolVersion.negotiate(
+                offeredMinimum: hello.minimumProtocolVersion,
+                offeredMaximum: hello.maximumProtocolVersion
+            )
+        else {
+            let failure = LoadFailure(
+                kind: .incompatibleProtocol,
+                message: "host speaks protocol \(hello.minimumProtocolVersion)–\(hello.maximumProtocolVersion), worker speaks \(ProtocolVersion.minimum)–\(ProtocolVersion.current)"
+            )
+            try? transport.send(.loadFailed(failure))
+            return 3
+        }
+
+        let server: PluginServer
+        do {
+            let confinement = try Confinement.apply(hello.load)
+            if hello.load.probeOnly {
+                try transport.send(
+                    .ready(
+                        Ready(
+                            protocolVersion: version,
+                            pluginABIVersion: 0,
+                            features: [],
+                            pluginName: "",
+                            pluginVersion: "",
+                            hasRequestHandler: false,
+                            confinement: confinement,
+                            workerProcessIdentifier: getpid()
+                        )
+                    )
+                )
+                return 0
+            }
+            let plugin = try PluginLoader.load(hello.load)
+            transport.maximumPayload = Int(hello.load.limits.maxMessageBytes) + 4096
+            server = PluginServer(plugin: plugin, load: hello.load, transport: transport)
+            try server.start()
+            let features = hello.features.filter(ProtocolFeature.all.contains)
+            try transport.send(
+                .ready(
+                    Ready(
+                        protocolVersion: version,
+                        pluginABIVersion: plugin.abiVersion,
+                        features: features,
+                        pluginName: plugin.name,
+                        pluginVersion: plugin.version,
+                        hasRequestHandler: plugin.hasRequestHandler,
+                        confinement: confinement,
+                        workerProcessIdentifier: getpid()
+                    )
+                )
+            )
+        } catch let failure as LoadFailure {
+            try? transport.send(.loadFailed(failure))
+            return 3
+        } catch {
+            report("could not answer the host: \(error)")
+            return 2
+        }
+        return server.serve()
+    }
+
+    /// Marks the protocol descriptors close-on-exec, so that programs the plugin starts do not
+    /// inherit them. False when they are not pipes (the worker was started by hand).
+    private static func takeProtocolDescriptors() -> Bool {
+        for descriptor in [hostToWorker, workerToHost] {
+            var status = stat()
+            guard fstat(descriptor.rawValue, &status) == 0, (status.st_mode & S_IFMT) == S_IFIFO else { return false }
+            guard (try? descriptor.setCloseOnExec()) != nil else { return false }
+        }
+        return true
+    }
+
+    private static func installFatalSignalReport() {
+        let header = FrameHeader(kind: .fatalSignal, payloadLength: Int(PLUGIND_SHIM_FATAL_REPORT_PAYLOAD_SIZE))
+        let bytes = header.bytes
+        let result = bytes.withUnsafeBufferPointer { buffer in
+            plugind_shim_install_fatal_signal_report(workerToHost.rawValue, buffer.baseAddress!, buffer.count)
+        }
+        if result != 0 { report("fatal-signal reports unavailable: \(Errno(rawValue: result))") }
+    }
+
+    /// Writes a diagnostic line to stderr, which the host keeps as the tail shown with errors.
+    static func report(_ message: String) {
+        let line = "plugind-worker: \(message)\n"
+        _ = line.withCString { write(2, $0, strlen($0)) }
+    }
+}

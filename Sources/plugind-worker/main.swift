@@ -1,0 +1,17 @@
+import Glibc
+
+// plugind-worker: loads one plugin in its own process and serves the host over descriptors 3
+// (host → worker) and 4 (worker → host). Started by the host library, never by hand.
+let arguments = CommandLine.arguments.dropFirst()
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(WorkerUsage.help)
+    exit(0)
+}
+if arguments.contains("--version") {
+    print("plugind-worker \(WorkerUsage.version)")
+    exit(0)
+}
+if !arguments.isEmpty {
+    WorkerUsage.fail("unexpected argument '\(arguments.first ?? "")'")
+}
+exit(WorkerMain.run())

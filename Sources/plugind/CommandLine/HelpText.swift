@@ -1,0 +1,46 @@
+/// Help in the format of swift-argument-parser: OVERVIEW, USAGE, ARGUMENTS, OPTIONS,
+/// SUBCOMMANDS, with descriptions aligned at a fixed column.
+enum HelpText {
+    static let column = 26
+
+    static func command(_ description: CommandDescription) -> String {
+        var text = "OVERVIEW: \(description.abstract)\n"
+        if let discussion = description.discussion {
+            text += "\n\(discussion)\n"
+        }
+        text += "\nUSAGE: plugind \(description.name) \(description.usage)\n"
+        if !description.arguments.isEmpty {
+            text += "\nARGUMENTS:\n" + rows(description.arguments)
+        }
+        text += "\nOPTIONS:\n" + rows(description.options + [("-h, --help", "Show help information.")])
+        return text
+    }
+
+    static func root(_ commands: [CommandDescription], version: String) -> String {
+        var text = """
+            OVERVIEW: plugind \(version): discover, approve and run plugins.
+
+            Plugins are bundles (a manifest.json beside a shared library) installed in the search
+            paths. A plugin runs in its own confined worker process and only after the machine's
+            owner approved it.
+
+            USAGE: plugind <subcommand> [<options>]
+
+            OPTIONS:
+
+            """
+        text += rows([("--version", "Show the version."), ("-h, --help", "Show help information.")])
+        text += "\nSUBCOMMANDS:\n" + rows(commands.map { ($0.name, $0.abstract) })
+        text += "\nEXIT STATUS:\n" + rows(ExitStatus.allCases.map { (String($0.rawValue), $0.meaning) })
+        text += "\nSee 'plugind help <subcommand>' for detailed help.\n"
+        return text
+    }
+
+    static func rows(_ rows: [(String, String)]) -> String {
+        rows.map { name, meaning in
+            let label = "  " + name
+            let padding = label.count < column ? String(repeating: " ", count: column - label.count) : "\n" + String(repeating: " ", count: column)
+            return label + padding + meaning + "\n"
+        }.joined()
+    }
+}

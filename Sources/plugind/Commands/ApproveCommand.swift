@@ -1,0 +1,163 @@
+import ExtensionFoundation
+import Foundation
+import PlugindBundle
+
+/// `plugind approve`: the owner allows a plugin to run, pinned to its current bytes and the
+/// permissions it asks for.
+struct ApproveCommand: PlugindCommand {
+    static let description = CommandDescription(
+        name: "approve",
+        abstract: "Approve a plugin (pinned to its current bytes and requested permissions).",
+        usage: "<id> [--yes] [--administrator]",
+        discussion: """
+            Shows what is being approved (path, SHA-256 of library and manifest, requested
+            permissions, limits) and asks for confirmation. If the library, the manifest or the
+            requested permissions change later, the plugin is unapproved again until approved anew.
+            """,
+        arguments: [("<id>", "The plugin's identifier.")],
+        options: [
+            ("-y, --yes", "Approve without asking."),
+            ("--administrator", "Write the administrator's policy (\(AppExtensionHost.current.administratorPolicyDirectory.path)) instead of yours."),
+        ],
+        flagOptions: ["yes", "administrator"],
+        aliases: ["-y": "yes"]
+    )
+
+    let identifier: String
+    let assumeYes: Bool
+    let administrator: Bool
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        identifier = try arguments.positionals(["id"])[0]
+        assumeYes = arguments.flag("yes")
+        administrator = arguments.flag("administrator")
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitStatus {
+        let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
+        let bundle = item.entry.bundle
+        let manifest = item.entry.manifest
+        let digest = { (path: String, status: FileStatus) in
+            (try? ContentHashes.shared.digest(ofFileAtPath: path, identity: status.identity)) ?? "unreadable"
+        }
+        context.console.err(
+            """
+            Approving \(manifest.name) \(manifest.version) (\(manifest.identifier))
+              extension point: \(manifest.extensionPoint)
+              bundle:          \(bundle.bundlePath)
+              library:         \(bundle.libraryPath)
+              library SHA-256: \(digest(bundle.libraryPath, bundle.libraryStatus))
+              manifest SHA-256: \(digest(bundle.manifestPath, bundle.manifestStatus))
+              permissions:     \(manifest.permissions.summary)
+              limits:          \(EffectiveLimits(LaunchPlan(entry: item.entry, host: context.host)).summary)
+
+            """
+        )
+        if !assumeYes {
+            guard context.console.standardInputIsTerminal else {
+                throw CommandFailure(message: "refusing to approve without confirmation; pass --yes to approve non-interactively", status: .usage)
+            }
+            context.console.err("Approve this plugin? [y/N] ")
+            let answer = context.console.readLine()?.lowercased() ?? ""
+            guard answer == "y" || answer == "yes" else {
+                context.console.err("Not approved.\n")
+                return .failure
+            }
+        }
+        let editor = PolicyEditor(directory: administrator ? context.host.administratorPolicyDirectory : context.host.policyDirectory)
+        do {
+            try editor.approve(item.entry)
+        } catch {
+            throw CommandFailure(message: "\(error)", status: .failure)
+        }
+        context.console.err("Approved \(manifest.identifier).\n")
+        return .success
+    }
+}
+
+/// The shared shape of `disable`, `enable` and `revoke`: one identifier, one policy change.
+protocol PolicyChangeCommand: PlugindCommand {
+    var identifier: String { get }
+    var administrator: Bool { get }
+    static var pastTense: String { get }
+    func apply(_ editor: PolicyEditor) throws(PolicyEditor.EditError)
+}
+
+extension PolicyChangeCommand {
+    static func describe(name: String, abstract: String, discussion: String) -> CommandDescription {
+        CommandDescription(
+            name: name,
+            abstract: abstract,
+            usage: "<id> [--administrator]",
+            discussion: discussion,
+            arguments: [("<id>", "The plugin's identifier.")],
+            options: [("--administrator", "Change the administrator's policy instead of yours.")],
+            flagOptions: ["administrator"]
+        )
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitStatus {
+        let editor = PolicyEditor(directory: administrator ? context.host.administratorPolicyDirectory : context.host.policyDirectory)
+        do {
+            try apply(editor)
+        } catch {
+            throw CommandFailure(message: "\(error)", status: .failure)
+        }
+        context.console.err("\(Self.pastTense) \(identifier).\n")
+        return .success
+    }
+}
+
+struct DisableCommand: PolicyChangeCommand {
+    static let description = describe(
+        name: "disable",
+        abstract: "Disable a plugin (its approval is kept for 'enable').",
+        discussion: "No host can use a disabled plugin. An administrator's disable wins over the owner's policy."
+    )
+    static let pastTense = "Disabled"
+    let identifier: String
+    let administrator: Bool
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        identifier = try arguments.positionals(["id"])[0]
+        administrator = arguments.flag("administrator")
+    }
+
+    func apply(_ editor: PolicyEditor) throws(PolicyEditor.EditError) { try editor.disable(identifier) }
+}
+
+struct EnableCommand: PolicyChangeCommand {
+    static let description = describe(
+        name: "enable",
+        abstract: "Enable a disabled plugin with the approval it had.",
+        discussion: "If the plugin's bytes changed meanwhile it stays unavailable until approved again."
+    )
+    static let pastTense = "Enabled"
+    let identifier: String
+    let administrator: Bool
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        identifier = try arguments.positionals(["id"])[0]
+        administrator = arguments.flag("administrator")
+    }
+
+    func apply(_ editor: PolicyEditor) throws(PolicyEditor.EditError) { try editor.enable(identifier) }
+}
+
+struct RevokeCommand: PolicyChangeCommand {
+    static let description = describe(
+        name: "revoke",
+        abstract: "Forget every decision about a plugin: it is unapproved again.",
+        discussion: "Removes the plugin's entry from the policy file."
+    )
+    static let pastTense = "Revoked"
+    let identifier: String
+    let administrator: Bool
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        identifier = try arguments.positionals(["id"])[0]
+        administrator = arguments.flag("administrator")
+    }
+
+    func apply(_ editor: PolicyEditor) throws(PolicyEditor.EditError) { try editor.revoke(identifier) }
+}

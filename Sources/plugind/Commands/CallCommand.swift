@@ -1,0 +1,216 @@
+import ExtensionFoundation
+import PlugindBundle
+import Foundation
+
+/// `plugind call`: calls a C function a plugin's manifest declares, parsing each argument by its
+/// declared type.
+struct CallCommand: PlugindCommand {
+    static let description = CommandDescription(
+        name: "call",
+        abstract: "Call a function a plugin declares, with typed arguments.",
+        usage: "<id> <function> [<argument> ...] [--json] [--timeout <seconds>]",
+        discussion: """
+            Each argument is parsed as the type the manifest declares: bool (true/false), int8 …
+            uint64 (decimal or 0x hex, range-checked), float and double (also nan, inf, -inf),
+            string (as given), bytes (hexadecimal, or @FILE for a file's contents, @- for stdin).
+            'plugind info ID' lists the functions and their signatures.
+            """,
+        arguments: [
+            ("<id>", "The plugin's identifier."),
+            ("<function>", "The function's name."),
+            ("<argument>", "One per declared argument."),
+        ],
+        options: [
+            ("--json", "Print the result as JSON."),
+            ("--timeout <seconds>", "Deadline for the call."),
+        ],
+        valueOptions: ["timeout"],
+        flagOptions: ["json"]
+    )
+
+    let identifier: String
+    let function: String
+    let rawArguments: [String]
+    let json: Bool
+    let timeout: Duration?
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        let positionals = try arguments.positionals(["id", "function"], variadic: true)
+        identifier = positionals[0]
+        function = positionals[1]
+        rawArguments = Array(positionals.dropFirst(2))
+        json = arguments.flag("json")
+        timeout = try arguments.seconds("timeout")
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitStatus {
+        let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
+        guard let signature = item.entry.manifest.functions.first(where: { $0.name == function }) else {
+            let declared = item.entry.manifest.functions.map(\.name)
+            throw CommandFailure(
+                message: "plugin \(identifier) declares no function '\(function)'" + (declared.isEmpty ? " (it declares none)" : "; it declares: \(declared.joined(separator: ", "))"),
+                status: .usage
+            )
+        }
+        guard rawArguments.count == signature.arguments.count else {
+            throw UsageError(message: "\(signature) takes \(signature.arguments.count) argument(s), got \(rawArguments.count)", command: "call")
+        }
+        var values: [FunctionValue] = []
+        for (position, (text, type)) in zip(rawArguments, signature.arguments).enumerated() {
+            do {
+                values.append(try ArgumentParsing.value(text, as: type))
+            } catch {
+                throw UsageError(message: "argument \(position + 1) of \(signature): \(error.message)", command: "call")
+            }
+        }
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity, onInterruption: {})
+        configuration.host = context.host
+        let result = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
+            try await process.makeConnection().call(function, arguments: values, timeout: timeout)
+        }
+        if json {
+            try context.console.json(CallResult(function: signature.description, returns: signature.returns.rawValue, value: JSONScalar(result)))
+        } else if signature.returns != .void {
+            context.console.out("\(result)\n")
+        }
+        return .success
+    }
+}
+
+/// Parses command-line text as a typed function argument.
+enum ArgumentParsing {
+    struct Failure: Error {
+        var message: String
+    }
+
+    static func value(_ text: String, as type: FunctionValueType) throws(Failure) -> FunctionValue {
+        switch type {
+        case .void: throw Failure(message: "void is not an argument type")
+        case .bool:
+            switch text.lowercased() {
+            case "true", "1", "yes": return .bool(true)
+            case "false", "0", "no": return .bool(false)
+            default: throw Failure(message: "expected true or false, got '\(text)'")
+            }
+        case .int8: return .int8(try integer(text, Int8.self))
+        case .uint8: return .uint8(try integer(text, UInt8.self))
+        case .int16: return .int16(try integer(text, Int16.self))
+        case .uint16: return .uint16(try integer(text, UInt16.self))
+        case .int32: return .int32(try integer(text, Int32.self))
+        case .uint32: return .uint32(try integer(text, UInt32.self))
+        case .int64: return .int64(try integer(text, Int64.self))
+        case .uint64: return .uint64(try integer(text, UInt64.self))
+        case .float:
+            guard let value = Float(text) else { throw Failure(message: "expected a float, got '\(text)'") }
+            if value.isInfinite, let wide = Double(text), wide.isFinite {
+                throw Failure(message: "\(text) is out of range for float")
+            }
+            return .float(value)
+        case .double:
+            guard let value = Double(text) else { throw Failure(message: "expected a double, got '\(text)'") }
+            return .double(value)
+        case .string:
+            guard !text.utf8.contains(0) else { throw Failure(message: "strings cannot contain NUL") }
+            return .string(text)
+        case .bytes:
+            return .bytes(try bytes(text))
+        }
+    }
+
+    static func integer<Value: FixedWidthInteger>(_ text: String, _ type: Value.Type) throws(Failure) -> Value {
+        // Parse the magnitude as UInt64, then fit it into the type, so that every type gets the
+        // same messages and Int64.min is accepted.
+        let negative = text.hasPrefix("-")
+        let unsigned = negative ? String(text.dropFirst()) : text
+        let isHex = unsigned.lowercased().hasPrefix("0x")
+        let digits = isHex ? String(unsigned.dropFirst(2)) : unsigned
+        let name = String(describing: Value.self).lowercased()
+        guard !digits.isEmpty, let magnitude = UInt64(digits, radix: isHex ? 16 : 10) else {
+            throw Failure(message: "expected an integer (\(name)), got '\(text)'")
+        }
+        let outOfRange = Failure(message: "\(text) is out of range for \(name) (\(Value.min) … \(Value.max))")
+        if negative {
+            guard Value.isSigned, magnitude <= UInt64(Value.max) + 1 else { throw outOfRange }
+            return magnitude == UInt64(Value.max) + 1 ? Value.min : 0 - Value(magnitude)
+        }
+        guard let value = Value(exactly: magnitude) else { throw outOfRange }
+        return value
+    }
+
+    static func bytes(_ text: String) throws(Failure) -> [UInt8] {
+        if text.hasPrefix("@") {
+            let path = String(text.dropFirst())
+            guard let data = FileManager.default.contents(atPath: path == "-" ? "/dev/stdin" : path) else {
+                throw Failure(message: "cannot read \(path)")
+            }
+            return [UInt8](data)
+        }
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { throw Failure(message: "hexadecimal bytes need an even number of digits") }
+        var result: [UInt8] = []
+        result.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = hexValue(digits[index]), let low = hexValue(digits[index + 1]) else {
+                throw Failure(message: "expected hexadecimal bytes (or @FILE), got '\(text.prefix(40))'")
+            }
+            result.append(high << 4 | low)
+        }
+        return result
+    }
+
+    private static func hexValue(_ digit: UInt8) -> UInt8? {
+        switch digit {
+        case 0x30...0x39: digit - 0x30
+        case 0x61...0x66: digit - 0x61 + 10
+        case 0x41...0x46: digit - 0x41 + 10
+        default: nil
+        }
+    }
+}
+
+/// A function result in JSON: numbers as numbers (exact for 64-bit integers), non-finite floats
+/// as the strings "nan", "inf", "-inf", bytes as hexadecimal.
+enum JSONScalar: Encodable {
+    case null, bool(Bool), signed(Int64), unsigned(UInt64), number(Double), string(String)
+
+    init(_ value: FunctionValue) {
+        switch value {
+        case .void: self = .null
+        case .bool(let value): self = .bool(value)
+        case .int8(let value): self = .signed(Int64(value))
+        case .int16(let value): self = .signed(Int64(value))
+        case .int32(let value): self = .signed(Int64(value))
+        case .int64(let value): self = .signed(value)
+        case .uint8(let value): self = .unsigned(UInt64(value))
+        case .uint16(let value): self = .unsigned(UInt64(value))
+        case .uint32(let value): self = .unsigned(UInt64(value))
+        case .uint64(let value): self = .unsigned(value)
+        case .float(let value): self = value.isFinite ? .number(Double(value)) : .string(Self.nonFinite(Double(value)))
+        case .double(let value): self = value.isFinite ? .number(value) : .string(Self.nonFinite(value))
+        case .string(let value): self = .string(value)
+        case .bytes: self = .string(value.description)
+        }
+    }
+
+    private static func nonFinite(_ value: Double) -> String {
+        value.isNaN ? "nan" : (value > 0 ? "inf" : "-inf")
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .signed(let value): try container.encode(value)
+        case .unsigned(let value): try container.encode(value)
+        case .number(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        }
+    }
+}
+
+struct CallResult: Encodable {
+    var function: String
+    var returns: String
+    var value: JSONScalar
+}

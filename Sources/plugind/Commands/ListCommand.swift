@@ -1,0 +1,130 @@
+import ExtensionFoundation
+import PlugindBundle
+
+/// `plugind list`: the plugins a host could use, or with `--all` every candidate and why it is
+/// not available.
+struct ListCommand: PlugindCommand {
+    static let description = CommandDescription(
+        name: "list",
+        abstract: "List installed plugins.",
+        usage: "[--point <id>] [--all] [--json]",
+        discussion: """
+            Without --all, only plugins that are approved and enabled. With --all, also those that
+            are unapproved, disabled, changed since approval, quarantined or broken, each with the
+            reason. The --json format is documented in Documentation/CLI.md.
+            """,
+        options: [
+            ("--point <id>", "Only plugins for this extension point."),
+            ("--all", "Also list unavailable plugins, with the reason."),
+            ("--json", "Print JSON (format version 1) for scripts."),
+        ],
+        valueOptions: ["point"],
+        flagOptions: ["all", "json"]
+    )
+
+    let point: String?
+    let all: Bool
+    let json: Bool
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        _ = try arguments.positionals([])
+        point = arguments.value("point")
+        all = arguments.flag("all")
+        json = arguments.flag("json")
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitStatus {
+        let inventory = Inventory.take(host: context.host)
+        let items = inventory.items.filter { item in
+            (point == nil || item.entry.manifest.extensionPoint == point) && (all || item.isAvailable)
+        }
+        let problems = all ? inventory.problems.filter { point == nil || $0.extensionPointIdentifier == nil || $0.extensionPointIdentifier == point } : []
+        if json {
+            try context.console.json(ListDocument(items: items, problems: problems))
+            return .success
+        }
+        if items.isEmpty && problems.isEmpty {
+            context.console.out(all ? "No plugins found.\n" : "No available plugins.\n")
+        }
+        for item in items {
+            let manifest = item.entry.manifest
+            var line = "\(manifest.identifier)  \(manifest.version)  \(manifest.name)  [\(manifest.extensionPoint)]"
+            if all { line += "  \(item.stateCode)" }
+            context.console.out(line + "\n")
+            if all, let diagnostic = item.diagnostic {
+                context.console.out("    \(diagnostic.message)\n")
+            }
+        }
+        for problem in problems {
+            context.console.out("\(problem.bundleIdentifier ?? problem.path)  \(problem.kind)\n    \(problem.message)\n")
+        }
+        if !all {
+            let hidden = inventory.items.count(where: { !$0.isAvailable }) + inventory.problems.count
+            if hidden > 0 {
+                context.console.err("note: \(hidden) more installed plugin(s) are not available; see 'plugind list --all'\n")
+            }
+        }
+        return .success
+    }
+}
+
+/// `plugind list --json`, format version 1. Field names and state words are stable; new fields
+/// may be added.
+struct ListDocument: Encodable {
+    struct Plugin: Encodable {
+        var identifier: String
+        var name: String
+        var version: String
+        var extensionPoint: String
+        var description: String?
+        var bundlePath: String
+        var libraryPath: String
+        /// available, unapproved, disabled, approval-outdated, quarantined
+        var state: String
+        var reason: String?
+        var bundledWithHost: Bool
+        var functions: [String]
+        var permissions: Permissions
+    }
+
+    struct Permissions: Encodable {
+        var network: Bool
+        var read: [String]
+        var write: [String]
+    }
+
+    struct Problem: Encodable {
+        var kind: String
+        var path: String
+        var identifier: String?
+        var extensionPoint: String?
+        var message: String
+    }
+
+    var formatVersion = 1
+    var plugins: [Plugin]
+    var problems: [Problem]
+
+    init(items: [Inventory.Item], problems: [AppExtensionDiagnostic]) {
+        plugins = items.map { item in
+            let manifest = item.entry.manifest
+            return Plugin(
+                identifier: manifest.identifier,
+                name: manifest.name,
+                version: manifest.version,
+                extensionPoint: manifest.extensionPoint,
+                description: manifest.description,
+                bundlePath: item.entry.bundle.bundlePath,
+                libraryPath: item.entry.bundle.libraryPath,
+                state: item.stateCode,
+                reason: item.diagnostic?.message,
+                bundledWithHost: item.entry.root.isBundledWithHost,
+                functions: manifest.functions.map(\.description),
+                permissions: Permissions(network: manifest.permissions.network, read: manifest.permissions.read, write: manifest.permissions.write)
+            )
+        }
+        self.problems = problems.map {
+            Problem(kind: $0.kind.code, path: $0.path, identifier: $0.bundleIdentifier, extensionPoint: $0.extensionPointIdentifier, message: $0.message)
+        }
+    }
+}

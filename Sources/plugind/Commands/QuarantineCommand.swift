@@ -1,0 +1,95 @@
+import ExtensionFoundation
+import PlugindBundle
+import Foundation
+
+/// `plugind quarantine`: plugins held back after repeated crashes.
+struct QuarantineCommand: PlugindCommand {
+    static let description = CommandDescription(
+        name: "quarantine",
+        abstract: "List quarantined plugins, or clear one.",
+        usage: "list [--json] | clear <id>",
+        discussion: """
+            A plugin that crashes repeatedly (3 times within 5 minutes by default) is quarantined
+            until its library changes or the owner clears it. The record keeps how each crash
+            ended and the last output of the worker.
+            """,
+        arguments: [("list", "Show quarantines and recent crashes."), ("clear <id>", "Forget a plugin's crashes and quarantine.")],
+        options: [("--json", "Print JSON (with list).")],
+        flagOptions: ["json"]
+    )
+
+    enum Action {
+        case list(json: Bool)
+        case clear(String)
+    }
+
+    let action: Action
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        let positionals = try arguments.positionals(["action"], optional: ["id"])
+        switch positionals[0] {
+        case "list":
+            guard positionals.count == 1 else { throw UsageError(message: "'list' takes no identifier", command: "quarantine") }
+            action = .list(json: arguments.flag("json"))
+        case "clear":
+            guard positionals.count == 2 else { throw UsageError(message: "missing ID", command: "quarantine") }
+            action = .clear(positionals[1])
+        default:
+            throw UsageError(message: "unknown action '\(positionals[0])' (use list or clear)", command: "quarantine")
+        }
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitStatus {
+        let log = CrashLog(host: context.host)
+        switch action {
+        case .clear(let identifier):
+            guard try log.clear(identifier) else {
+                throw CommandFailure(message: "\(identifier) has no crash record", status: .failure)
+            }
+            context.console.err("Cleared the crashes and quarantine of \(identifier).\n")
+        case .list(let json):
+            let plugins = log.read().plugins.sorted { $0.key < $1.key }
+            if json {
+                try context.console.json(
+                    plugins.map { identifier, record in
+                        QuarantineEntry(
+                            identifier: identifier,
+                            quarantined: record.quarantine != nil,
+                            since: record.quarantine?.since,
+                            reason: record.quarantine?.reason,
+                            crashes: record.crashes.map { .init(time: $0.time, reason: $0.reason, output: $0.output, librarySHA256: $0.librarySHA256) }
+                        )
+                    }
+                )
+                return .success
+            }
+            if plugins.isEmpty { context.console.out("No crash records.\n") }
+            for (identifier, record) in plugins {
+                if let quarantine = record.quarantine {
+                    context.console.out("\(identifier)  quarantined since \(ISO8601DateFormatter().string(from: quarantine.since))\n    \(quarantine.reason)\n")
+                } else {
+                    context.console.out("\(identifier)  \(record.crashes.count) recent crash(es), not quarantined\n")
+                }
+                for crash in record.crashes {
+                    context.console.out("    \(ISO8601DateFormatter().string(from: crash.time))  \(crash.reason)\n")
+                }
+            }
+        }
+        return .success
+    }
+}
+
+struct QuarantineEntry: Encodable {
+    struct Crash: Encodable {
+        var time: Date
+        var reason: String
+        var output: String
+        var librarySHA256: String
+    }
+
+    var identifier: String
+    var quarantined: Bool
+    var since: Date?
+    var reason: String?
+    var crashes: [Crash]
+}

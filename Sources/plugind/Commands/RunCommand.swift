@@ -1,0 +1,76 @@
+import ExtensionFoundation
+import PlugindBundle
+import Foundation
+
+/// `plugind run`: sends input to a plugin's request handler and writes its response to stdout
+/// byte for byte.
+struct RunCommand: PlugindCommand {
+    static let description = CommandDescription(
+        name: "run",
+        abstract: "Send input to a plugin and print its response.",
+        usage: "<id> [<input>] [--input <file>] [--timeout <seconds>] [--quiet]",
+        discussion: """
+            The input is INPUT as given, or the contents of --input FILE, or all of stdin. The
+            response bytes go to stdout unchanged; errors, progress and the plugin's log go to
+            stderr. Progress shows as a bar when stderr is a terminal, as plain lines otherwise.
+            """,
+        arguments: [("<id>", "The plugin's identifier."), ("<input>", "The request, as text.")],
+        options: [
+            ("--input <file>", "Read the request from a file."),
+            ("--timeout <seconds>", "Deadline for the answer (default: the plugin's, at most the host's cap)."),
+            ("--quiet", "Do not show progress or the plugin's log."),
+        ],
+        valueOptions: ["input", "timeout"],
+        flagOptions: ["quiet"]
+    )
+
+    let identifier: String
+    let inputText: String?
+    let inputFile: String?
+    let timeout: Duration?
+    let quiet: Bool
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        let positionals = try arguments.positionals(["id"], optional: ["input"])
+        identifier = positionals[0]
+        inputText = positionals.count > 1 ? positionals[1] : nil
+        inputFile = arguments.value("input")
+        if inputText != nil && inputFile != nil {
+            throw UsageError(message: "give the input either as INPUT or with --input, not both", command: "run")
+        }
+        timeout = try arguments.seconds("timeout")
+        quiet = arguments.flag("quiet")
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitStatus {
+        let input = try readInput()
+        let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity, onInterruption: {})
+        configuration.host = context.host
+        return try await AppExtensionProcess.withProcess(configuration: configuration) { process in
+            let connection = try process.makeConnection()
+            let display = quiet ? nil : ProgressDisplay(console: context.console)
+            let messages = connection.messages
+            let reporter = Task {
+                for await message in messages { display?.show(message) }
+            }
+            defer {
+                reporter.cancel()
+                display?.finish()
+            }
+            let response = try await connection.send(input, timeout: timeout)
+            display?.finish()
+            try context.console.outBytes(response)
+            return .success
+        }
+    }
+
+    private func readInput() throws(CommandFailure) -> [UInt8] {
+        if let inputText { return Array(inputText.utf8) }
+        let path = inputFile ?? "/dev/stdin"
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw CommandFailure(message: "cannot read the input from \(inputFile ?? "stdin")", status: .noInput)
+        }
+        return [UInt8](data)
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import Glibc
+import PlugindSystem
+
+/// The terminal: text and bytes to stdout, messages to stderr, and whether each is a terminal.
+struct Console {
+    var standardErrorIsTerminal: Bool { isatty(2) == 1 }
+    var standardInputIsTerminal: Bool { isatty(0) == 1 }
+
+    func out(_ text: String) {
+        write(text, to: .standardOutput)
+    }
+
+    func err(_ text: String) {
+        write(text, to: .standardError)
+    }
+
+    func error(_ message: String) {
+        err("error: \(message)\n")
+    }
+
+    func warning(_ message: String) {
+        err("warning: \(message)\n")
+    }
+
+    /// Writes bytes to stdout exactly.
+    func outBytes(_ bytes: [UInt8]) throws {
+        try FileDescriptor.standardOutput.writeAll(bytes)
+    }
+
+    /// Pretty, key-sorted JSON on stdout, one document.
+    func json<Value: Encodable>(_ value: Value) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        out(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
+    }
+
+    /// Compact JSON on one line (for streams such as `watch --json`).
+    func jsonLine<Value: Encodable>(_ value: Value) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        out(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
+    }
+
+    /// Reads one line from the terminal (for confirmations). Nil at end of input.
+    func readLine() -> String? {
+        Swift.readLine(strippingNewline: true)
+    }
+
+    private func write(_ text: String, to descriptor: FileDescriptor) {
+        // Output to a closed pipe ends quietly: plugind ignores SIGPIPE and stops writing.
+        try? descriptor.writeAll(Array(text.utf8))
+    }
+}

@@ -1,0 +1,105 @@
+import ExtensionFoundation
+import Foundation
+import Glibc
+
+/// plugind: the command-line tool for the machine's owner and for plugin authors.
+@main
+enum Plugind {
+    static let version = "0.1.0"
+
+    static let commands: [any PlugindCommand.Type] = [
+        ListCommand.self, InfoCommand.self, RunCommand.self, CallCommand.self, ApproveCommand.self,
+        DisableCommand.self, EnableCommand.self, RevokeCommand.self, QuarantineCommand.self, PolicyCommand.self,
+    ]
+
+    static func main() async {
+        signal(SIGPIPE, SIG_IGN)
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        let console = Console()
+        let status = await run(arguments, console: console)
+        exit(status.rawValue)
+    }
+
+    static func run(_ arguments: [String], console: Console) async -> ExitStatus {
+        guard let first = arguments.first, first != "-h", first != "--help" else {
+            console.out(HelpText.root(commands.map { $0.description }, version: version))
+            return .success
+        }
+        if first == "--version" {
+            console.out("plugind \(version)\n")
+            return .success
+        }
+        if first == "help" {
+            guard let name = arguments.dropFirst().first else {
+                console.out(HelpText.root(commands.map { $0.description }, version: version))
+                return .success
+            }
+            guard let command = command(named: name) else {
+                return usageFailure(UsageError(message: "unknown subcommand '\(name)'"), console: console)
+            }
+            console.out(HelpText.command(command.description))
+            return .success
+        }
+        guard let command = command(named: first) else {
+            return usageFailure(UsageError(message: "unknown subcommand '\(first)'"), console: console)
+        }
+        let rest = Array(arguments.dropFirst())
+        if rest.contains("-h") || rest.contains("--help") {
+            console.out(HelpText.command(command.description))
+            return .success
+        }
+        let description = command.description
+        do {
+            let scanner = try ArgumentScanner(
+                rest,
+                command: description.name,
+                valueOptions: description.valueOptions,
+                flagOptions: description.flagOptions,
+                aliases: description.aliases
+            )
+            let instance = try command.init(scanner)
+            return try await instance.run(CommandContext(host: .current, console: console))
+        } catch let error as UsageError {
+            return usageFailure(error, console: console)
+        } catch let error as AppExtensionError {
+            report(error, console: console)
+            return ExitStatus(for: error)
+        } catch let error as CommandFailure {
+            console.error(error.message)
+            return error.status
+        } catch {
+            console.error("\(error)")
+            return .failure
+        }
+    }
+
+    static func command(named name: String) -> (any PlugindCommand.Type)? {
+        commands.first { $0.description.name == name }
+    }
+
+    static func usageFailure(_ error: UsageError, console: Console) -> ExitStatus {
+        console.error(error.message)
+        if let name = error.command, let command = command(named: name) {
+            console.err("Usage: plugind \(name) \(command.description.usage)\n  See 'plugind help \(name)'.\n")
+        } else {
+            console.err("Usage: plugind <subcommand> [<options>]\n  See 'plugind --help'.\n")
+        }
+        return .usage
+    }
+
+    /// The error, its cause, and the tail of the worker's output when there is one.
+    static func report(_ error: AppExtensionError, console: Console) {
+        console.error(error.description)
+        let tail = error.standardErrorTail.trimmingCharacters(in: .whitespacesAndNewlines)
+        if !tail.isEmpty {
+            let lines = tail.split(separator: "\n", omittingEmptySubsequences: false).suffix(20)
+            console.err("note: last output of the plugin's worker:\n" + lines.map { "  | \($0)" }.joined(separator: "\n") + "\n")
+        }
+    }
+}
+
+/// A failure a command reports itself: message and exit status.
+struct CommandFailure: Error {
+    var message: String
+    var status: ExitStatus
+}
