@@ -1,0 +1,258 @@
+public import Observation
+import Dispatch
+import Foundation
+import PlugindBundle
+import Synchronization
+
+extension AppExtensionPoint {
+    /// Lists the plugins available to the host for the extension points it monitors, and keeps
+    /// the list current while the host runs: bundles installed, changed or removed, and the
+    /// owner's approvals and disables, are seen within milliseconds (inotify; no polling).
+    ///
+    /// `identities` and `state` are observable:
+    ///
+    ///     let monitor = try await AppExtensionPoint.Monitor(appExtensionPoint: .textFilters)
+    ///     for await identities in Observations({ monitor.identities }) { … }
+    ///
+    /// Thread-safe: read it from any task or actor.
+    @Observable
+    public final class Monitor: Sendable {
+        /// A snapshot of what the monitor sees.
+        public struct State: Sendable, Hashable {
+            /// The approved and enabled plugins of all monitored points.
+            public var identities: [AppExtensionIdentity]
+            /// Plugins of the monitored points that the owner (or administrator) disabled.
+            public var disabledCount: Int
+            /// Plugins of the monitored points that are not approved yet, or whose approval no
+            /// longer matches their bytes or permissions.
+            public var unapprovedCount: Int
+
+            public init(identities: [AppExtensionIdentity] = [], disabledCount: Int = 0, unapprovedCount: Int = 0) {
+                self.identities = identities
+                self.disabledCount = disabledCount
+                self.unapprovedCount = unapprovedCount
+            }
+        }
+
+        private struct Storage {
+            var points: [AppExtensionPoint] = []
+            var state = State()
+            var diagnostics: [AppExtensionDiagnostic] = []
+            var generation = 0
+        }
+
+        @ObservationIgnored private let storage = Mutex(Storage())
+        @ObservationIgnored private let host: AppExtensionHost
+        @ObservationIgnored private let engine: MonitorEngine
+
+        /// A monitor without extension points, for `AppExtensionHost.current`; add points with
+        /// `addAppExtensionPoint(_:)`.
+        public convenience init() {
+            self.init(host: .current)
+        }
+
+        /// A monitor for `host`. Linux addition.
+        public init(host: AppExtensionHost) {
+            self.host = host
+            self.engine = MonitorEngine(host: host)
+            engine.onInventory = { [weak self] inventory in self?.apply(inventory) }
+        }
+
+        /// A monitor for one point; returns once the initial list is known.
+        public convenience init(appExtensionPoint: AppExtensionPoint) async throws {
+            self.init(host: .current)
+            try await addAppExtensionPoint(appExtensionPoint)
+        }
+
+        /// The unlabeled form of `init(appExtensionPoint:)`, as Apple's sample calls it.
+        public convenience init(_ appExtensionPoint: AppExtensionPoint) async throws {
+            try await self.init(appExtensionPoint: appExtensionPoint)
+        }
+
+        deinit {
+            engine.stop()
+        }
+
+        /// The approved and enabled plugins of all monitored points. Observable.
+        public var identities: [AppExtensionIdentity] {
+            access(keyPath: \.identities)
+            return storage.withLock { $0.state.identities }
+        }
+
+        /// Available plugins and how many are disabled or unapproved. Observable.
+        public var state: State {
+            access(keyPath: \.state)
+            return storage.withLock { $0.state }
+        }
+
+        /// Every plugin of the monitored points that is not available, and every bundle or policy
+        /// file plugind could not use, with the reason. Observable. Linux addition.
+        public var diagnostics: [AppExtensionDiagnostic] {
+            access(keyPath: \.diagnostics)
+            return storage.withLock { $0.diagnostics }
+        }
+
+        /// The points being monitored.
+        public var appExtensionPoints: [AppExtensionPoint] {
+            storage.withLock { $0.points }
+        }
+
+        /// Starts monitoring `appExtensionPoint`; returns once `identities` includes its plugins.
+        /// Adding a point twice has no effect.
+        ///
+        /// - Throws: `AppExtensionError` with code `configurationError` when the directories
+        ///   cannot be watched.
+        public func addAppExtensionPoint(_ appExtensionPoint: AppExtensionPoint) async throws {
+            let added = storage.withLock { storage -> Bool in
+                guard !storage.points.contains(appExtensionPoint) else { return false }
+                storage.points.append(appExtensionPoint)
+                return true
+            }
+            if added { try await engine.refreshNow() }
+        }
+
+        /// Stops monitoring `appExtensionPoint`; its plugins leave `identities`. Removing a point
+        /// that is not monitored has no effect.
+        public func removeAppExtensionPoint(_ appExtensionPoint: AppExtensionPoint) async throws {
+            let removed = storage.withLock { storage -> Bool in
+                guard let index = storage.points.firstIndex(of: appExtensionPoint) else { return false }
+                storage.points.remove(at: index)
+                return true
+            }
+            if removed { try await engine.refreshNow() }
+        }
+
+        /// Publishes what a scan found, touching only the properties that changed.
+        private func apply(_ inventory: Inventory) {
+            let points = storage.withLock { $0.points }
+            let (state, diagnostics) = Self.evaluate(inventory, points: points, host: host)
+            let current = storage.withLock { ($0.state, $0.diagnostics) }
+            if current.0.identities != state.identities {
+                withMutation(keyPath: \.identities) {
+                    storage.withLock { $0.state.identities = state.identities }
+                }
+            }
+            if current.0 != state {
+                withMutation(keyPath: \.state) {
+                    storage.withLock { $0.state = state }
+                }
+            }
+            if current.1 != diagnostics {
+                withMutation(keyPath: \.diagnostics) {
+                    storage.withLock { $0.diagnostics = diagnostics }
+                }
+            }
+        }
+
+        static func evaluate(
+            _ inventory: Inventory,
+            points: [AppExtensionPoint],
+            host: AppExtensionHost
+        ) -> (State, [AppExtensionDiagnostic]) {
+            var state = State()
+            var diagnostics: [AppExtensionDiagnostic] = []
+            let identifiers = Dictionary(points.map { ($0.identifier(in: host), $0) }, uniquingKeysWith: { first, _ in first })
+            for item in inventory.items {
+                guard let point = identifiers[item.entry.manifest.extensionPoint] else { continue }
+                if point.scopeRestriction == .application && !item.entry.root.isBundledWithHost {
+                    diagnostics.append(
+                        AppExtensionDiagnostic(
+                            kind: .outsideScope,
+                            path: item.entry.bundle.bundlePath,
+                            bundleIdentifier: item.entry.identifier,
+                            extensionPointIdentifier: item.entry.manifest.extensionPoint,
+                            message: "the extension point accepts only plugins shipped with the host"
+                        )
+                    )
+                    continue
+                }
+                if item.isAvailable {
+                    state.identities.append(item.identity)
+                    continue
+                }
+                if item.quarantine == nil {
+                    switch item.decision {
+                    case .disabled: state.disabledCount += 1
+                    case .unapproved, .approvalOutdated: state.unapprovedCount += 1
+                    case .available: break
+                    }
+                }
+                if let diagnostic = item.diagnostic { diagnostics.append(diagnostic) }
+            }
+            diagnostics += inventory.problems.filter { problem in
+                problem.extensionPointIdentifier.map { identifiers[$0] != nil } ?? true
+            }
+            return (state, diagnostics)
+        }
+    }
+}
+
+/// The moving parts behind a monitor: a directory watcher whose bursts of events trigger a
+/// rescan on a serial queue (scans read files; they never run on the event loop or the
+/// cooperative pool), and the set of paths to watch after each scan.
+package final class MonitorEngine: Sendable {
+    private let host: AppExtensionHost
+    private let queue = DispatchQueue(label: "plugind.monitor", qos: .utility)
+    private let watcher = Mutex<DirectoryWatcher?>(nil)
+    private let callback = Mutex<(@Sendable (Inventory) -> Void)?>(nil)
+
+    package init(host: AppExtensionHost) {
+        self.host = host
+    }
+
+    package var onInventory: (@Sendable (Inventory) -> Void)? {
+        get { callback.withLock { $0 } }
+        set { callback.withLock { $0 = newValue } }
+    }
+
+    /// Scans now and returns when the result is published; starts watching on first use.
+    package func refreshNow() async throws {
+        try startWatching()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                refresh()
+                continuation.resume()
+            }
+        }
+    }
+
+    private func startWatching() throws {
+        try watcher.withLock { watcher in
+            guard watcher == nil else { return }
+            do {
+                let loop = try WorkerEventLoop.shared()
+                watcher = try DirectoryWatcher(loop: loop) { [weak self] in
+                    guard let self else { return }
+                    self.queue.async { self.refresh() }
+                }
+            } catch {
+                throw AppExtensionError(.configurationError, plugin: nil, "cannot watch the plugin directories: \(error)", underlying: error)
+            }
+        }
+    }
+
+    /// Runs on `queue`.
+    private func refresh() {
+        let inventory = Inventory.take(host: host)
+        watcher.withLock { $0?.watch(Self.pathsToWatch(host: host, inventory: inventory)) }
+        callback.withLock { $0 }?(inventory)
+    }
+
+    static func pathsToWatch(host: AppExtensionHost, inventory: Inventory) -> Set<String> {
+        var paths = Set(SearchRoot.roots(of: host).map(\.path))
+        paths.formUnion(inventory.items.map(\.entry.bundle.bundlePath))
+        paths.formUnion(inventory.problems.map(\.path))
+        paths.insert(host.policyDirectory.path)
+        paths.insert(host.administratorPolicyDirectory.path)
+        paths.insert(host.stateDirectory.path)
+        return paths
+    }
+
+    package func stop() {
+        watcher.withLock { watcher in
+            watcher?.close()
+            watcher = nil
+        }
+        onInventory = nil
+    }
+}
