@@ -110,7 +110,7 @@ let package = Package(
 
         .target(
             name: "TestSupport",
-            dependencies: ["PlugindSystem"],
+            dependencies: ["ExtensionFoundation", "PlugindSystem"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -121,7 +121,22 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "TestSupport"],
+            dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "ExtensionFoundationTests",
+            dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PlugindBundleTests",
+            dependencies: ["PlugindBundle", "PlugindWire", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "CLITests",
+            dependencies: ["TestSupport"],
             swiftSettings: swiftSettings
         ),
     ] + pluginTargets

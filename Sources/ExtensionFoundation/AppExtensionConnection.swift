@@ -1,7 +1,8 @@
 public import Foundation
+
+@_exported public import struct PlugindWire.FunctionSignature
 @_exported public import enum PlugindWire.FunctionValue
 @_exported public import enum PlugindWire.FunctionValueType
-@_exported public import struct PlugindWire.FunctionSignature
 
 /// Requests, typed calls and unprompted messages to and from one running plugin (the Linux
 /// stand-in for an XPC connection). Many requests may be in flight at once; each gets its own
@@ -81,7 +82,8 @@ public struct AppExtensionConnection: Sendable {
         }
         for (position, argument) in arguments.enumerated() {
             if case .string(let text) = argument, text.utf8.contains(0) {
-                throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, "argument \(position + 1) of \(signature) contains a NUL byte")
+                throw AppExtensionError(
+                    .invalidArguments, plugin: pluginIdentifier, "argument \(position + 1) of \(signature) contains a NUL byte")
             }
         }
         return try await channel.call(function: UInt32(index), arguments: arguments, timeout: timeout ?? process.defaultRequestTimeout)

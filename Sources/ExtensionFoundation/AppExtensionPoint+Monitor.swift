@@ -1,6 +1,6 @@
-public import Observation
 import Dispatch
 import Foundation
+public import Observation
 import PlugindBundle
 import Synchronization
 
@@ -226,7 +226,8 @@ package final class MonitorEngine: Sendable {
                     self.queue.async { self.refresh() }
                 }
             } catch {
-                throw AppExtensionError(.configurationError, plugin: nil, "cannot watch the plugin directories: \(error)", underlying: error)
+                throw AppExtensionError(
+                    .configurationError, plugin: nil, "cannot watch the plugin directories: \(error)", underlying: error)
             }
         }
     }

@@ -97,7 +97,8 @@ package enum BundleInspector {
                 return problem(.libraryMissing, "library \(candidate) cannot be resolved")
             }
             guard resolved.hasPrefix(bundlePath + "/") else {
-                return problem(.libraryOutsideBundle, "library '\(manifest.library)' resolves to \(resolved), outside the bundle \(bundlePath)")
+                return problem(
+                    .libraryOutsideBundle, "library '\(manifest.library)' resolves to \(resolved), outside the bundle \(bundlePath)")
             }
             libraryPath = resolved
         } else if manifest.librarySonameCandidate && !manifest.functions.isEmpty,
@@ -106,7 +107,8 @@ package enum BundleInspector {
             libraryPath = systemLibrary
             usesSystemLibrary = true
         } else {
-            let hint = manifest.librarySonameCandidate && manifest.functions.isEmpty
+            let hint =
+                manifest.librarySonameCandidate && manifest.functions.isEmpty
                 ? " (a system library named by soname is only allowed for function-only bundles)" : ""
             return problem(.libraryMissing, "library '\(manifest.library)' not found in \(bundlePath)\(hint)")
         }

@@ -5,12 +5,12 @@ import Foundation
 /// libraries, run paths, soname) and the exported dynamic symbols.
 package struct ELFFile: Sendable {
     package enum Machine: Equatable, Sendable, CustomStringConvertible {
-        case x86_64, aarch64, i386, arm, riscv, powerpc64, s390x
+        case x8664, aarch64, i386, arm, riscv, powerpc64, s390x
         case other(UInt16)
 
         init(_ value: UInt16) {
             switch value {
-            case 62: self = .x86_64
+            case 62: self = .x8664
             case 183: self = .aarch64
             case 3: self = .i386
             case 40: self = .arm
@@ -23,7 +23,7 @@ package struct ELFFile: Sendable {
 
         package var description: String {
             switch self {
-            case .x86_64: "x86-64"
+            case .x8664: "x86-64"
             case .aarch64: "AArch64"
             case .i386: "i386"
             case .arm: "ARM"
@@ -37,7 +37,7 @@ package struct ELFFile: Sendable {
         /// The machine this plugind was built for.
         package static var host: Machine {
             #if arch(x86_64)
-                .x86_64
+                .x8664
             #elseif arch(arm64)
                 .aarch64
             #else

@@ -29,7 +29,9 @@ package struct LibraryResolver: Sendable {
         }
         var candidates: [String] = []
         for runPath in runPaths {
-            let directory = origin.map { runPath.replacingOccurrences(of: "$ORIGIN", with: $0).replacingOccurrences(of: "${ORIGIN}", with: $0) } ?? runPath
+            let directory =
+                origin.map { runPath.replacingOccurrences(of: "$ORIGIN", with: $0).replacingOccurrences(of: "${ORIGIN}", with: $0) }
+                ?? runPath
             candidates.append(directory + "/" + name)
         }
         candidates += cache[name] ?? []

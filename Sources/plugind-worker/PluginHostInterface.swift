@@ -20,7 +20,8 @@ enum PluginHostInterface {
                 },
                 post_message: { context, requestID, bytes, length in
                     guard let session = PluginServer.from(context) else { return EINVAL }
-                    return session.sendEvent(requestID: requestID, bytes: UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length))
+                    return session.sendEvent(
+                        requestID: requestID, bytes: UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length))
                 },
                 report_progress: { context, requestID, completed, total in
                     guard let session = PluginServer.from(context) else { return EINVAL }

@@ -45,7 +45,8 @@ enum PluginLoader {
         } else if load.requiresEntryPoint || load.functions.isEmpty {
             throw LoadFailure(
                 kind: .symbolMissing,
-                message: "\(path) does not export \(PLUGIND_PLUGIN_ENTRY_SYMBOL) (build it with PLUGIND_PLUGIN_EXPORT or PluginKit's @c entry point)"
+                message:
+                    "\(path) does not export \(PLUGIND_PLUGIN_ENTRY_SYMBOL) (build it with PLUGIND_PLUGIN_EXPORT or PluginKit's @c entry point)"
             )
         }
         let functions = try ForeignFunctionTable(library: handle, path: path, signatures: load.functions)

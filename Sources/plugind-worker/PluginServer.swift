@@ -100,7 +100,11 @@ final class PluginServer {
 
     private func handleRequest(id: UInt64, bytes: [UInt8]) {
         guard let descriptor = plugin.descriptor else {
-            send(.failure(id: id, PluginFailure(code: ReservedFailureCode.noRequestHandler, message: "the plugin is function-only; it has no request handler")))
+            send(
+                .failure(
+                    id: id,
+                    PluginFailure(
+                        code: ReservedFailureCode.noRequestHandler, message: "the plugin is function-only; it has no request handler")))
             return
         }
         response.reset()

@@ -40,7 +40,8 @@ enum WorkerMain {
         else {
             let failure = LoadFailure(
                 kind: .incompatibleProtocol,
-                message: "host speaks protocol \(hello.minimumProtocolVersion)–\(hello.maximumProtocolVersion), worker speaks \(ProtocolVersion.minimum)–\(ProtocolVersion.current)"
+                message:
+                    "host speaks protocol \(hello.minimumProtocolVersion)–\(hello.maximumProtocolVersion), worker speaks \(ProtocolVersion.minimum)–\(ProtocolVersion.current)"
             )
             try? transport.send(.loadFailed(failure))
             return 3

@@ -18,14 +18,17 @@ enum CrashRecorder {
 
     /// Records a launch that failed because the worker died or hung while loading.
     static func recordLaunchFailure(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
-        let counted: Set<AppExtensionError.Code> = [.workerCrashed, .workerExited, .limitExceeded, .protocolViolation, .timedOut, .pluginLoadFailed]
+        let counted: Set<AppExtensionError.Code> = [
+            .workerCrashed, .workerExited, .limitExceeded, .protocolViolation, .timedOut, .pluginLoadFailed,
+        ]
         guard counted.contains(error.code), error.termination != nil else { return }
         record(error, entry: entry, host: host)
     }
 
     private static func record(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
         queue.async {
-            CrashLog(host: host).record(identifier: entry.identifier, bundle: entry.bundle, reason: error.reason, output: error.standardErrorTail)
+            CrashLog(host: host).record(
+                identifier: entry.identifier, bundle: entry.bundle, reason: error.reason, output: error.standardErrorTail)
         }
     }
 }

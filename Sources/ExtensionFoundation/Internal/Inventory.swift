@@ -40,7 +40,8 @@ package struct Inventory: Sendable {
             let message: String
             if let quarantine {
                 kind = .quarantined
-                message = "quarantined since \(ISO8601DateFormatter().string(from: quarantine.since)) (\(quarantine.reason)); run 'plugind quarantine clear \(id)' once it is fixed"
+                message =
+                    "quarantined since \(ISO8601DateFormatter().string(from: quarantine.since)) (\(quarantine.reason)); run 'plugind quarantine clear \(id)' once it is fixed"
             } else {
                 switch decision {
                 case .available:
@@ -50,7 +51,9 @@ package struct Inventory: Sendable {
                     message = "not approved yet; review it with 'plugind info \(id)' and run 'plugind approve \(id)'"
                 case .disabled(let byAdministrator):
                     kind = .disabled
-                    message = byAdministrator ? "disabled by the administrator" : "disabled by the owner; run 'plugind enable \(id)' to use it again"
+                    message =
+                        byAdministrator
+                        ? "disabled by the administrator" : "disabled by the owner; run 'plugind enable \(id)' to use it again"
                 case .approvalOutdated(let change):
                     kind = .approvalOutdated
                     message = "the approval no longer matches: \(change); review it and run 'plugind approve \(id)' again"

@@ -35,12 +35,17 @@ enum PluginResolution {
         case .available:
             break
         case .unapproved:
-            throw AppExtensionError(.notApproved, plugin: id, "is not approved; review it with 'plugind info \(id)' and approve it with 'plugind approve \(id)'")
+            throw AppExtensionError(
+                .notApproved, plugin: id, "is not approved; review it with 'plugind info \(id)' and approve it with 'plugind approve \(id)'"
+            )
         case .disabled(let byAdministrator):
-            let how = byAdministrator ? "by the administrator (\(host.administratorPolicyDirectory.path))" : "; enable it with 'plugind enable \(id)'"
+            let how =
+                byAdministrator
+                ? "by the administrator (\(host.administratorPolicyDirectory.path))" : "; enable it with 'plugind enable \(id)'"
             throw AppExtensionError(.notApproved, plugin: id, "is disabled \(how)")
         case .approvalOutdated(let change):
-            throw AppExtensionError(.notApproved, plugin: id, "is no longer approved: \(change); review it and run 'plugind approve \(id)' again")
+            throw AppExtensionError(
+                .notApproved, plugin: id, "is no longer approved: \(change); review it and run 'plugind approve \(id)' again")
         }
         if let quarantine = CrashLog(host: host).quarantine(of: id, bundle: entry.bundle) {
             throw AppExtensionError(

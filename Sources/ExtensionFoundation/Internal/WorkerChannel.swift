@@ -191,7 +191,7 @@ final class WorkerChannel: EventLoopHandler {
         payload enqueuePayload: (FrameHeader, inout State) -> Void
     ) async throws -> WorkerReply {
         let reservation: Result<UInt64, AppExtensionError> = state.withLock { state in
-            guard case .ready = state.phase else { return .failure(unavailableError(state)) }
+            guard case .ready = state.phase, !state.invalidated else { return .failure(unavailableError(state)) }
             let id = state.nextRequestID
             state.nextRequestID += 1
             state.pending[id] = PendingRequest(slot: .reserved, timeout: timeout)
@@ -630,7 +630,8 @@ final class WorkerChannel: EventLoopHandler {
                 return .success(nil)
             }
             guard let pending = state.pending[id], case .waiting(let continuation) = pending.slot else {
-                return id < state.nextRequestID ? .success(nil) : .failure(.unexpectedMessage("answer to request \(id), which was never sent"))
+                return id < state.nextRequestID
+                    ? .success(nil) : .failure(.unexpectedMessage("answer to request \(id), which was never sent"))
             }
             if let timer = pending.timer { loop.cancelTimer(timer) }
             state.pending[id] = nil

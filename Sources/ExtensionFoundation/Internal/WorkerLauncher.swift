@@ -20,9 +20,12 @@ enum WorkerLauncher {
 
         let pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor)
         do {
-            pipes = (try PlugindSystem.Pipe(), try PlugindSystem.Pipe(), try PlugindSystem.Pipe(), try FileDescriptor.open("/dev/null", O_RDONLY))
+            pipes = (
+                try PlugindSystem.Pipe(), try PlugindSystem.Pipe(), try PlugindSystem.Pipe(), try FileDescriptor.open("/dev/null", O_RDONLY)
+            )
         } catch {
-            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot create the worker's pipes: \(error)", underlying: error)
+            throw AppExtensionError(
+                .spawnFailed, plugin: plan.pluginIdentifier, "cannot create the worker's pipes: \(error)", underlying: error)
         }
         let request = SpawnRequest(
             executablePath: executable,

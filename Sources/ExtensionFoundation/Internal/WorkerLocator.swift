@@ -23,7 +23,8 @@ enum WorkerLocator {
         }
         if let fromEnvironment = environment["PLUGIND_WORKER"], !fromEnvironment.isEmpty {
             guard usable(fromEnvironment) else {
-                throw AppExtensionError(.workerNotFound, plugin: nil, "PLUGIND_WORKER names \(fromEnvironment), which is missing or not executable")
+                throw AppExtensionError(
+                    .workerNotFound, plugin: nil, "PLUGIND_WORKER names \(fromEnvironment), which is missing or not executable")
             }
             return fromEnvironment
         }

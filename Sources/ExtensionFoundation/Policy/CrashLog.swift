@@ -61,7 +61,8 @@ package struct CrashLog: Sendable {
     /// Records a crash; returns the quarantine when this crash starts one.
     @discardableResult
     package func record(identifier: String, bundle: InspectedBundle, reason: String, output: String) -> Quarantine? {
-        guard let digest = try? ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity) else {
+        guard let digest = try? ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity)
+        else {
             return nil
         }
         let now = Date()
@@ -72,7 +73,9 @@ package struct CrashLog: Sendable {
             // Crashes of other bytes, or too old, no longer count.
             entry.crashes.removeAll { $0.librarySHA256 != digest || now.timeIntervalSince($0.time) > window }
             entry.crashes.append(
-                CrashRecord(time: now, reason: reason, output: String(output.suffix(2048)), librarySHA256: digest, libraryFile: bundle.libraryStatus.identity)
+                CrashRecord(
+                    time: now, reason: reason, output: String(output.suffix(2048)), librarySHA256: digest,
+                    libraryFile: bundle.libraryStatus.identity)
             )
             var started: Quarantine?
             if entry.quarantine == nil && entry.crashes.count >= policy.crashes {

@@ -19,7 +19,8 @@ package enum LockedFileUpdate {
     ) throws -> Result {
         let directory = (path as NSString).deletingLastPathComponent
         do {
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
             throw Failure(path: directory, reason: "cannot be created: \(error.localizedDescription)")
         }

@@ -68,16 +68,22 @@ package struct PolicySnapshot: Sendable {
     package static func changeSinceApproval(_ approval: Approval, entry: CatalogEntry, hashes: ContentHashes) -> String? {
         let bundle = entry.bundle
         if approval.permissions != bundle.manifest.permissions {
-            return "its requested permissions changed (approved: \(approval.permissions.summary); now: \(bundle.manifest.permissions.summary))"
+            return
+                "its requested permissions changed (approved: \(approval.permissions.summary); now: \(bundle.manifest.permissions.summary))"
         }
         func matches(_ path: String, _ identity: FileIdentity, pinnedIdentity: FileIdentity, pinnedDigest: String) -> Bool {
             if identity == pinnedIdentity { return true }
             return (try? hashes.digest(ofFileAtPath: path, identity: identity)) == pinnedDigest
         }
-        if !matches(bundle.libraryPath, bundle.libraryStatus.identity, pinnedIdentity: approval.libraryFile, pinnedDigest: approval.librarySHA256) {
+        if !matches(
+            bundle.libraryPath, bundle.libraryStatus.identity, pinnedIdentity: approval.libraryFile, pinnedDigest: approval.librarySHA256)
+        {
             return "its library \(bundle.libraryPath) changed since it was approved (SHA-256 no longer matches)"
         }
-        if !matches(bundle.manifestPath, bundle.manifestStatus.identity, pinnedIdentity: approval.manifestFile, pinnedDigest: approval.manifestSHA256) {
+        if !matches(
+            bundle.manifestPath, bundle.manifestStatus.identity, pinnedIdentity: approval.manifestFile,
+            pinnedDigest: approval.manifestSHA256)
+        {
             return "its manifest changed since it was approved (SHA-256 no longer matches)"
         }
         return nil

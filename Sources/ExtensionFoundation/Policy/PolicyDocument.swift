@@ -90,7 +90,8 @@ extension PolicyDocument {
         do {
             let document = try JSONDecoder().decode(PolicyDocument.self, from: data)
             guard document.version == currentVersion else {
-                return .failure(PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)"))
+                return .failure(
+                    PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)"))
             }
             return .success(document)
         } catch {

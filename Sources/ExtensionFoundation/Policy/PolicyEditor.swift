@@ -46,7 +46,8 @@ package struct PolicyEditor: Sendable {
                 bundlePath: bundle.bundlePath,
                 libraryPath: bundle.libraryPath,
                 librarySHA256: try ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity),
-                manifestSHA256: try ContentHashes.shared.digest(ofFileAtPath: bundle.manifestPath, identity: bundle.manifestStatus.identity),
+                manifestSHA256: try ContentHashes.shared.digest(
+                    ofFileAtPath: bundle.manifestPath, identity: bundle.manifestStatus.identity),
                 libraryFile: bundle.libraryStatus.identity,
                 manifestFile: bundle.manifestStatus.identity,
                 permissions: bundle.manifest.permissions

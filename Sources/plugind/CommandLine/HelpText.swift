@@ -39,7 +39,8 @@ enum HelpText {
     static func rows(_ rows: [(String, String)]) -> String {
         rows.map { name, meaning in
             let label = "  " + name
-            let padding = label.count < column ? String(repeating: " ", count: column - label.count) : "\n" + String(repeating: " ", count: column)
+            let padding =
+                label.count < column ? String(repeating: " ", count: column - label.count) : "\n" + String(repeating: " ", count: column)
             return label + padding + meaning + "\n"
         }.joined()
     }

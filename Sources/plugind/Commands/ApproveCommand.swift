@@ -17,7 +17,10 @@ struct ApproveCommand: PlugindCommand {
         arguments: [("<id>", "The plugin's identifier.")],
         options: [
             ("-y, --yes", "Approve without asking."),
-            ("--administrator", "Write the administrator's policy (\(AppExtensionHost.current.administratorPolicyDirectory.path)) instead of yours."),
+            (
+                "--administrator",
+                "Write the administrator's policy (\(AppExtensionHost.current.administratorPolicyDirectory.path)) instead of yours."
+            ),
         ],
         flagOptions: ["yes", "administrator"],
         aliases: ["-y": "yes"]
@@ -55,7 +58,8 @@ struct ApproveCommand: PlugindCommand {
         )
         if !assumeYes {
             guard context.console.standardInputIsTerminal else {
-                throw CommandFailure(message: "refusing to approve without confirmation; pass --yes to approve non-interactively", status: .usage)
+                throw CommandFailure(
+                    message: "refusing to approve without confirmation; pass --yes to approve non-interactively", status: .usage)
             }
             context.console.err("Approve this plugin? [y/N] ")
             let answer = context.console.readLine()?.lowercased() ?? ""

@@ -1,6 +1,6 @@
 import ExtensionFoundation
-import PlugindBundle
 import Foundation
+import PlugindBundle
 
 /// `plugind call`: calls a C function a plugin's manifest declares, parsing each argument by its
 /// declared type.
@@ -48,12 +48,14 @@ struct CallCommand: PlugindCommand {
         guard let signature = item.entry.manifest.functions.first(where: { $0.name == function }) else {
             let declared = item.entry.manifest.functions.map(\.name)
             throw CommandFailure(
-                message: "plugin \(identifier) declares no function '\(function)'" + (declared.isEmpty ? " (it declares none)" : "; it declares: \(declared.joined(separator: ", "))"),
+                message: "plugin \(identifier) declares no function '\(function)'"
+                    + (declared.isEmpty ? " (it declares none)" : "; it declares: \(declared.joined(separator: ", "))"),
                 status: .usage
             )
         }
         guard rawArguments.count == signature.arguments.count else {
-            throw UsageError(message: "\(signature) takes \(signature.arguments.count) argument(s), got \(rawArguments.count)", command: "call")
+            throw UsageError(
+                message: "\(signature) takes \(signature.arguments.count) argument(s), got \(rawArguments.count)", command: "call")
         }
         var values: [FunctionValue] = []
         for (position, (text, type)) in zip(rawArguments, signature.arguments).enumerated() {
@@ -69,7 +71,8 @@ struct CallCommand: PlugindCommand {
             try await process.makeConnection().call(function, arguments: values, timeout: timeout)
         }
         if json {
-            try context.console.json(CallResult(function: signature.description, returns: signature.returns.rawValue, value: JSONScalar(result)))
+            try context.console.json(
+                CallResult(function: signature.description, returns: signature.returns.rawValue, value: JSONScalar(result)))
         } else if signature.returns != .void {
             context.console.out("\(result)\n")
         }
@@ -171,7 +174,12 @@ enum ArgumentParsing {
 /// A function result in JSON: numbers as numbers (exact for 64-bit integers), non-finite floats
 /// as the strings "nan", "inf", "-inf", bytes as hexadecimal.
 enum JSONScalar: Encodable {
-    case null, bool(Bool), signed(Int64), unsigned(UInt64), number(Double), string(String)
+    case null
+    case bool(Bool)
+    case signed(Int64)
+    case unsigned(UInt64)
+    case number(Double)
+    case string(String)
 
     init(_ value: FunctionValue) {
         switch value {

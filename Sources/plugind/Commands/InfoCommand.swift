@@ -36,8 +36,12 @@ struct InfoCommand: PlugindCommand {
         let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
         let entry = item.entry
         let manifest = entry.manifest
-        let libraryDigest = (try? ContentHashes.shared.digest(ofFileAtPath: entry.bundle.libraryPath, identity: entry.bundle.libraryStatus.identity)) ?? "unreadable"
-        let manifestDigest = (try? ContentHashes.shared.digest(ofFileAtPath: entry.bundle.manifestPath, identity: entry.bundle.manifestStatus.identity)) ?? "unreadable"
+        let libraryDigest =
+            (try? ContentHashes.shared.digest(ofFileAtPath: entry.bundle.libraryPath, identity: entry.bundle.libraryStatus.identity))
+            ?? "unreadable"
+        let manifestDigest =
+            (try? ContentHashes.shared.digest(ofFileAtPath: entry.bundle.manifestPath, identity: entry.bundle.manifestStatus.identity))
+            ?? "unreadable"
         let limits = EffectiveLimits(LaunchPlan(entry: entry, host: context.host))
         var layers: [AppExtensionProcess.ConfinementLayer] = []
         var probeError: String?

@@ -38,7 +38,9 @@ struct ListCommand: PlugindCommand {
         let items = inventory.items.filter { item in
             (point == nil || item.entry.manifest.extensionPoint == point) && (all || item.isAvailable)
         }
-        let problems = all ? inventory.problems.filter { point == nil || $0.extensionPointIdentifier == nil || $0.extensionPointIdentifier == point } : []
+        let problems =
+            all
+            ? inventory.problems.filter { point == nil || $0.extensionPointIdentifier == nil || $0.extensionPointIdentifier == point } : []
         if json {
             try context.console.json(ListDocument(items: items, problems: problems))
             return .success
@@ -120,11 +122,14 @@ struct ListDocument: Encodable {
                 reason: item.diagnostic?.message,
                 bundledWithHost: item.entry.root.isBundledWithHost,
                 functions: manifest.functions.map(\.description),
-                permissions: Permissions(network: manifest.permissions.network, read: manifest.permissions.read, write: manifest.permissions.write)
+                permissions: Permissions(
+                    network: manifest.permissions.network, read: manifest.permissions.read, write: manifest.permissions.write)
             )
         }
         self.problems = problems.map {
-            Problem(kind: $0.kind.code, path: $0.path, identifier: $0.bundleIdentifier, extensionPoint: $0.extensionPointIdentifier, message: $0.message)
+            Problem(
+                kind: $0.kind.code, path: $0.path, identifier: $0.bundleIdentifier, extensionPoint: $0.extensionPointIdentifier,
+                message: $0.message)
         }
     }
 }

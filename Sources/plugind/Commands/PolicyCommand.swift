@@ -27,7 +27,8 @@ struct PolicyCommand: PlugindCommand {
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let editor = PolicyEditor(directory: context.host.policyDirectory)
         if action == "path" {
-            context.console.out("\(editor.path)\n\(PolicyEditor(directory: context.host.administratorPolicyDirectory).path) (administrator)\n")
+            context.console.out(
+                "\(editor.path)\n\(PolicyEditor(directory: context.host.administratorPolicyDirectory).path) (administrator)\n")
             return .success
         }
         do {

@@ -1,6 +1,6 @@
 import ExtensionFoundation
-import PlugindBundle
 import Foundation
+import PlugindBundle
 
 /// `plugind quarantine`: plugins held back after repeated crashes.
 struct QuarantineCommand: PlugindCommand {
@@ -57,7 +57,9 @@ struct QuarantineCommand: PlugindCommand {
                             quarantined: record.quarantine != nil,
                             since: record.quarantine?.since,
                             reason: record.quarantine?.reason,
-                            crashes: record.crashes.map { .init(time: $0.time, reason: $0.reason, output: $0.output, librarySHA256: $0.librarySHA256) }
+                            crashes: record.crashes.map {
+                                .init(time: $0.time, reason: $0.reason, output: $0.output, librarySHA256: $0.librarySHA256)
+                            }
                         )
                     }
                 )
@@ -66,7 +68,9 @@ struct QuarantineCommand: PlugindCommand {
             if plugins.isEmpty { context.console.out("No crash records.\n") }
             for (identifier, record) in plugins {
                 if let quarantine = record.quarantine {
-                    context.console.out("\(identifier)  quarantined since \(ISO8601DateFormatter().string(from: quarantine.since))\n    \(quarantine.reason)\n")
+                    context.console.out(
+                        "\(identifier)  quarantined since \(ISO8601DateFormatter().string(from: quarantine.since))\n    \(quarantine.reason)\n"
+                    )
                 } else {
                     context.console.out("\(identifier)  \(record.crashes.count) recent crash(es), not quarantined\n")
                 }

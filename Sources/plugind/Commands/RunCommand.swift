@@ -1,6 +1,6 @@
 import ExtensionFoundation
-import PlugindBundle
 import Foundation
+import PlugindBundle
 
 /// `plugind run`: sends input to a plugin's request handler and writes its response to stdout
 /// byte for byte.

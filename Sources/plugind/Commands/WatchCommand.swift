@@ -56,14 +56,23 @@ struct WatchCommand: PlugindCommand {
                 let id = item.entry.identifier
                 if let previous = known[id] {
                     if previous.stateCode != item.stateCode || previous.diagnostic?.message != item.diagnostic?.message {
-                        try emit(Change(event: "changed", identifier: id, extensionPoint: item.entry.manifest.extensionPoint, state: item.stateCode, previousState: previous.stateCode, reason: item.diagnostic?.message), context)
+                        try emit(
+                            Change(
+                                event: "changed", identifier: id, extensionPoint: item.entry.manifest.extensionPoint, state: item.stateCode,
+                                previousState: previous.stateCode, reason: item.diagnostic?.message), context)
                     }
                 } else {
-                    try emit(Change(event: first ? "present" : "added", identifier: id, extensionPoint: item.entry.manifest.extensionPoint, state: item.stateCode, reason: item.diagnostic?.message), context)
+                    try emit(
+                        Change(
+                            event: first ? "present" : "added", identifier: id, extensionPoint: item.entry.manifest.extensionPoint,
+                            state: item.stateCode, reason: item.diagnostic?.message), context)
                 }
             }
             for (id, previous) in known where current[id] == nil {
-                try emit(Change(event: "removed", identifier: id, extensionPoint: previous.entry.manifest.extensionPoint, previousState: previous.stateCode), context)
+                try emit(
+                    Change(
+                        event: "removed", identifier: id, extensionPoint: previous.entry.manifest.extensionPoint,
+                        previousState: previous.stateCode), context)
             }
             known = current
             first = false

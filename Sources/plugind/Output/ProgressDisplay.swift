@@ -51,6 +51,7 @@ final class ProgressDisplay: Sendable {
         let filled = Int((fraction * Double(width)).rounded(.down))
         let percent = Int((fraction * 100).rounded(.down))
         let percentText = String(repeating: " ", count: 3 - String(percent).count) + "\(percent)%"
-        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled) + "] \(percentText) (\(completed)/\(total))"
+        return "[" + String(repeating: "#", count: filled) + String(repeating: "-", count: width - filled)
+            + "] \(percentText) (\(completed)/\(total))"
     }
 }

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages plugind builds against, when they are missing:
+#   libffi-dev      (libffi: typed calls into plugin functions)
+#   libssl-dev      (OpenSSL's libcrypto: SHA-256 of approved libraries)
+#   libseccomp-dev  (seccomp filter for the worker's network confinement)
+#   pkg-config      (SwiftPM finds the three through it)
+# Needs root (or sudo) only when something has to be installed.
+set -euo pipefail
+
+missing=()
+for package in libffi-dev libssl-dev libseccomp-dev pkg-config; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$package")
+    fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+    exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+if ! $sudo apt-get install -y --no-install-recommends "${missing[@]}" >/tmp/plugind-apt.log 2>&1; then
+    # A fresh machine may have no package lists yet.
+    $sudo apt-get update >>/tmp/plugind-apt.log 2>&1
+    $sudo apt-get install -y --no-install-recommends "${missing[@]}" >>/tmp/plugind-apt.log 2>&1 || {
+        cat /tmp/plugind-apt.log >&2
+        echo "setup: could not install ${missing[*]}" >&2
+        exit 1
+    }
+fi

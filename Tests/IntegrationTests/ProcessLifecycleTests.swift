@@ -1,0 +1,216 @@
+import ExtensionFoundation
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+@Suite("Worker lifecycle and failures", .serialized, .timeLimit(.minutes(3)))
+struct ProcessLifecycleTests {
+    @Test("a crash in handle is a typed error naming the signal; the host lives; onInterruption fires once")
+    func crash() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let interruptions = InterruptionCounter()
+        let process = try await test.launch(PluginFixture(library: "FaultySegfault"), onInterruption: interruptions.handler)
+        let pid = process.processIdentifier
+        let error = await #expect(throws: AppExtensionError.self) { try await process.makeConnection().send([1]) }
+        #expect(error?.code == .workerCrashed)
+        #expect(error?.termination == .signaled(signal: SIGSEGV, name: "SIGSEGV"))
+        #expect(error?.description.contains("org.plugind.tests.faultysegfault") == true)
+        #expect(error?.description.contains("SIGSEGV") == true)
+        #expect(error?.standardErrorTail.contains("about to dereference NULL for request") == true)
+        try await Deadline.wait("onInterruption") { await interruptions.firstCall() }
+        _ = await process.waitForTermination()
+        #expect(!ProcessInspection.exists(pid))
+        // Later requests fail at once with the same cause; invalidating afterwards calls nothing.
+        let later = await #expect(throws: AppExtensionError.self) { try await process.makeConnection().send([2]) }
+        #expect(later?.code == .invalidated || later?.code == .workerCrashed)
+        process.invalidate()
+        #expect(interruptions.count == 1)
+    }
+
+    @Test("abort() is reported as SIGABRT even though the worker is pid 1 of its namespace")
+    func abort() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "FaultyAbort"))
+        let error = await #expect(throws: AppExtensionError.self) { try await process.makeConnection().send([]) }
+        #expect(error?.code == .workerCrashed)
+        #expect(error?.termination == .signaled(signal: SIGABRT, name: "SIGABRT"))
+        #expect(error?.standardErrorTail.contains("giving up: abort()") == true)
+    }
+
+    @Test("a hung request hits its deadline; the stuck worker is killed and reaped")
+    func hang() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let interruptions = InterruptionCounter()
+        let process = try await test.launch(PluginFixture(library: "FaultyHang"), onInterruption: interruptions.handler)
+        let pid = process.processIdentifier
+        let started = ContinuousClock.now
+        let error = await #expect(throws: AppExtensionError.self) {
+            try await process.makeConnection().send([], timeout: .milliseconds(300))
+        }
+        #expect(error?.code == .timedOut)
+        #expect(error?.reason == "request did not finish within 300 ms")
+        #expect(started.duration(to: .now) < .seconds(5))
+        // The plugin ignores the cancel, so after the grace period the worker is killed.
+        let termination = await process.waitForTermination()
+        #expect(termination == .signaled(signal: SIGKILL, name: "SIGKILL"))
+        #expect(!ProcessInspection.exists(pid))
+        #expect(ProcessInspection.zombieChildren().isEmpty)
+        try await Deadline.wait("onInterruption") { await interruptions.firstCall() }
+    }
+
+    @Test("a cancelled task's request fails with cancelled")
+    func cancellation() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "Countdown"))
+        let connection = try process.makeConnection()
+        let messages = connection.messages
+        let request = Task { try await connection.send(Array("1000".utf8)) }
+        // Cancel once the plugin reports it is working on the request.
+        for await message in messages {
+            if case .progress = message { break }
+        }
+        request.cancel()
+        let error = await #expect(throws: AppExtensionError.self) { try await request.value }
+        #expect(error?.code == .cancelled)
+        // Countdown honours cancellation, so the worker stays usable.
+        let answer = try await connection.send(Array("1".utf8))
+        #expect(String(decoding: answer, as: UTF8.self) == "counted down 1 steps\n")
+        await process.invalidateAndWait()
+    }
+
+    @Test("invalidate fails pending requests, never calls onInterruption, and reaps the worker")
+    func invalidateWhileBusy() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let interruptions = InterruptionCounter()
+        let process = try await test.launch(PluginFixture(library: "FaultyHang"), onInterruption: interruptions.handler)
+        let pid = process.processIdentifier
+        let connection = try process.makeConnection()
+        let pending = Task { try await connection.send([]) }
+        process.invalidate()
+        let error = await #expect(throws: AppExtensionError.self) { try await pending.value }
+        #expect(error?.code == .cancelled)
+        _ = await process.waitForTermination()
+        #expect(!ProcessInspection.exists(pid))
+        #expect(interruptions.count == 0)
+        #expect(throws: AppExtensionError.self) { try process.makeConnection() }
+    }
+
+    @Test("200 launch and invalidate cycles leave no zombie and no descriptor behind")
+    func launchCycles() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        try test.install(PluginFixture(library: "Echo"))
+        let configuration = try test.configuration("org.plugind.tests.echo")
+        // One warm-up cycle starts the event loop, whose descriptors live for the process.
+        try await AppExtensionProcess.withProcess(configuration: configuration) { _ in }
+        let descriptorsBefore = ProcessInspection.openDescriptors()
+        var pids: [Int32] = []
+        for index in 0..<200 {
+            let process = try await AppExtensionProcess(configuration: configuration)
+            pids.append(process.processIdentifier)
+            if index % 2 == 0 {
+                #expect(try await process.makeConnection().send([UInt8(index % 256)]) == [UInt8(index % 256)])
+            }
+            await process.invalidateAndWait()
+        }
+        #expect(ProcessInspection.openDescriptors() == descriptorsBefore)
+        #expect(ProcessInspection.zombieChildren().isEmpty)
+        #expect(pids.allSatisfy { !ProcessInspection.exists($0) })
+        #expect(Set(pids).count == 200)
+    }
+
+    @Test(
+        "load failures name the plugin and the cause",
+        arguments: [
+            ("FaultyWrongABI", AppExtensionError.Code.abiMismatch, "was built for plugin ABI 999; this worker supports ABI 1"),
+            ("FaultyNoEntry", AppExtensionError.Code.symbolMissing, "does not export plugind_plugin_entry"),
+            ("FaultyAbortAtLoad", AppExtensionError.Code.workerCrashed, "crashed with SIGABRT while loading"),
+            ("FaultyExitAtLoad", AppExtensionError.Code.pluginLoadFailed, "exited with status 3 while loading the plugin"),
+        ])
+    func loadFailures(library: String, code: AppExtensionError.Code, reason: String) async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let fixture = PluginFixture(library: library)
+        try test.install(fixture)
+        let error = await #expect(throws: AppExtensionError.self) {
+            _ = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
+        }
+        #expect(error?.code == code)
+        #expect(error?.reason.contains(reason) == true, "\(error?.reason ?? "")")
+        #expect(error?.pluginIdentifier == fixture.identifier)
+        #expect(ProcessInspection.zombieChildren().isEmpty)
+    }
+
+    @Test("dlerror() reaches the host verbatim")
+    func dlopenError() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        // A library whose bytes are ELF enough for the catalog but truncated for the loader.
+        let fixture = PluginFixture(library: "Echo")
+        let bundle = try test.install(fixture)
+        let library = bundle + "/libEcho.so"
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: library))
+        try bytes.prefix(256).write(to: URL(fileURLWithPath: library))
+        let error = await #expect(throws: AppExtensionError.self) {
+            _ = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
+        }
+        #expect(error?.code == .pluginLoadFailed)
+        #expect(error?.reason.hasPrefix(library + ":") == true, "\(error?.reason ?? "")")
+    }
+
+    @Test("a plugin hanging at load hits the launch deadline and is killed")
+    func hangAtLoad() async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        test.host.launchTimeout = .milliseconds(500)
+        let fixture = PluginFixture(library: "FaultyHangAtLoad")
+        try test.install(fixture)
+        let error = await #expect(throws: AppExtensionError.self) {
+            _ = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
+        }
+        #expect(error?.code == .timedOut)
+        #expect(error?.reason == "did not finish loading within 500 ms; its worker was killed")
+        #expect(error?.termination == .signaled(signal: SIGKILL, name: "SIGKILL"))
+        #expect(ProcessInspection.zombieChildren().isEmpty)
+    }
+
+    @Test("when the host dies, its worker exits")
+    func hostDeath() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        try test.install(PluginFixture(library: "FaultyHang"), bundled: false)
+        var environment = test.environment
+        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+        let approve = try await CommandRunner.run(
+            try BuiltProducts.plugind(), ["approve", "org.plugind.tests.faultyhang", "--yes"], environment: environment)
+        #expect(approve.status == 0, "\(approve.stderr)")
+        // A host (plugind run) whose request hangs forever.
+        let host = Process()
+        host.executableURL = URL(fileURLWithPath: try BuiltProducts.plugind())
+        host.arguments = ["run", "org.plugind.tests.faultyhang", "x", "--timeout", "3600"]
+        host.environment = environment
+        host.standardOutput = FileHandle.nullDevice
+        host.standardError = FileHandle.nullDevice
+        try host.run()
+        let hostPID = host.processIdentifier
+        let worker = try await Deadline.wait("the worker to start") {
+            while true {
+                if let child = ProcessInspection.children(of: hostPID).first,
+                    (try? String(contentsOfFile: "/proc/\(child)/comm", encoding: .utf8))?.hasPrefix("plugind-worker") == true
+                {
+                    return child
+                }
+                await Task.yield()
+            }
+        }
+        kill(hostPID, SIGKILL)
+        host.waitUntilExit()
+        #expect(await Deadline.processExit(worker, seconds: 10), "worker \(worker) outlived its host")
+    }
+}

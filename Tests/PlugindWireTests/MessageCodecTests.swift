@@ -1,0 +1,106 @@
+import Testing
+
+@testable import PlugindWire
+
+@Suite("Message codec")
+struct MessageCodecTests {
+    static let load = LoadConfiguration(
+        pluginIdentifier: "org.example.plugin",
+        libraryPath: "/bundles/x/libX.so",
+        bundlePath: "/bundles/x",
+        libraryFile: FileIdentity(device: 1, inode: 2, size: 3, modificationNanoseconds: 4, changeNanoseconds: -5),
+        functions: [FunctionSignature(name: "f", arguments: [.int8, .bytes, .string], returns: .double)],
+        requiresEntryPoint: false,
+        limits: ResourceLimits(addressSpaceBytes: 1 << 28, cpuSeconds: 2, openFiles: 64, maxMessageBytes: 1 << 20),
+        confinement: ConfinementRequest(
+            allowsNetwork: true, readablePaths: ["/srv"], writablePaths: ["/tmp/x"], requiresEveryLayer: false, disabled: false)
+    )
+
+    static let hostMessages: [HostMessage] = [
+        .hello(Hello(load: load)),
+        .request(id: 7, bytes: [1, 2, 3]),
+        .request(id: 8, bytes: []),
+        .call(
+            id: 9, function: 3,
+            arguments: [.int64(.min), .uint64(.max), .double(-0.0), .string("héllo"), .bytes([0, 255]), .bool(true), .float(1.5)]),
+        .cancel(id: 10),
+        .shutdown,
+    ]
+
+    static let workerMessages: [WorkerMessage] = [
+        .ready(
+            Ready(
+                protocolVersion: 1,
+                pluginABIVersion: 1,
+                features: ["cancel"],
+                pluginName: "X",
+                pluginVersion: "1.0",
+                hasRequestHandler: true,
+                confinement: [ConfinementLayerReport(layer: "network", state: .applied, detail: "seccomp")],
+                workerProcessIdentifier: 1
+            )
+        ),
+        .loadFailed(LoadFailure(kind: .abiMismatch, message: "built for ABI 999", pluginCode: 0)),
+        .response(id: 1, bytes: Array("answer".utf8)),
+        .failure(id: 2, PluginFailure(code: 42, message: "no")),
+        .callResult(id: 3, .int16(-3)),
+        .callFailed(id: 4, message: "wrong count"),
+        .cancelled(id: 5),
+        .event(requestID: 6, bytes: [9]),
+        .progress(requestID: 7, completed: 3, total: 10),
+        .log(level: .warning, message: "careful"),
+        .fatalSignal(FatalSignalReport(signal: 11, code: 1, faultAddress: 0, addressSpaceBytes: 1 << 20, openDescriptors: 5)),
+        .goodbye,
+    ]
+
+    @Test("host messages round-trip", arguments: hostMessages)
+    func hostRoundTrip(message: HostMessage) throws {
+        #expect(try HostMessage(message.encode()) == message)
+    }
+
+    @Test("worker messages round-trip", arguments: workerMessages)
+    func workerRoundTrip(message: WorkerMessage) throws {
+        #expect(try WorkerMessage(message.encode()) == message)
+    }
+
+    @Test("data payloads travel as raw bytes, not re-encoded")
+    func rawPayload() {
+        let bytes: [UInt8] = [0x7B, 0x22, 0x00, 0xFF]
+        #expect(HostMessage.request(id: 1, bytes: bytes).encode().payload == bytes)
+        #expect(WorkerMessage.response(id: 1, bytes: bytes).encode().payload == bytes)
+    }
+
+    @Test("a truncated structured payload is malformed, not a crash")
+    func truncatedStructuredPayload() {
+        var frame = WorkerMessage.failure(id: 1, PluginFailure(code: 1, message: "message")).encode()
+        frame.payload.removeLast(3)
+        frame.header.payloadLength = frame.payload.count
+        #expect(throws: WireError.self) { try WorkerMessage(frame) }
+    }
+
+    @Test("an array count larger than the payload is refused before allocating")
+    func hostileArrayCount() {
+        var writer = PayloadWriter()
+        writer.write(UInt32(3))  // function index
+        writer.write(UInt32.max)  // argument count
+        let frame = Frame(header: FrameHeader(kind: .call, requestID: 1, payloadLength: writer.bytes.count), payload: writer.bytes)
+        #expect(throws: WireError.malformedPayload("array of 4294967295 elements in 0 bytes")) { try HostMessage(frame) }
+    }
+
+    @Test("trailing bytes after a message are rejected")
+    func trailingBytes() {
+        var frame = WorkerMessage.cancelled(id: 1).encode()
+        frame.payload = [1]
+        frame.header.payloadLength = 1
+        #expect(throws: WireError.malformedPayload("1 unexpected bytes after cancelled message")) { try WorkerMessage(frame) }
+    }
+
+    @Test("invalid UTF-8 in a string is rejected")
+    func invalidUTF8() {
+        var writer = PayloadWriter()
+        writer.write(UInt8(PluginLogLevel.info.rawValue))
+        writer.write(bytes: [0xC3, 0x28])
+        let frame = Frame(header: FrameHeader(kind: .log, payloadLength: writer.bytes.count), payload: writer.bytes)
+        #expect(throws: WireError.malformedPayload("string is not valid UTF-8")) { try WorkerMessage(frame) }
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// Runs an executable with pipes for stdin, stdout and stderr, as argument-parser's
+/// AssertExecuteCommand does, and returns what it printed and how it exited.
+package enum CommandRunner {
+    package struct Output: Sendable {
+        package var status: Int32
+        package var standardOutput: [UInt8]
+        package var standardError: [UInt8]
+
+        package var stdout: String { String(decoding: standardOutput, as: UTF8.self) }
+        package var stderr: String { String(decoding: standardError, as: UTF8.self) }
+    }
+
+    package static func run(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String],
+        input: [UInt8] = [],
+        currentDirectory: String? = nil
+    ) async throws -> Output {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        if let currentDirectory { process.currentDirectoryURL = URL(fileURLWithPath: currentDirectory) }
+        let stdin = Pipe()
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardInput = stdin
+        process.standardOutput = stdout
+        process.standardError = stderr
+        let exited = AsyncStream<Int32>.makeStream()
+        process.terminationHandler = { process in
+            exited.continuation.yield(process.terminationStatus)
+            exited.continuation.finish()
+        }
+        try process.run()
+        // Feed stdin and drain both outputs on their own threads so that large outputs cannot
+        // deadlock against a full pipe.
+        let writer = Thread {
+            stdin.fileHandleForWriting.write(Data(input))
+            try? stdin.fileHandleForWriting.close()
+        }
+        writer.start()
+        async let out = readAll(stdout.fileHandleForReading)
+        async let err = readAll(stderr.fileHandleForReading)
+        let (standardOutput, standardError) = await (out, err)
+        var status: Int32 = -1
+        for await value in exited.stream { status = value }
+        return Output(status: status, standardOutput: standardOutput, standardError: standardError)
+    }
+
+    private static func readAll(_ handle: FileHandle) async -> [UInt8] {
+        await withCheckedContinuation { continuation in
+            Thread {
+                let data = (try? handle.readToEnd()) ?? Data()
+                continuation.resume(returning: [UInt8](data))
+            }.start()
+        }
+    }
+}

@@ -1,0 +1,61 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// Waits for an asynchronous event with a deadline as a backstop: the operation normally wins;
+/// if the deadline passes first, the wait fails with `Expired` instead of hanging the suite.
+package enum Deadline {
+    package struct Expired: Error, CustomStringConvertible {
+        package var what: String
+        package var description: String { "timed out waiting for \(what)" }
+    }
+
+    package static func wait<Value: Sendable>(
+        _ what: String,
+        seconds: Double = 20,
+        _ operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let race = Race<Value>()
+        return try await withCheckedThrowingContinuation { continuation in
+            race.start(continuation)
+            let work = Task {
+                do {
+                    race.finish(.success(try await operation()))
+                } catch {
+                    race.finish(.failure(error))
+                }
+            }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                race.finish(.failure(Expired(what: what)))
+                work.cancel()
+            }
+        }
+    }
+
+    /// Whoever finishes first resumes the continuation; later results are dropped.
+    private final class Race<Value: Sendable>: Sendable {
+        private let continuation = Mutex<CheckedContinuation<Value, any Error>?>(nil)
+
+        func start(_ continuation: CheckedContinuation<Value, any Error>) {
+            self.continuation.withLock { $0 = continuation }
+        }
+
+        func finish(_ result: Result<Value, any Error>) {
+            continuation.withLock { stored in
+                stored?.resume(with: result)
+                stored = nil
+            }
+        }
+    }
+
+    /// Blocks (off the cooperative pool) until process `pid` has exited, or the deadline passes.
+    /// Returns whether it exited. Waits on a pidfd, so it works for processes that are not
+    /// children of the test.
+    package static func processExit(_ pid: Int32, seconds: Double = 20) async -> Bool {
+        await withCheckedContinuation { continuation in
+            Thread {
+                continuation.resume(returning: ProcessInspection.waitForExit(pid, milliseconds: Int32(seconds * 1000)))
+            }.start()
+        }
+    }
+}

@@ -1,0 +1,75 @@
+import Foundation
+import Glibc
+import PlugindSystem
+
+/// Facts about processes and descriptors, read from /proc, for leak checks.
+package enum ProcessInspection {
+    /// Whether a process with this pid exists (kill(pid, 0) does not fail with ESRCH).
+    package static func exists(_ pid: Int32) -> Bool {
+        kill(pid, 0) == 0 || errno != ESRCH
+    }
+
+    /// Descriptors open in this process.
+    package static func openDescriptors() -> [Int32] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.compactMap { Int32($0) }.sorted()
+    }
+
+    /// Children of this process that exited but were not reaped.
+    package static func zombieChildren() -> [Int32] {
+        children(of: getpid()).filter { state(of: $0) == "Z" }
+    }
+
+    /// Direct children of `pid`.
+    package static func children(of pid: Int32) -> [Int32] {
+        let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
+        var result: [Int32] = []
+        for task in tasks {
+            let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+            result += text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        return result
+    }
+
+    /// The state letter from /proc/PID/stat (R, S, Z, …), or nil when the process is gone.
+    package static func state(of pid: Int32) -> String? {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = stat.lastIndex(of: ")")
+        else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ").first.map(String.init)
+    }
+
+    /// Pids of every process whose command name (/proc/PID/comm) is `name`.
+    package static func processes(named name: String) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap(Int32.init).filter { pid in
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+            return comm == name && state(of: pid) != "Z"
+        }
+    }
+
+    /// Whether this process has `path` mapped (/proc/self/maps).
+    package static func mapsFile(_ path: String) -> Bool {
+        let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
+        return maps.contains(path)
+    }
+}
+
+extension ProcessInspection {
+    /// Waits on a pidfd for `pid` to exit. True when it exited (or never existed).
+    package static func waitForExit(_ pid: Int32, milliseconds: Int32) -> Bool {
+        let processDescriptor: FileDescriptor
+        do {
+            processDescriptor = try FileDescriptor.processDescriptor(for: pid)
+        } catch {
+            return error.errno == .noSuchProcess
+        }
+        defer { processDescriptor.close() }
+        var descriptor = pollfd(fd: processDescriptor.rawValue, events: Int16(POLLIN), revents: 0)
+        while true {
+            let result = poll(&descriptor, 1, milliseconds)
+            if result < 0 && errno == EINTR { continue }
+            return result > 0
+        }
+    }
+}

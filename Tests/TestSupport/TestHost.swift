@@ -1,0 +1,85 @@
+package import ExtensionFoundation
+import Foundation
+
+/// A host configuration confined to a temporary directory: its own bundled-plugins root, an
+/// external root, policy, administrator policy and state, and the built worker.
+package struct TestHost: Sendable {
+    package let directory: TemporaryDirectory
+    package let bundledRoot: String
+    package let externalRoot: String
+    package var host: AppExtensionHost
+
+    package init(identifier: String = "org.plugind.tests") throws {
+        directory = try TemporaryDirectory()
+        bundledRoot = try directory.subdirectory("bundled")
+        externalRoot = try directory.subdirectory("external")
+        host = AppExtensionHost(identifier: identifier, environment: ["HOME": directory.path])
+        host.bundledPluginsDirectory = URL(fileURLWithPath: bundledRoot)
+        host.searchPaths = [URL(fileURLWithPath: externalRoot)]
+        host.policyDirectory = directory.url("config/plugind")
+        host.administratorPolicyDirectory = directory.url("admin")
+        host.stateDirectory = directory.url("state/plugind")
+        host.workerExecutable = URL(fileURLWithPath: try BuiltProducts.worker())
+        host.shutdownGracePeriod = .seconds(2)
+        host.cancellationGracePeriod = .milliseconds(500)
+    }
+
+    /// Environment for running the `plugind` executable against this host.
+    package var environment: [String: String] {
+        [
+            "HOME": directory.path,
+            "PLUGIND_PATH": externalRoot,
+            "XDG_CONFIG_HOME": directory.path + "/config",
+            "XDG_STATE_HOME": directory.path + "/state",
+            "XDG_DATA_HOME": directory.path + "/data",
+            "PLUGIND_ADMIN_POLICY_DIR": directory.path + "/admin",
+            "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
+        ]
+    }
+
+    package func remove() {
+        directory.remove()
+    }
+}
+
+extension TestHost {
+    package struct NotInstalled: Error, CustomStringConvertible {
+        package var identifier: String
+        package var problems: [String]
+        package var description: String { "\(identifier) is not in the catalog; problems: \(problems)" }
+    }
+
+    /// Installs `fixture` in the host's bundled root (no approval needed) or its external root.
+    @discardableResult
+    package func install(_ fixture: PluginFixture, bundled: Bool = true) throws -> String {
+        try fixture.install(in: bundled ? bundledRoot : externalRoot)
+    }
+
+    /// The identity of an installed plugin, as a monitor would hand it out.
+    package func identity(_ identifier: String) throws -> AppExtensionIdentity {
+        let inventory = Inventory.take(host: host)
+        guard let item = inventory.item(identifier) else {
+            throw NotInstalled(identifier: identifier, problems: inventory.problems.map(\.description))
+        }
+        return item.identity
+    }
+
+    /// Installs a bundled fixture and launches it.
+    package func launch(
+        _ fixture: PluginFixture,
+        onInterruption: @escaping @Sendable () -> Void = {}
+    ) async throws -> AppExtensionProcess {
+        try install(fixture)
+        return try await AppExtensionProcess(configuration: configuration(fixture.identifier, onInterruption: onInterruption))
+    }
+
+    package func configuration(
+        _ identifier: String,
+        onInterruption: @escaping @Sendable () -> Void = {}
+    ) throws -> AppExtensionProcess.Configuration {
+        var configuration = AppExtensionProcess.Configuration(
+            appExtensionIdentity: try identity(identifier), onInterruption: onInterruption)
+        configuration.host = host
+        return configuration
+    }
+}
