@@ -123,25 +123,22 @@ extension AppExtensionPoint {
         }
 
         /// Publishes what a scan found, touching only the properties that changed.
+        ///
+        /// The new value is stored before observers are told: `Observations` re-reads a property
+        /// as soon as it hears of a change, possibly on another thread, and must never read the
+        /// value the change replaces.
         private func apply(_ inventory: Inventory) {
             let points = storage.withLock { $0.points }
             let (state, diagnostics) = Self.evaluate(inventory, points: points, host: host)
-            let current = storage.withLock { ($0.state, $0.diagnostics) }
-            if current.0.identities != state.identities {
-                withMutation(keyPath: \.identities) {
-                    storage.withLock { $0.state.identities = state.identities }
-                }
+            let changed = storage.withLock { storage -> (identities: Bool, state: Bool, diagnostics: Bool) in
+                let changed = (storage.state.identities != state.identities, storage.state != state, storage.diagnostics != diagnostics)
+                storage.state = state
+                storage.diagnostics = diagnostics
+                return changed
             }
-            if current.0 != state {
-                withMutation(keyPath: \.state) {
-                    storage.withLock { $0.state = state }
-                }
-            }
-            if current.1 != diagnostics {
-                withMutation(keyPath: \.diagnostics) {
-                    storage.withLock { $0.diagnostics = diagnostics }
-                }
-            }
+            if changed.identities { withMutation(keyPath: \.identities) {} }
+            if changed.state { withMutation(keyPath: \.state) {} }
+            if changed.diagnostics { withMutation(keyPath: \.diagnostics) {} }
         }
 
         static func evaluate(

@@ -7,6 +7,11 @@ import Synchronization
 package enum Deadline {
     package struct Expired: Error, CustomStringConvertible {
         package var what: String
+
+        package init(what: String) {
+            self.what = what
+        }
+
         package var description: String { "timed out waiting for \(what)" }
     }
 

@@ -55,12 +55,19 @@ package final class Catalog: Sendable {
     }
 
     private let cache = Mutex<[String: CachedBundle]>([:])
+    private let inspections = Atomic<Int>(0)
     private let hostVersion: HostVersion
     private let resolver: LibraryResolver
 
     package init(hostVersion: HostVersion = .current) {
         self.hostVersion = hostVersion
         self.resolver = LibraryResolver()
+    }
+
+    /// How many bundles were read in full (manifest parsed, library checked) so far; cache hits
+    /// do not count.
+    package var inspectionCount: Int {
+        inspections.load(ordering: .relaxed)
     }
 
     package func scan(_ roots: [SearchRoot]) -> CatalogSnapshot {
@@ -117,6 +124,7 @@ package final class Catalog: Sendable {
         if let cached, cached.keys == currentKeys(bundlePath, library: libraryPath(of: cached.result)) {
             return cached.result
         }
+        inspections.add(1, ordering: .relaxed)
         let result = BundleInspector.inspect(bundleAt: bundlePath, hostVersion: hostVersion, resolver: resolver)
         let keys = currentKeys(bundlePath, library: libraryPath(of: result))
         cache.withLock { $0[bundlePath] = CachedBundle(keys: keys, result: result) }

@@ -1,0 +1,121 @@
+import ExtensionFoundation
+import Foundation
+import Glibc
+import PlugindBundle
+import Testing
+import TestSupport
+
+@Suite("Catalog: discovery and diagnostics")
+struct CatalogTests {
+    /// Writes a bundle directory with a manifest text and, optionally, a library.
+    func writeBundle(_ root: String, _ name: String, manifest: String, library: String? = "Echo") throws -> String {
+        let bundle = root + "/" + name
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        try Data(manifest.utf8).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
+        if let library {
+            try FileManager.default.copyItem(atPath: try BuiltProducts.library(library), toPath: bundle + "/lib\(library).so")
+        }
+        return bundle
+    }
+
+    func manifest(_ identifier: String, library: String = "libEcho.so") -> String {
+        """
+        {"manifestVersion": 1, "identifier": "\(identifier)", "name": "N", "version": "1",
+         "extensionPoint": "org.plugind.tests.point", "library": "\(library)"}
+        """
+    }
+
+    @Test("each kind of bad bundle gets its own diagnostic while the good bundles beside it still list")
+    func badBundles() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let root = test.externalRoot
+        let good = try PluginFixture(library: "Echo", identifier: "org.plugind.tests.good").install(in: root)
+        let badJSON = try writeBundle(root, "bad-json", manifest: "{\"manifestVersion\": 1, ")
+        let missingKey = try writeBundle(root, "missing-key", manifest: #"{"manifestVersion": 1, "identifier": "org.x.y", "name": "N", "version": "1", "library": "libEcho.so"}"#)
+        let wrongType = try writeBundle(root, "wrong-type", manifest: #"{"manifestVersion": 1, "identifier": "org.x.z", "name": 5, "version": "1", "extensionPoint": "org.plugind.tests.point", "library": "libEcho.so"}"#)
+        let libraryMissing = try writeBundle(root, "library-missing", manifest: manifest("org.plugind.tests.nolib", library: "libNothing.so"), library: nil)
+        let outside = try writeBundle(root, "outside", manifest: manifest("org.plugind.tests.outside", library: "libOutside.so"), library: nil)
+        try FileManager.default.createSymbolicLink(atPath: outside + "/libOutside.so", withDestinationPath: try BuiltProducts.library("Echo"))
+        let wrongMachine = try writeBundle(root, "wrong-machine", manifest: manifest("org.plugind.tests.arm"))
+        var elf = [UInt8](try Data(contentsOf: URL(fileURLWithPath: wrongMachine + "/libEcho.so")))
+        elf[18] = 183
+        elf[19] = 0
+        try Data(elf).write(to: URL(fileURLWithPath: wrongMachine + "/libEcho.so"))
+        let notELF = try writeBundle(root, "not-elf", manifest: manifest("org.plugind.tests.text", library: "libText.so"), library: nil)
+        try Data("#!/bin/sh\n".utf8).write(to: URL(fileURLWithPath: notELF + "/libText.so"))
+        let writable = try writeBundle(root, "world-writable", manifest: manifest("org.plugind.tests.writable"))
+        chmod(writable + "/libEcho.so", 0o666)
+        // The same identifier in the bundled root (earlier) shadows this external copy.
+        try PluginFixture(library: "Echo", identifier: "org.plugind.tests.twice").install(in: test.bundledRoot)
+        let shadowed = try PluginFixture(library: "Echo", identifier: "org.plugind.tests.twice").install(in: root)
+
+        let inventory = Inventory.take(host: test.host, catalog: Catalog())
+        #expect(inventory.items.map(\.entry.identifier).sorted() == ["org.plugind.tests.good", "org.plugind.tests.twice"])
+        #expect(inventory.item("org.plugind.tests.twice")?.entry.root.isBundledWithHost == true)
+        #expect(inventory.item("org.plugind.tests.good")?.entry.bundle.bundlePath == good)
+
+        func diagnostic(_ path: String) -> AppExtensionDiagnostic? {
+            inventory.problems.first { $0.path == path }
+        }
+        #expect(diagnostic(badJSON)?.kind == .invalidManifest)
+        #expect(diagnostic(badJSON)?.message.contains("is not valid JSON") == true)
+        #expect(diagnostic(missingKey)?.kind == .invalidManifest)
+        #expect(diagnostic(missingKey)?.message.contains("key 'extensionPoint' is missing") == true)
+        #expect(diagnostic(wrongType)?.message.contains("key 'name' must be a string, found number") == true)
+        #expect(diagnostic(libraryMissing)?.kind == .libraryMissing)
+        #expect(diagnostic(outside)?.kind == .libraryOutsideBundle)
+        #expect(diagnostic(outside)?.message.contains("outside the bundle") == true)
+        #expect(diagnostic(wrongMachine)?.kind == .wrongArchitecture)
+        #expect(diagnostic(wrongMachine)?.message.contains("AArch64") == true)
+        #expect(diagnostic(notELF)?.kind == .notALibrary)
+        #expect(diagnostic(writable)?.kind == .insecurePermissions)
+        #expect(diagnostic(writable)?.message.contains("writable by every user") == true)
+        #expect(diagnostic(shadowed)?.kind == .shadowed)
+        #expect(diagnostic(shadowed)?.message.contains(test.bundledRoot) == true)
+        #expect(inventory.problems.count == 9)
+    }
+
+    @Test("an unchanged tree is not re-read; a changed bundle is")
+    func cache() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        for index in 0..<5 {
+            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
+        }
+        let catalog = Catalog()
+        let roots = SearchRoot.roots(of: test.host)
+        #expect(catalog.scan(roots).entries.count == 5)
+        #expect(catalog.inspectionCount == 5)
+        #expect(catalog.scan(roots).entries.count == 5)
+        #expect(catalog.inspectionCount == 5)
+        // Touching one manifest invalidates that bundle only.
+        let manifest = test.externalRoot + "/org.plugind.tests.echo3.appex/manifest.json"
+        let text = try String(contentsOfFile: manifest, encoding: .utf8)
+        try text.replacingOccurrences(of: "1.0.0", with: "1.0.1").write(toFile: manifest, atomically: false, encoding: .utf8)
+        let entries = catalog.scan(roots).entries
+        #expect(catalog.inspectionCount == 6)
+        #expect(entries.first { $0.identifier == "org.plugind.tests.echo3" }?.manifest.version == "1.0.1")
+    }
+
+    @Test("a function-only bundle may name a system library by soname")
+    func systemLibrary() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let bundle = try writeBundle(
+            test.externalRoot,
+            "libc.appex",
+            manifest: """
+                {"manifestVersion": 1, "identifier": "org.plugind.tests.libc", "name": "libc", "version": "1",
+                 "extensionPoint": "org.plugind.tests.point", "library": "libc.so.6",
+                 "functions": [{"name": "abs", "arguments": ["int32"], "returns": "int32"}]}
+                """,
+            library: nil
+        )
+        let inventory = Inventory.take(host: test.host, catalog: Catalog())
+        let entry = try #require(inventory.item("org.plugind.tests.libc")?.entry)
+        #expect(entry.bundle.usesSystemLibrary)
+        #expect(entry.bundle.libraryPath.hasPrefix("/"))
+        #expect(!entry.bundle.libraryPath.hasPrefix(bundle))
+    }
+}
