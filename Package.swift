@@ -136,7 +136,7 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TestSupport"],
+            dependencies: ["TestSupport", "ExtensionFoundation"],
             swiftSettings: swiftSettings
         ),
     ] + pluginTargets

@@ -2,8 +2,8 @@ import ExtensionFoundation
 import Foundation
 import Glibc
 import PlugindBundle
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Catalog: discovery and diagnostics")
 struct CatalogTests {
@@ -32,11 +32,20 @@ struct CatalogTests {
         let root = test.externalRoot
         let good = try PluginFixture(library: "Echo", identifier: "org.plugind.tests.good").install(in: root)
         let badJSON = try writeBundle(root, "bad-json", manifest: "{\"manifestVersion\": 1, ")
-        let missingKey = try writeBundle(root, "missing-key", manifest: #"{"manifestVersion": 1, "identifier": "org.x.y", "name": "N", "version": "1", "library": "libEcho.so"}"#)
-        let wrongType = try writeBundle(root, "wrong-type", manifest: #"{"manifestVersion": 1, "identifier": "org.x.z", "name": 5, "version": "1", "extensionPoint": "org.plugind.tests.point", "library": "libEcho.so"}"#)
-        let libraryMissing = try writeBundle(root, "library-missing", manifest: manifest("org.plugind.tests.nolib", library: "libNothing.so"), library: nil)
-        let outside = try writeBundle(root, "outside", manifest: manifest("org.plugind.tests.outside", library: "libOutside.so"), library: nil)
-        try FileManager.default.createSymbolicLink(atPath: outside + "/libOutside.so", withDestinationPath: try BuiltProducts.library("Echo"))
+        let missingKey = try writeBundle(
+            root, "missing-key",
+            manifest: #"{"manifestVersion": 1, "identifier": "org.x.y", "name": "N", "version": "1", "library": "libEcho.so"}"#)
+        let wrongType = try writeBundle(
+            root, "wrong-type",
+            manifest:
+                #"{"manifestVersion": 1, "identifier": "org.x.z", "name": 5, "version": "1", "extensionPoint": "org.plugind.tests.point", "library": "libEcho.so"}"#
+        )
+        let libraryMissing = try writeBundle(
+            root, "library-missing", manifest: manifest("org.plugind.tests.nolib", library: "libNothing.so"), library: nil)
+        let outside = try writeBundle(
+            root, "outside", manifest: manifest("org.plugind.tests.outside", library: "libOutside.so"), library: nil)
+        try FileManager.default.createSymbolicLink(
+            atPath: outside + "/libOutside.so", withDestinationPath: try BuiltProducts.library("Echo"))
         let wrongMachine = try writeBundle(root, "wrong-machine", manifest: manifest("org.plugind.tests.arm"))
         var elf = [UInt8](try Data(contentsOf: URL(fileURLWithPath: wrongMachine + "/libEcho.so")))
         elf[18] = 183

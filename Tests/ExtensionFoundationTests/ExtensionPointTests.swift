@@ -43,7 +43,10 @@ struct ExtensionPointTests {
             identifier: "h.h",
             environment: ["HOME": "/home/u", "PLUGIND_PATH": "/a:/b", "XDG_CONFIG_HOME": "/cfg", "XDG_STATE_HOME": "/st"]
         )
-        #expect(host.searchPaths.map(\.path) == ["/a", "/b", "/home/u/.local/share/plugind/plugins", "/usr/local/lib/plugind/plugins", "/usr/lib/plugind/plugins"])
+        #expect(
+            host.searchPaths.map(\.path) == [
+                "/a", "/b", "/home/u/.local/share/plugind/plugins", "/usr/local/lib/plugind/plugins", "/usr/lib/plugind/plugins",
+            ])
         #expect(host.policyDirectory.path == "/cfg/plugind")
         #expect(host.stateDirectory.path == "/st/plugind")
         #expect(host.administratorPolicyDirectory.path == "/etc/plugind")

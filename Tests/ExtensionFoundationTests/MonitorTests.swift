@@ -2,8 +2,8 @@ import ExtensionFoundation
 import Foundation
 import Observation
 import Synchronization
-import Testing
 import TestSupport
+import Testing
 
 @Suite("AppExtensionPoint.Monitor", .serialized, .timeLimit(.minutes(2)))
 struct MonitorTests {
@@ -107,7 +107,8 @@ struct MonitorTests {
     func applicationScope() async throws {
         let test = try TestHost(identifier: "org.plugind.tests")
         defer { test.remove() }
-        try test.install(PluginFixture(library: "Echo", identifier: "org.plugind.tests.own", extensionPoint: "org.plugind.tests.own"), bundled: true)
+        try test.install(
+            PluginFixture(library: "Echo", identifier: "org.plugind.tests.own", extensionPoint: "org.plugind.tests.own"), bundled: true)
         let external = PluginFixture(library: "Echo", identifier: "org.plugind.tests.foreign", extensionPoint: "org.plugind.tests.own")
         try test.install(external, bundled: false)
         let entry = try #require(Inventory.take(host: test.host).item(external.identifier)?.entry)

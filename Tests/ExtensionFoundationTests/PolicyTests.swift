@@ -1,7 +1,7 @@
 import ExtensionFoundation
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Owner approval policy", .serialized, .timeLimit(.minutes(2)))
 struct PolicyTests {

@@ -1,7 +1,7 @@
 import Foundation
 import PlugindBundle
-import Testing
 import TestSupport
+import Testing
 
 @Suite("ELF inspection without loading")
 struct ELFFileTests {

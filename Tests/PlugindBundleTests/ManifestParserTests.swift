@@ -7,12 +7,12 @@ import Testing
 struct ManifestParserTests {
     static var valid: [String: Any] {
         [
-        "manifestVersion": 1,
-        "identifier": "com.example.filter",
-        "name": "Filter",
-        "version": "1.2.3",
-        "extensionPoint": "com.example.app.filters",
-        "library": "libFilter.so",
+            "manifestVersion": 1,
+            "identifier": "com.example.filter",
+            "name": "Filter",
+            "version": "1.2.3",
+            "extensionPoint": "com.example.app.filters",
+            "library": "libFilter.so",
         ]
     }
 
@@ -39,7 +39,9 @@ struct ManifestParserTests {
         #expect(result.warnings.isEmpty)
     }
 
-    @Test("each missing required key is an error naming the key and the file", arguments: ["manifestVersion", "identifier", "name", "version", "extensionPoint", "library"])
+    @Test(
+        "each missing required key is an error naming the key and the file",
+        arguments: ["manifestVersion", "identifier", "name", "version", "extensionPoint", "library"])
     func missingKey(key: String) {
         var object = Self.valid
         object[key] = nil
@@ -79,7 +81,9 @@ struct ManifestParserTests {
     func functions() throws {
         var object = Self.valid
         let types = FunctionValueType.allCases.filter(\.isValidArgument).map(\.rawValue)
-        object["functions"] = [["name": "all_types", "arguments": types, "returns": "double"], ["name": "nothing", "arguments": [], "returns": "void"]]
+        object["functions"] = [
+            ["name": "all_types", "arguments": types, "returns": "double"], ["name": "nothing", "arguments": [], "returns": "void"],
+        ]
         let manifest = try parse(object).manifest
         #expect(manifest.functions.count == 2)
         #expect(manifest.functions[0].arguments.count == FunctionValueType.allCases.count - 1)

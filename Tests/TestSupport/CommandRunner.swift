@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 
 /// Runs an executable with pipes for stdin, stdout and stderr, as argument-parser's
 /// AssertExecuteCommand does, and returns what it printed and how it exited.
@@ -19,6 +20,8 @@ package enum CommandRunner {
         input: [UInt8] = [],
         currentDirectory: String? = nil
     ) async throws -> Output {
+        // A child that exits without reading its input must not kill the test with SIGPIPE.
+        signal(SIGPIPE, SIG_IGN)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -39,7 +42,7 @@ package enum CommandRunner {
         // Feed stdin and drain both outputs on their own threads so that large outputs cannot
         // deadlock against a full pipe.
         let writer = Thread {
-            stdin.fileHandleForWriting.write(Data(input))
+            try? stdin.fileHandleForWriting.write(contentsOf: Data(input))
             try? stdin.fileHandleForWriting.close()
         }
         writer.start()

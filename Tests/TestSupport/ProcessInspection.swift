@@ -25,7 +25,7 @@ package enum ProcessInspection {
         let tasks = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task")) ?? []
         var result: [Int32] = []
         for task in tasks {
-            let text = (try? String(contentsOfFile: "/proc/\(pid)/task/\(task)/children", encoding: .utf8)) ?? ""
+            let text = readProcFile("/proc/\(pid)/task/\(task)/children")
             result += text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
         }
         return result
@@ -33,9 +33,8 @@ package enum ProcessInspection {
 
     /// The state letter from /proc/PID/stat (R, S, Z, …), or nil when the process is gone.
     package static func state(of pid: Int32) -> String? {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-            let close = stat.lastIndex(of: ")")
-        else { return nil }
+        let stat = readProcFile("/proc/\(pid)/stat")
+        guard let close = stat.lastIndex(of: ")") else { return nil }
         return stat[stat.index(after: close)...].split(separator: " ").first.map(String.init)
     }
 
@@ -43,15 +42,21 @@ package enum ProcessInspection {
     package static func processes(named name: String) -> [Int32] {
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap(Int32.init).filter { pid in
-            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8))?.trimmingCharacters(in: .newlines)
+            let comm = readProcFile("/proc/\(pid)/comm").trimmingCharacters(in: .newlines)
             return comm == name && state(of: pid) != "Z"
         }
     }
 
-    /// Whether this process has `path` mapped (/proc/self/maps).
-    package static func mapsFile(_ path: String) -> Bool {
-        let maps = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
-        return maps.contains(path)
+    /// Whether process `pid` (this one by default) has `path` mapped, from /proc/PID/maps.
+    package static func mapsFile(_ path: String, pid: Int32? = nil) -> Bool {
+        readProcFile("/proc/\(pid.map(String.init) ?? "self")/maps").contains(path)
+    }
+
+    /// The whole of a /proc file. Their size reads as 0, so read until end of file.
+    package static func readProcFile(_ path: String) -> String {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return "" }
+        defer { try? handle.close() }
+        return String(decoding: (try? handle.readToEnd()) ?? Data(), as: UTF8.self)
     }
 }
 

@@ -143,10 +143,11 @@ enum ArgumentParsing {
     static func bytes(_ text: String) throws(Failure) -> [UInt8] {
         if text.hasPrefix("@") {
             let path = String(text.dropFirst())
-            guard let data = FileManager.default.contents(atPath: path == "-" ? "/dev/stdin" : path) else {
-                throw Failure(message: "cannot read \(path)")
+            do {
+                return try StandardInput.read(from: path == "-" ? nil : path)
+            } catch {
+                throw Failure(message: error.message)
             }
-            return [UInt8](data)
         }
         let digits = Array(text.utf8)
         guard digits.count % 2 == 0 else { throw Failure(message: "hexadecimal bytes need an even number of digits") }

@@ -67,10 +67,6 @@ struct RunCommand: PlugindCommand {
 
     private func readInput() throws(CommandFailure) -> [UInt8] {
         if let inputText { return Array(inputText.utf8) }
-        let path = inputFile ?? "/dev/stdin"
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw CommandFailure(message: "cannot read the input from \(inputFile ?? "stdin")", status: .noInput)
-        }
-        return [UInt8](data)
+        return try StandardInput.read(from: inputFile)
     }
 }

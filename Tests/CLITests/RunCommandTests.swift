@@ -1,0 +1,100 @@
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("plugind run", .serialized, .timeLimit(.minutes(3)))
+struct RunCommandTests {
+    @Test("the C and the Swift text filters print the expected output")
+    func textFilters() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        for library in ["CTextFilter", "SwiftTextFilter"] {
+            let fixture = PluginFixture(library: library)
+            try await installApproved(fixture, in: test)
+            let result = try await plugind("run", fixture.identifier, "Hello, plugind!", in: test)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout == "HELLO, PLUGIND!")
+        }
+    }
+
+    @Test("1 MiB of random bytes on stdin comes back from the echo plugin byte for byte")
+    func largeStdin() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "Echo")
+        try await installApproved(fixture, in: test)
+        var generator = SystemRandomNumberGenerator()
+        var payload: [UInt8] = []
+        payload.reserveCapacity(1 << 20)
+        for _ in 0..<(1 << 17) {
+            withUnsafeBytes(of: generator.next() as UInt64) { payload.append(contentsOf: $0) }
+        }
+        let result = try await plugind("run", fixture.identifier, in: test, input: payload)
+        #expect(result.status == 0, "\(result.stderr)")
+        // Compare to a Bool: a failed #expect on two 1 MiB arrays would compute their diff.
+        let identical = result.standardOutput == payload
+        #expect(identical, "stdout differs from the \(payload.count) bytes sent (\(result.standardOutput.count) bytes back)")
+        let fromFile = test.directory.path + "/input.bin"
+        try Data(payload).write(to: URL(fileURLWithPath: fromFile))
+        let viaOption = try await plugind("run", fixture.identifier, "--input", fromFile, in: test)
+        let identicalViaOption = viaOption.standardOutput == payload
+        #expect(identicalViaOption)
+    }
+
+    @Test("distinct exit codes: not found, not approved, plugin error, crash, timeout, load failure")
+    func exitCodes() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let notFound = try await plugind("run", "org.plugind.tests.nothing", "x", in: test)
+        #expect(notFound.status == 69)
+        #expect(notFound.stderr.hasPrefix("error: no plugin org.plugind.tests.nothing is installed"))
+
+        let echo = PluginFixture(library: "Echo")
+        try test.install(echo, bundled: false)
+        let unapproved = try await plugind("run", echo.identifier, "x", in: test)
+        #expect(unapproved.status == 77)
+        #expect(unapproved.stderr.contains("plugind approve \(echo.identifier)"))
+
+        let hog = PluginFixture(library: "FaultyDescriptorHog", extra: ["limits": ["openFiles": 16]])
+        try await installApproved(hog, in: test)
+        let pluginError = try await plugind("run", hog.identifier, "x", in: test)
+        #expect(pluginError.status == 1)
+        #expect(pluginError.stderr.contains("failed with code 1"))
+
+        let crash = PluginFixture(library: "FaultySegfault")
+        try await installApproved(crash, in: test)
+        let crashed = try await plugind("run", crash.identifier, "x", in: test)
+        #expect(crashed.status == 70)
+        #expect(crashed.stderr.contains("crashed with SIGSEGV"))
+        #expect(crashed.stderr.contains("note: last output of the plugin's worker:\n  | about to dereference NULL"))
+
+        let hang = PluginFixture(library: "FaultyHang")
+        try await installApproved(hang, in: test)
+        let timedOut = try await plugind("run", hang.identifier, "x", "--timeout", "0.3", in: test)
+        #expect(timedOut.status == 75)
+        #expect(timedOut.stderr.contains("request did not finish within 300 ms"))
+
+        let abi = PluginFixture(library: "FaultyWrongABI")
+        try await installApproved(abi, in: test)
+        let loadFailed = try await plugind("run", abi.identifier, "x", in: test)
+        #expect(loadFailed.status == 78)
+        #expect(loadFailed.stderr.contains("was built for plugin ABI 999"))
+
+        let missingInput = try await plugind("run", echo.identifier, "--input", "/nonexistent/file", in: test)
+        #expect(missingInput.status == 66)
+    }
+
+    @Test("progress shows as plain lines when stderr is not a terminal")
+    func progressLines() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "Countdown")
+        try await installApproved(fixture, in: test)
+        let result = try await plugind("run", fixture.identifier, "3", in: test)
+        #expect(result.status == 0)
+        #expect(result.stdout == "counted down 3 steps\n")
+        #expect(result.stderr == "progress: 0/3\nprogress: 1/3\nprogress: 2/3\nprogress: 3/3\n")
+        let quiet = try await plugind("run", fixture.identifier, "3", "--quiet", in: test)
+        #expect(quiet.stderr.isEmpty)
+    }
+}
