@@ -73,6 +73,7 @@ let package = Package(
         .library(name: "PluginKit", targets: ["PluginKit"]),
         .executable(name: "plugind", targets: ["plugind"]),
         .executable(name: "plugind-worker", targets: ["plugind-worker"]),
+        .executable(name: "plugind-example-host", targets: ["plugind-example-host"]),
     ] + pluginProducts,
     targets: [
         // C: spawning, pidfd and wait, fatal-signal reporting (host and worker).
@@ -105,6 +106,12 @@ let package = Package(
         .executableTarget(
             name: "plugind",
             dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire"],
+            swiftSettings: swiftSettings
+        ),
+
+        .executableTarget(
+            name: "plugind-example-host",
+            dependencies: ["ExtensionFoundation"],
             swiftSettings: swiftSettings
         ),
 

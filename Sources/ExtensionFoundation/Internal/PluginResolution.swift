@@ -41,8 +41,8 @@ enum PluginResolution {
         case .disabled(let byAdministrator):
             let how =
                 byAdministrator
-                ? "by the administrator (\(host.administratorPolicyDirectory.path))" : "; enable it with 'plugind enable \(id)'"
-            throw AppExtensionError(.notApproved, plugin: id, "is disabled \(how)")
+                ? " by the administrator (\(host.administratorPolicyDirectory.path))" : "; enable it with 'plugind enable \(id)'"
+            throw AppExtensionError(.notApproved, plugin: id, "is disabled" + how)
         case .approvalOutdated(let change):
             throw AppExtensionError(
                 .notApproved, plugin: id, "is no longer approved: \(change); review it and run 'plugind approve \(id)' again")

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The main job on the bundled example plugins, from a fresh machine: installs what is missing,
+# builds, installs the example plugins as bundles into a private demo directory, approves them
+# the way the machine's owner would, and runs them through the CLI and the example host.
+# Nothing outside .build/demo is touched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+Scripts/setup.sh
+
+step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+run() { printf '$ %s\n' "$*"; "$@"; }
+
+step "swift build"
+set +e
+swift build 2>&1 | grep -v '^\[[0-9]*/[0-9]*\]'
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+    echo "demo: the build failed" >&2
+    exit "$status"
+fi
+bin=$(swift build --show-bin-path)
+
+demo="$PWD/.build/demo"
+rm -rf "$demo"
+mkdir -p "$demo/plugins"
+for manifest in ExamplePlugins/*/manifest.json; do
+    name=$(basename "$(dirname "$manifest")")
+    bundle="$demo/plugins/$name.appex"
+    mkdir -p "$bundle"
+    cp "$manifest" "$bundle/"
+    cp "$bin/lib$name.so" "$bundle/"
+done
+chmod -R go-w "$demo"
+
+# A private home for plugind: search path, policy, state.
+export PLUGIND_PATH="$demo/plugins"
+export XDG_CONFIG_HOME="$demo/config" XDG_STATE_HOME="$demo/state" XDG_DATA_HOME="$demo/data"
+export PLUGIND_ADMIN_POLICY_DIR="$demo/admin"
+export PATH="$bin:$PATH"
+
+step "Installed plugins: none may run before the owner approves it"
+run plugind list --all
+printf '$ plugind run org.plugind.examples.text-filter-c "hello"\n'
+plugind run org.plugind.examples.text-filter-c "hello" || echo "(exit status $?: not approved yet)"
+
+step "The owner approves them (pinned to their SHA-256 and requested permissions)"
+for id in org.plugind.examples.text-filter-c org.plugind.examples.text-filter-swift \
+          org.plugind.examples.echo org.plugind.examples.function-library org.plugind.examples.countdown; do
+    plugind approve "$id" --yes
+done
+run plugind list
+
+step "Requests: the C and the Swift text filter, each in its own confined worker"
+run plugind run org.plugind.examples.text-filter-c "Hello from a C plugin"; echo
+echo "Hello from a Swift plugin, via stdin" | plugind run org.plugind.examples.text-filter-swift
+head -c 1048576 /dev/urandom > "$demo/random.bin"
+plugind run org.plugind.examples.echo --input "$demo/random.bin" > "$demo/echoed.bin"
+cmp -s "$demo/random.bin" "$demo/echoed.bin" && echo "1 MiB of random bytes through the echo plugin: identical"
+
+step "Typed calls through libffi"
+run plugind call org.plugind.examples.function-library hypotenuse 3 4
+run plugind call org.plugind.examples.function-library add_int64 -9223372036854775808 1
+run plugind call org.plugind.examples.function-library reverse_string "plugind"
+run plugind call org.plugind.examples.function-library identity_uint64 18446744073709551615 --json
+
+step "A long-running plugin reporting progress"
+run plugind run org.plugind.examples.countdown 5
+
+step "What a plugin may do, verified by a worker on this machine"
+run plugind info org.plugind.examples.text-filter-swift
+
+step "Disabling a plugin takes effect at once"
+run plugind disable org.plugind.examples.echo
+plugind run org.plugind.examples.echo "x" || echo "(exit status $?: disabled)"
+run plugind enable org.plugind.examples.echo
+
+step "The example host runs every available text filter"
+run plugind-example-host "The quick brown fox"
+
+echo
+echo "demo: done (state kept in $demo)"
