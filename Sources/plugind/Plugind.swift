@@ -18,6 +18,8 @@ enum Plugind {
         let arguments = Array(CommandLine.arguments.dropFirst())
         let console = Console()
         let status = await run(arguments, console: console)
+        // Crash records are written in the background; keep them before leaving.
+        await CrashRecorder.waitForPendingRecords()
         exit(status.rawValue)
     }
 

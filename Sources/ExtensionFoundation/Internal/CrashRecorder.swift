@@ -3,16 +3,23 @@ import Foundation
 
 /// Writes a crash record when a worker ends badly, so that repeated crashes quarantine the
 /// plugin. File I/O happens on a utility queue, never on the event loop or the caller's task.
-enum CrashRecorder {
+package enum CrashRecorder {
     private static let queue = DispatchQueue(label: "plugind.crash-recorder", qos: .utility)
 
-    /// Records the end of `channel` once it comes, unless the host ended it.
+    /// Records the end of `channel` when it comes, unless the host ended it. The record is queued
+    /// before anyone waiting for the termination resumes.
     static func watch(_ channel: WorkerChannel, entry: CatalogEntry, host: AppExtensionHost) {
-        Task.detached(priority: .utility) {
-            let termination = await channel.termination()
+        let limits = channel.limits
+        channel.setTerminationObserver { termination in
             guard !termination.wasInvalidated else { return }
-            let error = termination.error(plugin: entry.identifier, limits: channel.limits)
-            record(error, entry: entry, host: host)
+            record(termination.error(plugin: entry.identifier, limits: limits), entry: entry, host: host)
+        }
+    }
+
+    /// Returns once every crash queued so far is on disk.
+    package static func waitForPendingRecords() async {
+        await withCheckedContinuation { continuation in
+            queue.async { continuation.resume() }
         }
     }
 

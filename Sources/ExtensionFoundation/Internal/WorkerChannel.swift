@@ -53,6 +53,7 @@ final class WorkerChannel: EventLoopHandler {
         var stopCause: StopCause?
         var invalidated = false
         var interruptionHandler: (@Sendable () -> Void)?
+        var terminationObserver: (@Sendable (WorkerTermination) -> Void)?
         var subscribers: [Int: AsyncStream<AppExtensionMessage>.Continuation] = [:]
         var nextSubscriberID = 0
         var terminationWaiters: [CheckedContinuation<WorkerTermination, Never>] = []
@@ -294,6 +295,16 @@ final class WorkerChannel: EventLoopHandler {
         state.withLock { $0.interruptionHandler = handler }
     }
 
+    /// Called on the loop thread with the termination, before anyone waiting for it resumes.
+    func setTerminationObserver(_ observer: @escaping @Sendable (WorkerTermination) -> Void) {
+        let ended: WorkerTermination? = state.withLock { state in
+            if case .terminated(let termination) = state.phase { return termination }
+            state.terminationObserver = observer
+            return nil
+        }
+        if let ended { observer(ended) }
+    }
+
     // MARK: Ending
 
     /// Ends the worker in an orderly way: pending requests fail, the worker gets `shutdown` and
@@ -493,6 +504,7 @@ final class WorkerChannel: EventLoopHandler {
         var subscribers: [AsyncStream<AppExtensionMessage>.Continuation] = []
         var waiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var interruption: (@Sendable () -> Void)?
+        var observer: (@Sendable (WorkerTermination) -> Void)?
         var wasReady = false
         var closeWriteDescriptor = false
         let termination: WorkerTermination? = state.withLock { state in
@@ -525,6 +537,8 @@ final class WorkerChannel: EventLoopHandler {
             state.terminationWaiters.removeAll()
             if !state.invalidated && wasReady { interruption = state.interruptionHandler }
             state.interruptionHandler = nil
+            observer = state.terminationObserver
+            state.terminationObserver = nil
             state.outbound.removeAll()
             state.writeClosed = true
             closeWriteDescriptor = !state.writeDescriptorClosed
@@ -540,6 +554,7 @@ final class WorkerChannel: EventLoopHandler {
             descriptor.close()
         }
 
+        observer?(termination)
         if let handshake {
             handshake.resume(throwing: termination.launchError(plugin: pluginIdentifier, limits: limits))
         }

@@ -1,0 +1,315 @@
+import ExtensionFoundation
+import Foundation
+import Glibc
+import Testing
+import TestSupport
+
+/// One faulty example plugin per behaviour; each test asserts the exact outcome: the host lives,
+/// the right typed error, the worker and its children gone.
+@Suite("Fault isolation and confinement", .serialized, .timeLimit(.minutes(3)))
+struct FaultIsolationTests {
+    /// Launches `fixture`, runs `request`, and returns the error it must fail with.
+    func failure(
+        of fixture: PluginFixture,
+        request: String = "",
+        timeout: Duration? = nil,
+        configure: (inout TestHost) -> Void = { _ in }
+    ) async throws -> (AppExtensionError?, Int32) {
+        var test = try TestHost()
+        configure(&test)
+        defer { test.remove() }
+        let process = try await test.launch(fixture)
+        let pid = process.processIdentifier
+        let error = await #expect(throws: AppExtensionError.self) {
+            try await process.makeConnection().send(Array(request.utf8), timeout: timeout)
+        }
+        await process.invalidateAndWait()
+        #expect(!ProcessInspection.exists(pid), "worker \(pid) survived")
+        return (error, pid)
+    }
+
+    /// Runs `request` and returns the answer, or the plugin's error text.
+    func outcome(_ fixture: PluginFixture, request: String, bundled: Bool = true) async throws -> Result<String, AppExtensionError> {
+        let test = try TestHost()
+        defer { test.remove() }
+        try test.install(fixture, bundled: bundled)
+        if !bundled {
+            try PolicyEditor(directory: test.host.policyDirectory).approve(try #require(Inventory.take(host: test.host).item(fixture.identifier)?.entry))
+        }
+        let process = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
+        defer { process.invalidate() }
+        do {
+            return .success(String(decoding: try await process.makeConnection().send(Array(request.utf8)), as: UTF8.self))
+        } catch let error as AppExtensionError {
+            return .failure(error)
+        }
+    }
+
+    @Test("segfault: workerCrashed with SIGSEGV and the fault address")
+    func segfault() async throws {
+        let (error, _) = try await failure(of: PluginFixture(library: "FaultySegfault"))
+        #expect(error?.code == .workerCrashed)
+        #expect(error?.reason == "crashed with SIGSEGV at address 0x0")
+    }
+
+    @Test("a busy loop past the CPU limit: limitExceeded naming the CPU limit")
+    func cpuLimit() async throws {
+        let (error, _) = try await failure(of: PluginFixture(library: "FaultyBusyLoop", extra: ["limits": ["cpuSeconds": 1]]))
+        #expect(error?.code == .limitExceeded)
+        #expect(error?.exceededLimit == AppExtensionError.ExceededLimit(kind: .cpu, value: 1))
+        #expect(error?.reason.hasPrefix("exceeded its CPU limit 1 s") == true, "\(error?.reason ?? "")")
+    }
+
+    @Test("allocation past the memory limit: limitExceeded naming the memory limit")
+    func memoryLimit() async throws {
+        let (error, _) = try await failure(of: PluginFixture(library: "FaultyMemoryHog", extra: ["limits": ["memoryBytes": 256 << 20]]))
+        #expect(error?.code == .limitExceeded)
+        #expect(error?.exceededLimit == AppExtensionError.ExceededLimit(kind: .memory, value: 256 << 20))
+        #expect(error?.reason.hasPrefix("exceeded its memory limit 256 MiB") == true, "\(error?.reason ?? "")")
+    }
+
+    @Test("the host caps what a manifest asks for")
+    func hostCaps() async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        test.host.limits.memoryBytes = 128 << 20
+        let process = try await test.launch(PluginFixture(library: "Echo", extra: ["limits": ["memoryBytes": 1 << 40]]))
+        let limits = ProcessInspection.readProcFile("/proc/\(process.processIdentifier)/limits")
+        #expect(limits.contains("Max address space         134217728            134217728"), "\(limits)")
+        await process.invalidateAndWait()
+    }
+
+    @Test("a fork bomb: every process it made dies with the worker")
+    func forkBomb() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "FaultyForkBomb"))
+        let answer = try await process.makeConnection().send([])
+        #expect(String(decoding: answer, as: UTF8.self).hasPrefix("forked until"))
+        let descendants = Self.descendants(of: process.processIdentifier)
+        #expect(descendants.count >= 8, "the bomb made \(descendants.count) processes")
+        await process.invalidateAndWait()
+        for pid in descendants {
+            #expect(await Deadline.processExit(pid, seconds: 10), "process \(pid) outlived the worker")
+        }
+    }
+
+    static func descendants(of pid: Int32) -> [Int32] {
+        var result: [Int32] = []
+        var frontier = [pid]
+        while let next = frontier.popLast() {
+            let children = ProcessInspection.children(of: next)
+            result += children
+            frontier += children
+        }
+        return result
+    }
+
+    @Test("opening descriptors past the limit: the plugin's failure names the open-files limit")
+    func descriptorLimit() async throws {
+        let (error, _) = try await failure(of: PluginFixture(library: "FaultyDescriptorHog", extra: ["limits": ["openFiles": 48]]))
+        #expect(error?.code == .pluginError)
+        #expect(error?.reason.contains("open files limit 48 reached") == true)
+    }
+
+    @Test("garbage written to the protocol descriptors: protocolViolation, worker stopped")
+    func protocolGarbage() async throws {
+        let (error, _) = try await failure(of: PluginFixture(library: "FaultyProtocolGarbage"))
+        #expect(error?.code == .protocolViolation)
+        #expect(error?.reason.hasPrefix("broke the wire protocol (frame does not start with the plugind magic") == true, "\(error?.reason ?? "")")
+    }
+
+    @Test("closing the protocol descriptors: the request fails, the worker is gone")
+    func protocolClosed() async throws {
+        // The worker cannot answer on a closed descriptor; it stops and exits.
+        let (error, _) = try await failure(of: PluginFixture(library: "FaultyProtocolClose"))
+        #expect(error?.code == .workerExited)
+        #expect(error?.reason == "its worker exited unexpectedly with status 0")
+    }
+
+    @Test("every faulty plugin in turn leaves no descriptor and no child behind, and SIGPIPE never kills the host")
+    func noLeaks() async {
+        // In a process of its own: the descriptor count must not see other tests' descriptors, and
+        // SIGPIPE must be handled by the library alone. Exit statuses 20–22 name the failed check.
+        await #expect(processExitsWith: .success) {
+            var test = try TestHost()
+            defer { test.remove() }
+            test.host.launchTimeout = .milliseconds(500)
+            test.host.cancellationGracePeriod = .milliseconds(100)
+            test.host.shutdownGracePeriod = .milliseconds(200)
+            let warmUp = try await test.launch(PluginFixture(library: "Echo"))
+            await warmUp.invalidateAndWait()
+            let descriptorsBefore = ProcessInspection.openDescriptors()
+            let cases: [(String, String, [String: Any])] = [
+                ("FaultySegfault", "", [:]), ("FaultyAbort", "", [:]), ("FaultyHang", "", [:]),
+                ("FaultyBusyLoop", "", ["limits": ["cpuSeconds": 1]]), ("FaultyMemoryHog", "", ["limits": ["memoryBytes": 128 << 20]]),
+                ("FaultyForkBomb", "", [:]), ("FaultyDescriptorHog", "", ["limits": ["openFiles": 32]]),
+                ("FaultyProtocolGarbage", "", [:]), ("FaultyProtocolClose", "", [:]), ("FaultyFlood", "5", [:]),
+                ("FaultyOversizedResponse", "2000000", ["limits": ["maxMessageBytes": 1 << 20]]),
+                ("FaultyNetworkClient", "9", [:]), ("FaultyFileReader", "/etc/shadow", [:]), ("FaultyBundleWriter", "", [:]),
+                ("FaultySignalHost", "1", [:]), ("FaultyGrandchild", "pgd-leak", [:]), ("FaultyWrongABI", "", [:]),
+                ("FaultyNoEntry", "", [:]), ("FaultyAbortAtLoad", "", [:]), ("FaultyExitAtLoad", "", [:]), ("FaultyHangAtLoad", "", [:]),
+            ]
+            for (library, request, extra) in cases {
+                let fixture = PluginFixture(library: library, extra: extra)
+                guard let process = try? await test.launch(fixture) else { continue }
+                let connection = try process.makeConnection()
+                _ = try? await connection.send(Array(request.utf8), timeout: .seconds(3))
+                // A second request, possibly to a dead worker's closed pipe: EPIPE, never SIGPIPE.
+                _ = try? await connection.send(Array(request.utf8), timeout: .milliseconds(200))
+                await process.invalidateAndWait()
+            }
+            guard ProcessInspection.openDescriptors() == descriptorsBefore else { exit(20) }
+            guard ProcessInspection.zombieChildren().isEmpty else { exit(21) }
+            guard ProcessInspection.processes(named: "pgd-leak").isEmpty else { exit(22) }
+        }
+    }
+
+    @Test("a response over the message limit: limitExceeded naming the message limit")
+    func oversizedResponse() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "FaultyOversizedResponse", extra: ["limits": ["maxMessageBytes": 1 << 20]]))
+        let connection = try process.makeConnection()
+        let error = await #expect(throws: AppExtensionError.self) { try await connection.send(Array("2000000".utf8)) }
+        #expect(error?.code == .limitExceeded)
+        #expect(error?.exceededLimit == AppExtensionError.ExceededLimit(kind: .messageSize, value: 1 << 20))
+        #expect(error?.description.contains("message limit 1 MiB") == true || error?.reason.contains("1048576 bytes") == true)
+        // Under the limit it answers, and the worker survived the refusal.
+        #expect(try await connection.send(Array("1000".utf8)).count == 1000)
+        // A request over the limit is refused on the host side.
+        let request = await #expect(throws: AppExtensionError.self) { try await connection.send([UInt8](repeating: 0, count: (1 << 20) + 1)) }
+        #expect(request?.exceededLimit?.kind == .messageSize)
+        await process.invalidateAndWait()
+    }
+
+    @Test("TCP to 127.0.0.1: denied without the network permission, allowed with it")
+    func network() async throws {
+        let listener = try LoopbackListener()
+        let port = String(listener.port)
+        let denied = try await outcome(PluginFixture(library: "FaultyNetworkClient"), request: port)
+        guard case .failure(let error) = denied else {
+            Issue.record("connected without the network permission")
+            return
+        }
+        #expect(error.reason.contains("socket: Permission denied"))
+        let allowed = try await outcome(
+            PluginFixture(library: "FaultyNetworkClient", extra: ["permissions": ["network": true]]),
+            request: port,
+            bundled: false
+        )
+        #expect(try allowed.get() == "connected")
+    }
+
+    @Test("reading a file outside the bundle: denied unless the owner granted the path")
+    func readOutsideBundle() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let secret = directory.path + "/secret.txt"
+        try Data("owner's data".utf8).write(to: URL(fileURLWithPath: secret))
+        let denied = try await outcome(PluginFixture(library: "FaultyFileReader"), request: secret)
+        guard case .failure(let error) = denied else {
+            Issue.record("read \(secret) without permission")
+            return
+        }
+        #expect(error.reason.contains("open \(secret): Permission denied"))
+        let home = try await outcome(PluginFixture(library: "FaultyFileReader"), request: "/etc/passwd")
+        #expect((try? home.get()) == nil, "read /etc/passwd")
+        let granted = try await outcome(
+            PluginFixture(library: "FaultyFileReader", extra: ["permissions": ["read": [directory.path]]]),
+            request: secret,
+            bundled: false
+        )
+        #expect(try granted.get() == "owner's data")
+    }
+
+    @Test("writing inside its own bundle: denied")
+    func writeInsideBundle() async throws {
+        let denied = try await outcome(PluginFixture(library: "FaultyBundleWriter"), request: "")
+        guard case .failure(let error) = denied else {
+            Issue.record("a plugin wrote into its bundle")
+            return
+        }
+        #expect(error.reason.contains("for writing: Permission denied"))
+    }
+
+    @Test("signalling the host: denied")
+    func signalHost() async throws {
+        let result = try await outcome(PluginFixture(library: "FaultySignalHost"), request: String(getpid()))
+        guard case .failure(let error) = result else {
+            Issue.record("a plugin signalled the host")
+            return
+        }
+        // The host is outside the worker's pid namespace (and Landlock's signal scope).
+        #expect(error.reason.contains("kill \(getpid()): No such process") || error.reason.contains("Operation not permitted"))
+    }
+
+    @Test("a grandchild left running is killed with the worker")
+    func grandchild() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let name = "pgd-gc-\(getpid() % 100000)"
+        let process = try await test.launch(PluginFixture(library: "FaultyGrandchild"))
+        #expect(try await process.makeConnection().send(Array(name.utf8)) == Array("grandchild running".utf8))
+        let orphans = ProcessInspection.processes(named: name)
+        #expect(orphans.count == 1)
+        await process.invalidateAndWait()
+        for pid in orphans {
+            #expect(await Deadline.processExit(pid, seconds: 10), "grandchild \(pid) outlived the worker")
+        }
+    }
+
+    @Test("killing the host with SIGKILL leaves no worker and no grandchild alive")
+    func hostKilled() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "FaultyGrandchild")
+        try test.install(fixture, bundled: false)
+        var environment = test.environment
+        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+        let approve = try await CommandRunner.run(try BuiltProducts.plugind(), ["approve", fixture.identifier, "--yes"], environment: environment)
+        #expect(approve.status == 0)
+        let name = "pgd-hk-\(getpid() % 100000)"
+        let host = Process()
+        host.executableURL = URL(fileURLWithPath: try BuiltProducts.plugind())
+        host.arguments = ["run", fixture.identifier, "\(name) hang", "--timeout", "3600"]
+        host.environment = environment
+        host.standardOutput = FileHandle.nullDevice
+        host.standardError = FileHandle.nullDevice
+        try host.run()
+        let grandchild = try await Deadline.wait("the grandchild to start") {
+            while true {
+                if let pid = ProcessInspection.processes(named: name).first { return pid }
+                await Task.yield()
+            }
+        }
+        let worker = try #require(ProcessInspection.children(of: host.processIdentifier).first)
+        kill(host.processIdentifier, SIGKILL)
+        host.waitUntilExit()
+        #expect(await Deadline.processExit(worker, seconds: 10), "worker outlived its host")
+        #expect(await Deadline.processExit(grandchild, seconds: 10), "grandchild outlived the host")
+    }
+
+    @Test("the worker runs with every layer, as /proc shows from outside")
+    func layersFromOutside() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "Echo", extra: ["limits": ["cpuSeconds": 7, "openFiles": 99]]))
+        let pid = process.processIdentifier
+        let status = ProcessInspection.readProcFile("/proc/\(pid)/status")
+        #expect(status.contains("NoNewPrivs:\t1"))
+        #expect(status.contains("Seccomp:\t2"))
+        let nsPID = status.split(separator: "\n").first { $0.hasPrefix("NSpid:") }
+        #expect(nsPID?.hasSuffix("\t1") == true, "\(nsPID ?? "")")
+        #expect(getsid(pid) == pid)
+        let limits = ProcessInspection.readProcFile("/proc/\(pid)/limits")
+        #expect(limits.contains("Max core file size        0                    0"))
+        #expect(limits.contains("Max cpu time              7                    7"))
+        #expect(limits.contains("Max open files            99                   99"))
+        let layers = Dictionary(uniqueKeysWithValues: process.confinement.map { ($0.name, $0.state) })
+        for layer in ["process-tree", "session", "no-new-privileges", "not-dumpable", "no-core-files", "resource-limits", "network", "filesystem", "signals"] {
+            #expect(layers[layer] == .applied, "\(layer): \(String(describing: layers[layer]))")
+        }
+        await process.invalidateAndWait()
+    }
+}
