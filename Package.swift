@@ -109,6 +109,21 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
 
+        // Fuzz targets (Scripts/fuzz.sh builds them with libFuzzer; normally they replay inputs).
+        .target(name: "PlugindFuzzing", dependencies: ["PlugindWire", "PlugindBundle"], swiftSettings: swiftSettings),
+        .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
+        .executableTarget(
+            name: "fuzz-frame-decoder",
+            dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
+            path: "Fuzz/FrameDecoderFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "fuzz-manifest-parser",
+            dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
+            path: "Fuzz/ManifestParserFuzzer",
+            swiftSettings: swiftSettings
+        ),
         .executableTarget(
             name: "plugind-example-host",
             dependencies: ["ExtensionFoundation"],
@@ -123,7 +138,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PlugindWireTests",
-            dependencies: ["PlugindWire", "PlugindSystem"],
+            dependencies: ["PlugindWire", "PlugindSystem", "PlugindFuzzing", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

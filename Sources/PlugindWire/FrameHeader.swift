@@ -82,11 +82,8 @@ package struct FrameFlags: OptionSet, Hashable, Sendable {
     package var rawValue: UInt16
     package init(rawValue: UInt16) { self.rawValue = rawValue }
 
-    /// The payload is a `SharedMemoryReference`: the bytes travel in the shared memory region
-    /// negotiated at the handshake instead of through the pipe.
-    package static let sharedMemory = FrameFlags(rawValue: 1 << 0)
-
-    package static let known: FrameFlags = [.sharedMemory]
+    /// No flag is defined in frame format 1; a receiver rejects any bit that is set.
+    package static let known: FrameFlags = []
 }
 
 /// One decoded frame.

@@ -47,4 +47,14 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     package var direction: Direction {
         rawValue < 0x80 ? .hostToWorker : .workerToHost
     }
+
+    /// Whether frames of this kind carry a request identifier. Those that do not must carry 0, so
+    /// that every message has exactly one encoding. (Events and progress may carry 0: "no
+    /// request".)
+    package var carriesRequestID: Bool {
+        switch self {
+        case .request, .call, .cancel, .response, .failure, .callResult, .callFailed, .cancelled, .event, .progress: true
+        case .hello, .shutdown, .ready, .loadFailed, .log, .fatalSignal, .goodbye: false
+        }
+    }
 }

@@ -14,9 +14,8 @@ package struct LoadConfiguration: Equatable, Sendable {
     package var requiresEntryPoint: Bool
     package var limits: ResourceLimits
     package var confinement: ConfinementRequest
-    /// Apply the confinement, report it in `Ready`, and exit without loading the library (for
-    /// showing the layers of a plugin that may not run yet).
-    package var probeOnly: Bool = false
+    /// What the worker does with the library.
+    package var mode: LoadMode = .serve
 
     package init(
         pluginIdentifier: String,
@@ -37,6 +36,19 @@ package struct LoadConfiguration: Equatable, Sendable {
         self.limits = limits
         self.confinement = confinement
     }
+}
+
+/// What a worker is started for.
+package enum LoadMode: UInt8, Sendable {
+    /// Load the plugin, call its init, serve requests.
+    case serve = 0
+    /// Apply the confinement, report it in `Ready` and exit without opening the library: shows
+    /// the layers of a plugin that may not run yet.
+    case probeConfinement = 1
+    /// Apply the confinement, open the library and check its entry point, ABI version and
+    /// declared functions, report in `Ready` (or `LoadFailure`) and exit without calling init:
+    /// `plugind verify`.
+    case inspectLibrary = 2
 }
 
 /// The identity of a file at the moment it was hashed. The change time moves on every write and

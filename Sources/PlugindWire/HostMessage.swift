@@ -38,6 +38,9 @@ package enum HostMessage: Equatable, Sendable {
     package init(_ frame: Frame) throws(WireError) {
         var reader = PayloadReader(frame.payload)
         let id = frame.header.requestID
+        guard frame.header.kind.carriesRequestID || id == 0 else {
+            throw .malformedPayload("a \(frame.header.kind) message carries no request identifier, found \(id)")
+        }
         switch frame.header.kind {
         case .hello:
             let minimum = try reader.readUInt16()
@@ -87,7 +90,7 @@ extension PayloadWriter {
         write(load.confinement.writablePaths)
         write(load.confinement.requiresEveryLayer)
         write(load.confinement.disabled)
-        write(load.probeOnly)
+        write(load.mode.rawValue)
     }
 }
 
@@ -119,7 +122,9 @@ extension PayloadReader {
             requiresEveryLayer: try readBool(),
             disabled: try readBool()
         )
-        load.probeOnly = try readBool()
+        let rawMode = try readUInt8()
+        guard let mode = LoadMode(rawValue: rawMode) else { throw .malformedPayload("unknown load mode \(rawMode)") }
+        load.mode = mode
         return load
     }
 }

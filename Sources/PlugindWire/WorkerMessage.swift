@@ -84,6 +84,9 @@ package enum WorkerMessage: Equatable, Sendable {
     package init(_ frame: Frame) throws(WireError) {
         var reader = PayloadReader(frame.payload)
         let id = frame.header.requestID
+        guard frame.header.kind.carriesRequestID || id == 0 else {
+            throw .malformedPayload("a \(frame.header.kind) message carries no request identifier, found \(id)")
+        }
         switch frame.header.kind {
         case .ready:
             let version = try reader.readUInt16()

@@ -47,7 +47,8 @@ if arguments.contains("--watch") {
     }
 }
 
-let text = arguments.isEmpty ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : arguments.joined(separator: " ")
+let text =
+    arguments.isEmpty ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : arguments.joined(separator: " ")
 let state = monitor.state
 if state.identities.isEmpty {
     print("No text filters are available (\(state.unapprovedCount) unapproved, \(state.disabledCount) disabled).")

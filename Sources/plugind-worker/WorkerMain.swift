@@ -50,42 +50,20 @@ enum WorkerMain {
         let server: PluginServer
         do {
             let confinement = try Confinement.apply(hello.load)
-            if hello.load.probeOnly {
-                try transport.send(
-                    .ready(
-                        Ready(
-                            protocolVersion: version,
-                            pluginABIVersion: 0,
-                            features: [],
-                            pluginName: "",
-                            pluginVersion: "",
-                            hasRequestHandler: false,
-                            confinement: confinement,
-                            workerProcessIdentifier: getpid()
-                        )
-                    )
-                )
+            if hello.load.mode == .probeConfinement {
+                try transport.send(.ready(ready(version: version, plugin: nil, confinement: confinement, features: [])))
                 return 0
             }
             let plugin = try PluginLoader.load(hello.load)
+            if hello.load.mode == .inspectLibrary {
+                try transport.send(.ready(ready(version: version, plugin: plugin, confinement: confinement, features: [])))
+                return 0
+            }
             transport.maximumPayload = Int(hello.load.limits.maxMessageBytes) + 4096
             server = PluginServer(plugin: plugin, load: hello.load, transport: transport)
             try server.start()
             let features = hello.features.filter(ProtocolFeature.all.contains)
-            try transport.send(
-                .ready(
-                    Ready(
-                        protocolVersion: version,
-                        pluginABIVersion: plugin.abiVersion,
-                        features: features,
-                        pluginName: plugin.name,
-                        pluginVersion: plugin.version,
-                        hasRequestHandler: plugin.hasRequestHandler,
-                        confinement: confinement,
-                        workerProcessIdentifier: getpid()
-                    )
-                )
-            )
+            try transport.send(.ready(ready(version: version, plugin: plugin, confinement: confinement, features: features)))
         } catch let failure as LoadFailure {
             try? transport.send(.loadFailed(failure))
             return 3
@@ -94,6 +72,24 @@ enum WorkerMain {
             return 2
         }
         return server.serve()
+    }
+
+    private static func ready(
+        version: UInt16,
+        plugin: LoadedPlugin?,
+        confinement: [ConfinementLayerReport],
+        features: [String]
+    ) -> Ready {
+        Ready(
+            protocolVersion: version,
+            pluginABIVersion: plugin?.abiVersion ?? 0,
+            features: features,
+            pluginName: plugin?.name ?? "",
+            pluginVersion: plugin?.version ?? "",
+            hasRequestHandler: plugin?.hasRequestHandler ?? false,
+            confinement: confinement,
+            workerProcessIdentifier: getpid()
+        )
     }
 
     /// Marks the protocol descriptors close-on-exec, so that programs the plugin starts do not

@@ -9,8 +9,8 @@ enum Plugind {
 
     static let commands: [any PlugindCommand.Type] = [
         ListCommand.self, InfoCommand.self, RunCommand.self, CallCommand.self, ApproveCommand.self,
-        DisableCommand.self, EnableCommand.self, RevokeCommand.self, WatchCommand.self, QuarantineCommand.self,
-        PolicyCommand.self,
+        DisableCommand.self, EnableCommand.self, RevokeCommand.self, WatchCommand.self, VerifyCommand.self,
+        NewCommand.self, InstallCommand.self, UninstallCommand.self, QuarantineCommand.self, PolicyCommand.self,
     ]
 
     static func main() async {

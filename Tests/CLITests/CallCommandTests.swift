@@ -1,6 +1,6 @@
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("plugind call", .serialized, .timeLimit(.minutes(2)))
 struct CallCommandTests {

@@ -1,8 +1,8 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 /// One faulty example plugin per behaviour; each test asserts the exact outcome: the host lives,
 /// the right typed error, the worker and its children gone.
@@ -34,7 +34,8 @@ struct FaultIsolationTests {
         defer { test.remove() }
         try test.install(fixture, bundled: bundled)
         if !bundled {
-            try PolicyEditor(directory: test.host.policyDirectory).approve(try #require(Inventory.take(host: test.host).item(fixture.identifier)?.entry))
+            try PolicyEditor(directory: test.host.policyDirectory).approve(
+                try #require(Inventory.take(host: test.host).item(fixture.identifier)?.entry))
         }
         let process = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
         defer { process.invalidate() }
@@ -116,7 +117,9 @@ struct FaultIsolationTests {
     func protocolGarbage() async throws {
         let (error, _) = try await failure(of: PluginFixture(library: "FaultyProtocolGarbage"))
         #expect(error?.code == .protocolViolation)
-        #expect(error?.reason.hasPrefix("broke the wire protocol (frame does not start with the plugind magic") == true, "\(error?.reason ?? "")")
+        #expect(
+            error?.reason.hasPrefix("broke the wire protocol (frame does not start with the plugind magic") == true,
+            "\(error?.reason ?? "")")
     }
 
     @Test("closing the protocol descriptors: the request fails, the worker is gone")
@@ -169,7 +172,8 @@ struct FaultIsolationTests {
     func oversizedResponse() async throws {
         let test = try TestHost()
         defer { test.remove() }
-        let process = try await test.launch(PluginFixture(library: "FaultyOversizedResponse", extra: ["limits": ["maxMessageBytes": 1 << 20]]))
+        let process = try await test.launch(
+            PluginFixture(library: "FaultyOversizedResponse", extra: ["limits": ["maxMessageBytes": 1 << 20]]))
         let connection = try process.makeConnection()
         let error = await #expect(throws: AppExtensionError.self) { try await connection.send(Array("2000000".utf8)) }
         #expect(error?.code == .limitExceeded)
@@ -178,7 +182,9 @@ struct FaultIsolationTests {
         // Under the limit it answers, and the worker survived the refusal.
         #expect(try await connection.send(Array("1000".utf8)).count == 1000)
         // A request over the limit is refused on the host side.
-        let request = await #expect(throws: AppExtensionError.self) { try await connection.send([UInt8](repeating: 0, count: (1 << 20) + 1)) }
+        let request = await #expect(throws: AppExtensionError.self) {
+            try await connection.send([UInt8](repeating: 0, count: (1 << 20) + 1))
+        }
         #expect(request?.exceededLimit?.kind == .messageSize)
         await process.invalidateAndWait()
     }
@@ -267,7 +273,8 @@ struct FaultIsolationTests {
         try test.install(fixture, bundled: false)
         var environment = test.environment
         environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-        let approve = try await CommandRunner.run(try BuiltProducts.plugind(), ["approve", fixture.identifier, "--yes"], environment: environment)
+        let approve = try await CommandRunner.run(
+            try BuiltProducts.plugind(), ["approve", fixture.identifier, "--yes"], environment: environment)
         #expect(approve.status == 0)
         let name = "pgd-hk-\(getpid() % 100000)"
         let host = Process()
@@ -307,7 +314,10 @@ struct FaultIsolationTests {
         #expect(limits.contains("Max cpu time              7                    7"))
         #expect(limits.contains("Max open files            99                   99"))
         let layers = Dictionary(uniqueKeysWithValues: process.confinement.map { ($0.name, $0.state) })
-        for layer in ["process-tree", "session", "no-new-privileges", "not-dumpable", "no-core-files", "resource-limits", "network", "filesystem", "signals"] {
+        for layer in [
+            "process-tree", "session", "no-new-privileges", "not-dumpable", "no-core-files", "resource-limits", "network", "filesystem",
+            "signals",
+        ] {
             #expect(layers[layer] == .applied, "\(layer): \(String(describing: layers[layer]))")
         }
         await process.invalidateAndWait()

@@ -1,7 +1,7 @@
 import ExtensionFoundation
 import Foundation
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Quarantine after repeated crashes", .serialized, .timeLimit(.minutes(2)))
 struct QuarantineTests {
@@ -26,7 +26,9 @@ struct QuarantineTests {
             _ = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
         }
         #expect(error?.code == .quarantined)
-        #expect(error?.reason.contains("3 crashes within 5 min") == true || error?.reason.contains("3 crashes within 300 s") == true, "\(error?.reason ?? "")")
+        #expect(
+            error?.reason.contains("3 crashes within 5 min") == true || error?.reason.contains("3 crashes within 300 s") == true,
+            "\(error?.reason ?? "")")
         #expect(error?.reason.contains("crashed with SIGSEGV") == true)
         #expect(error?.reason.contains("plugind quarantine clear \(fixture.identifier)") == true)
 
@@ -39,11 +41,13 @@ struct QuarantineTests {
         #expect(monitor.diagnostics.map(\.kind) == [.quarantined])
 
         // New bytes: the quarantine no longer applies.
-        try Data(contentsOf: URL(fileURLWithPath: try BuiltProducts.library("Echo"))).write(to: URL(fileURLWithPath: bundle + "/libFaultySegfault.so"))
+        try Data(contentsOf: URL(fileURLWithPath: try BuiltProducts.library("Echo"))).write(
+            to: URL(fileURLWithPath: bundle + "/libFaultySegfault.so"))
         #expect(Inventory.take(host: test.host, catalog: Catalog()).item(fixture.identifier)?.isAvailable == true)
 
         // The old bytes again: quarantined again, until cleared.
-        try Data(contentsOf: URL(fileURLWithPath: try BuiltProducts.library("FaultySegfault"))).write(to: URL(fileURLWithPath: bundle + "/libFaultySegfault.so"))
+        try Data(contentsOf: URL(fileURLWithPath: try BuiltProducts.library("FaultySegfault"))).write(
+            to: URL(fileURLWithPath: bundle + "/libFaultySegfault.so"))
         #expect(Inventory.take(host: test.host, catalog: Catalog()).item(fixture.identifier)?.isAvailable == false)
         #expect(try CrashLog(host: test.host).clear(fixture.identifier))
         #expect(Inventory.take(host: test.host, catalog: Catalog()).item(fixture.identifier)?.isAvailable == true)

@@ -1,8 +1,8 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
-import Testing
 import TestSupport
+import Testing
 
 @Suite("Typed calls through libffi", .serialized, .timeLimit(.minutes(2)))
 struct TypedCallTests {
@@ -97,7 +97,9 @@ struct TypedCallTests {
                 try await connection.call("add_int64", arguments: [.int64(1), .int32(2)])
             }
             #expect(type?.reason == "argument 2 of add_int64(int64, int64) -> int64 must be int64, got int32")
-            let nul = await #expect(throws: AppExtensionError.self) { try await connection.call("string_length", arguments: [.string("a\0b")]) }
+            let nul = await #expect(throws: AppExtensionError.self) {
+                try await connection.call("string_length", arguments: [.string("a\0b")])
+            }
             #expect(nul?.reason.contains("contains a NUL byte") == true)
             // None of those reached the function: its call counter is untouched.
             #expect(try await connection.call("call_count_value") == .int32(0))
@@ -115,7 +117,9 @@ struct TypedCallTests {
         let interruptions = InterruptionCounter()
         let fixture = PluginFixture(library: "FunctionLibrary", extra: ["functions": try Self.manifestFunctions()])
         let process = try await test.launch(fixture, onInterruption: interruptions.handler)
-        let error = await #expect(throws: AppExtensionError.self) { try await process.makeConnection().call("crash", arguments: [.int32(7)]) }
+        let error = await #expect(throws: AppExtensionError.self) {
+            try await process.makeConnection().call("crash", arguments: [.int32(7)])
+        }
         #expect(error?.code == .workerCrashed)
         #expect(error?.termination == .signaled(signal: SIGSEGV, name: "SIGSEGV"))
         try await Deadline.wait("onInterruption") { await interruptions.firstCall() }

@@ -727,9 +727,13 @@ final class WorkerChannel: EventLoopHandler {
     // MARK: Errors
 
     private func unavailableError(_ state: State) -> AppExtensionError {
+        // After invalidate() the caller ended the process: say so, whatever the worker did next.
+        if state.invalidated { return invalidatedError }
         if case .terminated(let termination) = state.phase {
             return termination.error(plugin: pluginIdentifier, limits: limits)
         }
+        return AppExtensionError(.invalidated, plugin: pluginIdentifier, "the worker is not ready")
+    }
         if state.invalidated { return invalidatedError }
         return AppExtensionError(.invalidated, plugin: pluginIdentifier, "the worker is not ready")
     }

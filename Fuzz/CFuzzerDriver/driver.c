@@ -1,0 +1,1 @@
+/* Header-only: declares libFuzzer's driver entry. */

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Fuzzes the frame decoder and the manifest parser with libFuzzer (and AddressSanitizer), each for
+# SECONDS (default 60), starting from the seeds in Fuzz/Corpus. A crash leaves its input in
+# .build/fuzz/crashes/<target>/; add it to Fuzz/Corpus/<target>/ with the fix, so that the
+# regression tests (FuzzCorpusTests) replay it from then on.
+#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser ...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+Scripts/setup.sh
+
+seconds="${1:-60}"
+shift || true
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+    targets=(frame-decoder manifest-parser)
+fi
+
+scratch=.build/fuzz
+status=0
+for target in "${targets[@]}"; do
+    product="fuzz-$target"
+    echo "== building $product with libFuzzer" >&2
+    swift build -c release --scratch-path "$scratch" --product "$product" \
+        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld 2>&1 | grep -v '^\[[0-9]*/[0-9]*\]' || true
+    binary="$scratch/release/$product"
+    test -x "$binary" || { echo "fuzz: the build of $product failed" >&2; exit 1; }
+
+    corpus="$scratch/corpus/$target"
+    crashes="$scratch/crashes/$target"
+    mkdir -p "$corpus" "$crashes"
+    cp -n Fuzz/Corpus/"$target"/* "$corpus"/ 2>/dev/null || true
+    echo "== fuzzing $target for $seconds s" >&2
+    if ! "$binary" "$corpus" -max_total_time="$seconds" -max_len=65536 -artifact_prefix="$crashes/" -print_final_stats=1 \
+        2> "$scratch/$target.log"; then
+        status=1
+        echo "fuzz: $target found a failure; inputs in $crashes, log in $scratch/$target.log" >&2
+    fi
+    grep -E "^stat::(number_of_executed_units|average_exec_per_sec|new_units_added|peak_rss_mb)" "$scratch/$target.log" | sed "s/^/$target /" || true
+done
+exit $status

@@ -1,0 +1,52 @@
+import Foundation
+package import PlugindBundle
+import PlugindWire
+
+extension AppExtensionProcess {
+    /// The confinement a worker for `item` gets on this machine, verified layer by layer by a
+    /// worker that applies it and exits without opening the plugin's library, so it is safe for a
+    /// plugin that is not approved yet. For `plugind info`.
+    package static func probeConfinement(of item: Inventory.Item, host: AppExtensionHost) async throws -> [ConfinementLayer] {
+        let ready = try await probe(item.entry, mode: .probeConfinement, host: host)
+        return ready.confinement.map(ConfinementLayer.init)
+    }
+
+    /// What a confined worker finds when it opens the library of `bundle` without calling its
+    /// init: entry point, ABI version, declared functions. For `plugind verify`.
+    ///
+    /// - Throws: the `AppExtensionError` a launch would meet: `abiMismatch`, `symbolMissing`,
+    ///   `pluginLoadFailed`, `workerCrashed` (a crash while loading), …
+    package static func inspectLibrary(of bundle: InspectedBundle, host: AppExtensionHost) async throws -> LibraryInspection {
+        let root = SearchRoot(path: (bundle.bundlePath as NSString).deletingLastPathComponent, isBundledWithHost: false)
+        let ready = try await probe(CatalogEntry(bundle: bundle, root: root), mode: .inspectLibrary, host: host)
+        return LibraryInspection(abiVersion: ready.pluginABIVersion, hasEntryPoint: ready.hasRequestHandler, pluginName: ready.pluginName)
+    }
+
+    /// The result of `inspectLibrary`.
+    package struct LibraryInspection: Sendable {
+        package var abiVersion: UInt32
+        package var hasEntryPoint: Bool
+        package var pluginName: String
+    }
+
+    private static func probe(_ entry: CatalogEntry, mode: LoadMode, host: AppExtensionHost) async throws -> Ready {
+        var plan = LaunchPlan(entry: entry, host: host)
+        plan.load.mode = mode
+        let (channel, ready) = try await WorkerLauncher.launch(plan)
+        channel.invalidate(grace: plan.shutdownGracePeriod)
+        _ = await channel.termination()
+        return ready
+    }
+}
+
+extension AppExtensionProcess.ConfinementLayer {
+    init(_ report: ConfinementLayerReport) {
+        let state: State
+        switch report.state {
+        case .applied: state = .applied
+        case .notRequested: state = .notRequested
+        case .unavailable: state = .unavailable
+        }
+        self.init(name: report.layer, state: state, detail: report.detail)
+    }
+}

@@ -1,0 +1,96 @@
+import ExtensionFoundation
+import Foundation
+import PlugindBundle
+
+/// `plugind verify`: every check a bundle must pass before it loads, with the fix for each
+/// problem.
+struct VerifyCommand: PlugindCommand {
+    static let description = CommandDescription(
+        name: "verify",
+        abstract: "Check plugin bundles before they are installed or loaded.",
+        usage: "<bundle> ... [--json]",
+        discussion: """
+            Checks the manifest schema, that the library is inside the bundle, file permissions,
+            ELF class and machine, that every needed library resolves, that the entry point and
+            every declared function are exported, and, in a confined worker that does not call the
+            plugin's init, that the library loads and speaks this plugind's ABI version. Each
+            problem is printed on its own line with its fix. Exit status 0 when every bundle
+            passes, 1 otherwise.
+            """,
+        arguments: [("<bundle>", "A bundle directory (holding manifest.json).")],
+        options: [("--json", "Print JSON for scripts.")],
+        flagOptions: ["json"]
+    )
+
+    let bundles: [String]
+    let json: Bool
+
+    init(_ arguments: ArgumentScanner) throws(UsageError) {
+        bundles = try arguments.positionals(["bundle"], variadic: true)
+        json = arguments.flag("json")
+    }
+
+    struct Report: Encodable {
+        var bundle: String
+        var identifier: String?
+        var ok: Bool
+        var passed: [String]
+        var problems: [VerificationProblem]
+        var warnings: [String]
+    }
+
+    func run(_ context: CommandContext) async throws -> ExitStatus {
+        var reports: [Report] = []
+        let resolver = LibraryResolver()
+        for bundle in bundles {
+            var result = BundleVerifier.verify(bundleAt: bundle, resolver: resolver)
+            if let loadable = result.loadable {
+                do {
+                    let inspection = try await AppExtensionProcess.inspectLibrary(of: loadable, host: context.host)
+                    result.passed.append(inspection.hasEntryPoint ? "load (plugin ABI \(inspection.abiVersion))" : "load (function-only)")
+                } catch let error as AppExtensionError {
+                    result.problems.append(VerificationProblem(check: "load", message: error.reason, fix: Self.fix(for: error)))
+                }
+            }
+            reports.append(
+                Report(
+                    bundle: result.bundlePath,
+                    identifier: result.manifest?.identifier,
+                    ok: result.problems.isEmpty,
+                    passed: result.passed,
+                    problems: result.problems,
+                    warnings: result.warnings
+                )
+            )
+        }
+        if json {
+            try context.console.json(reports)
+        } else {
+            for report in reports {
+                let name = report.identifier.map { "\($0) (\(report.bundle))" } ?? report.bundle
+                if report.ok {
+                    context.console.out("\(name): ok (\(report.passed.joined(separator: ", ")))\n")
+                } else {
+                    context.console.out("\(name): \(report.problems.count) problem(s)\n")
+                }
+                for problem in report.problems {
+                    context.console.out("  error: [\(problem.check)] \(problem.message)\n         fix: \(problem.fix)\n")
+                }
+                for warning in report.warnings {
+                    context.console.out("  warning: \(warning)\n")
+                }
+            }
+        }
+        return reports.allSatisfy(\.ok) ? .success : .failure
+    }
+
+    static func fix(for error: AppExtensionError) -> String {
+        switch error.code {
+        case .abiMismatch: "rebuild the plugin against this plugind's plugind_plugin.h (PLUGIND_PLUGIN_ABI_VERSION)"
+        case .symbolMissing: "export the symbol, or correct the manifest"
+        case .workerCrashed, .workerExited: "the library fails while loading (in a constructor); run its initialisation under a debugger"
+        case .timedOut: "the library does not finish loading; look for a constructor that blocks"
+        default: "see the message; 'plugind info' shows the bundle as plugind sees it"
+        }
+    }
+}

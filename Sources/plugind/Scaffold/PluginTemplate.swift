@@ -1,0 +1,185 @@
+/// The files of a new plugin project, by language. Each project builds with `make` into
+/// `build/<Name>.appex`, a bundle ready for `plugind verify` and `plugind install`.
+struct PluginTemplate {
+    enum Language: String {
+        case c, swift
+    }
+
+    var name: String
+    var identifier: String
+    var extensionPoint: String
+    var language: Language
+    var checkout: SourceCheckout
+
+    /// Relative path → contents.
+    func files(header: String) -> [(String, String)] {
+        var files = [("manifest.json", manifest), ("README.md", readme)]
+        switch language {
+        case .c:
+            files += [("Makefile", cMakefile), ("src/\(name).c", cSource), ("include/plugind_plugin.h", header)]
+        case .swift:
+            files += [("Makefile", swiftMakefile), ("Package.swift", swiftPackage), ("Sources/\(name)/\(name).swift", swiftSource)]
+        }
+        return files
+    }
+
+    var manifest: String {
+        """
+        {
+          "manifestVersion": 1,
+          "identifier": "\(identifier)",
+          "name": "\(name)",
+          "version": "0.1.0",
+          "extensionPoint": "\(extensionPoint)",
+          "library": "lib\(name).so",
+          "description": "Greets its input."
+        }
+
+        """
+    }
+
+    var readme: String {
+        """
+        # \(name)
+
+        A plugind plugin (\(language == .c ? "C" : "Swift")) for the extension point `\(extensionPoint)`.
+
+            make                                  # builds build/\(name).appex
+            plugind verify build/\(name).appex      # checks it before it is installed
+            plugind install build/\(name).appex     # copies it to your plugin directory
+            plugind approve \(identifier) --yes
+            plugind run \(identifier) "world"       # prints: Hello from \(name): world
+
+        Edit the handler in \(language == .c ? "src/\(name).c" : "Sources/\(name)/\(name).swift"), and the manifest (limits, permissions,
+        functions) in manifest.json; plugind's Documentation/ explains both.
+
+        """
+    }
+
+    var cMakefile: String {
+        """
+        # Builds lib\(name).so and the bundle build/\(name).appex (manifest + library).
+        NAME := \(name)
+        LIBRARY := lib$(NAME).so
+        BUNDLE := build/$(NAME).appex
+        CFLAGS ?= -O2 -g
+        CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -Iinclude
+
+        all: $(BUNDLE)/$(LIBRARY) $(BUNDLE)/manifest.json
+
+        $(BUNDLE)/$(LIBRARY): src/$(NAME).c include/plugind_plugin.h
+        \tmkdir -p $(BUNDLE)
+        \t$(CC) $(CFLAGS) -shared -o $@ src/$(NAME).c
+
+        $(BUNDLE)/manifest.json: manifest.json
+        \tmkdir -p $(BUNDLE)
+        \tcp manifest.json $@
+
+        clean:
+        \trm -rf build
+
+        .PHONY: all clean
+
+        """
+    }
+
+    var cSource: String {
+        """
+        // \(name): a plugind plugin. Answers each request with a greeting followed by the request.
+        #include <plugind_plugin.h>
+
+        static const plugind_host *host;
+
+        static int32_t greeter_init(const plugind_host *host_interface, void **state, plugind_plugin_response *error) {
+            (void)state;
+            (void)error;
+            host = host_interface;
+            return PLUGIND_PLUGIN_OK;
+        }
+
+        static int32_t greeter_handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
+            (void)state;
+            static const char greeting[] = "Hello from \(name): ";
+            if (host->append(response, (const uint8_t *)greeting, sizeof greeting - 1) != 0 ||
+                host->append(response, request->bytes, request->length) != 0) {
+                host->set_error(response, "the response does not fit");
+                return 1;
+            }
+            return PLUGIND_PLUGIN_OK;
+        }
+
+        static const plugind_plugin descriptor = {
+            .abi_version = PLUGIND_PLUGIN_ABI_VERSION,
+            .size = sizeof(plugind_plugin),
+            .name = "\(name)",
+            .version = "0.1.0",
+            .init = greeter_init,
+            .handle = greeter_handle,
+        };
+
+        PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &descriptor; }
+
+        """
+    }
+
+    var swiftPackage: String {
+        """
+        // swift-tools-version: 6.2
+        import PackageDescription
+
+        let package = Package(
+            name: "\(name)",
+            products: [.library(name: "\(name)", type: .dynamic, targets: ["\(name)"])],
+            dependencies: [.package(path: "\(checkout.root)")],
+            targets: [
+                .target(
+                    name: "\(name)",
+                    dependencies: [.product(name: "PluginKit", package: "\(checkout.packageIdentity)")],
+                    swiftSettings: [.swiftLanguageMode(.v6)]
+                )
+            ]
+        )
+
+        """
+    }
+
+    var swiftSource: String {
+        """
+        import PluginKit
+
+        /// \(name): answers each request with a greeting followed by the request.
+        final class \(name): Plugin {
+            init(host: PluginHost) {}
+
+            func handle(_ request: PluginRequest) throws -> [UInt8] {
+                Array("Hello from \(name): ".utf8) + request.bytes
+            }
+        }
+
+        @c(plugind_plugin_entry)
+        public func pluginEntry() -> UnsafeRawPointer { PluginExport.entry(\(name).self) }
+
+        """
+    }
+
+    var swiftMakefile: String {
+        """
+        # Builds lib\(name).so with SwiftPM and the bundle build/\(name).appex (manifest + library).
+        NAME := \(name)
+        CONFIGURATION ?= release
+        BUNDLE := build/$(NAME).appex
+
+        all:
+        \tswift build -c $(CONFIGURATION) --product $(NAME)
+        \tmkdir -p $(BUNDLE)
+        \tcp manifest.json $(BUNDLE)/
+        \tcp "$$(swift build -c $(CONFIGURATION) --show-bin-path)/lib$(NAME).so" $(BUNDLE)/
+
+        clean:
+        \trm -rf build .build
+
+        .PHONY: all clean
+
+        """
+    }
+}

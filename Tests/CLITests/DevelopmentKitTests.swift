@@ -1,0 +1,151 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+@Suite("Plugin development kit: new, build, verify, install, approve, run", .serialized, .timeLimit(.minutes(10)))
+struct DevelopmentKitTests {
+    func make(_ directory: String) async throws -> CommandRunner.Output {
+        try await CommandRunner.run("/usr/bin/env", ["make", "-C", directory], environment: ProcessInfo.processInfo.environment)
+    }
+
+    @Test("a new plugin goes from scaffold to answer, in C and in Swift", arguments: ["c", "swift"])
+    func scaffoldToAnswer(language: String) async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let name = language == "c" ? "GreeterC" : "GreeterSwift"
+        let projects = try test.directory.subdirectory("projects")
+        let created = try await plugind("new", name, "--lang", language, "--dir", projects, in: test)
+        #expect(created.status == 0, "\(created.stderr)")
+        let project = projects + "/" + name
+        #expect(FileManager.default.fileExists(atPath: project + "/Makefile"))
+
+        let built = try await make(project)
+        #expect(built.status == 0, "\(built.stdout)\n\(built.stderr)")
+        let bundle = project + "/build/\(name).appex"
+
+        let verified = try await plugind("verify", bundle, in: test)
+        #expect(verified.status == 0, "\(verified.stdout)")
+        #expect(verified.stdout.contains(": ok ("))
+        #expect(verified.stdout.contains("load (plugin ABI 1)"))
+
+        let installed = try await plugind("install", bundle, in: test)
+        #expect(installed.status == 0, "\(installed.stderr)")
+        let identifier = "local.\(name.lowercased())"
+        #expect(installed.stderr.contains("Installed \(identifier)"))
+        #expect(try await plugind("approve", identifier, "--yes", in: test).status == 0)
+        let answer = try await plugind("run", identifier, "world", in: test)
+        #expect(answer.status == 0, "\(answer.stderr)")
+        #expect(answer.stdout == "Hello from \(name): world")
+
+        // Installing the same bytes again changes nothing; uninstall removes it.
+        #expect(try await plugind("install", bundle, in: test).stderr.contains("already installed"))
+        #expect(try await plugind("uninstall", identifier, in: test).status == 0)
+        #expect(try await plugind("run", identifier, "world", in: test).status == 69)
+    }
+
+    @Test("install refuses to replace a different build of the same plugin without --force")
+    func installForce() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let staging = try test.directory.subdirectory("staging")
+        let first = try PluginFixture(library: "Echo", identifier: "org.plugind.tests.same").install(in: staging, bundleName: "one")
+        let second = try PluginFixture(library: "CTextFilter", identifier: "org.plugind.tests.same").install(in: staging, bundleName: "two")
+        #expect(try await plugind("install", first, in: test).status == 0)
+        let refused = try await plugind("install", second, in: test)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("a different build of org.plugind.tests.same is installed"))
+        #expect(try await plugind("install", second, "--force", in: test).status == 0)
+        #expect(try await plugind("approve", "org.plugind.tests.same", "--yes", in: test).status == 0)
+        #expect(try await plugind("run", "org.plugind.tests.same", "abc", in: test).stdout == "ABC")
+    }
+}
+
+@Suite("plugind verify", .serialized, .timeLimit(.minutes(2)))
+struct VerifyCommandTests {
+    func bundle(_ test: TestHost, _ fixture: PluginFixture) throws -> String {
+        try fixture.install(in: try test.directory.subdirectory("bundles"))
+    }
+
+    /// Replaces the first occurrence of `old` in the file with `new`, of the same length.
+    func patch(_ path: String, _ old: String, _ new: String) throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
+        let needle = Array(old.utf8)
+        guard let start = (0...(bytes.count - needle.count)).first(where: { Array(bytes[$0..<$0 + needle.count]) == needle }) else {
+            throw CLIFailure(message: "\(old) not found in \(path)")
+        }
+        bytes.replaceSubrange(start..<start + needle.count, with: Array(new.utf8))
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+    }
+
+    @Test("each broken bundle is named with its problem and a fix")
+    func brokenBundles() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let missingDependency = try bundle(test, PluginFixture(library: "Echo", identifier: "org.plugind.tests.dependency"))
+        try patch(missingDependency + "/libEcho.so", "libc.so.6", "libq.so.6")
+        let wrongMachine = try bundle(test, PluginFixture(library: "Echo", identifier: "org.plugind.tests.machine"))
+        var elf = [UInt8](try Data(contentsOf: URL(fileURLWithPath: wrongMachine + "/libEcho.so")))
+        elf[18] = 183
+        elf[19] = 0
+        try Data(elf).write(to: URL(fileURLWithPath: wrongMachine + "/libEcho.so"))
+        let missingSymbol = try bundle(test, PluginFixture(library: "FaultyNoEntry", identifier: "org.plugind.tests.symbol"))
+        let wrongABI = try bundle(test, PluginFixture(library: "FaultyWrongABI", identifier: "org.plugind.tests.abi"))
+        let typeError = try bundle(
+            test, PluginFixture(library: "Echo", identifier: "org.plugind.tests.types", extra: ["limits": ["openFiles": "many"]]))
+        let missingFunction = try bundle(
+            test,
+            PluginFixture(
+                library: "Echo", identifier: "org.plugind.tests.function",
+                extra: ["functions": [["name": "absent", "arguments": [], "returns": "void"]]])
+        )
+        let good = try bundle(test, PluginFixture(library: "Echo", identifier: "org.plugind.tests.good"))
+
+        let result = try await plugind(
+            "verify", missingDependency, wrongMachine, missingSymbol, wrongABI, typeError, missingFunction, good, in: test)
+        #expect(result.status == 1)
+        let text = result.stdout
+        #expect(text.contains("error: [dependencies] libq.so.6, needed by libEcho.so, is not found"))
+        #expect(text.contains("fix: install the package that provides libq.so.6"))
+        #expect(text.contains("error: [elf] the library \(wrongMachine)/libEcho.so is built for AArch64, this host is x86-64"))
+        #expect(text.contains("error: [entry-point] libFaultyNoEntry.so does not export plugind_plugin_entry"))
+        #expect(text.contains("error: [load] \(wrongABI)/libFaultyWrongABI.so was built for plugin ABI 999; this worker supports ABI 1"))
+        #expect(
+            text.contains("error: [manifest] \(typeError)/manifest.json: key 'limits.openFiles' must be a positive integer, found string"))
+        #expect(text.contains("error: [functions] function 'absent' declared in the manifest is not exported by libEcho.so"))
+        #expect(
+            text.contains(
+                "org.plugind.tests.good (\(good)): ok (manifest, library, permissions, elf, dependencies, entry-point, load (plugin ABI 1))"
+            ))
+
+        let json = try await plugind("verify", good, missingSymbol, "--json", in: test)
+        let reports = try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [[String: Any]] ?? []
+        #expect(reports.map { $0["ok"] as? Bool } == [true, false])
+        let problems = reports[1]["problems"] as? [[String: Any]] ?? []
+        #expect(problems.first?["check"] as? String == "entry-point")
+        #expect(problems.first?["fix"] as? String != nil)
+    }
+}
+
+@Suite("Progress under a terminal", .serialized, .timeLimit(.minutes(1)))
+struct ProgressTerminalTests {
+    @Test("plugind run draws a progress bar when stderr is a terminal")
+    func progressBar() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "Countdown")
+        try await installApproved(fixture, in: test)
+        var environment = test.environment
+        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+        // script(1) (util-linux) runs the command on a pseudo-terminal and copies what it drew.
+        let command = "'\(try BuiltProducts.plugind())' run \(fixture.identifier) 4"
+        let result = try await CommandRunner.run(
+            "/usr/bin/script", ["--quiet", "--return", "--command", command, "/dev/null"], environment: environment)
+        #expect(result.status == 0, "\(result.stderr)")
+        let screen = result.stdout
+        #expect(screen.contains("\r[------------------------------]   0% (0/4)"), "\(screen.debugDescription)")
+        #expect(screen.contains("\r[##############################] 100% (4/4)"), "\(screen.debugDescription)")
+        #expect(screen.contains("counted down 4 steps"))
+        #expect(!screen.contains("progress: "))
+    }
+}
