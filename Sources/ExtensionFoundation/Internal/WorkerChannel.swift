@@ -734,9 +734,6 @@ final class WorkerChannel: EventLoopHandler {
         }
         return AppExtensionError(.invalidated, plugin: pluginIdentifier, "the worker is not ready")
     }
-        if state.invalidated { return invalidatedError }
-        return AppExtensionError(.invalidated, plugin: pluginIdentifier, "the worker is not ready")
-    }
 }
 
 /// "250 ms", "2 s", "1.5 s".
