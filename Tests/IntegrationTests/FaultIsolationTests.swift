@@ -162,7 +162,16 @@ struct FaultIsolationTests {
                 _ = try? await connection.send(Array(request.utf8), timeout: .milliseconds(200))
                 await process.invalidateAndWait()
             }
-            guard ProcessInspection.openDescriptors() == descriptorsBefore else { exit(20) }
+            // Crash records are written in the background; let them finish first.
+            await CrashRecorder.waitForPendingRecords()
+            let descriptorsAfter = ProcessInspection.openDescriptors()
+            guard descriptorsAfter == descriptorsBefore else {
+                for fd in Set(descriptorsAfter).symmetricDifference(descriptorsBefore) {
+                    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) ?? "?"
+                    FileHandle.standardError.write(Data("descriptor \(fd) -> \(target)\n".utf8))
+                }
+                exit(20)
+            }
             guard ProcessInspection.zombieChildren().isEmpty else { exit(21) }
             guard ProcessInspection.processes(named: "pgd-leak").isEmpty else { exit(22) }
         }
