@@ -33,6 +33,10 @@ enum Plugind {
             return .success
         }
         if first == "help" {
+            if arguments.dropFirst().first == "--markdown" {
+                console.out(HelpText.markdown(commands.map { $0.description }, version: version))
+                return .success
+            }
             guard let name = arguments.dropFirst().first else {
                 console.out(HelpText.root(commands.map { $0.description }, version: version))
                 return .success

@@ -44,4 +44,14 @@ enum HelpText {
             return label + padding + meaning + "\n"
         }.joined()
     }
+
+    /// The CLI reference in Markdown: the overview and every command's help, verbatim, for
+    /// Documentation/CLI.md (`plugind help --markdown`).
+    static func markdown(_ commands: [CommandDescription], version: String) -> String {
+        var text = "## plugind\n\n```\n" + root(commands, version: version) + "```\n"
+        for command in commands {
+            text += "\n## plugind \(command.name)\n\n```\n" + self.command(command) + "```\n"
+        }
+        return text
+    }
 }

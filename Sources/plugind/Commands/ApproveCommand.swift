@@ -19,7 +19,7 @@ struct ApproveCommand: PlugindCommand {
             ("-y, --yes", "Approve without asking."),
             (
                 "--administrator",
-                "Write the administrator's policy (\(AppExtensionHost.current.administratorPolicyDirectory.path)) instead of yours."
+                "Write the administrator's policy ($PLUGIND_ADMIN_POLICY_DIR, default /etc/plugind) instead of yours."
             ),
         ],
         flagOptions: ["yes", "administrator"],
