@@ -125,6 +125,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "plugind-bench",
+            dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem"],
+            path: "Benchmarks/PlugindBench",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "plugind-example-host",
             dependencies: ["ExtensionFoundation"],
             swiftSettings: swiftSettings

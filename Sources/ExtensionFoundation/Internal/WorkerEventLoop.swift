@@ -25,11 +25,14 @@ final class WorkerEventLoop: Sendable {
     private static let sharedLoop = Mutex<WorkerEventLoop?>(nil)
 
     /// The process-wide loop, started on first use. Also ignores SIGPIPE for the process, so that
-    /// writing to a dead worker fails with EPIPE instead of killing the host.
+    /// writing to a dead worker fails with EPIPE instead of killing the host, and raises the soft
+    /// limit on open files to the hard one, since every live worker holds four descriptors.
     static func shared() throws(SystemError) -> WorkerEventLoop {
         try sharedLoop.withLock { (loop) throws(SystemError) -> WorkerEventLoop in
             if let loop { return loop }
             try checkShim("sigaction(SIGPIPE)", plugind_shim_ignore_sigpipe())
+            var openFiles: UInt64 = 0
+            _ = plugind_shim_raise_open_file_limit(&openFiles)
             let created = try WorkerEventLoop()
             created.start()
             loop = created

@@ -1,0 +1,62 @@
+import ExtensionFoundation
+import Foundation
+
+/// A host for benchmarks: the example plugins installed as bundled plugins in a temporary
+/// directory, so no approval is involved, and the worker beside this executable.
+struct BenchHost {
+    let directory: String
+    var host: AppExtensionHost
+
+    static var productsDirectory: String {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return (executable as NSString).deletingLastPathComponent
+    }
+
+    static var packageRoot: String {
+        var directory = productsDirectory
+        while directory != "/" {
+            if FileManager.default.fileExists(atPath: directory + "/Package.swift") { return directory }
+            directory = (directory as NSString).deletingLastPathComponent
+        }
+        return FileManager.default.currentDirectoryPath
+    }
+
+    init() throws {
+        var template = Array("/tmp/plugind-bench.XXXXXX".utf8CString)
+        guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
+            throw CocoaError(.fileWriteUnknown)
+        }
+        directory = String(cString: created)
+        let bundled = directory + "/bundled"
+        try FileManager.default.createDirectory(atPath: bundled, withIntermediateDirectories: true)
+        for name in ["Echo", "CTextFilter", "SwiftTextFilter", "FunctionLibrary"] {
+            let bundle = bundled + "/\(name).appex"
+            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(
+                atPath: Self.packageRoot + "/ExamplePlugins/\(name)/manifest.json",
+                toPath: bundle + "/manifest.json"
+            )
+            try FileManager.default.copyItem(atPath: Self.productsDirectory + "/lib\(name).so", toPath: bundle + "/lib\(name).so")
+        }
+        host = AppExtensionHost(identifier: "org.plugind.examples", environment: ["HOME": directory])
+        host.bundledPluginsDirectory = URL(fileURLWithPath: bundled)
+        host.searchPaths = []
+        host.policyDirectory = URL(fileURLWithPath: directory + "/config")
+        host.administratorPolicyDirectory = URL(fileURLWithPath: directory + "/admin")
+        host.stateDirectory = URL(fileURLWithPath: directory + "/state")
+        host.workerExecutable = URL(fileURLWithPath: Self.productsDirectory + "/plugind-worker")
+    }
+
+    func configuration(_ identifier: String) throws -> AppExtensionProcess.Configuration {
+        guard let item = Inventory.take(host: host).item(identifier) else {
+            throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: identifier])
+        }
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity, onInterruption: {})
+        configuration.host = host
+        return configuration
+    }
+
+    func remove() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}

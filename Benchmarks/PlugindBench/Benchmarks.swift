@@ -1,0 +1,178 @@
+import ExtensionFoundation
+import Foundation
+import Glibc
+import Observation
+import PlugindBundle
+import PlugindSystem
+
+/// The figures of Scripts/bench.sh, one subcommand each; every subcommand prints JSON lines.
+enum Benchmarks {
+    static let echo = "org.plugind.examples.echo"
+    static let swiftFilter = "org.plugind.examples.text-filter-swift"
+    static let functions = "org.plugind.examples.function-library"
+
+    /// AppExtensionProcess(configuration:) until ready.
+    static func launch(_ bench: BenchHost, identifier: String, name: String, iterations: Int) async throws {
+        let configuration = try bench.configuration(identifier)
+        var samples: [Double] = []
+        for index in 0..<(iterations + 5) {
+            var process: AppExtensionProcess?
+            let elapsed = try await microseconds { process = try await AppExtensionProcess(configuration: configuration) }
+            await process?.invalidateAndWait()
+            if index >= 5 { samples.append(elapsed) }
+        }
+        Measurement(name: name, values: samples).report()
+    }
+
+    /// Launch, one request, answer.
+    static func firstResponse(_ bench: BenchHost, iterations: Int) async throws {
+        let configuration = try bench.configuration(echo)
+        var samples: [Double] = []
+        for index in 0..<(iterations + 5) {
+            var process: AppExtensionProcess?
+            let elapsed = try await microseconds {
+                process = try await AppExtensionProcess(configuration: configuration)
+                _ = try await process?.makeConnection().send([1])
+            }
+            await process?.invalidateAndWait()
+            if index >= 5 { samples.append(elapsed) }
+        }
+        Measurement(name: "first-response", values: samples).report()
+    }
+
+    /// Request/response of `size` bytes through the echo plugin, one at a time.
+    static func roundTrip(_ bench: BenchHost, size: Int, iterations: Int, workerCPU: Int?, name: String) async throws {
+        let process = try await AppExtensionProcess(configuration: try bench.configuration(echo))
+        if let workerCPU { pin(process: process.processIdentifier, to: workerCPU) }
+        let connection = try process.makeConnection()
+        let payload = [UInt8](repeating: 0x61, count: size)
+        var samples: [Double] = []
+        samples.reserveCapacity(iterations)
+        for index in 0..<(iterations + iterations / 10) {
+            let elapsed = try await microseconds { _ = try await connection.send(payload) }
+            if index >= iterations / 10 { samples.append(elapsed) }
+        }
+        await process.invalidateAndWait()
+        Measurement(name: name, values: samples).report()
+    }
+
+    /// A typed call of a void function against an empty request.
+    static func typedCall(_ bench: BenchHost, iterations: Int) async throws {
+        let functions = try await AppExtensionProcess(configuration: try bench.configuration(Self.functions))
+        let echoProcess = try await AppExtensionProcess(configuration: try bench.configuration(echo))
+        let callConnection = try functions.makeConnection()
+        let requestConnection = try echoProcess.makeConnection()
+        var calls: [Double] = []
+        var requests: [Double] = []
+        for index in 0..<(iterations + iterations / 10) {
+            let call = try await microseconds { _ = try await callConnection.call("count_call") }
+            let request = try await microseconds { _ = try await requestConnection.send([]) }
+            if index >= iterations / 10 {
+                calls.append(call)
+                requests.append(request)
+            }
+        }
+        await functions.invalidateAndWait()
+        await echoProcess.invalidateAndWait()
+        Measurement(name: "typed-call", values: calls).report()
+        Measurement(name: "empty-request", values: requests).report()
+    }
+
+    /// The toolchain's swift-plugin-server: launch until its first answer, and a round trip.
+    static func swiftPluginServer(iterations: Int) async throws {
+        let server = "/opt/swift/usr/bin/swift-plugin-server"
+        guard FileManager.default.isExecutableFile(atPath: server) else {
+            print("{\"name\":\"swift-plugin-server\",\"error\":\"\(server) not found\"}")
+            return
+        }
+        let message = Array(#"{"getCapability":{"capability":{"protocolVersion":7}}}"#.utf8)
+        var frame = withUnsafeBytes(of: UInt64(message.count).littleEndian) { Array($0) }
+        frame += message
+        var launches: [Double] = []
+        var roundTrips: [Double] = []
+        for index in 0..<(iterations + 3) {
+            let input = try PlugindSystem.Pipe()
+            let output = try PlugindSystem.Pipe()
+            let null = try FileDescriptor.open("/dev/null", O_WRONLY)
+            var child: SpawnedProcess?
+            let launch = try await microseconds {
+                child = try spawnProcess(
+                    SpawnRequest(
+                        executablePath: server,
+                        arguments: [server],
+                        environment: [],
+                        descriptors: [input.readEnd, output.writeEnd, null],
+                        options: []
+                    )
+                )
+                input.readEnd.close()
+                output.writeEnd.close()
+                try input.writeEnd.writeAll(frame)
+                try readAnswer(output.readEnd)
+            }
+            for _ in 0..<(index == 0 ? 200 : 0) {
+                roundTrips.append(
+                    try await microseconds {
+                        try input.writeEnd.writeAll(frame)
+                        try readAnswer(output.readEnd)
+                    }
+                )
+            }
+            input.writeEnd.close()
+            output.readEnd.close()
+            null.close()
+            if let child { _ = try child.processDescriptor.waitForProcessExit() }
+            child?.processDescriptor.close()
+            if index >= 3 { launches.append(launch) }
+        }
+        Measurement(name: "swift-plugin-server-first-response", values: launches).report()
+        Measurement(name: "swift-plugin-server-round-trip", values: roundTrips).report()
+    }
+
+    private static func readAnswer(_ descriptor: FileDescriptor) throws {
+        var length = [UInt8](repeating: 0, count: 8)
+        _ = try length.withUnsafeMutableBytes { try descriptor.readExactly(into: $0) }
+        let count = length.withUnsafeBytes { Int(UInt64(littleEndian: $0.loadUnaligned(as: UInt64.self))) }
+        var body = [UInt8](repeating: 0, count: count)
+        _ = try body.withUnsafeMutableBytes { try descriptor.readExactly(into: $0) }
+    }
+
+    /// `count` live workers of the C echo plugin at once, and the unique memory of each.
+    static func liveWorkers(_ bench: BenchHost, count: Int) async throws {
+        let configuration = try bench.configuration(echo)
+        var processes: [AppExtensionProcess] = []
+        let start = ContinuousClock.now
+        for _ in 0..<count {
+            processes.append(try await AppExtensionProcess(configuration: configuration))
+        }
+        let launched = start.duration(to: .now)
+        // Every worker answers, so each has served a request when it is measured.
+        for process in processes { _ = try await process.makeConnection().send([1]) }
+        var unique: [Double] = []
+        for process in processes {
+            unique.append(Double(uniqueSetSize(process.processIdentifier)) / 1024)
+        }
+        let (seconds, attoseconds) = launched.components
+        Measurement(
+            name: "live-workers-uss",
+            unit: "KiB",
+            values: unique,
+            extra: ["workers": Double(processes.count), "launchSeconds": Double(seconds) + Double(attoseconds) / 1e18, "maxKiB": unique.max() ?? 0]
+        ).report()
+        for process in processes { process.invalidate() }
+        for process in processes { _ = await process.waitForTermination() }
+    }
+
+    /// Private_Clean + Private_Dirty of /proc/PID/smaps_rollup, in bytes.
+    static func uniqueSetSize(_ pid: Int32) -> Int {
+        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps_rollup"),
+            let data = try? handle.readToEnd()
+        else { return 0 }
+        var kilobytes = 0
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n")
+        where line.hasPrefix("Private_Clean:") || line.hasPrefix("Private_Dirty:") {
+            kilobytes += Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
+        }
+        return kilobytes * 1024
+    }
+}

@@ -1,0 +1,98 @@
+import ExtensionFoundation
+import Foundation
+import Glibc
+import Observation
+import PlugindBundle
+import Synchronization
+
+/// Discovery of many bundles, and how fast a monitor sees a change.
+enum DiscoveryBenchmarks {
+    /// Creates `count` bundles of the echo plugin (hard links to one library) under `root`.
+    static func populate(_ root: String, count: Int) throws {
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let library = BenchHost.productsDirectory + "/libEcho.so"
+        for index in 0..<count {
+            let bundle = root + "/bundle-\(index).appex"
+            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
+            let manifest = """
+                {"manifestVersion": 1, "identifier": "org.plugind.bench.plugin\(index)", "name": "Plugin \(index)",
+                 "version": "1.0.0", "extensionPoint": "org.plugind.bench.point", "library": "libEcho.so"}
+                """
+            try Data(manifest.utf8).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
+            link(library, bundle + "/libEcho.so")
+        }
+    }
+
+    static func host(root: String, state: String) -> AppExtensionHost {
+        var host = AppExtensionHost(identifier: "org.plugind.bench", environment: ["HOME": state])
+        host.bundledPluginsDirectory = nil
+        host.searchPaths = [URL(fileURLWithPath: root)]
+        host.policyDirectory = URL(fileURLWithPath: state + "/config")
+        host.administratorPolicyDirectory = URL(fileURLWithPath: state + "/admin")
+        host.stateDirectory = URL(fileURLWithPath: state + "/state")
+        return host
+    }
+
+    /// One scan of `root` in this process; prints the time and how many bundles were found.
+    static func scan(root: String, state: String, name: String) async throws {
+        let host = host(root: root, state: state)
+        var found = 0
+        let elapsed = await microseconds { found = Inventory.take(host: host).items.count }
+        Measurement(name: name, values: [elapsed], extra: ["bundles": Double(found)]).report()
+    }
+
+    /// From an approval written to the policy file to the monitor's `identities` showing it,
+    /// as `Observations` sees it.
+    static func monitorLatency(iterations: Int) async throws {
+        let bench = try BenchHost()
+        defer { bench.remove() }
+        let root = bench.directory + "/external"
+        try populate(root, count: 1)
+        let host = host(root: root, state: bench.directory)
+        let monitor = AppExtensionPoint.Monitor(host: host)
+        try await monitor.addAppExtensionPoint(AppExtensionPoint(identifier: "org.plugind.bench.point"))
+        guard let entry = Inventory.take(host: host).item("org.plugind.bench.plugin0")?.entry else { return }
+        let editor = PolicyEditor(directory: host.policyDirectory)
+        let identities = AsyncStream<Int>.makeStream()
+        let observer = Task {
+            for await current in Observations({ monitor.identities }) { identities.continuation.yield(current.count) }
+        }
+        var iterator = identities.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        var samples: [Double] = []
+        for _ in 0..<iterations {
+            let start = ContinuousClock.now
+            try editor.approve(entry)
+            while await iterator.next() != 1 {}
+            let (seconds, attoseconds) = start.duration(to: .now).components
+            samples.append(Double(seconds) * 1e6 + Double(attoseconds) / 1e12)
+            try editor.revoke(entry.identifier)
+            while await iterator.next() != 0 {}
+        }
+        observer.cancel()
+        Measurement(name: "approve-to-observation", values: samples).report()
+    }
+
+    /// CPU time an idle monitor uses over `seconds`.
+    static func idleMonitor(seconds: Int) async throws {
+        let bench = try BenchHost()
+        defer { bench.remove() }
+        let root = bench.directory + "/external"
+        try populate(root, count: 100)
+        let monitor = AppExtensionPoint.Monitor(host: host(root: root, state: bench.directory))
+        try await monitor.addAppExtensionPoint(AppExtensionPoint(identifier: "org.plugind.bench.point"))
+        let before = cpuMicroseconds()
+        let idle = AsyncStream<Void>.makeStream()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds)) { idle.continuation.finish() }
+        for await _ in idle.stream {}
+        let used = cpuMicroseconds() - before
+        _ = monitor.identities
+        Measurement(name: "idle-monitor-cpu", values: [Double(used)], extra: ["seconds": Double(seconds)]).report()
+    }
+
+    static func cpuMicroseconds() -> Int {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return usage.ru_utime.tv_sec * 1_000_000 + Int(usage.ru_utime.tv_usec) + usage.ru_stime.tv_sec * 1_000_000 + Int(usage.ru_stime.tv_usec)
+    }
+}

@@ -1,0 +1,40 @@
+import Foundation
+
+/// Samples of one figure, in microseconds, and their summary.
+struct Measurement: Encodable {
+    var name: String
+    var unit: String
+    var samples: Int
+    var median: Double
+    var p10: Double
+    var p90: Double
+    var extra: [String: Double] = [:]
+
+    init(name: String, unit: String = "us", values: [Double], extra: [String: Double] = [:]) {
+        let sorted = values.sorted()
+        self.name = name
+        self.unit = unit
+        self.samples = sorted.count
+        self.median = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        self.p10 = sorted.isEmpty ? 0 : sorted[sorted.count / 10]
+        self.p90 = sorted.isEmpty ? 0 : sorted[sorted.count * 9 / 10]
+        self.extra = extra
+    }
+
+    /// Prints the measurement as one JSON line for Scripts/bench.sh.
+    func report() {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        if let data = try? encoder.encode(self) {
+            print(String(decoding: data, as: UTF8.self))
+        }
+    }
+}
+
+/// Microseconds elapsed while `body` runs.
+func microseconds(_ body: () async throws -> Void) async rethrows -> Double {
+    let start = ContinuousClock.now
+    try await body()
+    let (seconds, attoseconds) = start.duration(to: .now).components
+    return Double(seconds) * 1e6 + Double(attoseconds) / 1e12
+}

@@ -1,0 +1,74 @@
+import Foundation
+
+/// plugind-bench: the measurements behind Scripts/bench.sh. Each subcommand prints one JSON line
+/// per figure; the script runs them, adds the raw baselines and computes the ratios.
+@main
+enum PlugindBench {
+    static func main() async {
+        let arguments = Array(CommandLine.arguments.dropFirst())
+        func option(_ name: String, _ fallback: Int) -> Int {
+            guard let index = arguments.firstIndex(of: "--" + name), index + 1 < arguments.count else { return fallback }
+            return Int(arguments[index + 1]) ?? fallback
+        }
+        func text(_ name: String) -> String? {
+            guard let index = arguments.firstIndex(of: "--" + name), index + 1 < arguments.count else { return nil }
+            return arguments[index + 1]
+        }
+        let iterations = option("iterations", 1000)
+        do {
+            switch arguments.first {
+            case "launch-c":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.launch(bench, identifier: Benchmarks.echo, name: "launch-c", iterations: iterations)
+            case "launch-swift":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.launch(bench, identifier: Benchmarks.swiftFilter, name: "launch-swift", iterations: iterations)
+            case "first-response":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.firstResponse(bench, iterations: iterations)
+            case "round-trip":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                let cpu = option("worker-cpu", -1)
+                try await Benchmarks.roundTrip(
+                    bench,
+                    size: option("size", 64),
+                    iterations: iterations,
+                    workerCPU: cpu < 0 ? nil : cpu,
+                    name: text("name") ?? "round-trip"
+                )
+            case "typed-call":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.typedCall(bench, iterations: iterations)
+            case "swift-plugin-server":
+                try await Benchmarks.swiftPluginServer(iterations: iterations)
+            case "live-workers":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.liveWorkers(bench, count: option("count", 1000))
+            case "populate":
+                try DiscoveryBenchmarks.populate(text("root") ?? "/tmp/plugind-bench-bundles", count: option("count", 10000))
+            case "scan":
+                try await DiscoveryBenchmarks.scan(
+                    root: text("root") ?? "/tmp/plugind-bench-bundles",
+                    state: text("state") ?? "/tmp/plugind-bench-state",
+                    name: text("name") ?? "discovery"
+                )
+            case "monitor-latency":
+                try await DiscoveryBenchmarks.monitorLatency(iterations: iterations)
+            case "idle-monitor":
+                try await DiscoveryBenchmarks.idleMonitor(seconds: option("seconds", 2))
+            default:
+                print("usage: plugind-bench launch-c|launch-swift|first-response|round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor [--iterations N]")
+                exit(64)
+            }
+        } catch {
+            print("{\"error\": \"\(error)\"}")
+            exit(1)
+        }
+    }
+}
