@@ -2,6 +2,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <stdlib.h>
+#include <sys/mman.h>
 #include <seccomp.h>
 #include <stddef.h>
 #include <string.h>
@@ -109,9 +113,14 @@ int plugind_confinement_get_limit(plugind_confinement_limit limit, uint64_t *sof
     return 0;
 }
 
-int plugind_confinement_deny_network_sockets(void) {
+// The compiled filter, kept by plugind_confinement_prepare_network_filter so that workers forked
+// afterwards install it without compiling it again. Written once, before any fork.
+static struct sock_filter *prepared_filter;
+static unsigned short prepared_length;
+
+static scmp_filter_ctx network_filter(void) {
     scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
-    if (filter == NULL) return ENOMEM;
+    if (filter == NULL) return NULL;
     int result = 0;
     const int socket_calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
     for (size_t index = 0; result == 0 && index < 2; index++) {
@@ -123,7 +132,48 @@ int plugind_confinement_deny_network_sockets(void) {
     for (size_t index = 0; result == 0 && index < 3; index++) {
         result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), ring_calls[index], 0);
     }
-    if (result == 0) result = seccomp_load(filter);
+    if (result != 0) {
+        seccomp_release(filter);
+        return NULL;
+    }
+    return filter;
+}
+
+int plugind_confinement_prepare_network_filter(void) {
+    if (prepared_filter != NULL) return 0;
+    scmp_filter_ctx filter = network_filter();
+    if (filter == NULL) return ENOMEM;
+    // libseccomp 2.5 exports BPF to a descriptor only.
+    int fd = memfd_create("plugind-seccomp", MFD_CLOEXEC);
+    int result = fd < 0 ? errno : -seccomp_export_bpf(filter, fd);
+    seccomp_release(filter);
+    if (result == 0) {
+        off_t size = lseek(fd, 0, SEEK_END);
+        if (size <= 0 || size % (off_t)sizeof(struct sock_filter) != 0 || size / (off_t)sizeof(struct sock_filter) > 0xFFFF) {
+            result = EINVAL;
+        } else {
+            struct sock_filter *program = malloc((size_t)size);
+            if (program == NULL || pread(fd, program, (size_t)size, 0) != size) {
+                free(program);
+                result = EIO;
+            } else {
+                prepared_filter = program;
+                prepared_length = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+            }
+        }
+    }
+    if (fd >= 0) close(fd);
+    return result;
+}
+
+int plugind_confinement_deny_network_sockets(void) {
+    if (prepared_filter != NULL) {
+        struct sock_fprog program = {.len = prepared_length, .filter = prepared_filter};
+        return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) == 0 ? 0 : errno;
+    }
+    scmp_filter_ctx filter = network_filter();
+    if (filter == NULL) return ENOMEM;
+    int result = seccomp_load(filter);
     seccomp_release(filter);
     return result < 0 ? -result : result;
 }

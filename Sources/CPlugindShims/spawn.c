@@ -48,6 +48,15 @@ static size_t format_id_map(char *buffer, unsigned long id) {
     return length;
 }
 
+static void close_above(unsigned int first, unsigned int last) {
+    if (first > last) return;
+    if (syscall(SYS_close_range, first, last, 0) != 0) {
+        // Kernels before 5.9: close one by one up to the descriptor limit.
+        long limit = sysconf(_SC_OPEN_MAX);
+        for (long fd = first; fd < limit && (unsigned long)fd <= last; fd++) close((int)fd);
+    }
+}
+
 static int write_file(const char *path, const char *text) {
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0) return errno;
@@ -58,15 +67,26 @@ static int write_file(const char *path, const char *text) {
     return error;
 }
 
-static int fail(spawn_context *context, int error) {
-    context->child_errno = error == 0 ? EINVAL : error;
-    _exit(127);
+/// Writes "plugind-worker: worker set-up failed: errno N" to `fd` without stdio.
+static void report_setup_failure(int error, int fd) {
+    static const char prefix[] = "plugind-worker: worker set-up failed: errno ";
+    char digits[16];
+    size_t count = 0;
+    unsigned int value = (unsigned int)error;
+    do {
+        digits[sizeof digits - 1 - count++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0 && count < sizeof digits - 1);
+    ssize_t ignored = write(fd, prefix, sizeof prefix - 1);
+    ignored = write(fd, digits + sizeof digits - count, count);
+    ignored = write(fd, "\n", 1);
+    (void)ignored;
 }
 
-static int spawn_child(void *argument) {
-    spawn_context *context = argument;
-    const plugind_shim_spawn_request *request = context->request;
-
+/// Turns the calling child into a worker's process: default signals, user namespace mapping,
+/// session, parent-death signal, descriptors. Returns 0 or the errno of the step that failed.
+/// Async-signal-safe system calls only.
+static int prepare_child(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map) {
     // Default dispositions and an empty mask: the child must not inherit the host's handlers.
     struct sigaction default_action;
     memset(&default_action, 0, sizeof default_action);
@@ -81,43 +101,51 @@ static int spawn_child(void *argument) {
 
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) {
         int error = write_file("/proc/self/setgroups", "deny");
-        if (error == 0) error = write_file("/proc/self/uid_map", context->uid_map);
-        if (error == 0) error = write_file("/proc/self/gid_map", context->gid_map);
-        if (error != 0) return fail(context, error);
+        if (error == 0) error = write_file("/proc/self/uid_map", uid_map);
+        if (error == 0) error = write_file("/proc/self/gid_map", gid_map);
+        if (error != 0) return error;
     }
-    if ((request->flags & PLUGIND_SHIM_SPAWN_NEW_SESSION) && setsid() < 0) {
-        return fail(context, errno);
-    }
-    if ((request->flags & PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT) &&
-        prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
-        return fail(context, errno);
+    if ((request->flags & PLUGIND_SHIM_SPAWN_NEW_SESSION) && setsid() < 0) return errno;
+    if ((request->flags & PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT) && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
+        return errno;
     }
 
     // Move every source descriptor above the target range first, so that a source numbered like
     // a target is not clobbered before it is copied.
     int count = request->descriptor_count;
     int moved[PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS];
+    int floor = count > request->keep_descriptor + 1 ? count : request->keep_descriptor + 1;
     for (int index = 0; index < count; index++) {
-        moved[index] = fcntl(request->descriptors[index], F_DUPFD, count);
-        if (moved[index] < 0) return fail(context, errno);
+        moved[index] = fcntl(request->descriptors[index], F_DUPFD, floor);
+        if (moved[index] < 0) return errno;
     }
     for (int index = 0; index < count; index++) {
-        if (dup2(moved[index], index) < 0) return fail(context, errno);
+        if (dup2(moved[index], index) < 0) return errno;
     }
-    if (syscall(SYS_close_range, (unsigned int)count, ~0U, 0) != 0) {
-        // Kernels before 5.9: close one by one up to the descriptor limit.
-        long limit = sysconf(_SC_OPEN_MAX);
-        for (long fd = count; fd < limit; fd++) close((int)fd);
+    // Close everything above the mapped range, except the descriptor the caller still needs.
+    unsigned int first = (unsigned int)count;
+    if (request->keep_descriptor >= count) {
+        if (request->keep_descriptor > count) close_above(first, (unsigned int)request->keep_descriptor - 1);
+        first = (unsigned int)request->keep_descriptor + 1;
     }
-    if (chdir("/") != 0) return fail(context, errno);
+    close_above(first, ~0U);
+    if (chdir("/") != 0) return errno;
+    return 0;
+}
 
-    execve(request->path, request->argv, request->envp);
-    return fail(context, errno);
+static int spawn_child(void *argument) {
+    spawn_context *context = argument;
+    int error = prepare_child(context->request, context->uid_map, context->gid_map);
+    if (error == 0) {
+        execve(context->request->path, context->request->argv, context->request->envp);
+        error = errno;
+    }
+    context->child_errno = error == 0 ? EINVAL : error;
+    _exit(127);
 }
 
 int plugind_shim_spawn(const plugind_shim_spawn_request *request, pid_t *pid, int *pidfd) {
-    if (request->descriptor_count < 0 ||
-        request->descriptor_count > PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) {
+    if (request->descriptor_count < 0 || request->descriptor_count > PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) {
         return EINVAL;
     }
     spawn_context context;
@@ -156,5 +184,39 @@ int plugind_shim_spawn(const plugind_shim_spawn_request *request, pid_t *pid, in
     }
     *pid = child;
     *pidfd = child_pidfd;
+    return 0;
+}
+
+int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *pid, int *is_child) {
+    if (request->descriptor_count < 0 || request->descriptor_count > PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) {
+        return EINVAL;
+    }
+    char uid_map[id_map_capacity];
+    char gid_map[id_map_capacity];
+    format_id_map(uid_map, (unsigned long)request->uid);
+    format_id_map(gid_map, (unsigned long)request->gid);
+
+    long flags = SIGCHLD;
+    if (request->flags & PLUGIND_SHIM_SPAWN_SIBLING) flags |= CLONE_PARENT;
+    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE) flags |= CLONE_NEWPID;
+    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) flags |= CLONE_NEWUSER;
+    // The raw system call without CLONE_VM behaves like fork(): the child continues here, on a
+    // copy of this stack. The caller is single-threaded, so no lock can be held in the copy.
+    long child = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+    if (child < 0) return errno;
+    if (child == 0) {
+        // The parent does not wait for the set-up (that would cost a context switch per launch);
+        // a failure goes to the worker's output, which the host shows, and ends the child.
+        int output = request->descriptor_count > 1 ? request->descriptors[1] : 2;
+        int error = prepare_child(request, uid_map, gid_map);
+        if (error != 0) {
+            report_setup_failure(error, output);
+            _exit(127);
+        }
+        *is_child = 1;
+        return 0;
+    }
+    *is_child = 0;
+    *pid = (pid_t)child;
     return 0;
 }

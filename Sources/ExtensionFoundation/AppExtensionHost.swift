@@ -39,6 +39,16 @@ public struct AppExtensionHost: Sendable, Hashable {
     public var quarantine: QuarantinePolicy
     /// The host's own version, compared with a manifest's `minimumHostVersion`.
     public var version: String
+    /// How workers are started.
+    public var launchStrategy: LaunchStrategy
+
+    public enum LaunchStrategy: String, Sendable, Hashable {
+        /// Forked by a pre-forked launcher (`plugind-worker --launcher`, one per host) that has
+        /// the worker's runtime loaded already: the fastest start. The default.
+        case preforked
+        /// Spawned afresh (clone and exec) for every launch.
+        case spawn
+    }
 
     /// Caps and defaults for plugin resource limits.
     public struct Limits: Sendable, Hashable {
@@ -121,6 +131,7 @@ public struct AppExtensionHost: Sendable, Hashable {
         self.cancellationGracePeriod = .seconds(1)
         self.quarantine = QuarantinePolicy()
         self.version = "0.1.0"
+        self.launchStrategy = .preforked
     }
 
     /// The user's own plugin directory, where `plugind install` puts bundles.

@@ -12,6 +12,7 @@ package struct SpawnRequest: Sendable {
         package static let dieWithParentThread = Options(rawValue: PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT)
         package static let newPIDNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE)
         package static let newUserNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE)
+        package static let sibling = Options(rawValue: PLUGIND_SHIM_SPAWN_SIBLING)
     }
 
     package var executablePath: String
@@ -41,6 +42,11 @@ package struct SpawnRequest: Sendable {
 package struct SpawnedProcess: Sendable {
     package var processIdentifier: Int32
     package var processDescriptor: FileDescriptor
+
+    package init(processIdentifier: Int32, processDescriptor: FileDescriptor) {
+        self.processIdentifier = processIdentifier
+        self.processDescriptor = processDescriptor
+    }
 }
 
 /// Spawns `request` through `plugind_shim_spawn` (clone with CLONE_VFORK and CLONE_PIDFD).
@@ -64,7 +70,8 @@ package func spawnProcess(_ request: SpawnRequest) throws(SystemError) -> Spawne
                 descriptor_count: CInt(descriptorBuffer.count),
                 flags: request.options.rawValue,
                 uid: getuid(),
-                gid: getgid()
+                gid: getgid(),
+                keep_descriptor: -1
             )
             return plugind_shim_spawn(&shimRequest, &pid, &pidfd)
         }
@@ -92,5 +99,56 @@ private struct CStringArray {
             index += 1
         }
         pointer.deallocate()
+    }
+}
+
+/// Forks this single-threaded process into a worker with `request`'s descriptors and options
+/// (path and arguments are ignored: the child goes on running this program). Returns nil in the
+/// child, and the child's pid in the parent. For the pre-forked launcher only.
+package func forkWorker(_ request: SpawnRequest) throws(SystemError) -> Int32? {
+    let descriptors = request.descriptors.map(\.rawValue)
+    var pid: Int32 = 0
+    var isChild: CInt = 0
+    let noArguments = CStringArray([])
+    defer { noArguments.deallocate() }
+    let result = descriptors.withUnsafeBufferPointer { descriptorBuffer in
+        request.executablePath.withCString { path in
+            var shimRequest = plugind_shim_spawn_request(
+                path: path,
+                argv: noArguments.pointer,
+                envp: noArguments.pointer,
+                descriptors: descriptorBuffer.baseAddress!,
+                descriptor_count: CInt(descriptorBuffer.count),
+                flags: request.options.rawValue,
+                uid: getuid(),
+                gid: getgid(),
+                keep_descriptor: -1
+            )
+            return plugind_shim_fork_worker(&shimRequest, &pid, &isChild)
+        }
+    }
+    try checkShim("fork", result)
+    return isChild == 1 ? nil : pid
+}
+
+/// Runs `start` with `options`; when the system refuses the namespaces (no privilege, no user
+/// namespaces, too many), runs it again without them. The worker then reports its process-tree
+/// layer as unavailable, which fails the launch unless the host accepts best-effort confinement.
+package func withNamespaceFallback<Result>(
+    _ options: SpawnRequest.Options,
+    _ start: (SpawnRequest.Options) throws(SystemError) -> Result
+) -> Swift.Result<Result, SystemError> {
+    do {
+        return .success(try start(options))
+    } catch {
+        let refusals: Set<Errno> = [.operationNotPermitted, .invalidArgument, Errno(rawValue: ENOSPC), Errno(rawValue: EUSERS)]
+        guard refusals.contains(error.errno), !options.isDisjoint(with: [.newPIDNamespace, .newUserNamespace]) else {
+            return .failure(error)
+        }
+        do {
+            return .success(try start(options.subtracting([.newPIDNamespace, .newUserNamespace])))
+        } catch {
+            return .failure(error)
+        }
     }
 }

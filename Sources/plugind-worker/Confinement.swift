@@ -27,6 +27,16 @@ enum Confinement {
     ]
     static let systemWritablePaths = ["/dev/null"]
 
+    /// Facts that do not change between workers, computed once: in the pre-forked launcher before
+    /// it forks, so that every worker inherits them.
+    static let libraryDirectories = mappedLibraryDirectories()
+
+    static func prepareForForks() {
+        _ = libraryDirectories
+        _ = plugind_confinement_prepare_network_filter()
+        LauncherWarmUp.run()
+    }
+
     static func apply(_ load: LoadConfiguration) throws(LoadFailure) -> [ConfinementLayerReport] {
         let request = load.confinement
         if request.disabled {
@@ -170,7 +180,7 @@ enum Confinement {
             let reason = "landlock_create_ruleset failed: \(describe(created))"
             return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
         }
-        var readable = systemReadablePaths + mappedLibraryDirectories() + request.readablePaths
+        var readable = systemReadablePaths + libraryDirectories + request.readablePaths
         if !load.bundlePath.isEmpty { readable.append(load.bundlePath) }
         readable.append(load.libraryPath)
         let writable = systemWritablePaths + request.writablePaths

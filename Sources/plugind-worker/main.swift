@@ -11,6 +11,9 @@ if arguments.contains("--version") {
     print("plugind-worker \(WorkerUsage.version)")
     exit(0)
 }
+if arguments.first == "--launcher" && arguments.count == 1 {
+    exit(Launcher.run())
+}
 if !arguments.isEmpty {
     WorkerUsage.fail("unexpected argument '\(arguments.first ?? "")'")
 }

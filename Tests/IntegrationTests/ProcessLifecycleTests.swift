@@ -100,6 +100,17 @@ struct ProcessLifecycleTests {
         #expect(throws: AppExtensionError.self) { try process.makeConnection() }
     }
 
+    @Test("invalidate ends an idle worker cleanly, through its deinit, with exit status 0", arguments: [AppExtensionHost.LaunchStrategy.preforked, .spawn])
+    func cleanShutdown(strategy: AppExtensionHost.LaunchStrategy) async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        test.host.launchStrategy = strategy
+        let process = try await test.launch(PluginFixture(library: "Echo"))
+        #expect(try await process.makeConnection().send([7]) == [7])
+        await process.invalidateAndWait()
+        #expect(await process.waitForTermination() == .exited(status: 0))
+    }
+
     @Test("200 launch and invalidate cycles leave no zombie and no descriptor behind")
     func launchCycles() async {
         // In a process of its own, so that descriptors and children of tests running in parallel

@@ -44,6 +44,9 @@ int plugind_confinement_get_limit(plugind_confinement_limit limit, uint64_t *_No
 /// operations would bypass the socket check), and kills a process that makes system calls of a
 /// foreign architecture. Requires no-new-privileges.
 int plugind_confinement_deny_network_sockets(void);
+/// Compiles the filter of `plugind_confinement_deny_network_sockets` once and keeps it, so that
+/// processes forked afterwards install it without compiling it (the pre-forked launcher).
+int plugind_confinement_prepare_network_filter(void);
 /// Wraps prctl(PR_GET_SECCOMP): 0 none, 1 strict, 2 filter.
 int plugind_confinement_get_seccomp_mode(int *_Nonnull mode);
 

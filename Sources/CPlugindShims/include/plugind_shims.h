@@ -34,6 +34,10 @@ extern "C" {
 /// pid namespace without CAP_SYS_ADMIN).
 #define PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE (1 << 3)
 
+/// Make the new process a child of the caller's parent (CLONE_PARENT), not of the caller: the
+/// pre-forked launcher uses it so that the host is the worker's parent and reaps it.
+#define PLUGIND_SHIM_SPAWN_SIBLING (1 << 4)
+
 /// The most descriptors a spawn request may map.
 #define PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS 16
 
@@ -51,6 +55,8 @@ typedef struct plugind_shim_spawn_request {
     /// The caller's uid and gid, used for the user-namespace identity mapping.
     uid_t uid;
     gid_t gid;
+    /// A descriptor above the mapped range that stays open in the child, or -1.
+    int keep_descriptor;
 } plugind_shim_spawn_request;
 
 /// Spawns a process with clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD): the child runs only
@@ -61,6 +67,27 @@ typedef struct plugind_shim_spawn_request {
 /// long as the child should.
 int plugind_shim_spawn(const plugind_shim_spawn_request *_Nonnull request, pid_t *_Nonnull pid,
                        int *_Nonnull pidfd);
+
+/// Forks the calling process (which must be single-threaded: the pre-forked launcher) into a
+/// worker: the child gets the descriptors, session, namespaces and parent-death signal of
+/// `request` (whose path, argv and envp are ignored) and returns with `*is_child` set to 1; the
+/// parent returns at once with the child's pid, or the errno of a failed clone. A child whose
+/// set-up fails writes the errno to its output descriptor (`descriptors[1]`) and exits with 127.
+int plugind_shim_fork_worker(const plugind_shim_spawn_request *_Nonnull request, pid_t *_Nonnull pid,
+                             int *_Nonnull is_child);
+
+/// Sends `length` bytes and `count` descriptors (SCM_RIGHTS) in one datagram on a unix socket.
+int plugind_shim_send_descriptors(int socket, const void *_Nonnull bytes, size_t length,
+                                  const int *_Nullable descriptors, int count);
+
+/// Receives one datagram and up to `capacity` descriptors (close-on-exec). `*length` 0 with
+/// `*count` 0 means the peer closed the socket.
+int plugind_shim_receive_descriptors(int socket, void *_Nonnull bytes, size_t byte_capacity,
+                                     size_t *_Nonnull length, int *_Nonnull descriptors, int capacity,
+                                     int *_Nonnull count);
+
+/// Creates a connected pair of SOCK_SEQPACKET unix sockets, close-on-exec.
+int plugind_shim_socket_pair(int *_Nonnull first, int *_Nonnull second);
 
 /// Wraps `pidfd_open(2)`.
 int plugind_shim_pidfd_open(pid_t pid, int *_Nonnull pidfd);

@@ -12,6 +12,7 @@ package struct LaunchPlan: Sendable {
     let shutdownGracePeriod: Duration
     let cancellationGracePeriod: Duration
     let workerExecutable: URL?
+    let launchStrategy: AppExtensionHost.LaunchStrategy
 
     package init(entry: CatalogEntry, host: AppExtensionHost, requiresEnhancedSecurity: Bool = false) {
         let manifest = entry.manifest
@@ -53,5 +54,6 @@ package struct LaunchPlan: Sendable {
         self.shutdownGracePeriod = host.shutdownGracePeriod
         self.cancellationGracePeriod = host.cancellationGracePeriod
         self.workerExecutable = host.workerExecutable
+        self.launchStrategy = host.launchStrategy
     }
 }

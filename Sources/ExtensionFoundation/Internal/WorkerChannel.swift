@@ -128,21 +128,20 @@ final class WorkerChannel: EventLoopHandler {
 
     // MARK: Handshake
 
-    /// Sends `hello` and waits for `ready`. Kills the worker when it does not answer within
-    /// `timeout` or the task is cancelled.
-    func handshake(_ hello: Hello, timeout: Duration) async throws -> Ready {
+    /// Waits for `ready`, the answer to the `hello` the launcher wrote into the pipe before the
+    /// worker started. Kills the worker when it does not answer within `timeout` or the task is
+    /// cancelled.
+    func awaitReady(timeout: Duration) async throws -> Ready {
         let timer = loop.schedule(after: timeout) { [weak self] in
             self?.stop(.launchTimedOut(timeout))
         }
         defer { loop.cancelTimer(timer) }
-        let frame = HostMessage.hello(hello).encode()
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Ready, any Error>) in
                 let immediate: Result<Ready, any Error>? = state.withLock { state in
                     switch state.phase {
                     case .handshaking:
                         state.phase = .handshaking(continuation)
-                        frame.payload.withUnsafeBytes { enqueue(frame.header, $0, in: &state) }
                         return nil
                     case .ready(let ready):
                         return .success(ready)

@@ -27,23 +27,14 @@ enum WorkerLauncher {
             throw AppExtensionError(
                 .spawnFailed, plugin: plan.pluginIdentifier, "cannot create the worker's pipes: \(error)", underlying: error)
         }
-        let request = SpawnRequest(
-            executablePath: executable,
-            arguments: [executable],
-            environment: environment(),
-            descriptors: [pipes.null, pipes.output.writeEnd, pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd],
-            options: isolatingOptions()
-        )
-        let spawned: Result<SpawnedProcess, SystemError> = try await loop.run { spawnIsolated(request) }
-        // The child has its own copies now.
-        for descriptor in [pipes.null, pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd] {
-            descriptor.close()
-        }
+        // The hello goes into the pipe before the worker exists: the worker reads it the moment it
+        // starts, instead of waiting for this side to learn its pid.
+        let hello = HostMessage.hello(Hello(load: plan.load)).encode()
         let process: SpawnedProcess
-        switch spawned {
-        case .success(let started):
-            process = started
-        case .failure(let error):
+        do {
+            try pipes.toWorker.writeEnd.writeAll(hello.header.bytes + hello.payload)
+            process = try await start(executable: executable, pipes: pipes, plan: plan, loop: loop)
+        } catch {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(error)", underlying: error)
         }
@@ -64,8 +55,48 @@ enum WorkerLauncher {
             channel.stop(.cancelledLaunch)
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot watch the worker: \(error)", underlying: error)
         }
-        let ready = try await channel.handshake(Hello(load: plan.load), timeout: plan.launchTimeout)
+        let ready = try await channel.awaitReady(timeout: plan.launchTimeout)
         return (channel, ready)
+    }
+
+    /// Forks the worker through the pre-forked launcher when the plan allows it, and spawns it
+    /// otherwise or when the launcher is unusable. The descriptors for the child are closed here
+    /// either way.
+    private static func start(
+        executable: String,
+        pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor),
+        plan: LaunchPlan,
+        loop: WorkerEventLoop
+    ) async throws -> SpawnedProcess {
+        let childEnds = [pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd]
+        defer {
+            for descriptor in childEnds { descriptor.close() }
+            pipes.null.close()
+        }
+        if plan.launchStrategy == .preforked {
+            do {
+                let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
+                let pid = try await launcher.fork(descriptors: childEnds, options: isolatingOptions())
+                return SpawnedProcess(processIdentifier: pid, processDescriptor: try FileDescriptor.processDescriptor(for: pid))
+            } catch {
+                // Fall through to a plain spawn: slower, never less safe.
+            }
+        }
+        let request = SpawnRequest(
+            executablePath: executable,
+            arguments: [executable],
+            environment: environment(),
+            descriptors: [pipes.null, pipes.output.writeEnd, pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd],
+            options: isolatingOptions()
+        )
+        let spawned: Result<SpawnedProcess, SystemError> = try await loop.run {
+            withNamespaceFallback(request.options) { options throws(SystemError) in
+                var adjusted = request
+                adjusted.options = options
+                return try spawnProcess(adjusted)
+            }
+        }
+        return try spawned.get()
     }
 
     /// A new session and a new pid namespace (with a user namespace when not root), so that the
@@ -76,26 +107,7 @@ enum WorkerLauncher {
         return options
     }
 
-    /// Spawns with namespaces, falling back to a plain spawn where the system refuses them; the
-    /// worker then reports its process-tree layer as unavailable, which fails the launch unless
-    /// the host accepts best-effort confinement.
-    private static func spawnIsolated(_ request: SpawnRequest) -> Result<SpawnedProcess, SystemError> {
-        do {
-            return .success(try spawnProcess(request))
-        } catch {
-            let refusals: Set<Errno> = [.operationNotPermitted, .invalidArgument, Errno(rawValue: ENOSPC), Errno(rawValue: EUSERS)]
-            guard refusals.contains(error.errno) else { return .failure(error) }
-            var plain = request
-            plain.options.remove([.newPIDNamespace, .newUserNamespace])
-            do {
-                return .success(try spawnProcess(plain))
-            } catch {
-                return .failure(error)
-            }
-        }
-    }
-
-    private static func environment() -> [String] {
+    static func environment() -> [String] {
         let current = ProcessInfo.processInfo.environment
         var result = environmentAllowlist.compactMap { name in current[name].map { "\(name)=\($0)" } }
         // The worker reports crashes itself; the Swift runtime's backtracer would only slow them.
