@@ -83,10 +83,9 @@ static void report_setup_failure(int error, int fd) {
     (void)ignored;
 }
 
-/// Turns the calling child into a worker's process: default signals, user namespace mapping,
-/// session, parent-death signal, descriptors. Returns 0 or the errno of the step that failed.
-/// Async-signal-safe system calls only.
-static int prepare_child(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map) {
+/// Resets what a new worker process must not inherit and gives it its session, namespaces,
+/// identity mapping and parent-death signal. Async-signal-safe system calls only.
+static int prepare_process(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map) {
     // Default dispositions and an empty mask: the child must not inherit the host's handlers.
     struct sigaction default_action;
     memset(&default_action, 0, sizeof default_action);
@@ -109,7 +108,13 @@ static int prepare_child(const plugind_shim_spawn_request *request, const char *
     if ((request->flags & PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT) && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
         return errno;
     }
+    if (chdir("/") != 0) return errno;
+    return 0;
+}
 
+/// Makes `request->descriptors[i]` descriptor `i` and closes everything above, except
+/// `request->keep_descriptor`. Async-signal-safe system calls only.
+static int install_descriptors(const plugind_shim_spawn_request *request) {
     // Move every source descriptor above the target range first, so that a source numbered like
     // a target is not clobbered before it is copied.
     int count = request->descriptor_count;
@@ -122,15 +127,18 @@ static int prepare_child(const plugind_shim_spawn_request *request, const char *
     for (int index = 0; index < count; index++) {
         if (dup2(moved[index], index) < 0) return errno;
     }
-    // Close everything above the mapped range, except the descriptor the caller still needs.
     unsigned int first = (unsigned int)count;
     if (request->keep_descriptor >= count) {
         if (request->keep_descriptor > count) close_above(first, (unsigned int)request->keep_descriptor - 1);
         first = (unsigned int)request->keep_descriptor + 1;
     }
     close_above(first, ~0U);
-    if (chdir("/") != 0) return errno;
     return 0;
+}
+
+static int prepare_child(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map) {
+    int error = prepare_process(request, uid_map, gid_map);
+    return error != 0 ? error : install_descriptors(request);
 }
 
 static int spawn_child(void *argument) {
@@ -187,6 +195,19 @@ int plugind_shim_spawn(const plugind_shim_spawn_request *request, pid_t *pid, in
     return 0;
 }
 
+/// clone() without CLONE_VM: a fork with the request's namespace flags. Returns the child's pid,
+/// 0 in the child, or -errno.
+static long fork_with_flags(const plugind_shim_spawn_request *request) {
+    long flags = SIGCHLD;
+    if (request->flags & PLUGIND_SHIM_SPAWN_SIBLING) flags |= CLONE_PARENT;
+    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE) flags |= CLONE_NEWPID;
+    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) flags |= CLONE_NEWUSER;
+    // The raw system call behaves like fork(): the child continues here, on a copy of this stack.
+    // The caller is single-threaded, so no lock can be held in the copy.
+    long child = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+    return child < 0 ? -errno : child;
+}
+
 int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *pid, int *is_child) {
     if (request->descriptor_count < 0 || request->descriptor_count > PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) {
         return EINVAL;
@@ -195,15 +216,8 @@ int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *p
     char gid_map[id_map_capacity];
     format_id_map(uid_map, (unsigned long)request->uid);
     format_id_map(gid_map, (unsigned long)request->gid);
-
-    long flags = SIGCHLD;
-    if (request->flags & PLUGIND_SHIM_SPAWN_SIBLING) flags |= CLONE_PARENT;
-    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE) flags |= CLONE_NEWPID;
-    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) flags |= CLONE_NEWUSER;
-    // The raw system call without CLONE_VM behaves like fork(): the child continues here, on a
-    // copy of this stack. The caller is single-threaded, so no lock can be held in the copy.
-    long child = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
-    if (child < 0) return errno;
+    long child = fork_with_flags(request);
+    if (child < 0) return (int)-child;
     if (child == 0) {
         // The parent does not wait for the set-up (that would cost a context switch per launch);
         // a failure goes to the worker's output, which the host shows, and ends the child.
@@ -219,4 +233,36 @@ int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *p
     *is_child = 0;
     *pid = (pid_t)child;
     return 0;
+}
+
+int plugind_shim_fork_spare(const plugind_shim_spawn_request *request, pid_t *pid, int *is_child) {
+    char uid_map[id_map_capacity];
+    char gid_map[id_map_capacity];
+    format_id_map(uid_map, (unsigned long)request->uid);
+    format_id_map(gid_map, (unsigned long)request->gid);
+    long child = fork_with_flags(request);
+    if (child < 0) return (int)-child;
+    if (child == 0) {
+        int error = prepare_process(request, uid_map, gid_map);
+        if (error != 0) {
+            report_setup_failure(error, 2);
+            _exit(127);
+        }
+        // Keep stdin, stdout, stderr (all /dev/null in the launcher) and the spare's socket.
+        int keep = request->keep_descriptor;
+        if (keep > 3) close_above(3, (unsigned int)keep - 1);
+        close_above(keep >= 3 ? (unsigned int)keep + 1 : 3, ~0U);
+        *is_child = 1;
+        return 0;
+    }
+    *is_child = 0;
+    *pid = (pid_t)child;
+    return 0;
+}
+
+int plugind_shim_install_descriptors(const plugind_shim_spawn_request *request) {
+    if (request->descriptor_count < 0 || request->descriptor_count > PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) {
+        return EINVAL;
+    }
+    return install_descriptors(request);
 }

@@ -92,6 +92,11 @@ private struct CStringArray {
         pointer[strings.count] = nil
     }
 
+    /// "" with static storage, for requests that execute nothing.
+    var emptyString: UnsafePointer<CChar> {
+        UnsafeRawPointer(StaticString("").utf8Start).assumingMemoryBound(to: CChar.self)
+    }
+
     func deallocate() {
         var index = 0
         while let string = pointer[index] {
@@ -106,29 +111,60 @@ private struct CStringArray {
 /// (path and arguments are ignored: the child goes on running this program). Returns nil in the
 /// child, and the child's pid in the parent. For the pre-forked launcher only.
 package func forkWorker(_ request: SpawnRequest) throws(SystemError) -> Int32? {
-    let descriptors = request.descriptors.map(\.rawValue)
-    var pid: Int32 = 0
+    try forking(request, keeping: nil, plugind_shim_fork_worker)
+}
+
+/// Forks this single-threaded process into a spare worker that keeps only its standard
+/// descriptors and `socket`, waiting for `installDescriptors`. Returns nil in the child.
+package func forkSpare(options: SpawnRequest.Options, keeping socket: FileDescriptor) throws(SystemError) -> Int32? {
+    let request = SpawnRequest(executablePath: "", arguments: [], environment: [], descriptors: [], options: options)
+    return try forking(request, keeping: socket, plugind_shim_fork_spare)
+}
+
+/// Makes `descriptors[i]` descriptor `i` of this process and closes every other descriptor.
+package func installDescriptors(_ descriptors: [FileDescriptor]) throws(SystemError) {
+    let request = SpawnRequest(executablePath: "", arguments: [], environment: [], descriptors: descriptors, options: [])
+    let result = withShimRequest(request, keeping: nil) { plugind_shim_install_descriptors($0) }
+    try checkShim("install descriptors", result)
+}
+
+private func forking(
+    _ request: SpawnRequest,
+    keeping: FileDescriptor?,
+    _ fork: (UnsafePointer<plugind_shim_spawn_request>, UnsafeMutablePointer<pid_t>, UnsafeMutablePointer<CInt>) -> CInt
+) throws(SystemError) -> Int32? {
+    var pid: pid_t = 0
     var isChild: CInt = 0
-    let noArguments = CStringArray([])
-    defer { noArguments.deallocate() }
-    let result = descriptors.withUnsafeBufferPointer { descriptorBuffer in
-        request.executablePath.withCString { path in
-            var shimRequest = plugind_shim_spawn_request(
-                path: path,
-                argv: noArguments.pointer,
-                envp: noArguments.pointer,
-                descriptors: descriptorBuffer.baseAddress!,
-                descriptor_count: CInt(descriptorBuffer.count),
-                flags: request.options.rawValue,
-                uid: getuid(),
-                gid: getgid(),
-                keep_descriptor: -1
-            )
-            return plugind_shim_fork_worker(&shimRequest, &pid, &isChild)
-        }
-    }
+    let result = withShimRequest(request, keeping: keeping) { fork($0, &pid, &isChild) }
     try checkShim("fork", result)
     return isChild == 1 ? nil : pid
+}
+
+/// Calls `body` with the C form of `request` (no argv or environment: nothing is executed).
+private func withShimRequest(
+    _ request: SpawnRequest,
+    keeping: FileDescriptor?,
+    _ body: (UnsafePointer<plugind_shim_spawn_request>) -> CInt
+) -> CInt {
+    let noArguments = CStringArray([])
+    defer { noArguments.deallocate() }
+    var descriptors = request.descriptors.map(\.rawValue)
+    if descriptors.isEmpty { descriptors = [-1] }
+    let count = CInt(request.descriptors.count)
+    return descriptors.withUnsafeBufferPointer { descriptorBuffer in
+        var shimRequest = plugind_shim_spawn_request(
+            path: noArguments.emptyString,
+            argv: noArguments.pointer,
+            envp: noArguments.pointer,
+            descriptors: descriptorBuffer.baseAddress!,
+            descriptor_count: count,
+            flags: request.options.rawValue,
+            uid: getuid(),
+            gid: getgid(),
+            keep_descriptor: keeping?.rawValue ?? -1
+        )
+        return body(&shimRequest)
+    }
 }
 
 /// Runs `start` with `options`; when the system refuses the namespaces (no privilege, no user

@@ -76,6 +76,17 @@ int plugind_shim_spawn(const plugind_shim_spawn_request *_Nonnull request, pid_t
 int plugind_shim_fork_worker(const plugind_shim_spawn_request *_Nonnull request, pid_t *_Nonnull pid,
                              int *_Nonnull is_child);
 
+/// Forks the calling (single-threaded) process into a *spare* worker: a process with the session,
+/// namespaces and parent-death signal of `request` that keeps only descriptors 0 to 2 and
+/// `request->keep_descriptor`, and waits there for its real descriptors
+/// (`plugind_shim_install_descriptors`). Returns like `plugind_shim_fork_worker`.
+int plugind_shim_fork_spare(const plugind_shim_spawn_request *_Nonnull request, pid_t *_Nonnull pid,
+                            int *_Nonnull is_child);
+
+/// Makes `request->descriptors[i]` descriptor `i` of the calling process and closes every other
+/// descriptor (but `request->keep_descriptor`). For a spare worker taking up its work.
+int plugind_shim_install_descriptors(const plugind_shim_spawn_request *_Nonnull request);
+
 /// Sends `length` bytes and `count` descriptors (SCM_RIGHTS) in one datagram on a unix socket.
 int plugind_shim_send_descriptors(int socket, const void *_Nonnull bytes, size_t length,
                                   const int *_Nullable descriptors, int count);

@@ -6,14 +6,18 @@ import PlugindWire
 import Synchronization
 
 /// The host's side of the pre-forked launcher (`plugind-worker --launcher`): one per worker
-/// executable, started on first use, it forks workers that skip exec and dynamic linking. The
-/// multi-threaded host never forks without exec itself; the launcher is single-threaded.
-/// Workers it forks are children of the host (CLONE_PARENT), which reaps them as usual.
+/// executable, started on first use, it hands out workers it forked ahead of time (spares), so a
+/// launch skips fork, exec and dynamic linking. The multi-threaded host never forks without exec
+/// itself; the launcher is single-threaded. Workers and spares are children of the host
+/// (CLONE_PARENT): the host holds a pidfd for each spare from the moment the launcher announces
+/// it, and reaps it whether it becomes a worker or dies unused.
 final class PreforkedLauncher: EventLoopHandler {
     private struct State {
-        var pending: [UInt32: CheckedContinuation<Int32, any Error>] = [:]
+        var pending: [UInt32: CheckedContinuation<SpawnedProcess, any Error>] = [:]
         var nextRequestID: UInt32 = 1
         var stopped = false
+        /// Spares announced by the launcher and not handed out yet, with their pidfds.
+        var spares: [Int32: FileDescriptor] = [:]
     }
 
     private let executable: String
@@ -99,9 +103,9 @@ final class PreforkedLauncher: EventLoopHandler {
         state.withLock { $0.stopped }
     }
 
-    /// Forks a worker with `descriptors` (output, protocol in, protocol out) and `options`;
-    /// returns its pid, a child of this process.
-    func fork(descriptors: [FileDescriptor], options: SpawnRequest.Options) async throws -> Int32 {
+    /// Starts a worker with `descriptors` (output, protocol in, protocol out) and `options`;
+    /// returns its pid and pidfd. The worker is a child of this process.
+    func fork(descriptors: [FileDescriptor], options: SpawnRequest.Options) async throws -> SpawnedProcess {
         try await withCheckedThrowingContinuation { continuation in
             let sent: SystemError? = state.withLock { state in
                 guard !state.stopped else { return SystemError("launcher", .noSuchProcess) }
@@ -129,6 +133,10 @@ final class PreforkedLauncher: EventLoopHandler {
             stop()
             return
         }
+        if descriptor != socket.rawValue {
+            spareExited(descriptor)
+            return
+        }
         var message = [UInt8](repeating: 0, count: 16)
         var descriptors = [CInt](repeating: -1, count: 1)
         while true {
@@ -144,33 +152,72 @@ final class PreforkedLauncher: EventLoopHandler {
             }
             var reader = PayloadReader(Array(message.prefix(8)))
             guard let id = try? reader.readUInt32(), let value = try? reader.readInt32() else { continue }
+            if id == 0 {
+                spareAnnounced(value)
+                continue
+            }
             let continuation = state.withLock { $0.pending.removeValue(forKey: id) }
-            if value > 0 {
-                continuation?.resume(returning: value)
-            } else {
+            guard value > 0 else {
                 continuation?.resume(throwing: SystemError("fork (pre-forked launcher)", Errno(rawValue: -value)))
+                continue
+            }
+            // A spare brings its pidfd; a worker forked on the spot gets one now. Either way the
+            // pid cannot be reused before this process reaps it.
+            let spare = state.withLock { $0.spares.removeValue(forKey: value) }
+            if let spare { loop.deregister(spare) }
+            do {
+                let processDescriptor = try spare ?? FileDescriptor.processDescriptor(for: value)
+                continuation?.resume(returning: SpawnedProcess(processIdentifier: value, processDescriptor: processDescriptor))
+            } catch {
+                continuation?.resume(throwing: error)
             }
         }
     }
 
+    private func spareAnnounced(_ pid: Int32) {
+        guard pid > 0, let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) else { return }
+        state.withLock { $0.spares[pid] = processDescriptor }
+        if (try? loop.register(processDescriptor, events: Epoll.readable, handler: self)) == nil {
+            state.withLock { _ = $0.spares.removeValue(forKey: pid) }
+            processDescriptor.close()
+        }
+    }
+
+    /// A spare died before it was handed out: reap it.
+    private func spareExited(_ descriptor: Int32) {
+        let spare = state.withLock { state -> FileDescriptor? in
+            guard let pid = state.spares.first(where: { $0.value.rawValue == descriptor })?.key else { return nil }
+            return state.spares.removeValue(forKey: pid)
+        }
+        guard let spare else { return }
+        loop.deregister(spare)
+        _ = try? spare.waitForProcessExit()
+        spare.close()
+    }
+
     /// Stops the launcher: pending forks fail, the process is killed and reaped on the loop thread.
     func stop() {
-        let pending: [CheckedContinuation<Int32, any Error>]? = state.withLock { state in
+        let stopped: (pending: [CheckedContinuation<SpawnedProcess, any Error>], spares: [FileDescriptor])? = state.withLock { state in
             guard !state.stopped else { return nil }
             state.stopped = true
-            defer { state.pending.removeAll() }
-            return Array(state.pending.values)
+            defer {
+                state.pending.removeAll()
+                state.spares.removeAll()
+            }
+            return (Array(state.pending.values), Array(state.spares.values))
         }
-        guard let pending else { return }
-        for continuation in pending { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
+        guard let stopped else { return }
+        for continuation in stopped.pending { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
         let (socket, process, loop) = (socket, process, loop)
         loop.execute {
             loop.deregister(socket)
-            loop.deregister(process.processDescriptor)
             socket.close()
-            try? process.processDescriptor.sendSignal(SIGKILL)
-            _ = try? process.processDescriptor.waitForProcessExit()
-            process.processDescriptor.close()
+            for child in [process.processDescriptor] + stopped.spares {
+                loop.deregister(child)
+                try? child.sendSignal(SIGKILL)
+                _ = try? child.waitForProcessExit()
+                child.close()
+            }
         }
     }
 }

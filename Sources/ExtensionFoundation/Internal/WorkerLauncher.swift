@@ -76,8 +76,7 @@ enum WorkerLauncher {
         if plan.launchStrategy == .preforked {
             do {
                 let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
-                let pid = try await launcher.fork(descriptors: childEnds, options: isolatingOptions())
-                return SpawnedProcess(processIdentifier: pid, processDescriptor: try FileDescriptor.processDescriptor(for: pid))
+                return try await launcher.fork(descriptors: childEnds, options: isolatingOptions())
             } catch {
                 // Fall through to a plain spawn: slower, never less safe.
             }
