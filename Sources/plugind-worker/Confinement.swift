@@ -127,14 +127,18 @@ enum Confinement {
         return applied(Layer.noCoreFiles, "a crash writes no core file")
     }
 
-    private static func resourceLimits(_ limits: ResourceLimits) -> ConfinementLayerReport {
-        let wanted: [(plugind_confinement_limit, UInt64, String)] = [
+    /// Each limit with the words that describe it ("memory 256 MiB").
+    static func describedLimits(_ limits: ResourceLimits) -> [(plugind_confinement_limit, UInt64, String)] {
+        [
             (PLUGIND_CONFINEMENT_LIMIT_ADDRESS_SPACE, limits.addressSpaceBytes, "memory \(ByteCount(limits.addressSpaceBytes))"),
             (PLUGIND_CONFINEMENT_LIMIT_CPU_SECONDS, limits.cpuSeconds, "CPU \(limits.cpuSeconds) s"),
             (PLUGIND_CONFINEMENT_LIMIT_OPEN_FILES, limits.openFiles, "open files \(limits.openFiles)"),
         ]
+    }
+
+    private static func resourceLimits(_ limits: ResourceLimits) -> ConfinementLayerReport {
         var applied: [String] = []
-        for (limit, value, text) in wanted where value > 0 {
+        for (limit, value, text) in describedLimits(limits) where value > 0 {
             let result = plugind_confinement_set_limit(limit, value)
             var soft: UInt64 = 0
             var hard: UInt64 = 0

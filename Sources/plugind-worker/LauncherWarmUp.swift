@@ -20,7 +20,8 @@ enum LauncherWarmUp {
         let hello = HostMessage.hello(Hello(load: load)).encode()
         _ = try? HostMessage(hello)
         let requests: [HostMessage] = [
-            .request(id: 1, bytes: [1]), .call(id: 2, function: 0, arguments: [.int32(1), .bytes([1]), .string("s")]), .cancel(id: 3), .shutdown,
+            .request(id: 1, bytes: [1]), .call(id: 2, function: 0, arguments: [.int32(1), .bytes([1]), .string("s")]), .cancel(id: 3),
+            .shutdown,
         ]
         for message in requests { _ = try? HostMessage(message.encode()) }
         let report = ConfinementLayerReport(layer: "network", state: .applied, detail: "memory \(ByteCount(UInt64(1) << 30)), CPU \(60) s")
@@ -44,8 +45,17 @@ enum LauncherWarmUp {
         for message in answers { _ = message.encode() }
         _ = Errno(rawValue: 2).description
         _ = FrameHeader(kind: .response, payloadLength: 1).bytes
+        _ = Confinement.describedLimits(load.limits).map(\.2).joined(separator: ", ")
+        // The transport's send path, through a pipe of its own.
+        if let pipe = try? PlugindSystem.Pipe() {
+            let transport = PipeTransport(input: pipe.readEnd, output: pipe.writeEnd, maximumPayload: 1 << 16)
+            for message in answers.prefix(3) { try? transport.send(message) }
+            pipe.close()
+        }
         // libffi: prepare (not call) an interface of every type.
-        var types = FunctionValueType.allCases.filter(\.isValidArgument).map { _ in plugind_ffi_type_sint32() as UnsafeMutablePointer<ffi_type>? }
+        var types = FunctionValueType.allCases.filter(\.isValidArgument).map { _ in
+            plugind_ffi_type_sint32() as UnsafeMutablePointer<ffi_type>?
+        }
         var interface = ffi_cif()
         _ = types.withUnsafeMutableBufferPointer { buffer in
             ffi_prep_cif(&interface, FFI_DEFAULT_ABI, UInt32(buffer.count), plugind_ffi_type_double(), buffer.baseAddress)

@@ -134,7 +134,7 @@ struct FaultIsolationTests {
     func noLeaks() async {
         // In a process of its own: the descriptor count must not see other tests' descriptors, and
         // SIGPIPE must be handled by the library alone. Exit statuses 20–22 name the failed check.
-        await #expect(processExitsWith: .success) {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             var test = try TestHost()
             defer { test.remove() }
             test.host.launchTimeout = .milliseconds(500)
@@ -142,7 +142,9 @@ struct FaultIsolationTests {
             test.host.shutdownGracePeriod = .milliseconds(200)
             let warmUp = try await test.launch(PluginFixture(library: "Echo"))
             await warmUp.invalidateAndWait()
-            let descriptorsBefore = ProcessInspection.openDescriptors()
+            // Spare workers of the pre-forked launcher hold descriptors too; count with a full pool.
+            await PreforkedLauncher.settleAll()
+            let descriptorsBefore = ProcessInspection.openDescriptorKinds()
             let cases: [(String, String, [String: Any])] = [
                 ("FaultySegfault", "", [:]), ("FaultyAbort", "", [:]), ("FaultyHang", "", [:]),
                 ("FaultyBusyLoop", "", ["limits": ["cpuSeconds": 1]]), ("FaultyMemoryHog", "", ["limits": ["memoryBytes": 128 << 20]]),
@@ -164,16 +166,18 @@ struct FaultIsolationTests {
             }
             // Crash records are written in the background; let them finish first.
             await CrashRecorder.waitForPendingRecords()
-            let descriptorsAfter = ProcessInspection.openDescriptors()
+            await PreforkedLauncher.settleAll()
+            let descriptorsAfter = ProcessInspection.openDescriptorKinds()
             guard descriptorsAfter == descriptorsBefore else {
-                for fd in Set(descriptorsAfter).symmetricDifference(descriptorsBefore) {
-                    let target = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(fd)")) ?? "?"
-                    FileHandle.standardError.write(Data("descriptor \(fd) -> \(target)\n".utf8))
-                }
+                let change = ProcessInspection.describeChange(from: descriptorsBefore, to: descriptorsAfter)
+                FileHandle.standardError.write(Data("descriptors: \(change)\n".utf8))
                 exit(20)
             }
             guard ProcessInspection.zombieChildren().isEmpty else { exit(21) }
             guard ProcessInspection.processes(named: "pgd-leak").isEmpty else { exit(22) }
+        }
+        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
+            Issue.record("child said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
         }
     }
 

@@ -100,7 +100,9 @@ struct ProcessLifecycleTests {
         #expect(throws: AppExtensionError.self) { try process.makeConnection() }
     }
 
-    @Test("invalidate ends an idle worker cleanly, through its deinit, with exit status 0", arguments: [AppExtensionHost.LaunchStrategy.preforked, .spawn])
+    @Test(
+        "invalidate ends an idle worker cleanly, through its deinit, with exit status 0",
+        arguments: [AppExtensionHost.LaunchStrategy.preforked, .spawn])
     func cleanShutdown(strategy: AppExtensionHost.LaunchStrategy) async throws {
         var test = try TestHost()
         defer { test.remove() }
@@ -115,14 +117,16 @@ struct ProcessLifecycleTests {
     func launchCycles() async {
         // In a process of its own, so that descriptors and children of tests running in parallel
         // cannot blur the count. Exit statuses 10–13 name the check that failed.
-        await #expect(processExitsWith: .success) {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let test = try TestHost()
             defer { test.remove() }
             try test.install(PluginFixture(library: "Echo"))
             let configuration = try test.configuration("org.plugind.tests.echo")
             // One warm-up cycle starts the event loop, whose descriptors live for the process.
             try await AppExtensionProcess.withProcess(configuration: configuration) { _ in }
-            let descriptorsBefore = ProcessInspection.openDescriptors()
+            // Spare workers of the pre-forked launcher hold descriptors too; count with a full pool.
+            await PreforkedLauncher.settleAll()
+            let descriptorsBefore = ProcessInspection.openDescriptorKinds()
             var pids: [Int32] = []
             for index in 0..<200 {
                 let process = try await AppExtensionProcess(configuration: configuration)
@@ -133,9 +137,18 @@ struct ProcessLifecycleTests {
                 }
                 await process.invalidateAndWait()
             }
-            guard ProcessInspection.openDescriptors() == descriptorsBefore else { exit(11) }
+            await PreforkedLauncher.settleAll()
+            let descriptorsAfter = ProcessInspection.openDescriptorKinds()
+            guard descriptorsAfter == descriptorsBefore else {
+                let change = ProcessInspection.describeChange(from: descriptorsBefore, to: descriptorsAfter)
+                FileHandle.standardError.write(Data("descriptors: \(change)\n".utf8))
+                exit(11)
+            }
             guard ProcessInspection.zombieChildren().isEmpty else { exit(12) }
             guard pids.allSatisfy({ !ProcessInspection.exists($0) }), Set(pids).count == 200 else { exit(13) }
+        }
+        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
+            Issue.record("child said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
         }
     }
 

@@ -9,10 +9,27 @@ package enum ProcessInspection {
         kill(pid, 0) == 0 || errno != ESRCH
     }
 
-    /// Descriptors open in this process.
-    package static func openDescriptors() -> [Int32] {
+    /// Descriptors open in this process, counted by kind ("pipe", "socket", "anon_inode:[pidfd]",
+    /// or a file's path). Kinds, not numbers: a descriptor closed and opened again may take
+    /// another number, and a leak shows as a kind whose count grew.
+    package static func openDescriptorKinds() -> [String: Int] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        return names.compactMap { Int32($0) }.sorted()
+        var kinds: [String: Int] = [:]
+        for name in names {
+            // The directory listing itself is a descriptor that is gone by now.
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(name)") else { continue }
+            let kind = target.firstRange(of: ":[").map { target[..<$0.lowerBound] }.map(String.init) ?? target
+            kinds[kind == "anon_inode" ? target : kind, default: 0] += 1
+        }
+        return kinds
+    }
+
+    /// What changed between two `openDescriptorKinds()` results, e.g. "pipe 4 → 6".
+    package static func describeChange(from before: [String: Int], to after: [String: Int]) -> String {
+        Set(before.keys).union(after.keys).sorted()
+            .filter { before[$0] != after[$0] }
+            .map { "\($0) \(before[$0] ?? 0) → \(after[$0] ?? 0)" }
+            .joined(separator: ", ")
     }
 
     /// Children of this process that exited but were not reaped.

@@ -111,11 +111,18 @@ package final class Catalog: Sendable {
 
     /// Directories directly inside `root` that hold a manifest.
     static func bundleDirectories(in root: String) -> [String] {
+        candidateDirectories(in: root).filter { FileManager.default.fileExists(atPath: $0 + "/" + Manifest.fileName) }
+    }
+
+    /// Every directory directly inside `root` that is not hidden: a bundle, or one being copied in
+    /// whose manifest is not there yet.
+    static func candidateDirectories(in root: String) -> [String] {
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: root) else { return [] }
         return names.sorted().compactMap { name in
             guard !name.hasPrefix(".") else { return nil }
             let path = root + "/" + name
-            return FileManager.default.fileExists(atPath: path + "/" + Manifest.fileName) ? path : nil
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue ? path : nil
         }
     }
 

@@ -40,8 +40,10 @@ final class DirectoryWatcher: EventLoopHandler {
     }
 
     /// Makes the watched set exactly `paths` (directories or files). A path that does not exist
-    /// is replaced by its nearest existing ancestor, so its creation is noticed too.
-    func watch(_ paths: Set<String>) {
+    /// is replaced by its nearest existing ancestor, so its creation is noticed too. Returns
+    /// whether a path is watched that was not before.
+    @discardableResult
+    func watch(_ paths: Set<String>) -> Bool {
         var wanted: Set<String> = []
         for path in paths {
             var candidate = path
@@ -50,16 +52,21 @@ final class DirectoryWatcher: EventLoopHandler {
             }
             wanted.insert(candidate)
         }
-        state.withLock { state in
-            guard !state.closed else { return }
+        return state.withLock { state in
+            guard !state.closed else { return false }
             for (path, watch) in state.watches where !wanted.contains(path) {
                 inotify_rm_watch(descriptor.rawValue, watch)
                 state.watches[path] = nil
             }
+            var added = false
             for path in wanted where state.watches[path] == nil {
                 let watch = inotify_add_watch(descriptor.rawValue, path, Self.mask)
-                if watch >= 0 { state.watches[path] = watch }
+                if watch >= 0 {
+                    state.watches[path] = watch
+                    added = true
+                }
             }
+            return added
         }
     }
 

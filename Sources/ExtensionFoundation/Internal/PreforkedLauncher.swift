@@ -6,18 +6,31 @@ import PlugindWire
 import Synchronization
 
 /// The host's side of the pre-forked launcher (`plugind-worker --launcher`): one per worker
-/// executable, started on first use, it hands out workers it forked ahead of time (spares), so a
-/// launch skips fork, exec and dynamic linking. The multi-threaded host never forks without exec
-/// itself; the launcher is single-threaded. Workers and spares are children of the host
-/// (CLONE_PARENT): the host holds a pidfd for each spare from the moment the launcher announces
-/// it, and reaps it whether it becomes a worker or dies unused.
-final class PreforkedLauncher: EventLoopHandler {
+/// executable, started on first use. The launcher forks *spares* ahead of time and hands their
+/// sockets to this side; a launch sends the worker's descriptors straight to a spare, so fork,
+/// exec, dynamic linking and even the launcher are off its path. Without a spare, the launcher
+/// forks a worker on the spot. The multi-threaded host never forks without exec itself; the
+/// launcher is single-threaded. Workers and spares are children of the host (CLONE_PARENT): the
+/// host holds a pidfd for each spare from the moment it learns of it, and reaps it whether it
+/// becomes a worker or dies unused.
+package final class PreforkedLauncher: EventLoopHandler {
+    private struct Spare {
+        var process: SpawnedProcess
+        var socket: FileDescriptor
+    }
+
     private struct State {
         var pending: [UInt32: CheckedContinuation<SpawnedProcess, any Error>] = [:]
         var nextRequestID: UInt32 = 1
         var stopped = false
-        /// Spares announced by the launcher and not handed out yet, with their pidfds.
-        var spares: [Int32: FileDescriptor] = [:]
+        /// Spares not handed out yet.
+        var spares: [Spare] = []
+        /// The request for a spare in flight, if any.
+        var spareRequest: UInt32?
+        /// Callers of `settled()` waiting for the spare count to be reached.
+        var settleWaiters: [CheckedContinuation<Void, Never>] = []
+
+        var isSettled: Bool { stopped || (spares.count >= PreforkedLauncher.spareCount && spareRequest == nil) }
     }
 
     private let executable: String
@@ -60,7 +73,8 @@ final class PreforkedLauncher: EventLoopHandler {
         let request = SpawnRequest(
             executablePath: executable,
             arguments: [executable, "--launcher"],
-            environment: WorkerLauncher.environment(),
+            // Binding every symbol now, once, spares each worker the lazy binding of its own.
+            environment: WorkerLauncher.environment() + ["LD_BIND_NOW=1"],
             descriptors: [null, null, null, launcher],
             options: [.dieWithParentThread]
         )
@@ -103,29 +117,64 @@ final class PreforkedLauncher: EventLoopHandler {
         state.withLock { $0.stopped }
     }
 
-    /// Starts a worker with `descriptors` (output, protocol in, protocol out) and `options`;
-    /// returns its pid and pidfd. The worker is a child of this process.
-    func fork(descriptors: [FileDescriptor], options: SpawnRequest.Options) async throws -> SpawnedProcess {
-        try await withCheckedThrowingContinuation { continuation in
-            let sent: SystemError? = state.withLock { state in
+    /// Starts a worker with `descriptors` (output, protocol in, protocol out) and `options`: a
+    /// spare when there is one, else one forked on the spot. Returns its pid and pidfd; the
+    /// worker is a child of this process.
+    func start(descriptors: [FileDescriptor], options: SpawnRequest.Options) async throws -> SpawnedProcess {
+        let raw = descriptors.map(\.rawValue)
+        while let spare = state.withLock({ $0.spares.popLast() }) {
+            let marker: [UInt8] = [1]
+            let sent = marker.withUnsafeBytes { bytes in
+                raw.withUnsafeBufferPointer { fds in
+                    plugind_shim_send_descriptors(spare.socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
+                }
+            }
+            spare.socket.close()
+            loop.deregister(spare.process.processDescriptor)
+            if sent == 0 { return spare.process }
+            // That spare died unused; reap it and try the next.
+            _ = try? spare.process.processDescriptor.waitForProcessExit()
+            spare.process.processDescriptor.close()
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            let failure: SystemError? = state.withLock { state in
                 guard !state.stopped else { return SystemError("launcher", .noSuchProcess) }
                 let id = state.nextRequestID
                 state.nextRequestID &+= 1
-                var message = PayloadWriter(capacity: 8)
-                message.write(id)
-                message.write(options.rawValue)
-                let raw = descriptors.map(\.rawValue)
-                let result = message.bytes.withUnsafeBytes { bytes in
-                    raw.withUnsafeBufferPointer { fds in
-                        plugind_shim_send_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
-                    }
-                }
-                guard result == 0 else { return SystemError("sendmsg to the launcher", Errno(rawValue: result)) }
+                if let error = send(id, options: options, descriptors: raw) { return error }
                 state.pending[id] = continuation
                 return nil
             }
-            if let sent { continuation.resume(throwing: sent) }
+            if let failure { continuation.resume(throwing: failure) }
         }
+    }
+
+    /// How many spares to keep: two, so that back-to-back launches find one that has finished
+    /// warming up while the next one is still being made.
+    static let spareCount = 2
+
+    /// Asks the launcher for a spare unless enough are ready or one is on its way. Call it after a
+    /// launch, so that the fork does not compete with the worker that just started; each spare
+    /// that arrives asks for the next until there are `spareCount`.
+    func replenish(options: SpawnRequest.Options) {
+        state.withLock { state in
+            guard !state.stopped, state.spares.count < Self.spareCount, state.spareRequest == nil else { return }
+            let id = state.nextRequestID
+            state.nextRequestID &+= 1
+            if send(id, options: options, descriptors: []) == nil { state.spareRequest = id }
+        }
+    }
+
+    private func send(_ id: UInt32, options: SpawnRequest.Options, descriptors: [CInt]) -> SystemError? {
+        var message = PayloadWriter(capacity: 8)
+        message.write(id)
+        message.write(options.rawValue)
+        let result = message.bytes.withUnsafeBytes { bytes in
+            descriptors.withUnsafeBufferPointer { fds in
+                plugind_shim_send_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
+            }
+        }
+        return result == 0 ? nil : SystemError("sendmsg to the launcher", Errno(rawValue: result))
     }
 
     func handleEvent(descriptor: Int32, events: UInt32) {
@@ -138,12 +187,12 @@ final class PreforkedLauncher: EventLoopHandler {
             return
         }
         var message = [UInt8](repeating: 0, count: 16)
-        var descriptors = [CInt](repeating: -1, count: 1)
+        var passed = [CInt](repeating: -1, count: 1)
         while true {
             var length = 0
             var count: CInt = 0
             let result = message.withUnsafeMutableBytes { bytes in
-                plugind_shim_receive_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, &length, &descriptors, 1, &count)
+                plugind_shim_receive_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, &length, &passed, 1, &count)
             }
             if result == EAGAIN { return }
             guard result == 0, length == 8 else {
@@ -151,22 +200,32 @@ final class PreforkedLauncher: EventLoopHandler {
                 return
             }
             var reader = PayloadReader(Array(message.prefix(8)))
-            guard let id = try? reader.readUInt32(), let value = try? reader.readInt32() else { continue }
-            if id == 0 {
-                spareAnnounced(value)
+            let spareSocket = count == 1 ? FileDescriptor(rawValue: passed[0]) : nil
+            guard let id = try? reader.readUInt32(), let value = try? reader.readInt32() else {
+                spareSocket?.close()
                 continue
             }
-            let continuation = state.withLock { $0.pending.removeValue(forKey: id) }
+            let (continuation, isSpare) = state.withLock { state in
+                if state.spareRequest == id {
+                    state.spareRequest = nil
+                    return (nil as CheckedContinuation<SpawnedProcess, any Error>?, true)
+                }
+                return (state.pending.removeValue(forKey: id), false)
+            }
+            if isSpare {
+                adoptSpare(pid: value, socket: spareSocket)
+                replenish(options: WorkerLauncher.isolatingOptions())
+                resumeSettledWaiters()
+                continue
+            }
+            spareSocket?.close()
             guard value > 0 else {
                 continuation?.resume(throwing: SystemError("fork (pre-forked launcher)", Errno(rawValue: -value)))
                 continue
             }
-            // A spare brings its pidfd; a worker forked on the spot gets one now. Either way the
-            // pid cannot be reused before this process reaps it.
-            let spare = state.withLock { $0.spares.removeValue(forKey: value) }
-            if let spare { loop.deregister(spare) }
+            // The pid cannot be reused before this process, its parent, reaps it.
             do {
-                let processDescriptor = try spare ?? FileDescriptor.processDescriptor(for: value)
+                let processDescriptor = try FileDescriptor.processDescriptor(for: value)
                 continuation?.resume(returning: SpawnedProcess(processIdentifier: value, processDescriptor: processDescriptor))
             } catch {
                 continuation?.resume(throwing: error)
@@ -174,45 +233,86 @@ final class PreforkedLauncher: EventLoopHandler {
         }
     }
 
-    private func spareAnnounced(_ pid: Int32) {
-        guard pid > 0, let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) else { return }
-        state.withLock { $0.spares[pid] = processDescriptor }
-        if (try? loop.register(processDescriptor, events: Epoll.readable, handler: self)) == nil {
-            state.withLock { _ = $0.spares.removeValue(forKey: pid) }
-            processDescriptor.close()
+    /// Returns once every launcher holds its full count of spares (or has stopped), so that the
+    /// descriptors this process holds are stable. For tests that count descriptors.
+    package static func settleAll() async {
+        let running = launchers.withLock { Array($0.values) }
+        for launcher in running { await launcher.settled() }
+    }
+
+    func settled() async {
+        replenish(options: WorkerLauncher.isolatingOptions())
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.isSettled { return true }
+                state.settleWaiters.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
         }
+    }
+
+    private func resumeSettledWaiters() {
+        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
+            guard state.isSettled else { return [] }
+            defer { state.settleWaiters.removeAll() }
+            return state.settleWaiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func adoptSpare(pid: Int32, socket spareSocket: FileDescriptor?) {
+        guard pid > 0, let spareSocket else { return }
+        guard let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) else {
+            spareSocket.close()
+            return
+        }
+        let spare = Spare(process: SpawnedProcess(processIdentifier: pid, processDescriptor: processDescriptor), socket: spareSocket)
+        // Watched so that a spare that dies unused is reaped.
+        guard (try? loop.register(processDescriptor, events: Epoll.readable, handler: self)) != nil else {
+            spareSocket.close()
+            try? processDescriptor.sendSignal(SIGKILL)
+            _ = try? processDescriptor.waitForProcessExit()
+            processDescriptor.close()
+            return
+        }
+        state.withLock { $0.spares.append(spare) }
     }
 
     /// A spare died before it was handed out: reap it.
     private func spareExited(_ descriptor: Int32) {
-        let spare = state.withLock { state -> FileDescriptor? in
-            guard let pid = state.spares.first(where: { $0.value.rawValue == descriptor })?.key else { return nil }
-            return state.spares.removeValue(forKey: pid)
+        let spare = state.withLock { state -> Spare? in
+            guard let index = state.spares.firstIndex(where: { $0.process.processDescriptor.rawValue == descriptor }) else { return nil }
+            return state.spares.remove(at: index)
         }
         guard let spare else { return }
-        loop.deregister(spare)
-        _ = try? spare.waitForProcessExit()
-        spare.close()
+        loop.deregister(spare.process.processDescriptor)
+        spare.socket.close()
+        _ = try? spare.process.processDescriptor.waitForProcessExit()
+        spare.process.processDescriptor.close()
     }
 
     /// Stops the launcher: pending forks fail, the process is killed and reaped on the loop thread.
     func stop() {
-        let stopped: (pending: [CheckedContinuation<SpawnedProcess, any Error>], spares: [FileDescriptor])? = state.withLock { state in
+        typealias Stopped = (pending: [CheckedContinuation<SpawnedProcess, any Error>], spares: [Spare])
+        let stopped: Stopped? = state.withLock { state -> Stopped? in
             guard !state.stopped else { return nil }
             state.stopped = true
             defer {
                 state.pending.removeAll()
                 state.spares.removeAll()
             }
-            return (Array(state.pending.values), Array(state.spares.values))
+            return (Array(state.pending.values), state.spares)
         }
         guard let stopped else { return }
+        resumeSettledWaiters()
         for continuation in stopped.pending { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
         let (socket, process, loop) = (socket, process, loop)
         loop.execute {
             loop.deregister(socket)
             socket.close()
-            for child in [process.processDescriptor] + stopped.spares {
+            for spare in stopped.spares { spare.socket.close() }
+            for child in [process.processDescriptor] + stopped.spares.map(\.process.processDescriptor) {
                 loop.deregister(child)
                 try? child.sendSignal(SIGKILL)
                 _ = try? child.waitForProcessExit()

@@ -49,6 +49,9 @@ final class WorkerChannel: EventLoopHandler {
         var output: TailBuffer
         var fatalReport: FatalSignalReport?
         var loadFailure: LoadFailure?
+        /// The worker's `ready`, kept after it ends: a worker that only inspects or probes may exit
+        /// before anyone asked for its answer.
+        var ready: Ready?
         /// Why the host stopped the worker itself, if it did.
         var stopCause: StopCause?
         var invalidated = false
@@ -139,6 +142,7 @@ final class WorkerChannel: EventLoopHandler {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Ready, any Error>) in
                 let immediate: Result<Ready, any Error>? = state.withLock { state in
+                    if let ready = state.ready { return .success(ready) }
                     switch state.phase {
                     case .handshaking:
                         state.phase = .handshaking(continuation)
@@ -583,6 +587,7 @@ final class WorkerChannel: EventLoopHandler {
             let continuation: CheckedContinuation<Ready, any Error>?? = state.withLock { state in
                 guard case .handshaking(let continuation) = state.phase else { return .none }
                 state.phase = .ready(ready)
+                state.ready = ready
                 return .some(continuation)
             }
             switch continuation {

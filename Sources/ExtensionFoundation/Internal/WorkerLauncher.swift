@@ -31,9 +31,10 @@ enum WorkerLauncher {
         // starts, instead of waiting for this side to learn its pid.
         let hello = HostMessage.hello(Hello(load: plan.load)).encode()
         let process: SpawnedProcess
+        let launcher: PreforkedLauncher?
         do {
             try pipes.toWorker.writeEnd.writeAll(hello.header.bytes + hello.payload)
-            process = try await start(executable: executable, pipes: pipes, plan: plan, loop: loop)
+            (process, launcher) = try await start(executable: executable, pipes: pipes, plan: plan, loop: loop)
         } catch {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(error)", underlying: error)
@@ -55,19 +56,21 @@ enum WorkerLauncher {
             channel.stop(.cancelledLaunch)
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot watch the worker: \(error)", underlying: error)
         }
+        // The next spare is forked once this worker is up, not while it starts.
+        defer { launcher?.replenish(options: isolatingOptions()) }
         let ready = try await channel.awaitReady(timeout: plan.launchTimeout)
         return (channel, ready)
     }
 
-    /// Forks the worker through the pre-forked launcher when the plan allows it, and spawns it
-    /// otherwise or when the launcher is unusable. The descriptors for the child are closed here
-    /// either way.
+    /// Starts the worker through the pre-forked launcher when the plan allows it (returning the
+    /// launcher), and spawns it otherwise or when the launcher is unusable. The descriptors for
+    /// the child are closed here either way.
     private static func start(
         executable: String,
         pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor),
         plan: LaunchPlan,
         loop: WorkerEventLoop
-    ) async throws -> SpawnedProcess {
+    ) async throws -> (SpawnedProcess, PreforkedLauncher?) {
         let childEnds = [pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd]
         defer {
             for descriptor in childEnds { descriptor.close() }
@@ -76,7 +79,7 @@ enum WorkerLauncher {
         if plan.launchStrategy == .preforked {
             do {
                 let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
-                return try await launcher.fork(descriptors: childEnds, options: isolatingOptions())
+                return (try await launcher.start(descriptors: childEnds, options: isolatingOptions()), launcher)
             } catch {
                 // Fall through to a plain spawn: slower, never less safe.
             }
@@ -95,7 +98,7 @@ enum WorkerLauncher {
                 return try spawnProcess(adjusted)
             }
         }
-        return try spawned.get()
+        return (try spawned.get(), nil)
     }
 
     /// A new session and a new pid namespace (with a user namespace when not root), so that the

@@ -1,0 +1,86 @@
+import Dispatch
+import Foundation
+import Synchronization
+
+/// The moving parts behind a monitor: a directory watcher whose bursts of events trigger a
+/// rescan on a serial queue (scans read files; they never run on the event loop or the
+/// cooperative pool), and the set of paths to watch after each scan.
+package final class MonitorEngine: Sendable {
+    private let host: AppExtensionHost
+    private let queue = DispatchQueue(label: "plugind.monitor", qos: .utility)
+    private let watcher = Mutex<DirectoryWatcher?>(nil)
+    private let callback = Mutex<(@Sendable (Inventory) -> Void)?>(nil)
+
+    package init(host: AppExtensionHost) {
+        self.host = host
+    }
+
+    package var onInventory: (@Sendable (Inventory) -> Void)? {
+        get { callback.withLock { $0 } }
+        set { callback.withLock { $0 = newValue } }
+    }
+
+    /// Scans now and returns when the result is published; starts watching on first use.
+    package func refreshNow() async throws {
+        try startWatching()
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async { [self] in
+                refresh()
+                continuation.resume()
+            }
+        }
+    }
+
+    private func startWatching() throws {
+        try watcher.withLock { watcher in
+            guard watcher == nil else { return }
+            do {
+                let loop = try WorkerEventLoop.shared()
+                watcher = try DirectoryWatcher(loop: loop) { [weak self] in
+                    guard let self else { return }
+                    self.queue.async { self.refresh() }
+                }
+            } catch {
+                throw AppExtensionError(
+                    .configurationError, plugin: nil, "cannot watch the plugin directories: \(error)", underlying: error)
+            }
+        }
+    }
+
+    /// Runs on `queue`.
+    private func refresh() {
+        var inventory = Inventory.take(host: host)
+        let addedWatches = watcher.withLock { $0?.watch(Self.pathsToWatch(host: host, inventory: inventory)) ?? false }
+        // A directory that just got its watch may have changed between the scan and the watch
+        // (a bundle still being copied in): scan again, so no change falls in that gap. Later
+        // changes raise events of their own.
+        if addedWatches { inventory = Inventory.take(host: host) }
+        callback.withLock { $0 }?(inventory)
+    }
+
+    static func pathsToWatch(host: AppExtensionHost, inventory: Inventory) -> Set<String> {
+        let roots = SearchRoot.roots(of: host).map(\.path)
+        var paths = Set(roots)
+        // Every directory in a root, not only complete bundles: a manifest written into a new
+        // directory raises no event on the root.
+        for root in roots { paths.formUnion(Catalog.candidateDirectories(in: root)) }
+        paths.formUnion(inventory.problems.map(\.path))
+        paths.insert(host.policyDirectory.path)
+        paths.insert(host.administratorPolicyDirectory.path)
+        paths.insert(host.stateDirectory.path)
+        return paths
+    }
+
+    /// The paths inotify watches right now.
+    package var watchedPaths: Set<String> {
+        watcher.withLock { $0?.watchedPaths ?? [] }
+    }
+
+    package func stop() {
+        watcher.withLock { watcher in
+            watcher?.close()
+            watcher = nil
+        }
+        onInventory = nil
+    }
+}
