@@ -39,7 +39,7 @@ enum Launcher {
             case .child(let status):
                 return status
             case .parent(let result, let passed):
-                descriptors.forEach { $0.close() }
+                for descriptor in descriptors { descriptor.close() }
                 let sent = reply(requestID: requestID, result: result, passing: passed)
                 passed?.close()
                 if !sent { return 0 }
@@ -65,7 +65,7 @@ enum Launcher {
                 let requestID = try? reader.readUInt32(), let options = try? reader.readInt32()
             else {
                 WorkerMain.report("launcher: malformed request (\(length) bytes, \(descriptors.count) descriptors)")
-                descriptors.forEach { $0.close() }
+                for descriptor in descriptors { descriptor.close() }
                 continue
             }
             return (requestID, SpawnRequest.Options(rawValue: options).union(.sibling), descriptors)
