@@ -157,7 +157,10 @@ enum Benchmarks {
             name: "live-workers-uss",
             unit: "KiB",
             values: unique,
-            extra: ["workers": Double(processes.count), "launchSeconds": Double(seconds) + Double(attoseconds) / 1e18, "maxKiB": unique.max() ?? 0]
+            extra: [
+                "workers": Double(processes.count), "launchSeconds": Double(seconds) + Double(attoseconds) / 1e18,
+                "maxKiB": unique.max() ?? 0,
+            ]
         ).report()
         for process in processes { process.invalidate() }
         for process in processes { _ = await process.waitForTermination() }

@@ -56,14 +56,17 @@ enum PlugindBench {
                 try await DiscoveryBenchmarks.scan(
                     root: text("root") ?? "/tmp/plugind-bench-bundles",
                     state: text("state") ?? "/tmp/plugind-bench-state",
-                    name: text("name") ?? "discovery"
+                    name: text("name") ?? "discovery",
+                    rescanCount: option("rescans", 1)
                 )
             case "monitor-latency":
                 try await DiscoveryBenchmarks.monitorLatency(iterations: iterations)
             case "idle-monitor":
                 try await DiscoveryBenchmarks.idleMonitor(seconds: option("seconds", 2))
             default:
-                print("usage: plugind-bench launch-c|launch-swift|first-response|round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor [--iterations N]")
+                print(
+                    "usage: plugind-bench launch-c|launch-swift|first-response|round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor [--iterations N]"
+                )
                 exit(64)
             }
         } catch {

@@ -53,7 +53,30 @@ package enum BundleInspector {
         hostVersion: HostVersion = .current,
         resolver: @autoclosure () -> LibraryResolver = LibraryResolver()
     ) -> Result<InspectedBundle, BundleProblem> {
+        inspect(bundleAt: path, canonicalPath: canonicalPath(path), hostVersion: hostVersion, resolver: resolver())
+    }
+
+    /// Checks the bundle `name` inside `root`, a canonical directory.
+    package static func inspect(
+        bundleNamed name: String,
+        inCanonicalRoot root: String,
+        hostVersion: HostVersion = .current,
+        resolver: @autoclosure () -> LibraryResolver = LibraryResolver()
+    ) -> Result<InspectedBundle, BundleProblem> {
+        inspect(
+            bundleAt: root + "/" + name, canonicalPath: canonicalPath(of: name, inCanonicalDirectory: root), hostVersion: hostVersion,
+            resolver: resolver())
+    }
+
+    private static func inspect(
+        bundleAt path: String,
+        canonicalPath canonicalBundlePath: String?,
+        hostVersion: HostVersion,
+        resolver: @autoclosure () -> LibraryResolver
+    ) -> Result<InspectedBundle, BundleProblem> {
         let manifestPath = path + "/" + Manifest.fileName
+        // Before reading, so that a change while the manifest is read gives it a new identity.
+        let manifestStatusBeforeRead = FileStatus(path: manifestPath)
         let parsed: ManifestParser.Result
         do {
             parsed = try ManifestParser.parse(contentsOf: manifestPath)
@@ -74,8 +97,8 @@ package enum BundleInspector {
             )
         }
 
-        guard let bundlePath = canonicalPath(path), let bundleStatus = FileStatus(path: bundlePath),
-            let manifestStatus = FileStatus(path: manifestPath)
+        guard let bundlePath = canonicalBundlePath, let bundleStatus = FileStatus(path: bundlePath),
+            let manifestStatus = manifestStatusBeforeRead
         else {
             return problem(.invalidManifest, "\(path) disappeared while it was read")
         }
@@ -92,10 +115,7 @@ package enum BundleInspector {
         var usesSystemLibrary = false
         let candidate = bundlePath + "/" + manifest.library
         checkedLibrary = candidate
-        if FileManager.default.fileExists(atPath: candidate) {
-            guard let resolved = canonicalPath(candidate) else {
-                return problem(.libraryMissing, "library \(candidate) cannot be resolved")
-            }
+        if let resolved = canonicalPath(of: manifest.library, inCanonicalDirectory: bundlePath) {
             guard resolved.hasPrefix(bundlePath + "/") else {
                 return problem(
                     .libraryOutsideBundle, "library '\(manifest.library)' resolves to \(resolved), outside the bundle \(bundlePath)")

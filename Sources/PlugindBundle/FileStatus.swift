@@ -19,6 +19,21 @@ package struct FileStatus: Sendable, Hashable {
         self.init(status)
     }
 
+    /// `path` relative to the open directory `directory` (an absolute `path` ignores it): a
+    /// shorter path walk than from `/` when many files under one directory are examined.
+    package init?(path: String, relativeTo directory: CInt) {
+        var status = stat()
+        guard fstatat(directory, path, &status, 0) == 0 else { return nil }
+        self.init(status)
+    }
+
+    init(identity: FileIdentity, mode: UInt32, owner: UInt32, group: UInt32) {
+        self.identity = identity
+        self.mode = mode
+        self.owner = owner
+        self.group = group
+    }
+
     init(_ status: stat) {
         identity = FileIdentity(
             device: UInt64(status.st_dev),
@@ -55,4 +70,15 @@ package func canonicalPath(_ path: String) -> String? {
     guard let resolved = realpath(path, nil) else { return nil }
     defer { free(resolved) }
     return String(cString: resolved)
+}
+
+/// The canonical path of `name` inside `directory`, itself canonical. Without the path walk of
+/// `realpath` when `name` is a plain entry that is not a symlink, which is the usual case and
+/// makes a scan of many bundles cheaper.
+package func canonicalPath(of name: String, inCanonicalDirectory directory: String) -> String? {
+    let path = directory + "/" + name
+    guard !name.contains("/"), name != ".", name != ".." else { return canonicalPath(path) }
+    var status = stat()
+    guard lstat(path, &status) == 0 else { return nil }
+    return status.st_mode & S_IFMT == S_IFLNK ? canonicalPath(path) : path
 }

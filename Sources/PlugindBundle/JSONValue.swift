@@ -13,21 +13,13 @@ package enum JSONValue: Decodable, Equatable, Sendable {
     case object([String: JSONValue])
 
     package init(from decoder: any Decoder) throws {
-        if var array = try? decoder.unkeyedContainer() {
-            var elements: [JSONValue] = []
-            while !array.isAtEnd { elements.append(try array.decode(JSONValue.self)) }
-            self = .array(elements)
-            return
-        }
-        if let object = try? decoder.container(keyedBy: AnyKey.self) {
-            var members: [String: JSONValue] = [:]
-            for key in object.allKeys { members[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
-            self = .object(members)
-            return
-        }
+        // Probes run from the most to the least common kind in a manifest, since every failed
+        // probe throws (and allocates) an error: strings cost none, containers the most.
         let single = try decoder.singleValueContainer()
         if single.decodeNil() {
             self = .null
+        } else if let value = try? single.decode(String.self) {
+            self = .string(value)
         } else if let value = try? single.decode(Bool.self) {
             self = .bool(value)
         } else if let value = try? single.decode(Int64.self) {
@@ -36,8 +28,15 @@ package enum JSONValue: Decodable, Equatable, Sendable {
             self = .unsignedInteger(value)
         } else if let value = try? single.decode(Double.self) {
             self = .number(value)
+        } else if var array = try? decoder.unkeyedContainer() {
+            var elements: [JSONValue] = []
+            while !array.isAtEnd { elements.append(try array.decode(JSONValue.self)) }
+            self = .array(elements)
         } else {
-            self = .string(try single.decode(String.self))
+            let object = try decoder.container(keyedBy: AnyKey.self)
+            var members: [String: JSONValue] = [:]
+            for key in object.allKeys { members[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
+            self = .object(members)
         }
     }
 

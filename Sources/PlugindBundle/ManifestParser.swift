@@ -121,7 +121,7 @@ private struct ObjectReader {
     func requiredString(_ key: String) throws(ManifestError) -> String {
         guard members[key] != nil else { throw error(key, "is missing (a string is required)") }
         let text = try optionalString(key) ?? ""
-        if text.trimmingCharacters(in: .whitespaces).isEmpty { throw error(key, "must not be empty") }
+        if text.allSatisfy(\.isWhitespace) { throw error(key, "must not be empty") }
         return text
     }
 

@@ -69,6 +69,31 @@ package struct FileIdentity: Hashable, Sendable, Codable {
     }
 }
 
+extension PayloadWriter {
+    package mutating func write(_ identity: FileIdentity?) {
+        write(identity != nil)
+        guard let identity else { return }
+        write(identity.device)
+        write(identity.inode)
+        write(identity.size)
+        write(identity.modificationNanoseconds)
+        write(identity.changeNanoseconds)
+    }
+}
+
+extension PayloadReader {
+    package mutating func readFileIdentity() throws(WireError) -> FileIdentity? {
+        guard try readBool() else { return nil }
+        return FileIdentity(
+            device: try readUInt64(),
+            inode: try readUInt64(),
+            size: try readUInt64(),
+            modificationNanoseconds: try readInt64(),
+            changeNanoseconds: try readInt64()
+        )
+    }
+}
+
 /// Limits the worker applies to itself; 0 means "none" for each.
 package struct ResourceLimits: Equatable, Sendable {
     package var addressSpaceBytes: UInt64 = 0

@@ -71,14 +71,7 @@ extension PayloadWriter {
         write(load.pluginIdentifier)
         write(load.libraryPath)
         write(load.bundlePath)
-        write(load.libraryFile != nil)
-        if let file = load.libraryFile {
-            write(file.device)
-            write(file.inode)
-            write(file.size)
-            write(file.modificationNanoseconds)
-            write(file.changeNanoseconds)
-        }
+        write(load.libraryFile)
         write(load.functions) { $0.write($1) }
         write(load.requiresEntryPoint)
         write(load.limits.addressSpaceBytes)
@@ -98,15 +91,7 @@ extension PayloadReader {
     package mutating func readLoadConfiguration() throws(WireError) -> LoadConfiguration {
         var load = LoadConfiguration(pluginIdentifier: try readString(), libraryPath: try readString())
         load.bundlePath = try readString()
-        if try readBool() {
-            load.libraryFile = FileIdentity(
-                device: try readUInt64(),
-                inode: try readUInt64(),
-                size: try readUInt64(),
-                modificationNanoseconds: try readInt64(),
-                changeNanoseconds: try readInt64()
-            )
-        }
+        load.libraryFile = try readFileIdentity()
         load.functions = try readArray { (reader) throws(WireError) in try reader.readFunctionSignature() }
         load.requiresEntryPoint = try readBool()
         load.limits = ResourceLimits(

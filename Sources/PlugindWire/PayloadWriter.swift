@@ -93,8 +93,10 @@ package struct PayloadReader {
     }
 
     package mutating func readString() throws(WireError) -> String {
-        let raw = try readBytes()
-        guard let string = String(validating: raw, as: UTF8.self) else {
+        let count = Int(try readUInt32())
+        try need(count, "string of \(count) bytes")
+        defer { offset += count }
+        guard let string = String(validating: bytes[offset..<offset + count], as: UTF8.self) else {
             throw .malformedPayload("string is not valid UTF-8")
         }
         return string
@@ -124,9 +126,10 @@ package struct PayloadReader {
         guard remaining == 0 else { throw .malformedPayload("\(remaining) unexpected bytes after \(what)") }
     }
 
-    private func need(_ count: Int, _ what: String) throws(WireError) {
+    /// `what` is only built when the check fails: readers run on every message.
+    private func need(_ count: Int, _ what: @autoclosure () -> String) throws(WireError) {
         guard count <= remaining else {
-            throw .malformedPayload("needs \(count) bytes for a \(what), \(remaining) left")
+            throw .malformedPayload("needs \(count) bytes for a \(what()), \(remaining) left")
         }
     }
 }

@@ -107,6 +107,88 @@ struct CatalogTests {
         #expect(entries.first { $0.identifier == "org.plugind.tests.echo3" }?.manifest.version == "1.0.1")
     }
 
+    @Test("a new process reads unchanged bundles from the store on disk and still sees changed ones")
+    func storeOnDisk() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        for index in 0..<5 {
+            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
+        }
+        let roots = SearchRoot.roots(of: test.host)
+        let store = test.host.stateDirectory.path
+        let first = Catalog()
+        let original = first.scan(roots, storeDirectory: store).entries
+        #expect(first.inspectionCount == 5)
+        let storePath = store + "/catalog.cache"
+        let attributes = try FileManager.default.attributesOfItem(atPath: storePath)
+        #expect((attributes[.posixPermissions] as? Int) == 0o600)
+
+        // A fresh catalog stands for a new process: nothing is read in full, the result is the same.
+        let second = Catalog()
+        #expect(second.scan(roots, storeDirectory: store).entries == original)
+        #expect(second.inspectionCount == 0)
+
+        let manifest = test.externalRoot + "/org.plugind.tests.echo3.appex/manifest.json"
+        let text = try String(contentsOfFile: manifest, encoding: .utf8)
+        try text.replacingOccurrences(of: "1.0.0", with: "2.0.0").write(toFile: manifest, atomically: true, encoding: .utf8)
+        let third = Catalog()
+        let entries = third.scan(roots, storeDirectory: store).entries
+        #expect(third.inspectionCount == 1)
+        #expect(entries.first { $0.identifier == "org.plugind.tests.echo3" }?.manifest.version == "2.0.0")
+        // The store now holds the change: the next process reads nothing again.
+        let fourth = Catalog()
+        #expect(fourth.scan(roots, storeDirectory: store).entries == entries)
+        #expect(fourth.inspectionCount == 0)
+    }
+
+    @Test("a damaged store is ignored and replaced", arguments: ["garbage", "truncated", "empty"])
+    func damagedStore(damage: String) throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        for index in 0..<3 {
+            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
+        }
+        let roots = SearchRoot.roots(of: test.host)
+        let store = test.host.stateDirectory.path
+        _ = Catalog().scan(roots, storeDirectory: store)
+        let storePath = store + "/catalog.cache"
+        let intact = try Data(contentsOf: URL(fileURLWithPath: storePath))
+        let damaged: Data =
+            switch damage {
+            case "garbage": Data((0..<intact.count).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            case "truncated": intact.prefix(intact.count / 2)
+            default: Data()
+            }
+        try damaged.write(to: URL(fileURLWithPath: storePath))
+        let catalog = Catalog()
+        #expect(catalog.scan(roots, storeDirectory: store).entries.count == 3)
+        #expect(catalog.inspectionCount == 3)
+        let next = Catalog()
+        #expect(next.scan(roots, storeDirectory: store).entries.count == 3)
+        #expect(next.inspectionCount == 0)
+    }
+
+    @Test("a large root is scanned in parallel with the same result as one bundle at a time")
+    func parallelScan() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let library = try BuiltProducts.library("Echo")
+        for index in 0..<300 {
+            let bundle = try writeBundle(
+                test.externalRoot, String(format: "b%03d.appex", index), manifest: manifest("org.plugind.tests.b\(index)"), library: nil)
+            #expect(link(library, bundle + "/libEcho.so") == 0)
+        }
+        // Two broken ones among them, and a plain directory that is no bundle.
+        try Data("{".utf8).write(to: URL(fileURLWithPath: test.externalRoot + "/b100.appex/manifest.json"))
+        try FileManager.default.removeItem(atPath: test.externalRoot + "/b200.appex/libEcho.so")
+        try FileManager.default.createDirectory(atPath: test.externalRoot + "/b250.appex/sub", withIntermediateDirectories: true)
+        try FileManager.default.removeItem(atPath: test.externalRoot + "/b250.appex/manifest.json")
+        let snapshot = Catalog().scan(SearchRoot.roots(of: test.host))
+        let expected = (0..<300).filter { ![100, 200, 250].contains($0) }.map { "org.plugind.tests.b\($0)" }
+        #expect(snapshot.entries.map(\.identifier) == expected)
+        #expect(snapshot.diagnostics.map(\.path).map { ($0 as NSString).lastPathComponent } == ["b100.appex", "b200.appex"])
+    }
+
     @Test("a function-only bundle may name a system library by soname")
     func systemLibrary() throws {
         let test = try TestHost()

@@ -1,4 +1,6 @@
+import Dispatch
 import Foundation
+import Glibc
 package import PlugindBundle
 import PlugindWire
 import Synchronization
@@ -49,12 +51,34 @@ package struct CatalogSnapshot: Sendable {
 /// inode, size, modification and change time) of its directory, manifest and library, so an
 /// unchanged tree is re-read with three `stat` calls per bundle and no file contents.
 package final class Catalog: Sendable {
-    private struct CachedBundle: Sendable {
-        var keys: [FileIdentity?]
-        var result: Result<InspectedBundle, BundleProblem>
+    /// What must be unchanged for a cached result to hold.
+    struct BundleKeys: Equatable, Sendable {
+        var directory: FileIdentity?
+        var manifest: FileIdentity?
+        var library: FileIdentity?
+    }
+
+    /// A class, so that a cache lookup retains one object rather than every field of a bundle.
+    private final class CachedBundle: Sendable {
+        let keys: BundleKeys
+        let result: Result<InspectedBundle, BundleProblem>
+
+        init(keys: BundleKeys, result: Result<InspectedBundle, BundleProblem>) {
+            self.keys = keys
+            self.result = result
+        }
+    }
+
+    /// What the catalog has to do with the stores on disk (see `CatalogStore`).
+    private struct StoreState {
+        /// Directories whose store was read into the cache already.
+        var loaded: Set<String> = []
+        /// Set when a usable bundle was read in full or one went away: the store is out of date.
+        var stale = false
     }
 
     private let cache = Mutex<[String: CachedBundle]>([:])
+    private let storeState = Mutex(StoreState())
     private let inspections = Atomic<Int>(0)
     private let hostVersion: HostVersion
     private let resolver: LibraryResolver
@@ -70,20 +94,30 @@ package final class Catalog: Sendable {
         inspections.load(ordering: .relaxed)
     }
 
-    package func scan(_ roots: [SearchRoot]) -> CatalogSnapshot {
+    /// Scans `roots`. With `storeDirectory`, results kept on disk there by an earlier process
+    /// are used (when the files are unchanged) and the store is updated after the scan.
+    package func scan(_ roots: [SearchRoot], storeDirectory: String? = nil) -> CatalogSnapshot {
+        let store = storeDirectory.map { CatalogStore(directory: $0, hostVersion: hostVersion) }
+        if let store { loadIfNeeded(store) }
         var snapshot = CatalogSnapshot()
-        var winners: [String: CatalogEntry] = [:]
+        // Identifier → index of the winning entry in `snapshot.entries`.
+        var winners: [String: Int] = [:]
         var seenRoots: Set<String> = []
         var livePaths: Set<String> = []
+        let expectedCount = cache.withLock { $0.count }
+        winners.reserveCapacity(expectedCount)
+        livePaths.reserveCapacity(expectedCount)
+        snapshot.entries.reserveCapacity(expectedCount)
         for root in roots {
             let rootPath = canonicalPath(root.path) ?? root.path
             guard seenRoots.insert(rootPath).inserted else { continue }
-            for bundlePath in Self.bundleDirectories(in: rootPath) {
-                livePaths.insert(bundlePath)
-                switch inspect(bundlePath) {
+            for (name, found) in inspectAll(inRoot: rootPath) {
+                guard let result = found else { continue }
+                livePaths.insert(rootPath + "/" + name)
+                switch result {
                 case .success(let bundle):
                     let entry = CatalogEntry(bundle: bundle, root: root)
-                    if let winner = winners[bundle.manifest.identifier] {
+                    if let winner = winners[bundle.manifest.identifier].map({ snapshot.entries[$0] }) {
                         snapshot.diagnostics.append(
                             AppExtensionDiagnostic(
                                 kind: .shadowed,
@@ -94,63 +128,140 @@ package final class Catalog: Sendable {
                             )
                         )
                     } else {
-                        winners[bundle.manifest.identifier] = entry
+                        winners[bundle.manifest.identifier] = snapshot.entries.count
                         snapshot.entries.append(entry)
                     }
                 case .failure(let problem):
-                    snapshot.diagnostics.append(Self.diagnostic(for: problem, at: bundlePath))
+                    snapshot.diagnostics.append(Self.diagnostic(for: problem, at: rootPath + "/" + name))
                 }
             }
         }
-        // Forget bundles that are gone.
-        cache.withLock { cache in
-            for path in cache.keys where !livePaths.contains(path) { cache[path] = nil }
+        // Forget bundles that are gone from the roots just scanned.
+        let forgotUsableBundle = cache.withLock { cache in
+            var forgotUsable = false
+            for (path, cached) in cache where !livePaths.contains(path) && seenRoots.contains(Self.parent(of: path)) {
+                if case .success = cached.result { forgotUsable = true }
+                cache[path] = nil
+            }
+            return forgotUsable
+        }
+        if let store {
+            let shouldSave = storeState.withLock { state in
+                defer { state.stale = false }
+                return state.stale || forgotUsableBundle
+            }
+            if shouldSave { save(store, roots: seenRoots) }
         }
         return snapshot
-    }
-
-    /// Directories directly inside `root` that hold a manifest.
-    static func bundleDirectories(in root: String) -> [String] {
-        candidateDirectories(in: root).filter { FileManager.default.fileExists(atPath: $0 + "/" + Manifest.fileName) }
     }
 
     /// Every directory directly inside `root` that is not hidden: a bundle, or one being copied in
     /// whose manifest is not there yet.
     static func candidateDirectories(in root: String) -> [String] {
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: root) else { return [] }
-        return names.sorted().compactMap { name in
-            guard !name.hasPrefix(".") else { return nil }
-            let path = root + "/" + name
-            var isDirectory: ObjCBool = false
-            return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue ? path : nil
-        }
+        DirectoryListing.subdirectoryNames(of: root).map { root + "/" + $0 }
     }
 
-    func inspect(_ bundlePath: String) -> Result<InspectedBundle, BundleProblem> {
+    /// Every directory in `root` (canonical) with its bundle, nil for one without a manifest, in
+    /// name order. A large root is split over the processors: checking a bundle is mostly
+    /// waiting on `stat` and file reads, which run in parallel well.
+    private func inspectAll(inRoot root: String) -> [(name: String, result: Result<InspectedBundle, BundleProblem>?)] {
+        let names = DirectoryListing.subdirectoryNames(of: root)
+        // Files are examined relative to the root: a shorter path walk for each of them.
+        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
+        let processors = ProcessInfo.processInfo.activeProcessorCount
+        guard names.count >= Self.parallelScanThreshold, processors > 1 else {
+            return names.map { ($0, inspect($0, inRoot: root, descriptor: rootDescriptor)) }
+        }
+        // Several chunks per processor, so that one slow chunk does not leave the others idle.
+        let chunkCount = processors * 4
+        let chunkSize = (names.count + chunkCount - 1) / chunkCount
+        let chunks = Mutex<[Int: [Result<InspectedBundle, BundleProblem>?]]>([:])
+        DispatchQueue.concurrentPerform(iterations: chunkCount) { chunk in
+            let range = min(chunk * chunkSize, names.count)..<min((chunk + 1) * chunkSize, names.count)
+            let results = names[range].map { inspect($0, inRoot: root, descriptor: rootDescriptor) }
+            chunks.withLock { $0[chunk] = results }
+        }
+        let results = chunks.withLock { chunks in (0..<chunkCount).flatMap { chunks[$0] ?? [] } }
+        return Array(zip(names, results))
+    }
+
+    /// Below this many directories in a root, a scan stays on the calling thread.
+    private static let parallelScanThreshold = 256
+
+    /// The bundle `name` in `root` (canonical; open as `rootDescriptor` unless that is negative),
+    /// from the cache when the identities of its directory, manifest and library are unchanged.
+    /// Nil when the directory has no manifest.
+    func inspect(_ name: String, inRoot root: String, descriptor rootDescriptor: CInt) -> Result<InspectedBundle, BundleProblem>? {
+        let bundlePath = root + "/" + name
+        let directory = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
+        let relativePath = rootDescriptor >= 0 ? name : bundlePath
+        func currentKeys(library: String?) -> BundleKeys {
+            let relativeLibrary = library.map {
+                $0.hasPrefix(root + "/") && rootDescriptor >= 0 ? String($0.dropFirst(root.count + 1)) : $0
+            }
+            return BundleKeys(
+                directory: FileStatus(path: relativePath, relativeTo: directory)?.identity,
+                manifest: FileStatus(path: relativePath + "/" + Manifest.fileName, relativeTo: directory)?.identity,
+                library: relativeLibrary.flatMap { FileStatus(path: $0, relativeTo: directory)?.identity }
+            )
+        }
         let cached = cache.withLock { $0[bundlePath] }
-        if let cached, cached.keys == currentKeys(bundlePath, library: libraryPath(of: cached.result)) {
+        if let cached, cached.keys == currentKeys(library: Self.libraryPath(of: cached.result)) {
             return cached.result
         }
+        guard FileStatus(path: relativePath + "/" + Manifest.fileName, relativeTo: directory) != nil else { return nil }
         inspections.add(1, ordering: .relaxed)
-        let result = BundleInspector.inspect(bundleAt: bundlePath, hostVersion: hostVersion, resolver: resolver)
-        let keys = currentKeys(bundlePath, library: libraryPath(of: result))
+        let result = BundleInspector.inspect(bundleNamed: name, inCanonicalRoot: root, hostVersion: hostVersion, resolver: resolver)
+        let keys: BundleKeys
+        switch result {
+        case .success(let bundle):
+            storeState.withLock { $0.stale = true }
+            // Taken before the files were read: a change while they were read shows next time.
+            keys = BundleKeys(
+                directory: bundle.bundleStatus.identity, manifest: bundle.manifestStatus.identity, library: bundle.libraryStatus.identity)
+        case .failure(let problem):
+            keys = currentKeys(library: problem.libraryPath)
+        }
         cache.withLock { $0[bundlePath] = CachedBundle(keys: keys, result: result) }
         return result
     }
 
-    private func libraryPath(of result: Result<InspectedBundle, BundleProblem>) -> String? {
+    private func loadIfNeeded(_ store: CatalogStore) {
+        guard storeState.withLock({ $0.loaded.insert(store.path).inserted }) else { return }
+        let stored = store.load()
+        cache.withLock { cache in
+            cache.reserveCapacity(cache.count + stored.count)
+            for (path, bundle) in stored where cache[path] == nil {
+                cache[path] = CachedBundle(keys: bundle.keys, result: .success(bundle.bundle))
+            }
+        }
+    }
+
+    /// Writes the usable bundles of `roots` (canonical paths) to `store`.
+    private func save(_ store: CatalogStore, roots: Set<String>) {
+        let bundles = cache.withLock { cache in
+            var bundles: [String: CatalogStore.StoredBundle] = [:]
+            for (path, cached) in cache where roots.contains(Self.parent(of: path)) {
+                if case .success(let bundle) = cached.result {
+                    bundles[path] = CatalogStore.StoredBundle(keys: cached.keys, bundle: bundle)
+                }
+            }
+            return bundles
+        }
+        store.save(bundles)
+    }
+
+    private static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<slash])
+    }
+
+    private static func libraryPath(of result: Result<InspectedBundle, BundleProblem>) -> String? {
         switch result {
         case .success(let bundle): bundle.libraryPath
         case .failure(let problem): problem.libraryPath
         }
-    }
-
-    private func currentKeys(_ bundlePath: String, library: String?) -> [FileIdentity?] {
-        [
-            FileStatus(path: bundlePath)?.identity,
-            FileStatus(path: bundlePath + "/" + Manifest.fileName)?.identity,
-            library.flatMap { FileStatus(path: $0)?.identity },
-        ]
     }
 
     static func diagnostic(for problem: BundleProblem, at path: String) -> AppExtensionDiagnostic {
@@ -182,9 +293,8 @@ extension Catalog {
     /// search root it lives in. Nil when it is in none of `roots` or has no manifest any more.
     package func entry(atBundlePath bundlePath: String, roots: [SearchRoot]) -> Result<CatalogEntry, BundleProblem>? {
         let parent = (bundlePath as NSString).deletingLastPathComponent
-        guard let root = roots.first(where: { (canonicalPath($0.path) ?? $0.path) == parent }),
-            FileManager.default.fileExists(atPath: bundlePath + "/" + Manifest.fileName)
-        else { return nil }
-        return inspect(bundlePath).map { CatalogEntry(bundle: $0, root: root) }
+        let name = (bundlePath as NSString).lastPathComponent
+        guard let root = roots.first(where: { (canonicalPath($0.path) ?? $0.path) == parent }) else { return nil }
+        return inspect(name, inRoot: parent, descriptor: -1)?.map { CatalogEntry(bundle: $0, root: root) }
     }
 }

@@ -79,7 +79,7 @@ package struct Inventory: Sendable {
 
     /// Scans the host's search roots and evaluates the policy for each bundle found.
     package static func take(host: AppExtensionHost, catalog: Catalog = .shared) -> Inventory {
-        let snapshot = catalog.scan(SearchRoot.roots(of: host))
+        let snapshot = catalog.scan(SearchRoot.roots(of: host), storeDirectory: host.stateDirectory.path)
         let policy = PolicySnapshot.read(for: host)
         let crashLog = CrashLog(host: host)
         let crashes = crashLog.read()

@@ -1,0 +1,106 @@
+package import PlugindWire
+
+// The binary form of an inspected bundle, for the catalog cache kept on disk: reading it back is
+// much cheaper than parsing a manifest and checking a library again. The layout is private to
+// one plugind version; the cache file records the version and is ignored by any other.
+
+extension PayloadWriter {
+    package mutating func write(_ bundle: InspectedBundle) {
+        write(bundle.manifest)
+        write(bundle.warnings)
+        write(bundle.bundlePath)
+        write(bundle.manifestPath)
+        write(bundle.libraryPath)
+        for status in [bundle.libraryStatus, bundle.manifestStatus, bundle.bundleStatus] { write(status) }
+        write(bundle.usesSystemLibrary)
+    }
+
+    mutating func write(_ manifest: Manifest) {
+        write(Int64(manifest.manifestVersion))
+        for text in [manifest.identifier, manifest.name, manifest.version, manifest.extensionPoint, manifest.library] { write(text) }
+        write(optional: manifest.description)
+        write(optional: manifest.minimumHostVersion)
+        write(manifest.functions) { $0.write($1) }
+        let limits = manifest.limits
+        for limit in [limits.memoryBytes, limits.cpuSeconds, limits.openFiles, limits.requestTimeoutMilliseconds, limits.maxMessageBytes] {
+            write(limit != nil)
+            write(limit ?? 0)
+        }
+        write(manifest.permissions.network)
+        write(manifest.permissions.read)
+        write(manifest.permissions.write)
+    }
+
+    mutating func write(_ status: FileStatus) {
+        write(status.identity)
+        write(status.mode)
+        write(status.owner)
+        write(status.group)
+    }
+
+    mutating func write(optional text: String?) {
+        write(text != nil)
+        write(text ?? "")
+    }
+}
+
+extension PayloadReader {
+    package mutating func readInspectedBundle() throws(WireError) -> InspectedBundle {
+        let manifest = try readManifest()
+        let warnings = try readStrings()
+        let bundlePath = try readString()
+        let manifestPath = try readString()
+        let libraryPath = try readString()
+        let libraryStatus = try readFileStatus()
+        let manifestStatus = try readFileStatus()
+        let bundleStatus = try readFileStatus()
+        return InspectedBundle(
+            manifest: manifest,
+            warnings: warnings,
+            bundlePath: bundlePath,
+            manifestPath: manifestPath,
+            libraryPath: libraryPath,
+            libraryStatus: libraryStatus,
+            manifestStatus: manifestStatus,
+            bundleStatus: bundleStatus,
+            usesSystemLibrary: try readBool()
+        )
+    }
+
+    mutating func readManifest() throws(WireError) -> Manifest {
+        let manifestVersion = try readInt64()
+        var manifest = Manifest(
+            manifestVersion: Int(truncatingIfNeeded: manifestVersion),
+            identifier: try readString(),
+            name: try readString(),
+            version: try readString(),
+            extensionPoint: try readString(),
+            library: try readString()
+        )
+        manifest.description = try readOptionalString()
+        manifest.minimumHostVersion = try readOptionalString()
+        manifest.functions = try readArray { (reader) throws(WireError) in try reader.readFunctionSignature() }
+        var limits: [UInt64?] = []
+        for _ in 0..<5 {
+            let present = try readBool()
+            let value = try readUInt64()
+            limits.append(present ? value : nil)
+        }
+        manifest.limits = Manifest.Limits(
+            memoryBytes: limits[0], cpuSeconds: limits[1], openFiles: limits[2], requestTimeoutMilliseconds: limits[3],
+            maxMessageBytes: limits[4])
+        manifest.permissions = Manifest.Permissions(network: try readBool(), read: try readStrings(), write: try readStrings())
+        return manifest
+    }
+
+    mutating func readFileStatus() throws(WireError) -> FileStatus {
+        guard let identity = try readFileIdentity() else { throw .malformedPayload("file status without identity") }
+        return FileStatus(identity: identity, mode: try readUInt32(), owner: try readUInt32(), group: try readUInt32())
+    }
+
+    mutating func readOptionalString() throws(WireError) -> String? {
+        let present = try readBool()
+        let text = try readString()
+        return present ? text : nil
+    }
+}
