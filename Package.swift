@@ -27,7 +27,7 @@ let faultyPlugins = [
     "FaultyHangAtLoad", "FaultyNoEntry", "FaultyWrongABI", "FaultyFlood", "FaultyBusyLoop",
     "FaultyMemoryHog", "FaultyForkBomb", "FaultyDescriptorHog", "FaultyProtocolGarbage",
     "FaultyProtocolClose", "FaultyOversizedResponse", "FaultyNetworkClient", "FaultyFileReader",
-    "FaultyBundleWriter", "FaultySignalHost", "FaultyGrandchild",
+    "FaultyBundleWriter", "FaultySignalHost", "FaultyGrandchild", "FaultySharedMemoryLie",
 ]
 
 let pluginTargets: [Target] =

@@ -124,6 +124,9 @@ public final class AppExtensionProcess: Sendable {
     /// The worker's process identifier in the host's pid namespace.
     public var processIdentifier: Int32 { channel.processIdentifier }
 
+    /// How many requests and responses have travelled through shared memory rather than the pipe.
+    package var sharedMemoryTransfers: (requests: Int, responses: UInt64) { channel.sharedMemoryTransfers }
+
     /// The plugin's name and version as its descriptor reports them (empty for function-only
     /// plugins).
     public var pluginName: String { ready.pluginName }

@@ -110,7 +110,14 @@ package struct FrameDecoder: Sendable {
         if buffer.count - end < count {
             var capacity = buffer.count
             while capacity - end < count { capacity *= 2 }
-            buffer.append(contentsOf: repeatElement(0, count: capacity - buffer.count))
+            // A new zeroed buffer and one copy: growing element by element is slow in debug builds.
+            var grown = [UInt8](repeating: 0, count: capacity)
+            grown.withUnsafeMutableBytes { destination in
+                buffer.withUnsafeBytes { source in
+                    destination.baseAddress!.copyMemory(from: source.baseAddress!, byteCount: end)
+                }
+            }
+            buffer = grown
         }
     }
 }

@@ -82,8 +82,12 @@ package struct FrameFlags: OptionSet, Hashable, Sendable {
     package var rawValue: UInt16
     package init(rawValue: UInt16) { self.rawValue = rawValue }
 
-    /// No flag is defined in frame format 1; a receiver rejects any bit that is set.
-    package static let known: FrameFlags = []
+    /// The payload lies in shared memory; the frame carries its `SharedMemoryLocation`. Only on
+    /// requests and responses, and only when both sides listed `ProtocolFeature.sharedMemory`.
+    package static let sharedMemory = FrameFlags(rawValue: 1 << 0)
+
+    /// A receiver rejects any other bit.
+    package static let known: FrameFlags = [.sharedMemory]
 }
 
 /// One decoded frame.

@@ -2,6 +2,8 @@
 package enum HostMessage: Equatable, Sendable {
     case hello(Hello)
     case request(id: UInt64, bytes: [UInt8])
+    /// A request whose bytes lie in the host's shared-memory region.
+    case sharedRequest(id: UInt64, SharedMemoryLocation)
     case call(id: UInt64, function: UInt32, arguments: [FunctionValue])
     case cancel(id: UInt64)
     case shutdown
@@ -20,6 +22,10 @@ package enum HostMessage: Equatable, Sendable {
             writer.write(hello.load)
         case .request(let id, let bytes):
             return Frame(header: FrameHeader(kind: .request, requestID: id, payloadLength: bytes.count), payload: bytes)
+        case .sharedRequest(let id, let location):
+            let payload = location.encoded
+            return Frame(
+                header: FrameHeader(kind: .request, flags: .sharedMemory, requestID: id, payloadLength: payload.count), payload: payload)
         case .call(let id, let function, let arguments):
             kind = .call
             requestID = id
@@ -40,6 +46,13 @@ package enum HostMessage: Equatable, Sendable {
         let id = frame.header.requestID
         guard frame.header.kind.carriesRequestID || id == 0 else {
             throw .malformedPayload("a \(frame.header.kind) message carries no request identifier, found \(id)")
+        }
+        if frame.header.flags.contains(.sharedMemory) {
+            guard frame.header.kind == .request else {
+                throw .invalidHeader("the shared-memory flag is only allowed on requests, found it on \(frame.header.kind)")
+            }
+            self = .sharedRequest(id: id, try SharedMemoryLocation(frame.payload))
+            return
         }
         switch frame.header.kind {
         case .hello:

@@ -31,5 +31,5 @@ package enum ProtocolFeature {
     /// Large payloads may travel in shared memory.
     package static let sharedMemory = "shared-memory"
 
-    package static let all = [cancellation, progress, functionCalls]
+    package static let all = [cancellation, progress, functionCalls, sharedMemory]
 }

@@ -3,6 +3,8 @@ package enum WorkerMessage: Equatable, Sendable {
     case ready(Ready)
     case loadFailed(LoadFailure)
     case response(id: UInt64, bytes: [UInt8])
+    /// A response whose bytes lie in the worker's shared-memory region.
+    case sharedResponse(id: UInt64, SharedMemoryLocation)
     case failure(id: UInt64, PluginFailure)
     case callResult(id: UInt64, FunctionValue)
     case callFailed(id: UInt64, message: String)
@@ -40,6 +42,10 @@ package enum WorkerMessage: Equatable, Sendable {
             writer.write(failure.pluginCode)
         case .response(let id, let bytes):
             return Frame(header: FrameHeader(kind: .response, requestID: id, payloadLength: bytes.count), payload: bytes)
+        case .sharedResponse(let id, let location):
+            let payload = location.encoded
+            return Frame(
+                header: FrameHeader(kind: .response, flags: .sharedMemory, requestID: id, payloadLength: payload.count), payload: payload)
         case .failure(let id, let failure):
             kind = .failure
             requestID = id
@@ -86,6 +92,13 @@ package enum WorkerMessage: Equatable, Sendable {
         let id = frame.header.requestID
         guard frame.header.kind.carriesRequestID || id == 0 else {
             throw .malformedPayload("a \(frame.header.kind) message carries no request identifier, found \(id)")
+        }
+        if frame.header.flags.contains(.sharedMemory) {
+            guard frame.header.kind == .response else {
+                throw .invalidHeader("the shared-memory flag is only allowed on responses, found it on \(frame.header.kind)")
+            }
+            self = .sharedResponse(id: id, try SharedMemoryLocation(frame.payload))
+            return
         }
         switch frame.header.kind {
         case .ready:

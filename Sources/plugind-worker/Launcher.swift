@@ -13,8 +13,8 @@ import PlugindWire
 ///
 /// Protocol on descriptor 3 (a SOCK_SEQPACKET socket), all little-endian:
 /// - host → launcher: `requestID: UInt32, options: Int32`, carrying either the worker's output,
-///   protocol-in and protocol-out descriptors (SCM_RIGHTS; fork a worker now) or none (fork a
-///   spare);
+///   protocol-in, protocol-out and optionally shared-memory descriptors (SCM_RIGHTS; fork a
+///   worker now) or none (fork a spare);
 /// - launcher → host: `requestID: UInt32, result: Int32`, the new process's pid or minus an
 ///   errno; for a spare it carries the spare's socket.
 /// Workers and spares are the host's children (CLONE_PARENT), so the host reaps them; end of
@@ -61,7 +61,7 @@ enum Launcher {
             if status != 0 || length == 0 { return nil }
             let descriptors = received.prefix(Int(count)).map(FileDescriptor.init(rawValue:))
             var reader = PayloadReader(Array(message.prefix(length)))
-            guard length == 8, descriptors.count == 0 || descriptors.count == 3,
+            guard length == 8, [0, 3, 4].contains(descriptors.count),
                 let requestID = try? reader.readUInt32(), let options = try? reader.readInt32()
             else {
                 WorkerMain.report("launcher: malformed request (\(length) bytes, \(descriptors.count) descriptors)")
@@ -78,7 +78,7 @@ enum Launcher {
             executablePath: "",
             arguments: [],
             environment: [],
-            descriptors: [null, descriptors[0], descriptors[0], descriptors[1], descriptors[2]],
+            descriptors: [null, descriptors[0], descriptors[0]] + descriptors[1...],
             options: options
         )
         switch withNamespaceFallback(
@@ -128,13 +128,11 @@ enum Launcher {
             plugind_shim_receive_descriptors(
                 socket.rawValue, bytes.baseAddress!, bytes.count, &length, &received, CInt(received.count), &count)
         }
-        guard status == 0, length > 0, count == 3 else { return 0 }
-        let output = FileDescriptor(rawValue: received[0])
+        guard status == 0, length > 0, count == 3 || count == 4 else { return 0 }
+        let passed = received.prefix(Int(count)).map(FileDescriptor.init(rawValue:))
         do {
             // Descriptor 0 is /dev/null already (inherited from the launcher).
-            try installDescriptors([
-                .standardInput, output, output, FileDescriptor(rawValue: received[1]), FileDescriptor(rawValue: received[2]),
-            ])
+            try installDescriptors([.standardInput, passed[0], passed[0]] + passed[1...])
         } catch {
             WorkerMain.report("spare worker: \(error)")
             return 127

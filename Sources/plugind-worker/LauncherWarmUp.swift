@@ -20,7 +20,8 @@ enum LauncherWarmUp {
         let hello = HostMessage.hello(Hello(load: load)).encode()
         _ = try? HostMessage(hello)
         let requests: [HostMessage] = [
-            .request(id: 1, bytes: [1]), .call(id: 2, function: 0, arguments: [.int32(1), .bytes([1]), .string("s")]), .cancel(id: 3),
+            .request(id: 1, bytes: [1]), .sharedRequest(id: 1, SharedMemoryLocation(offset: 0, length: 1)),
+            .call(id: 2, function: 0, arguments: [.int32(1), .bytes([1]), .string("s")]), .cancel(id: 3),
             .shutdown,
         ]
         for message in requests { _ = try? HostMessage(message.encode()) }
@@ -38,7 +39,8 @@ enum LauncherWarmUp {
                     workerProcessIdentifier: 1
                 )
             ),
-            .response(id: 1, bytes: [1]), .failure(id: 1, PluginFailure(code: 1, message: "m")), .callResult(id: 2, .double(1)),
+            .response(id: 1, bytes: [1]), .sharedResponse(id: 1, SharedMemoryLocation(offset: 0, length: 1)),
+            .failure(id: 1, PluginFailure(code: 1, message: "m")), .callResult(id: 2, .double(1)),
             .cancelled(id: 3), .progress(requestID: 1, completed: 1, total: 2), .log(level: .info, message: "l"),
             .loadFailed(LoadFailure(kind: .symbolMissing, message: "m")),
         ]

@@ -12,6 +12,7 @@ final class PluginServer {
     private var state: UnsafeMutableRawPointer?
     private var hostInterface: UnsafeMutablePointer<plugind_host>?
     private let response: ResponseBuffer
+    private var sharedMemory: WorkerSharedMemory?
 
     /// Frames read while looking for cancellations during a request, handled afterwards in order.
     private var backlog: [Frame] = []
@@ -20,10 +21,11 @@ final class PluginServer {
     private var runningRequestCancelled = false
     private var hostHungUp = false
 
-    init(plugin: LoadedPlugin, load: LoadConfiguration, transport: PipeTransport) {
+    init(plugin: LoadedPlugin, load: LoadConfiguration, transport: PipeTransport, sharedMemory: WorkerSharedMemory?) {
         self.plugin = plugin
         self.load = load
         self.transport = transport
+        self.sharedMemory = sharedMemory
         self.response = ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
     }
 
@@ -72,6 +74,12 @@ final class PluginServer {
             }
             switch message {
             case .request(let id, let bytes):
+                bytes.withUnsafeBytes { handleRequest(id: id, bytes: $0) }
+            case .sharedRequest(let id, let location):
+                guard let bytes = sharedMemory?.request(at: location) else {
+                    PluginServerLog.protocolError(WireError.malformedPayload("request \(id) lies outside the shared-memory region"))
+                    return 2
+                }
                 handleRequest(id: id, bytes: bytes)
             case .call(let id, let function, let arguments):
                 handleCall(id: id, function: function, arguments: arguments)
@@ -98,7 +106,8 @@ final class PluginServer {
 
     // MARK: Requests
 
-    private func handleRequest(id: UInt64, bytes: [UInt8]) {
+    /// `bytes` may lie in shared memory: valid until the answer is sent, like the plugin's view.
+    private func handleRequest(id: UInt64, bytes: UnsafeRawBufferPointer) {
         guard let descriptor = plugin.descriptor else {
             send(
                 .failure(
@@ -107,19 +116,17 @@ final class PluginServer {
                         code: ReservedFailureCode.noRequestHandler, message: "the plugin is function-only; it has no request handler")))
             return
         }
-        response.reset()
+        response.reset(sharedRegion: sharedMemory?.freeResponseRegion)
         runningRequest = id
         runningRequestCancelled = false
-        let status = bytes.withUnsafeBufferPointer { buffer -> Int32 in
-            var empty: UInt8 = 0
-            return withUnsafePointer(to: &empty) { emptyPointer in
-                var request = plugind_plugin_request(
-                    identifier: id,
-                    bytes: buffer.baseAddress ?? emptyPointer,
-                    length: buffer.count
-                )
-                return descriptor.pointee.handle(state, &request, response.opaque)
-            }
+        var empty: UInt8 = 0
+        let status = withUnsafePointer(to: &empty) { emptyPointer -> Int32 in
+            var request = plugind_plugin_request(
+                identifier: id,
+                bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyPointer,
+                length: bytes.count
+            )
+            return descriptor.pointee.handle(state, &request, response.opaque)
         }
         runningRequest = 0
         if runningRequestCancelled {
@@ -128,8 +135,14 @@ final class PluginServer {
             let message = "response of \(attempted) bytes exceeds the message limit of \(response.limit) bytes"
             send(.failure(id: id, PluginFailure(code: ReservedFailureCode.responseTooLarge, message: message)))
         } else if status == PLUGIND_PLUGIN_OK {
-            let header = FrameHeader(kind: .response, requestID: id, payloadLength: response.count)
-            sendChecked { () throws(SystemError) in try transport.send(header, payload: response.bytes) }
+            if response.isInSharedRegion && response.count >= SharedMemoryLayout.threshold,
+                let location = sharedMemory?.placedResponse(length: response.count)
+            {
+                send(.sharedResponse(id: id, location))
+            } else {
+                let header = FrameHeader(kind: .response, requestID: id, payloadLength: response.count)
+                sendChecked { () throws(SystemError) in try transport.send(header, payload: response.bytes) }
+            }
         } else {
             var message = response.errorMessage ?? "the plugin returned error \(status) without a message"
             if let note = DescriptorLimitNote.current(limit: load.limits.openFiles) { message += " (\(note))" }

@@ -1,11 +1,17 @@
 import Glibc
 
-/// The response a plugin builds through `append` and `reserve`: worker-owned memory, bounded by
-/// the plugin's message limit. The plugin sees it as an opaque `plugind_plugin_response *`.
+/// The response a plugin builds through `append` and `reserve`, bounded by the plugin's message
+/// limit. The plugin sees it as an opaque `plugind_plugin_response *`. It starts in the worker's
+/// shared-memory region when that is free, so a large response is written where the host reads
+/// it, without another copy; it moves to worker-owned memory if it outgrows the region.
 final class ResponseBuffer {
-    private(set) var storage: UnsafeMutableRawPointer?
+    private var heap: UnsafeMutableRawPointer?
+    private var heapCapacity = 0
+    /// The shared region offered for the current response, if any.
+    private var sharedRegion: UnsafeMutableRawBufferPointer?
+    /// Whether the bytes so far are in `sharedRegion` (else in `heap`).
+    private(set) var isInSharedRegion = false
     private(set) var count = 0
-    private var capacity = 0
     let limit: Int
     /// Set when the plugin tried to grow the response past `limit`.
     private(set) var attemptedSize: Int?
@@ -16,7 +22,15 @@ final class ResponseBuffer {
     }
 
     deinit {
-        free(storage)
+        free(heap)
+    }
+
+    private var storage: UnsafeMutableRawPointer? {
+        isInSharedRegion ? sharedRegion?.baseAddress : heap
+    }
+
+    private var capacity: Int {
+        isInSharedRegion ? min(sharedRegion?.count ?? 0, limit) : heapCapacity
     }
 
     var bytes: UnsafeRawBufferPointer {
@@ -32,9 +46,20 @@ final class ResponseBuffer {
         }
         if needed > capacity {
             let newCapacity = min(max(needed, capacity * 2, 4096), limit)
-            guard let grown = realloc(storage, max(newCapacity, 1)) else { return nil }
-            storage = grown
-            capacity = newCapacity
+            if isInSharedRegion {
+                // Outgrew the shared region: continue in worker memory.
+                if newCapacity > heapCapacity {
+                    guard let grown = realloc(heap, max(newCapacity, 1)) else { return nil }
+                    heap = grown
+                    heapCapacity = newCapacity
+                }
+                if let heap, let shared = sharedRegion?.baseAddress, count > 0 { heap.copyMemory(from: shared, byteCount: count) }
+                isInSharedRegion = false
+            } else {
+                guard let grown = realloc(heap, max(newCapacity, 1)) else { return nil }
+                heap = grown
+                heapCapacity = newCapacity
+            }
         }
         let start = storage.map { $0 + count }
         count = needed
@@ -54,11 +79,14 @@ final class ResponseBuffer {
         errorMessage = message
     }
 
-    /// Forgets everything, keeping the memory for the next request.
-    func reset() {
+    /// Forgets everything, keeping the memory for the next request. The next response starts in
+    /// `sharedRegion` when one is given.
+    func reset(sharedRegion: UnsafeMutableRawBufferPointer? = nil) {
         count = 0
         attemptedSize = nil
         errorMessage = nil
+        self.sharedRegion = sharedRegion
+        isInSharedRegion = sharedRegion != nil
     }
 
     var opaque: OpaquePointer {

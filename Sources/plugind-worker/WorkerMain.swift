@@ -18,6 +18,8 @@ enum WorkerMain {
         }
         let transport = PipeTransport(input: hostToWorker, output: workerToHost, maximumPayload: handshakeLimit)
         installFatalSignalReport()
+        // Mapped before any plugin code runs, and its descriptor closed, so the plugin never holds it.
+        let sharedMemory = WorkerSharedMemory.take()
 
         let hello: Hello
         do {
@@ -60,9 +62,13 @@ enum WorkerMain {
                 return 0
             }
             transport.maximumPayload = Int(hello.load.limits.maxMessageBytes) + 4096
-            server = PluginServer(plugin: plugin, load: hello.load, transport: transport)
+            let usesSharedMemory = sharedMemory != nil && hello.features.contains(ProtocolFeature.sharedMemory)
+            server = PluginServer(
+                plugin: plugin, load: hello.load, transport: transport, sharedMemory: usesSharedMemory ? sharedMemory : nil)
             try server.start()
-            let features = hello.features.filter(ProtocolFeature.all.contains)
+            let features = hello.features.filter {
+                ProtocolFeature.all.contains($0) && ($0 != ProtocolFeature.sharedMemory || usesSharedMemory)
+            }
             try transport.send(.ready(ready(version: version, plugin: plugin, confinement: confinement, features: features)))
         } catch let failure as LoadFailure {
             try? transport.send(.loadFailed(failure))

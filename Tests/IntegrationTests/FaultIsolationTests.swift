@@ -56,7 +56,7 @@ struct FaultIsolationTests {
     @Test("a busy loop past the CPU limit: limitExceeded naming the CPU limit")
     func cpuLimit() async throws {
         let (error, _) = try await failure(of: PluginFixture(library: "FaultyBusyLoop", extra: ["limits": ["cpuSeconds": 1]]))
-        #expect(error?.code == .limitExceeded)
+        #expect(error?.code == .limitExceeded, "\(error.map { "\($0)" } ?? "")")
         #expect(error?.exceededLimit == AppExtensionError.ExceededLimit(kind: .cpu, value: 1))
         #expect(error?.reason.hasPrefix("exceeded its CPU limit 1 s") == true, "\(error?.reason ?? "")")
     }
@@ -122,6 +122,13 @@ struct FaultIsolationTests {
             "\(error?.reason ?? "")")
     }
 
+    @Test("a shared-memory location outside the region: protocolViolation, the host reads nothing out of bounds")
+    func sharedMemoryLie() async throws {
+        let (error, _) = try await failure(of: PluginFixture(library: "FaultySharedMemoryLie"))
+        #expect(error?.code == .protocolViolation)
+        #expect(error?.reason.contains("lies outside the shared-memory region") == true, "\(error?.reason ?? "")")
+    }
+
     @Test("closing the protocol descriptors: the request fails, the worker is gone")
     func protocolClosed() async throws {
         // The worker cannot answer on a closed descriptor; it stops and exits.
@@ -152,7 +159,8 @@ struct FaultIsolationTests {
                 ("FaultyProtocolGarbage", "", [:]), ("FaultyProtocolClose", "", [:]), ("FaultyFlood", "5", [:]),
                 ("FaultyOversizedResponse", "2000000", ["limits": ["maxMessageBytes": 1 << 20]]),
                 ("FaultyNetworkClient", "9", [:]), ("FaultyFileReader", "/etc/shadow", [:]), ("FaultyBundleWriter", "", [:]),
-                ("FaultySignalHost", "1", [:]), ("FaultyGrandchild", "pgd-leak", [:]), ("FaultyWrongABI", "", [:]),
+                ("FaultySignalHost", "1", [:]), ("FaultyGrandchild", "pgd-leak", [:]), ("FaultySharedMemoryLie", "", [:]),
+                ("FaultyWrongABI", "", [:]),
                 ("FaultyNoEntry", "", [:]), ("FaultyAbortAtLoad", "", [:]), ("FaultyExitAtLoad", "", [:]), ("FaultyHangAtLoad", "", [:]),
             ]
             for (library, request, extra) in cases {

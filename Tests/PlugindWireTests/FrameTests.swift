@@ -77,8 +77,8 @@ struct FrameTests {
             try reserved.withUnsafeBytes { try FrameHeader.decode($0, direction: .workerToHost, maximumPayload: 10) }
         }
         var flags = FrameHeader(kind: .response, payloadLength: 0).bytes
-        flags[6] = 0x01
-        #expect(throws: WireError.invalidHeader("unknown flags 0x1")) {
+        flags[6] = 0x02
+        #expect(throws: WireError.invalidHeader("unknown flags 0x2")) {
             try flags.withUnsafeBytes { try FrameHeader.decode($0, direction: .workerToHost, maximumPayload: 10) }
         }
     }

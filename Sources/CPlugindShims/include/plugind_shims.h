@@ -160,6 +160,27 @@ int plugind_shim_raise_open_file_limit(uint64_t *_Nonnull limit);
 int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *_Nonnull frame_header,
                                              size_t header_length);
 
+/// Creates an anonymous shared-memory file (memfd) of `size` bytes for the messages between
+/// host and worker, sealed so that neither side can shrink or grow it: a peer that truncated it
+/// would make the other side's reads fault (SIGBUS). Close-on-exec. Returns 0 or an errno.
+int plugind_shim_shared_memory_create(size_t size, int *_Nonnull fd);
+
+/// Maps all of `fd` shared, readable and writable, and returns its size in `size`. A file that
+/// is not a memfd sealed against shrinking is refused with EPERM. Returns 0 or an errno.
+int plugind_shim_shared_memory_map(int fd, void *_Nullable *_Nonnull address, size_t *_Nonnull size);
+
+/// Unmaps what `plugind_shim_shared_memory_map` or `_create` mapped.
+void plugind_shim_shared_memory_unmap(void *_Nonnull address, size_t size);
+
+/// Counters shared between the processes (acquire / release ordering).
+static inline uint64_t plugind_shim_shared_counter_load(const void *_Nonnull address) {
+    return __atomic_load_n((const uint64_t *)address, __ATOMIC_ACQUIRE);
+}
+
+static inline void plugind_shim_shared_counter_store(void *_Nonnull address, uint64_t value) {
+    __atomic_store_n((uint64_t *)address, value, __ATOMIC_RELEASE);
+}
+
 #ifdef __cplusplus
 }
 #endif

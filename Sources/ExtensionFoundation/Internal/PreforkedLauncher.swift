@@ -117,7 +117,8 @@ package final class PreforkedLauncher: EventLoopHandler {
         state.withLock { $0.stopped }
     }
 
-    /// Starts a worker with `descriptors` (output, protocol in, protocol out) and `options`: a
+    /// Starts a worker with `descriptors` (output, protocol in, protocol out, and the shared
+    /// memory when there is one) and `options`: a
     /// spare when there is one, else one forked on the spot. Returns its pid and pidfd; the
     /// worker is a child of this process.
     func start(descriptors: [FileDescriptor], options: SpawnRequest.Options) async throws -> SpawnedProcess {

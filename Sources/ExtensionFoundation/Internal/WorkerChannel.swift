@@ -26,6 +26,9 @@ final class WorkerChannel: EventLoopHandler {
     let diagnostics: FileDescriptor
     let loop: WorkerEventLoop
     let state: Mutex<State>
+    /// The memory large payloads travel through, when the host created it; used once the worker
+    /// lists `ProtocolFeature.sharedMemory` in its `ready`.
+    let sharedMemory: (memory: SharedMemory, layout: SharedMemoryLayout)?
 
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
@@ -61,6 +64,11 @@ final class WorkerChannel: EventLoopHandler {
         var nextSubscriberID = 0
         var terminationWaiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var killTimer: UInt64?
+        /// Where large requests go; nil until the worker agreed to shared memory.
+        var sharedRequests: SharedRequestRegion?
+        /// Responses read from the worker's shared region; the worker reuses it when this
+        /// count, published in the region's header, reaches the number it placed there.
+        var sharedResponsesRead: UInt64 = 0
     }
 
     enum Phase {
@@ -99,7 +107,8 @@ final class WorkerChannel: EventLoopHandler {
         fromWorker: FileDescriptor,
         diagnostics: FileDescriptor,
         loop: WorkerEventLoop,
-        cancellationGracePeriod: Duration
+        cancellationGracePeriod: Duration,
+        sharedMemory: (memory: SharedMemory, layout: SharedMemoryLayout)?
     ) {
         self.pluginIdentifier = pluginIdentifier
         self.limits = limits
@@ -110,6 +119,7 @@ final class WorkerChannel: EventLoopHandler {
         self.diagnostics = diagnostics
         self.loop = loop
         self.cancellationGracePeriod = cancellationGracePeriod
+        self.sharedMemory = sharedMemory
         self.state = Mutex(
             State(
                 decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096),
@@ -167,7 +177,19 @@ final class WorkerChannel: EventLoopHandler {
         let reply = try await perform(timeout: timeout) { id in
             FrameHeader(kind: .request, requestID: id, payloadLength: bytes.count)
         } payload: { header, state in
-            bytes.withUnsafeBytes { enqueue(header, $0, in: &state) }
+            bytes.withUnsafeBytes { bytes in
+                // Large payloads go through shared memory when there is room; the pipe carries
+                // only where they are. The copy happens here, under the lock, so that the region
+                // is never written once the worker has ended.
+                if bytes.count >= SharedMemoryLayout.threshold, !state.writeClosed,
+                    let location = state.sharedRequests?.place(bytes, for: header.requestID)
+                {
+                    let frame = HostMessage.sharedRequest(id: header.requestID, location).encode()
+                    frame.payload.withUnsafeBytes { enqueue(frame.header, $0, in: &state) }
+                } else {
+                    enqueue(header, bytes, in: &state)
+                }
+            }
         }
         guard case .bytes(let response) = reply else {
             throw AppExtensionError(.protocolViolation, plugin: pluginIdentifier, "answered a request with a call result")
@@ -439,7 +461,8 @@ final class WorkerChannel: EventLoopHandler {
                 }
             }
         }
-        for frame in frames { dispatch(frame) }
+        // After a violation nothing more from this worker is believed, not even a later answer.
+        for frame in frames where state.withLock({ $0.stopCause == nil }) { dispatch(frame) }
         if let violation {
             stop(.protocolViolation(violation.description))
         }
@@ -588,6 +611,9 @@ final class WorkerChannel: EventLoopHandler {
                 guard case .handshaking(let continuation) = state.phase else { return .none }
                 state.phase = .ready(ready)
                 state.ready = ready
+                if let sharedMemory, ready.features.contains(ProtocolFeature.sharedMemory) {
+                    state.sharedRequests = SharedRequestRegion(memory: sharedMemory.memory, layout: sharedMemory.layout)
+                }
                 return .some(continuation)
             }
             switch continuation {
@@ -597,6 +623,12 @@ final class WorkerChannel: EventLoopHandler {
         case .loadFailed(let failure):
             state.withLock { $0.loadFailure = failure }
         case .response(let id, let bytes):
+            complete(id, with: .success(.bytes(bytes)))
+        case .sharedResponse(let id, let location):
+            guard let bytes = readSharedResponse(at: location) else {
+                stop(.protocolViolation("response \(id) lies outside the shared-memory region or exceeds the message limit"))
+                return
+            }
             complete(id, with: .success(.bytes(bytes)))
         case .callResult(let id, let value):
             complete(id, with: .success(.value(value)))
@@ -619,6 +651,27 @@ final class WorkerChannel: EventLoopHandler {
         case .goodbye:
             break
         }
+    }
+
+    /// Copies a response out of the worker's region and tells the worker it may reuse it. Loop
+    /// thread only. Nil when the location is not inside the region, the message is over the
+    /// limit, or shared memory was never agreed.
+    private func readSharedResponse(at location: SharedMemoryLocation) -> [UInt8]? {
+        guard let sharedMemory, state.withLock({ $0.sharedRequests != nil }),
+            let range = location.range(inRegionOf: sharedMemory.layout.regionSize), UInt64(range.count) <= limits.maxMessageBytes,
+            let bytes = sharedMemory.memory.copyBytes(at: sharedMemory.layout.toHostOffset + range.lowerBound, count: range.count)
+        else { return nil }
+        let read = state.withLock { state in
+            state.sharedResponsesRead += 1
+            return state.sharedResponsesRead
+        }
+        sharedMemory.memory.storeCounter(read, at: SharedMemoryLayout.consumedResponsesOffset)
+        return bytes
+    }
+
+    /// How many requests and responses travelled through shared memory so far.
+    var sharedMemoryTransfers: (requests: Int, responses: UInt64) {
+        state.withLock { ($0.sharedRequests?.placedCount ?? 0, $0.sharedResponsesRead) }
     }
 
     private func pluginFailureError(_ failure: PluginFailure) -> AppExtensionError {
@@ -644,6 +697,8 @@ final class WorkerChannel: EventLoopHandler {
     /// Delivers an answer, or drops a late one for a request the host already gave up on.
     private func complete(_ id: UInt64, with result: Result<WorkerReply, AppExtensionError>) {
         let outcome: Result<CheckedContinuation<WorkerReply, any Error>?, WireError> = state.withLock { state in
+            // Answered, so the worker is done reading the request's payload.
+            state.sharedRequests?.release(id)
             if let timer = state.abandoned.removeValue(forKey: id) {
                 loop.cancelTimer(timer)
                 return .success(nil)

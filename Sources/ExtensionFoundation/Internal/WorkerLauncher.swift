@@ -27,14 +27,23 @@ enum WorkerLauncher {
             throw AppExtensionError(
                 .spawnFailed, plugin: plan.pluginIdentifier, "cannot create the worker's pipes: \(error)", underlying: error)
         }
+        // Shared memory for large messages, when the limits make it worthwhile; without it every
+        // message takes the pipe.
+        let sharedMemory = SharedMemoryLayout(limits: plan.load.limits).flatMap { layout in
+            (try? SharedMemory.create(size: layout.totalSize)).map { (memory: $0.0, layout: layout, descriptor: $0.1) }
+        }
+        defer { sharedMemory?.descriptor.close() }
         // The hello goes into the pipe before the worker exists: the worker reads it the moment it
         // starts, instead of waiting for this side to learn its pid.
-        let hello = HostMessage.hello(Hello(load: plan.load)).encode()
+        var offer = Hello(load: plan.load)
+        if sharedMemory == nil { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
+        let hello = HostMessage.hello(offer).encode()
         let process: SpawnedProcess
         let launcher: PreforkedLauncher?
         do {
             try pipes.toWorker.writeEnd.writeAll(hello.header.bytes + hello.payload)
-            (process, launcher) = try await start(executable: executable, pipes: pipes, plan: plan, loop: loop)
+            (process, launcher) = try await start(
+                executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, plan: plan, loop: loop)
         } catch {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(error)", underlying: error)
@@ -48,7 +57,8 @@ enum WorkerLauncher {
             fromWorker: pipes.fromWorker.readEnd,
             diagnostics: pipes.output.readEnd,
             loop: loop,
-            cancellationGracePeriod: plan.cancellationGracePeriod
+            cancellationGracePeriod: plan.cancellationGracePeriod,
+            sharedMemory: sharedMemory.map { ($0.memory, $0.layout) }
         )
         do {
             try channel.activate()
@@ -68,6 +78,7 @@ enum WorkerLauncher {
     private static func start(
         executable: String,
         pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor),
+        sharedMemory: FileDescriptor?,
         plan: LaunchPlan,
         loop: WorkerEventLoop
     ) async throws -> (SpawnedProcess, PreforkedLauncher?) {
@@ -79,7 +90,8 @@ enum WorkerLauncher {
         if plan.launchStrategy == .preforked {
             do {
                 let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
-                return (try await launcher.start(descriptors: childEnds, options: isolatingOptions()), launcher)
+                let descriptors = childEnds + (sharedMemory.map { [$0] } ?? [])
+                return (try await launcher.start(descriptors: descriptors, options: isolatingOptions()), launcher)
             } catch {
                 // Fall through to a plain spawn: slower, never less safe.
             }
@@ -88,7 +100,8 @@ enum WorkerLauncher {
             executablePath: executable,
             arguments: [executable],
             environment: environment(),
-            descriptors: [pipes.null, pipes.output.writeEnd, pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd],
+            descriptors: [pipes.null, pipes.output.writeEnd, pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd]
+                + (sharedMemory.map { [$0] } ?? []),
             options: isolatingOptions()
         )
         let spawned: Result<SpawnedProcess, SystemError> = try await loop.run {

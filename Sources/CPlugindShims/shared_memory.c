@@ -1,0 +1,39 @@
+// Shared memory for large messages between host and worker: a sealed memfd mapped by both.
+#include "plugind_shims.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int plugind_shim_shared_memory_create(size_t size, int *fd) {
+    int created = memfd_create("plugind-messages", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (created < 0) return errno;
+    if (ftruncate(created, (off_t)size) != 0 ||
+        fcntl(created, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        int error = errno;
+        close(created);
+        return error;
+    }
+    *fd = created;
+    return 0;
+}
+
+int plugind_shim_shared_memory_map(int fd, void **address, size_t *size) {
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) return errno;
+    if ((seals & F_SEAL_SHRINK) == 0) return EPERM;
+    struct stat status;
+    if (fstat(fd, &status) != 0) return errno;
+    if (status.st_size <= 0) return EINVAL;
+    void *mapped = mmap(NULL, (size_t)status.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapped == MAP_FAILED) return errno;
+    *address = mapped;
+    *size = (size_t)status.st_size;
+    return 0;
+}
+
+void plugind_shim_shared_memory_unmap(void *address, size_t size) {
+    munmap(address, size);
+}

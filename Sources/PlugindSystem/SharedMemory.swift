@@ -1,0 +1,80 @@
+import CPlugindShims
+import Glibc
+
+/// A sealed memfd mapped into this process: the memory large messages travel through between
+/// host and worker. Every access is bounds-checked against the mapping, since offsets come from
+/// the other process. Unmapped when the last reference goes away.
+///
+/// `@unchecked Sendable`: the pointer and size never change; who may touch which bytes when is
+/// decided by the protocol (`SharedMemoryLayout`), and each side copies what it reads from the
+/// other before trusting it.
+package final class SharedMemory: @unchecked Sendable {
+    private let base: UnsafeMutableRawPointer
+    package let size: Int
+
+    private init(base: UnsafeMutableRawPointer, size: Int) {
+        self.base = base
+        self.size = size
+    }
+
+    deinit {
+        plugind_shim_shared_memory_unmap(base, size)
+    }
+
+    /// Creates a memfd of `size` bytes and maps it. Returns the mapping and the descriptor to
+    /// hand to the other process (close-on-exec; the caller closes it).
+    package static func create(size: Int) throws(SystemError) -> (SharedMemory, FileDescriptor) {
+        var raw: CInt = -1
+        try checkShim("memfd_create", plugind_shim_shared_memory_create(size, &raw))
+        let descriptor = FileDescriptor(rawValue: raw)
+        do {
+            return (try map(descriptor), descriptor)
+        } catch {
+            descriptor.close()
+            throw error
+        }
+    }
+
+    /// Maps the memfd `descriptor` (which must be sealed against shrinking) in full.
+    package static func map(_ descriptor: FileDescriptor) throws(SystemError) -> SharedMemory {
+        var address: UnsafeMutableRawPointer?
+        var size = 0
+        try checkShim("mmap shared memory", plugind_shim_shared_memory_map(descriptor.rawValue, &address, &size))
+        guard let address else { throw SystemError("mmap shared memory", .invalidArgument) }
+        return SharedMemory(base: address, size: size)
+    }
+
+    /// The `count` bytes at `offset`, or nil when they are not all inside the mapping.
+    package func bytes(at offset: Int, count: Int) -> UnsafeMutableRawBufferPointer? {
+        guard offset >= 0, count >= 0, offset <= size, count <= size - offset else { return nil }
+        return UnsafeMutableRawBufferPointer(start: base + offset, count: count)
+    }
+
+    /// A copy of the `count` bytes at `offset`, or nil when they are not all inside the mapping.
+    package func copyBytes(at offset: Int, count: Int) -> [UInt8]? {
+        guard let source = bytes(at: offset, count: count) else { return nil }
+        return [UInt8](UnsafeRawBufferPointer(source))
+    }
+
+    /// Copies `source` to `offset`; false when it does not fit inside the mapping.
+    package func copy(_ source: UnsafeRawBufferPointer, to offset: Int) -> Bool {
+        guard let destination = bytes(at: offset, count: source.count) else { return false }
+        if let address = source.baseAddress, !source.isEmpty {
+            destination.baseAddress!.copyMemory(from: address, byteCount: source.count)
+        }
+        return true
+    }
+
+    /// The 64-bit counter at `offset` (8-byte aligned), read with acquire ordering; 0 when out of
+    /// bounds.
+    package func loadCounter(at offset: Int) -> UInt64 {
+        guard offset % 8 == 0, let slot = bytes(at: offset, count: 8) else { return 0 }
+        return plugind_shim_shared_counter_load(slot.baseAddress!)
+    }
+
+    /// Stores the 64-bit counter at `offset` (8-byte aligned) with release ordering.
+    package func storeCounter(_ value: UInt64, at offset: Int) {
+        guard offset % 8 == 0, let slot = bytes(at: offset, count: 8) else { return }
+        plugind_shim_shared_counter_store(slot.baseAddress!, value)
+    }
+}

@@ -1,0 +1,89 @@
+/// Where large payloads travel instead of the pipe: a sealed memfd the host creates and passes to
+/// the worker as descriptor 5, mapped by both.
+///
+///     offset                  size         content
+///     0                       8            shared responses the host has finished reading
+///                                          (written by the host only)
+///     8                       4088         reserved, zero
+///     4096                    regionSize   host → worker payloads (written by the host only)
+///     4096 + regionSize       regionSize   worker → host payloads (written by the worker only)
+///
+/// A frame whose payload lives there carries `FrameFlags.sharedMemory` and, on the pipe, only a
+/// `SharedMemoryLocation` in the sender's region. Each side writes a region only while the other
+/// is not reading it: the host reuses its region once every request placed there has been
+/// answered; the worker reuses its region once the counter shows that the host has read every
+/// response placed there. The receiver checks each location against the region before using it.
+package struct SharedMemoryLayout: Equatable, Sendable {
+    package static let headerSize = 4096
+    package static let consumedResponsesOffset = 0
+    /// Payloads below this size take the pipe: for them the copy into shared memory and the
+    /// bookkeeping cost more than the pipe's copies.
+    package static let threshold = 16 << 10
+    /// Larger regions would only reserve address space; bigger messages take the pipe.
+    package static let maximumRegionSize = 16 << 20
+    private static let pageSize = 4096
+
+    package let regionSize: Int
+
+    package init(regionSize: Int) {
+        self.regionSize = regionSize
+    }
+
+    /// The layout of a mapping of `totalSize` bytes, or nil when no layout has that size.
+    package init?(totalSize: Int) {
+        let regions = totalSize - Self.headerSize
+        guard regions > 0, regions % (2 * Self.pageSize) == 0 else { return nil }
+        regionSize = regions / 2
+    }
+
+    /// The layout for a worker with these limits, or nil when shared memory is not worth it: the
+    /// messages allowed are small, or the address-space limit leaves no room for the regions.
+    package init?(limits: ResourceLimits) {
+        var region = min(Int(clamping: limits.maxMessageBytes), Self.maximumRegionSize)
+        if limits.addressSpaceBytes > 0 {
+            region = min(region, Int(clamping: limits.addressSpaceBytes / 8))
+        }
+        region = (region + Self.pageSize - 1) / Self.pageSize * Self.pageSize
+        guard region >= Self.threshold else { return nil }
+        regionSize = region
+    }
+
+    package var totalSize: Int { Self.headerSize + 2 * regionSize }
+    package var toWorkerOffset: Int { Self.headerSize }
+    package var toHostOffset: Int { Self.headerSize + regionSize }
+}
+
+/// Where in the sender's region a payload lies: the whole pipe payload of a shared-memory frame.
+package struct SharedMemoryLocation: Equatable, Sendable {
+    package static let encodedSize = 16
+
+    package var offset: UInt64
+    package var length: UInt64
+
+    package init(offset: UInt64, length: UInt64) {
+        self.offset = offset
+        self.length = length
+    }
+
+    package init(_ payload: [UInt8]) throws(WireError) {
+        guard payload.count == Self.encodedSize else {
+            throw .malformedPayload("a shared-memory location takes \(Self.encodedSize) bytes, found \(payload.count)")
+        }
+        var reader = PayloadReader(payload)
+        offset = try reader.readUInt64()
+        length = try reader.readUInt64()
+    }
+
+    package var encoded: [UInt8] {
+        var writer = PayloadWriter(capacity: Self.encodedSize)
+        writer.write(offset)
+        writer.write(length)
+        return writer.bytes
+    }
+
+    /// The byte range in a region of `regionSize` bytes, or nil when it does not lie inside.
+    package func range(inRegionOf regionSize: Int) -> Range<Int>? {
+        guard offset <= UInt64(regionSize), length <= UInt64(regionSize) - offset else { return nil }
+        return Int(offset)..<Int(offset + length)
+    }
+}
