@@ -41,16 +41,37 @@ enum Benchmarks {
     }
 
     /// Request/response of `size` bytes through the echo plugin, one at a time.
-    static func roundTrip(_ bench: BenchHost, size: Int, iterations: Int, workerCPU: Int?, name: String) async throws {
+    /// Where the requesting code runs.
+    enum Caller: String {
+        /// A task on the global executor.
+        case task
+        /// A task preferring `AppExtensionProcess.taskExecutor`.
+        case taskExecutor = "task-executor"
+        /// The main actor.
+        case mainActor = "main-actor"
+    }
+
+    static func roundTrip(_ bench: BenchHost, size: Int, iterations: Int, workerCPU: Int?, caller: Caller, name: String) async throws {
         let process = try await AppExtensionProcess(configuration: try bench.configuration(echo))
         if let workerCPU { pin(process: process.processIdentifier, to: workerCPU) }
         let connection = try process.makeConnection()
         let payload = [UInt8](repeating: 0x61, count: size)
-        var samples: [Double] = []
-        samples.reserveCapacity(iterations)
-        for index in 0..<(iterations + iterations / 10) {
-            let elapsed = try await microseconds { _ = try await connection.send(payload) }
-            if index >= iterations / 10 { samples.append(elapsed) }
+        @Sendable func loop() async throws -> [Double] {
+            var samples: [Double] = []
+            samples.reserveCapacity(iterations)
+            for index in 0..<(iterations + iterations / 10) {
+                let elapsed = try await microseconds { _ = try await connection.send(payload) }
+                if index >= iterations / 10 { samples.append(elapsed) }
+            }
+            return samples
+        }
+        // `main` runs every benchmark in a task of its own, as a host's request code usually runs.
+        let samples: [Double]
+        switch caller {
+        case .task: samples = try await loop()
+        case .taskExecutor:
+            samples = try await Task.detached { try await withTaskExecutorPreference(process.taskExecutor) { try await loop() } }.value
+        case .mainActor: samples = try await Task { @MainActor in try await loop() }.value
         }
         await process.invalidateAndWait()
         Measurement(name: name, values: samples).report()

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Samples of one figure, in microseconds, and their summary.
-struct Measurement: Encodable {
+struct Measurement: Codable {
     var name: String
     var unit: String
     var samples: Int

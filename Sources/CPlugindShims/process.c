@@ -1,6 +1,8 @@
 // Process and descriptor syscalls that glibc 2.36 does not wrap, and macros Swift cannot import.
 #include "plugind_shims.h"
 
+#include <sys/prctl.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -103,4 +105,8 @@ int plugind_shim_raise_open_file_limit(uint64_t *limit) {
     }
     *limit = (uint64_t)current.rlim_cur;
     return 0;
+}
+
+int plugind_shim_set_thread_name(const char *name) {
+    return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0) == 0 ? 0 : errno;
 }

@@ -127,6 +127,13 @@ public final class AppExtensionProcess: Sendable {
     /// How many requests and responses have travelled through shared memory rather than the pipe.
     package var sharedMemoryTransfers: (requests: Int, responses: UInt64) { channel.sharedMemoryTransfers }
 
+    /// The executor of the thread that does this host's worker I/O. A task that prefers it
+    /// (`withTaskExecutorPreference(process.taskExecutor) { … }`) resumes on the thread that read
+    /// the worker's answer instead of waking another one: worth it for tight loops of small
+    /// requests. The thread serves every worker of the process, so code running there must be
+    /// short and must never block.
+    public var taskExecutor: any TaskExecutor { channel.loop }
+
     /// The plugin's name and version as its descriptor reports them (empty for function-only
     /// plugins).
     public var pluginName: String { ready.pluginName }

@@ -66,6 +66,30 @@ struct RequestTests {
         await process.invalidateAndWait()
     }
 
+    @Test("a task preferring the process's task executor resumes on the I/O thread and gets its answers")
+    func taskExecutor() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "Echo"))
+        let connection = try process.makeConnection()
+        let threads = try await withTaskExecutorPreference(process.taskExecutor) {
+            var threads: Set<String> = []
+            for index in 0..<50 {
+                let answer = try await connection.send([UInt8(index)])
+                guard answer == [UInt8(index)] else { throw CancellationError() }
+                threads.insert(Self.currentThreadName())
+            }
+            return threads
+        }
+        #expect(threads == ["plugind-events"])
+        await process.invalidateAndWait()
+    }
+
+    /// The name the kernel knows the current thread by.
+    static func currentThreadName() -> String {
+        ProcessInspection.readProcFile("/proc/thread-self/comm").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
     @Test("a plugin's error comes back as pluginError with its message")
     func pluginError() async throws {
         let test = try TestHost()

@@ -142,6 +142,9 @@ int plugind_shim_set_nonblocking(int fd);
 /// Wraps fcntl(F_SETPIPE_SZ) / fcntl(F_GETPIPE_SZ).
 int plugind_shim_set_pipe_size(int fd, int size, int *_Nonnull actual);
 
+/// Names the calling thread (at most 15 bytes show) as ps, top and /proc/PID/task/TID/comm see it.
+int plugind_shim_set_thread_name(const char *_Nonnull name);
+
 /// Ignores SIGPIPE for the whole process, so a write to a dead worker yields EPIPE.
 int plugind_shim_ignore_sigpipe(void);
 

@@ -1,5 +1,7 @@
 /// Deadlines ordered by time (a binary min-heap), with cancellation by identifier.
-struct TimerQueue<Action> {
+package struct TimerQueue<Action> {
+    package init() {}
+
     struct Entry {
         let deadline: ContinuousClock.Instant
         let identifier: UInt64
@@ -8,16 +10,29 @@ struct TimerQueue<Action> {
     private var heap: [Entry] = []
     private var actions: [UInt64: Action] = [:]
     private var nextIdentifier: UInt64 = 1
+    /// The latest deadline of a cancelled timer dropped from the heap: a wake-up the loop may
+    /// still plan for, so that a new, later deadline does not need to wake it (see `wakeBound`).
+    private var latestDroppedDeadline: ContinuousClock.Instant?
 
-    var isEmpty: Bool { actions.isEmpty }
+    package var isEmpty: Bool { actions.isEmpty }
 
     /// The earliest live deadline.
-    mutating func nextDeadline() -> ContinuousClock.Instant? {
+    package mutating func nextDeadline() -> ContinuousClock.Instant? {
         dropCancelledHead()
         return heap.first?.deadline
     }
 
-    mutating func schedule(at deadline: ContinuousClock.Instant, _ action: Action) -> UInt64 {
+    /// When a loop serving this queue should wake at the latest: the earliest live deadline, or
+    /// failing that the deadline of a recently cancelled timer that is still ahead. Waking for a
+    /// cancelled timer costs one spurious wake-up; in exchange, requests that each schedule a
+    /// deadline later than the previous one's (the usual case) never have to interrupt the wait.
+    package mutating func wakeBound(now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        if let dropped = latestDroppedDeadline, dropped <= now { latestDroppedDeadline = nil }
+        guard let live = nextDeadline() else { return latestDroppedDeadline }
+        return latestDroppedDeadline.map { min($0, live) } ?? live
+    }
+
+    package mutating func schedule(at deadline: ContinuousClock.Instant, _ action: Action) -> UInt64 {
         let identifier = nextIdentifier
         nextIdentifier += 1
         actions[identifier] = action
@@ -27,12 +42,12 @@ struct TimerQueue<Action> {
     }
 
     /// Forgets a timer; its entry leaves the heap lazily.
-    mutating func cancel(_ identifier: UInt64) {
+    package mutating func cancel(_ identifier: UInt64) {
         actions[identifier] = nil
     }
 
     /// Removes and returns the actions whose deadline is at or before `now`.
-    mutating func popDue(now: ContinuousClock.Instant) -> [Action] {
+    package mutating func popDue(now: ContinuousClock.Instant) -> [Action] {
         var due: [Action] = []
         while let first = heap.first, first.deadline <= now {
             removeHead()
@@ -42,7 +57,10 @@ struct TimerQueue<Action> {
     }
 
     private mutating func dropCancelledHead() {
-        while let first = heap.first, actions[first.identifier] == nil { removeHead() }
+        while let first = heap.first, actions[first.identifier] == nil {
+            latestDroppedDeadline = max(latestDroppedDeadline ?? first.deadline, first.deadline)
+            removeHead()
+        }
     }
 
     private mutating func removeHead() {

@@ -6,14 +6,26 @@ import Synchronization
 /// One thread per host process that owns every worker's descriptors: it waits in epoll for
 /// protocol bytes, diagnostics output and process exits, fires deadlines, and runs the jobs that
 /// must happen on a long-lived thread (spawning, because PR_SET_PDEATHSIG follows the thread that
-/// spawned). No blocking call ever runs on Swift's cooperative pool.
-final class WorkerEventLoop: Sendable {
+/// spawned). No blocking call ever runs on Swift's cooperative pool. It is also a task executor,
+/// for tasks that opt in (`AppExtensionProcess.taskExecutor`).
+final class WorkerEventLoop: TaskExecutor {
     typealias Job = @Sendable () -> Void
 
     private struct State {
         var handlers: [Int32: any EventLoopHandler] = [:]
         var jobs: [Job] = []
+        var tasks: [UnownedJob] = []
         var timers = TimerQueue<Job>()
+        var plannedWake = PlannedWake.computing
+    }
+
+    /// When the loop will wake up by itself at the latest.
+    private enum PlannedWake {
+        /// Awake: the next wait is computed from the timers as they are then.
+        case computing
+        case at(ContinuousClock.Instant)
+        /// Waiting for events only.
+        case never
     }
 
     private let epoll: Epoll
@@ -48,7 +60,7 @@ final class WorkerEventLoop: Sendable {
 
     private func start() {
         let thread = Thread { [self] in run() }
-        thread.name = "plugind-event-loop"
+        thread.name = Self.threadName
         thread.stackSize = 1 << 20
         thread.start()
     }
@@ -76,6 +88,16 @@ final class WorkerEventLoop: Sendable {
         state.withLock { $0.handlers[descriptor.rawValue] = nil }
     }
 
+    // MARK: Task executor
+
+    /// Runs task jobs on the loop thread: a task that prefers this executor resumes on the thread
+    /// that read its answer, without waking another.
+    func enqueue(_ job: consuming ExecutorJob) {
+        let unowned = UnownedJob(job)
+        state.withLock { $0.tasks.append(unowned) }
+        if !isOnLoopThread { notifier.signal() }
+    }
+
     // MARK: Jobs and timers
 
     /// Runs `job` on the loop thread.
@@ -95,8 +117,19 @@ final class WorkerEventLoop: Sendable {
     @discardableResult
     func schedule(after delay: Duration, _ action: @escaping Job) -> UInt64 {
         let deadline = ContinuousClock.now.advanced(by: delay)
-        let identifier = state.withLock { $0.timers.schedule(at: deadline, action) }
-        notifier.signal()
+        let (identifier, wakeLoop) = state.withLock { state in
+            // The loop only needs waking when it would sleep past this deadline. A request's
+            // deadline is usually later than the one before it (whose timer was cancelled but
+            // still bounds the wait), so most requests cost the loop no wake-up.
+            let wakeLoop =
+                switch state.plannedWake {
+                case .computing: false
+                case .at(let planned): planned > deadline
+                case .never: true
+                }
+            return (state.timers.schedule(at: deadline, action), wakeLoop)
+        }
+        if wakeLoop { notifier.signal() }
         return identifier
     }
 
@@ -110,13 +143,19 @@ final class WorkerEventLoop: Sendable {
 
     // MARK: The loop
 
+    /// The thread's name in ps, top and /proc (a new thread inherits its creator's otherwise).
+    static let threadName = "plugind-events"
+
     private func run() {
         loopThreadID.store(UInt(pthread_self()), ordering: .relaxed)
+        _ = plugind_shim_set_thread_name(Self.threadName)
         let capacity = 64
         let events = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: capacity)
         while true {
             let timeout = millisecondsUntilNextTimer()
             let count = (try? epoll.wait(into: events, timeoutMilliseconds: timeout)) ?? 0
+            // Awake: timers scheduled from here on are seen when the next wait is computed.
+            state.withLock { $0.plannedWake = .computing }
             for index in 0..<count {
                 let event = events[index]
                 let descriptor = event.data.fd
@@ -133,12 +172,27 @@ final class WorkerEventLoop: Sendable {
             }
             for job in jobs { job() }
             for action in due { action() }
+            runTasks()
+        }
+    }
+
+    /// Runs the task jobs enqueued so far, and those they enqueue in turn.
+    private func runTasks() {
+        while true {
+            let tasks = state.withLock { state in
+                defer { state.tasks.removeAll(keepingCapacity: true) }
+                return state.tasks
+            }
+            if tasks.isEmpty { return }
+            for task in tasks { task.runSynchronously(on: asUnownedTaskExecutor()) }
         }
     }
 
     private func millisecondsUntilNextTimer() -> Int32 {
         let next = state.withLock { state -> ContinuousClock.Instant? in
-            state.jobs.isEmpty ? state.timers.nextDeadline() : .now
+            let next = state.jobs.isEmpty && state.tasks.isEmpty ? state.timers.wakeBound(now: .now) : .now
+            state.plannedWake = next.map(PlannedWake.at) ?? .never
+            return next
         }
         guard let next else { return -1 }
         let remaining = ContinuousClock.now.duration(to: next)

@@ -1,0 +1,243 @@
+import Foundation
+
+/// `plugind-bench suite`: runs every figure of Scripts/bench.sh, each in a process of its own,
+/// next to the raw C baselines measured in the same run, and prints one table of ratios against
+/// the goals. Writes the same as JSON for machines.
+struct Suite {
+    /// Where the compiled C baselines (pingpong, spawn, first_byte) are.
+    let baselines: String
+    let output: String
+    let quick: Bool
+
+    private var measurements: [String: Measurement] = [:]
+    private let executable = BenchHost.productsDirectory + "/plugind-bench"
+
+    init(baselines: String, output: String, quick: Bool) {
+        self.baselines = baselines
+        self.output = output
+        self.quick = quick
+    }
+
+    /// Iterations, fewer with --quick (a smoke run of the script itself).
+    private func count(_ full: Int) -> Int { quick ? max(3, full / 50) : full }
+
+    mutating func run() throws {
+        let started = ContinuousClock.now
+        let scratch = NSTemporaryDirectory() + "plugind-bench-suite-\(getpid())"
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
+
+        section("raw baselines")
+        baseline("pipe-64-same-core", ["pipe", "64", "\(count(20000))", "0", "0"])
+        baseline("pipe-64-cross-core", ["pipe", "64", "\(count(20000))", "0", "1"])
+        baseline("pipe-64-unpinned", ["pipe", "64", "\(count(20000))", "-1", "-1"])
+        baseline("pipe-1MiB", ["pipe", "1048576", "\(count(500))", "-1", "-1"])
+        baseline("pipe-1MiB-1MiB-buffers", ["pipe", "1048576", "\(count(500))", "-1", "-1", "1048576"])
+        baseline("socketpair-1MiB", ["socketpair", "1048576", "\(count(500))", "-1", "-1"])
+        spawnBaseline("spawn-c-first-byte-unpinned", cpu: nil)
+        spawnBaseline("spawn-c-first-byte-same-core", cpu: 0)
+
+        section("plugind")
+        bench(["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--name", "round-trip-64-same-core"], cpu: 0)
+        bench(
+            ["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--worker-cpu", "1", "--name", "round-trip-64-cross-core"],
+            cpu: 0)
+        bench(["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--name", "round-trip-64-unpinned"])
+        bench(["round-trip", "--size", "1048576", "--iterations", "\(count(500))", "--name", "echo-1MiB"])
+        bench(["launch-c", "--iterations", "\(count(300))"], rename: ["launch-c": "launch-c-unpinned"])
+        bench(["launch-c", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-c": "launch-c-same-core"])
+        bench(["launch-swift", "--iterations", "\(count(300))"], rename: ["launch-swift": "launch-swift-unpinned"])
+        bench(["launch-swift", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-swift": "launch-swift-same-core"])
+        bench(["first-response", "--iterations", "\(count(200))"])
+        bench(["swift-plugin-server", "--iterations", "\(count(30))"])
+        bench(["typed-call", "--iterations", "\(count(10000))"])
+        bench(["live-workers", "--count", quick ? "50" : "1000"])
+        let bundles = scratch + "/bundles"
+        bench(["populate", "--root", bundles, "--count", quick ? "500" : "10000"])
+        bench(["scan", "--root", bundles, "--state", scratch + "/state", "--name", "discovery-first", "--rescans", "5"])
+        bench(["scan", "--root", bundles, "--state", scratch + "/state", "--name", "discovery-warm", "--rescans", "5"])
+        bench(["monitor-latency", "--iterations", "\(count(100))"])
+        bench(["idle-monitor", "--seconds", quick ? "1" : "3"])
+
+        let rows = goals()
+        printTable(rows)
+        try writeJSON(rows, seconds: started.duration(to: .now))
+    }
+
+    // MARK: Running
+
+    private func section(_ title: String) {
+        FileHandle.standardError.write(Data("== \(title)\n".utf8))
+    }
+
+    private mutating func baseline(_ name: String, _ arguments: [String]) {
+        record(name, output: runProcess(baselines + "/pingpong", arguments), unit: "us")
+    }
+
+    private mutating func spawnBaseline(_ name: String, cpu: Int?) {
+        var arguments = [baselines + "/first_byte", "\(count(500))"]
+        if let cpu { arguments.append("\(cpu)") }
+        record(name, output: runProcess(baselines + "/spawn", arguments), unit: "us")
+    }
+
+    /// A baseline prints its median alone.
+    private mutating func record(_ name: String, output: String, unit: String) {
+        guard let value = Double(output.trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            FileHandle.standardError.write(Data("   \(name): no figure (\(output))\n".utf8))
+            return
+        }
+        measurements[name] = Measurement(name: name, unit: unit, values: [value])
+        FileHandle.standardError.write(Data("   \(name): \(format(value, unit))\n".utf8))
+    }
+
+    /// Runs a subcommand of this executable (pinned to `cpu` with its workers) and keeps every
+    /// measurement it prints.
+    private mutating func bench(_ arguments: [String], cpu: Int? = nil, rename: [String: String] = [:]) {
+        let output =
+            cpu.map { runProcess("/usr/bin/taskset", ["-c", "\($0)", executable] + arguments) } ?? runProcess(executable, arguments)
+        for line in output.split(separator: "\n") {
+            guard var measurement = try? JSONDecoder().decode(Measurement.self, from: Data(line.utf8)) else {
+                if line.contains("error") { FileHandle.standardError.write(Data("   \(arguments[0]): \(line)\n".utf8)) }
+                continue
+            }
+            measurement.name = rename[measurement.name] ?? measurement.name
+            measurements[measurement.name] = measurement
+            FileHandle.standardError.write(Data("   \(measurement.name): \(format(measurement.median, measurement.unit))\n".utf8))
+        }
+    }
+
+    private func runProcess(_ path: String, _ arguments: [String]) -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        do {
+            try process.run()
+        } catch {
+            return "error: \(error)"
+        }
+        let data = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    // MARK: Goals
+
+    struct Row: Encodable {
+        var figure: String
+        var value: String
+        var baseline: String
+        /// plugind / baseline (or baseline / plugind for "faster than" goals).
+        var ratio: Double?
+        var goal: String
+        var met: Bool?
+    }
+
+    private func median(_ name: String) -> Double? { measurements[name]?.median }
+
+    private func goals() -> [Row] {
+        var rows: [Row] = []
+        func ratioRow(_ figure: String, _ ours: String, _ base: String, atMost limit: Double) {
+            guard let value = median(ours), let reference = median(base), reference > 0 else {
+                rows.append(Row(figure: figure, value: "missing", baseline: "missing", goal: "≤ \(limit)×"))
+                return
+            }
+            let ratio = value / reference
+            rows.append(
+                Row(
+                    figure: figure, value: format(value, "us"), baseline: "\(format(reference, "us")) (\(base))", ratio: ratio,
+                    goal: "≤ \(limit)×", met: ratio <= limit))
+        }
+        func absoluteRow(_ figure: String, _ name: String, atMost limit: Double, unit: String, note: String = "") {
+            guard let value = median(name) else {
+                rows.append(Row(figure: figure, value: "missing", baseline: "", goal: "≤ \(format(limit, unit))"))
+                return
+            }
+            rows.append(
+                Row(figure: figure, value: format(value, unit) + note, baseline: "", goal: "≤ \(format(limit, unit))", met: value <= limit))
+        }
+        ratioRow("64 B round trip, same core", "round-trip-64-same-core", "pipe-64-same-core", atMost: 1.5)
+        ratioRow("64 B round trip, cross core", "round-trip-64-cross-core", "pipe-64-cross-core", atMost: 1.5)
+        ratioRow("64 B round trip, unpinned", "round-trip-64-unpinned", "pipe-64-unpinned", atMost: 1.5)
+        ratioRow("1 MiB echo round trip", "echo-1MiB", "socketpair-1MiB", atMost: 1.0)
+        ratioRow("launch until ready, C plugin, unpinned", "launch-c-unpinned", "spawn-c-first-byte-unpinned", atMost: 1.0)
+        ratioRow("launch until ready, C plugin, same core", "launch-c-same-core", "spawn-c-first-byte-same-core", atMost: 1.0)
+        ratioRow("launch until ready, Swift plugin, unpinned", "launch-swift-unpinned", "spawn-c-first-byte-unpinned", atMost: 1.5)
+        ratioRow("launch until ready, Swift plugin, same core", "launch-swift-same-core", "spawn-c-first-byte-same-core", atMost: 1.5)
+        if let ours = median("first-response"), let peer = median("swift-plugin-server-first-response") {
+            let speedup = peer / ours
+            rows.append(
+                Row(
+                    figure: "launch to first response vs swift-plugin-server", value: format(ours, "us"),
+                    baseline: "\(format(peer, "us")) (swift-plugin-server)", ratio: speedup, goal: "≥ 10× faster", met: speedup >= 10))
+        }
+        ratioRow("typed call through libffi vs empty request", "typed-call", "empty-request", atMost: 1.1)
+        if let workers = measurements["live-workers-uss"] {
+            let maximum = workers.extra["maxKiB"] ?? 0
+            let count = Int(workers.extra["workers"] ?? 0)
+            rows.append(
+                Row(
+                    figure: "live C workers at once, unique memory each",
+                    value: "\(count) workers, median \(format(workers.median, "KiB")), max \(format(maximum, "KiB"))",
+                    baseline: "", goal: "1000, each ≤ 2 MiB", met: count >= (quick ? 50 : 1000) && maximum <= 2048))
+        }
+        absoluteRow("discovery of 10,000 bundles, first scan", "discovery-first", atMost: 1_000_000, unit: "us")
+        absoluteRow("discovery of 10,000 bundles, new process with warm cache", "discovery-warm", atMost: 150_000, unit: "us")
+        absoluteRow("approve → Monitor update seen by Observations", "approve-to-observation", atMost: 20_000, unit: "us")
+        absoluteRow("idle Monitor CPU time over 3 s", "idle-monitor-cpu", atMost: 1_000, unit: "us")
+        return rows
+    }
+
+    // MARK: Output
+
+    private func printTable(_ rows: [Row]) {
+        var lines = ["| figure | plugind | baseline (same run) | ratio | goal | met |", "|---|---|---|---|---|---|"]
+        for row in rows {
+            let ratio = row.ratio.map { String(format: "%.2f×", $0) } ?? ""
+            let met = row.met.map { $0 ? "yes" : "NO" } ?? ""
+            lines.append("| \(row.figure) | \(row.value) | \(row.baseline) | \(ratio) | \(row.goal) | \(met) |")
+        }
+        lines.append("")
+        lines.append("Other figures (medians):")
+        for name in measurements.keys.sorted() {
+            guard let measurement = measurements[name] else { continue }
+            lines.append("  \(name): \(format(measurement.median, measurement.unit))")
+        }
+        print(lines.joined(separator: "\n"))
+    }
+
+    private func writeJSON(_ rows: [Row], seconds: Duration) throws {
+        struct Report: Encodable {
+            var date: String
+            var machine: String
+            var quick: Bool
+            var seconds: Double
+            var goals: [Row]
+            var measurements: [Measurement]
+        }
+        let report = Report(
+            date: ISO8601DateFormatter().string(from: Date()),
+            machine: "\(ProcessInfo.processInfo.activeProcessorCount) CPUs, \(ProcessInfo.processInfo.physicalMemory >> 30) GiB",
+            quick: quick,
+            seconds: Double(seconds.components.seconds),
+            goals: rows,
+            measurements: measurements.keys.sorted().compactMap { measurements[$0] }
+        )
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try FileManager.default.createDirectory(
+            atPath: (output as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        try encoder.encode(report).write(to: URL(fileURLWithPath: output))
+        FileHandle.standardError.write(Data("results written to \(output)\n".utf8))
+    }
+
+    private func format(_ value: Double, _ unit: String) -> String {
+        switch unit {
+        case "us" where value >= 1_000_000: String(format: "%.2f s", value / 1_000_000)
+        case "us" where value >= 1000: String(format: "%.2f ms", value / 1000)
+        case "us": String(format: "%.1f µs", value)
+        case "KiB" where value >= 1024: String(format: "%.2f MiB", value / 1024)
+        default: String(format: "%.0f %@", value, unit)
+        }
+    }
+}

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Benchmarks: every figure of the performance goals next to its raw baseline measured in the
+# same run (C pipe and socketpair ping-pong, posix_spawn of a trivial C program, the toolchain's
+# swift-plugin-server), as ratios. Prints one table; writes .build/bench/results.json.
+#   Scripts/bench.sh            full run (a few minutes)
+#   Scripts/bench.sh --quick    few iterations: checks that the script itself works
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+Scripts/setup.sh
+
+echo "== swift build -c release" >&2
+set +e
+swift build -c release 2>&1 | grep -Ev '^\[[0-9]+/[0-9]+\]|^Building|^Compiling|^Write'
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+    echo "bench: the release build failed" >&2
+    exit "$status"
+fi
+bin=$(swift build -c release --show-bin-path)
+
+out="$PWD/.build/bench"
+mkdir -p "$out"
+for program in pingpong spawn first_byte; do
+    cc -O2 -o "$out/$program" "Benchmarks/Baselines/$program.c"
+done
+
+exec "$bin/plugind-bench" suite --baselines "$out" --output "$out/results.json" "$@"
