@@ -37,7 +37,7 @@ enum Confinement {
         LauncherWarmUp.run()
     }
 
-    static func apply(_ load: LoadConfiguration) throws(LoadFailure) -> [ConfinementLayerReport] {
+    static func apply(_ load: LoadConfiguration, prepared: PreparedRulesets? = nil) throws(LoadFailure) -> [ConfinementLayerReport] {
         let request = load.confinement
         if request.disabled {
             return [
@@ -66,7 +66,7 @@ enum Confinement {
         try record(noCoreFiles())
         try record(resourceLimits(load.limits))
         try record(network(allowed: request.allowsNetwork))
-        let landlock = filesystem(load, request: request)
+        let landlock = filesystem(load, request: request, prepared: prepared)
         try record(landlock.filesystem)
         try record(landlock.signals)
         return reports
@@ -168,36 +168,91 @@ enum Confinement {
         return applied(Layer.network, "seccomp: sockets other than AF_UNIX and io_uring refused")
     }
 
+    /// Landlock rulesets a spare builds while it waits, with the rules every plugin gets (system
+    /// libraries, the dynamic linker's files, /dev/null): one for plugins without network access
+    /// and one for those with it. A launch then adds only the plugin's own paths.
+    struct PreparedRulesets {
+        let abi: CInt
+        let withoutNetwork: FileDescriptor
+        let withNetwork: FileDescriptor
+
+        /// Nil when Landlock is unavailable or a rule cannot be added; the launch then builds
+        /// its ruleset from scratch and reports why.
+        static func prepare() -> PreparedRulesets? {
+            var abi: CInt = 0
+            guard plugind_confinement_landlock_abi(&abi) == 0, abi >= 1,
+                let withoutNetwork = Confinement.systemRuleset(abi: abi, allowsNetwork: false)
+            else { return nil }
+            guard let withNetwork = Confinement.systemRuleset(abi: abi, allowsNetwork: true) else {
+                withoutNetwork.close()
+                return nil
+            }
+            return PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork)
+        }
+
+        /// The ruleset for `allowsNetwork`; the other one is closed.
+        func take(allowsNetwork: Bool) -> FileDescriptor {
+            (allowsNetwork ? withoutNetwork : withNetwork).close()
+            return allowsNetwork ? withNetwork : withoutNetwork
+        }
+    }
+
+    /// A new ruleset with the rules every plugin gets, or nil.
+    private static func systemRuleset(abi: CInt, allowsNetwork: Bool) -> FileDescriptor? {
+        var ruleset: CInt = -1
+        guard plugind_confinement_landlock_create(abi, allowsNetwork ? 0 : 1, &ruleset) == 0 else { return nil }
+        let descriptor = FileDescriptor(rawValue: ruleset)
+        guard allow(systemReadablePaths + libraryDirectories, writable: false, in: ruleset, abi: abi) == nil,
+            allow(systemWritablePaths, writable: true, in: ruleset, abi: abi) == nil
+        else {
+            descriptor.close()
+            return nil
+        }
+        return descriptor
+    }
+
+    /// Adds a rule for each path; returns why one could not be added, if one could not.
+    private static func allow(_ paths: [String], writable: Bool, in ruleset: CInt, abi: CInt) -> String? {
+        for path in paths {
+            let result = plugind_confinement_landlock_allow(ruleset, abi, path, writable ? 1 : 0)
+            // Paths that do not exist on this system (/lib32, say) simply grant nothing.
+            if result != 0 && result != ENOENT { return "cannot add a rule for \(path): \(describe(result))" }
+        }
+        return nil
+    }
+
     private static func filesystem(
         _ load: LoadConfiguration,
-        request: ConfinementRequest
+        request: ConfinementRequest,
+        prepared: PreparedRulesets?
     ) -> (filesystem: ConfinementLayerReport, signals: ConfinementLayerReport) {
-        var abi: CInt = 0
-        let abiResult = plugind_confinement_landlock_abi(&abi)
-        guard abiResult == 0, abi >= 1 else {
-            let reason = abiResult == 0 ? "the kernel does not offer Landlock" : describe(abiResult)
-            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
-        }
-        var ruleset: CInt = -1
-        let created = plugind_confinement_landlock_create(abi, request.allowsNetwork ? 0 : 1, &ruleset)
-        guard created == 0 else {
-            let reason = "landlock_create_ruleset failed: \(describe(created))"
-            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
-        }
-        var readable = systemReadablePaths + libraryDirectories + request.readablePaths
-        if !load.bundlePath.isEmpty { readable.append(load.bundlePath) }
-        readable.append(load.libraryPath)
-        let writable = systemWritablePaths + request.writablePaths
-        for (paths, isWritable) in [(readable, false), (writable, true)] {
-            for path in paths {
-                let result = plugind_confinement_landlock_allow(ruleset, abi, path, isWritable ? 1 : 0)
-                // Paths that do not exist on this system (/lib32, say) simply grant nothing.
-                if result != 0 && result != ENOENT {
-                    close(ruleset)
-                    let reason = "cannot add a rule for \(path): \(describe(result))"
-                    return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
-                }
+        var pluginReadable = request.readablePaths
+        if !load.bundlePath.isEmpty { pluginReadable.append(load.bundlePath) }
+        pluginReadable.append(load.libraryPath)
+        let abi: CInt
+        let ruleset: CInt
+        if let prepared {
+            abi = prepared.abi
+            ruleset = prepared.take(allowsNetwork: request.allowsNetwork).rawValue
+        } else {
+            var kernelABI: CInt = 0
+            let abiResult = plugind_confinement_landlock_abi(&kernelABI)
+            guard abiResult == 0, kernelABI >= 1 else {
+                let reason = abiResult == 0 ? "the kernel does not offer Landlock" : describe(abiResult)
+                return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
             }
+            abi = kernelABI
+            guard let created = systemRuleset(abi: abi, allowsNetwork: request.allowsNetwork) else {
+                let reason = "landlock_create_ruleset or a rule for the system paths failed"
+                return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
+            }
+            ruleset = created.rawValue
+        }
+        if let problem = allow(pluginReadable, writable: false, in: ruleset, abi: abi)
+            ?? allow(request.writablePaths, writable: true, in: ruleset, abi: abi)
+        {
+            close(ruleset)
+            return (unavailable(Layer.filesystem, problem), unavailable(Layer.signals, problem))
         }
         let enforced = plugind_confinement_landlock_enforce(ruleset)
         guard enforced == 0 else {

@@ -117,9 +117,16 @@ enum Launcher {
         }
     }
 
-    /// The spare: waits for a worker's descriptors,
-    /// installs them and serves the host. Ends quietly when the host goes away.
+    /// Where a spare keeps its prepared Landlock rulesets once the worker's descriptors are in
+    /// place (5 is the shared memory, or /dev/null when there is none).
+    private static let preparedRulesetDescriptors = (withoutNetwork: FileDescriptor(rawValue: 6), withNetwork: FileDescriptor(rawValue: 7))
+
+    /// The spare: gets ready while it waits (its copy-on-write pages written, the rulesets every
+    /// plugin starts from built), then takes a worker's descriptors and serves the host. Ends
+    /// quietly when the host goes away.
     private static func serveAsSpare(_ socket: FileDescriptor) -> Int32 {
+        LauncherWarmUp.run()
+        let prepared = Confinement.PreparedRulesets.prepare()
         var message = [UInt8](repeating: 0, count: 4)
         var received = [CInt](repeating: -1, count: 4)
         var length = 0
@@ -130,14 +137,24 @@ enum Launcher {
         }
         guard status == 0, length > 0, count == 3 || count == 4 else { return 0 }
         let passed = received.prefix(Int(count)).map(FileDescriptor.init(rawValue:))
+        // Descriptor 0 is /dev/null already (inherited from the launcher).
+        var mapping: [FileDescriptor] = [.standardInput, passed[0], passed[0]] + passed[1...]
+        if let prepared {
+            if mapping.count == 5 { mapping.append(.standardInput) }
+            mapping += [prepared.withoutNetwork, prepared.withNetwork]
+        }
         do {
-            // Descriptor 0 is /dev/null already (inherited from the launcher).
-            try installDescriptors([.standardInput, passed[0], passed[0]] + passed[1...])
+            try installDescriptors(mapping)
         } catch {
             WorkerMain.report("spare worker: \(error)")
             return 127
         }
-        return WorkerMain.run()
+        return WorkerMain.run(
+            prepared: prepared.map {
+                Confinement.PreparedRulesets(
+                    abi: $0.abi, withoutNetwork: preparedRulesetDescriptors.withoutNetwork,
+                    withNetwork: preparedRulesetDescriptors.withNetwork)
+            })
     }
 
     private static func reply(requestID: UInt32, result: Int32, passing descriptor: FileDescriptor?) -> Bool {

@@ -12,7 +12,8 @@ enum WorkerMain {
     /// Frames larger than this are refused before the plugin's own limit is known.
     static let handshakeLimit = 1 << 20
 
-    static func run() -> Int32 {
+    /// `prepared`: Landlock rulesets a spare built while it waited.
+    static func run(prepared: Confinement.PreparedRulesets? = nil) -> Int32 {
         guard takeProtocolDescriptors() else {
             WorkerUsage.fail("descriptors 3 and 4 are not the protocol pipes; this program is started by the plugind host library")
         }
@@ -51,7 +52,7 @@ enum WorkerMain {
 
         let server: PluginServer
         do {
-            let confinement = try Confinement.apply(hello.load)
+            let confinement = try Confinement.apply(hello.load, prepared: prepared)
             if hello.load.mode == .probeConfinement {
                 try transport.send(.ready(ready(version: version, plugin: nil, confinement: confinement, features: [])))
                 return 0

@@ -228,6 +228,35 @@ struct FaultIsolationTests {
         #expect(try allowed.get() == "connected")
     }
 
+    @Test(
+        "a worker from a spare, whose rulesets were prepared ahead, is confined exactly like a spawned one",
+        arguments: [false, true])
+    func spareConfinementMatchesSpawn(withPermissions: Bool) async throws {
+        var reports: [[AppExtensionProcess.ConfinementLayer]] = []
+        for strategy in [AppExtensionHost.LaunchStrategy.preforked, .spawn] {
+            var test = try TestHost()
+            defer { test.remove() }
+            test.host.launchStrategy = strategy
+            let extra: [String: Any] = withPermissions ? ["permissions": ["network": true, "read": ["/srv"]]] : [:]
+            let fixture = PluginFixture(library: "Echo", extra: extra)
+            try test.install(fixture, bundled: false)
+            try PolicyEditor(directory: test.host.policyDirectory).approve(
+                try #require(Inventory.take(host: test.host).item(fixture.identifier)?.entry))
+            if strategy == .preforked {
+                // A first launch starts the launcher; then wait for its spares, so that the
+                // measured launch takes one.
+                let warmUp = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
+                await warmUp.invalidateAndWait()
+                await PreforkedLauncher.settleAll()
+            }
+            let process = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
+            reports.append(process.confinement)
+            await process.invalidateAndWait()
+        }
+        #expect(reports[0] == reports[1])
+        #expect(reports[0].contains { $0.name == "filesystem" && $0.state == .applied })
+    }
+
     @Test("reading a file outside the bundle: denied unless the owner granted the path")
     func readOutsideBundle() async throws {
         let directory = try TemporaryDirectory()
