@@ -28,16 +28,22 @@ enum Benchmarks {
     static func firstResponse(_ bench: BenchHost, iterations: Int) async throws {
         let configuration = try bench.configuration(echo)
         var samples: [Double] = []
+        var firstRequests: [Double] = []
         for index in 0..<(iterations + 5) {
             var process: AppExtensionProcess?
+            var firstRequest = 0.0
             let elapsed = try await microseconds {
                 process = try await AppExtensionProcess(configuration: configuration)
-                _ = try await process?.makeConnection().send([1])
+                firstRequest = try await microseconds { _ = try await process?.makeConnection().send([1]) }
             }
             await process?.invalidateAndWait()
-            if index >= 5 { samples.append(elapsed) }
+            if index >= 5 {
+                samples.append(elapsed)
+                firstRequests.append(firstRequest)
+            }
         }
         Measurement(name: "first-response", values: samples).report()
+        Measurement(name: "first-request-after-launch", values: firstRequests).report()
     }
 
     /// Request/response of `size` bytes through the echo plugin, one at a time.

@@ -2,19 +2,44 @@ import Foundation
 
 /// A bundle directory that passed the checks plugind can make without loading anything:
 /// manifest schema, library location, ownership and permissions, ELF class and machine.
-package struct InspectedBundle: Sendable, Hashable {
-    package var manifest: Manifest
-    package var warnings: [String]
+///
+/// Immutable, and a class: catalogs hand the same bundle to every scan, inventory and launch,
+/// and copying a reference is one retain where copying its dozen strings was a dozen.
+package final class InspectedBundle: Sendable, Hashable {
+    package let manifest: Manifest
+    package let warnings: [String]
     /// Canonical path of the bundle directory.
-    package var bundlePath: String
-    package var manifestPath: String
+    package let bundlePath: String
+    package let manifestPath: String
     /// Canonical path of the library (inside the bundle, or a system library for a soname).
-    package var libraryPath: String
-    package var libraryStatus: FileStatus
-    package var manifestStatus: FileStatus
-    package var bundleStatus: FileStatus
+    package let libraryPath: String
+    package let libraryStatus: FileStatus
+    package let manifestStatus: FileStatus
+    package let bundleStatus: FileStatus
     /// True when `library` named a system library by soname.
-    package var usesSystemLibrary: Bool
+    package let usesSystemLibrary: Bool
+
+    package init(
+        manifest: Manifest,
+        warnings: [String],
+        bundlePath: String,
+        manifestPath: String,
+        libraryPath: String,
+        libraryStatus: FileStatus,
+        manifestStatus: FileStatus,
+        bundleStatus: FileStatus,
+        usesSystemLibrary: Bool
+    ) {
+        self.manifest = manifest
+        self.warnings = warnings
+        self.bundlePath = bundlePath
+        self.manifestPath = manifestPath
+        self.libraryPath = libraryPath
+        self.libraryStatus = libraryStatus
+        self.manifestStatus = manifestStatus
+        self.bundleStatus = bundleStatus
+        self.usesSystemLibrary = usesSystemLibrary
+    }
 
     package static func == (left: InspectedBundle, right: InspectedBundle) -> Bool {
         left.bundlePath == right.bundlePath && left.manifest == right.manifest

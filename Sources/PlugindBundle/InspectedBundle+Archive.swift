@@ -9,8 +9,10 @@ extension PayloadWriter {
         write(bundle.manifest)
         write(bundle.warnings)
         write(bundle.bundlePath)
-        write(bundle.manifestPath)
-        write(bundle.libraryPath)
+        // The usual paths are implied by the bundle's: an empty string stands for them, which
+        // keeps a store of thousands of bundles small and quick to read.
+        write(bundle.manifestPath == bundle.bundlePath + "/" + Manifest.fileName ? "" : bundle.manifestPath)
+        write(bundle.libraryPath == bundle.bundlePath + "/" + bundle.manifest.library ? "" : bundle.libraryPath)
         for status in [bundle.libraryStatus, bundle.manifestStatus, bundle.bundleStatus] { write(status) }
         write(bundle.usesSystemLibrary)
     }
@@ -49,8 +51,8 @@ extension PayloadReader {
         let manifest = try readManifest()
         let warnings = try readStrings()
         let bundlePath = try readString()
-        let manifestPath = try readString()
-        let libraryPath = try readString()
+        let manifestPath = try readString().nonEmpty ?? bundlePath + "/" + Manifest.fileName
+        let libraryPath = try readString().nonEmpty ?? bundlePath + "/" + manifest.library
         let libraryStatus = try readFileStatus()
         let manifestStatus = try readFileStatus()
         let bundleStatus = try readFileStatus()
@@ -103,4 +105,8 @@ extension PayloadReader {
         let text = try readString()
         return present ? text : nil
     }
+}
+
+extension String {
+    fileprivate var nonEmpty: String? { isEmpty ? nil : self }
 }

@@ -52,10 +52,23 @@ package struct CatalogSnapshot: Sendable {
 /// unchanged tree is re-read with three `stat` calls per bundle and no file contents.
 package final class Catalog: Sendable {
     /// What must be unchanged for a cached result to hold.
-    struct BundleKeys: Equatable, Sendable {
+    private struct BundleKeys: Equatable, Sendable {
         var directory: FileIdentity?
         var manifest: FileIdentity?
         var library: FileIdentity?
+
+        init(directory: FileIdentity?, manifest: FileIdentity?, library: FileIdentity?) {
+            self.directory = directory
+            self.manifest = manifest
+            self.library = library
+        }
+
+        /// The identities a usable bundle was inspected with (taken before its files were read,
+        /// so that a change while they were read shows next time).
+        init(_ bundle: InspectedBundle) {
+            self.init(
+                directory: bundle.bundleStatus.identity, manifest: bundle.manifestStatus.identity, library: bundle.libraryStatus.identity)
+        }
     }
 
     /// A class, so that a cache lookup retains one object rather than every field of a bundle.
@@ -217,9 +230,7 @@ package final class Catalog: Sendable {
         switch result {
         case .success(let bundle):
             storeState.withLock { $0.stale = true }
-            // Taken before the files were read: a change while they were read shows next time.
-            keys = BundleKeys(
-                directory: bundle.bundleStatus.identity, manifest: bundle.manifestStatus.identity, library: bundle.libraryStatus.identity)
+            keys = BundleKeys(bundle)
         case .failure(let problem):
             keys = currentKeys(library: problem.libraryPath)
         }
@@ -233,7 +244,7 @@ package final class Catalog: Sendable {
         cache.withLock { cache in
             cache.reserveCapacity(cache.count + stored.count)
             for (path, bundle) in stored where cache[path] == nil {
-                cache[path] = CachedBundle(keys: bundle.keys, result: .success(bundle.bundle))
+                cache[path] = CachedBundle(keys: BundleKeys(bundle), result: .success(bundle))
             }
         }
     }
@@ -241,11 +252,9 @@ package final class Catalog: Sendable {
     /// Writes the usable bundles of `roots` (canonical paths) to `store`.
     private func save(_ store: CatalogStore, roots: Set<String>) {
         let bundles = cache.withLock { cache in
-            var bundles: [String: CatalogStore.StoredBundle] = [:]
+            var bundles: [String: InspectedBundle] = [:]
             for (path, cached) in cache where roots.contains(Self.parent(of: path)) {
-                if case .success(let bundle) = cached.result {
-                    bundles[path] = CatalogStore.StoredBundle(keys: cached.keys, bundle: bundle)
-                }
+                if case .success(let bundle) = cached.result { bundles[path] = bundle }
             }
             return bundles
         }

@@ -12,14 +12,9 @@ struct CatalogStore {
     static let fileName = "catalog.cache"
     private static let magic = Array("PLGDCAT".utf8) + [0]
     /// Bumped whenever the layout of a stored bundle changes.
-    private static let formatVersion: UInt32 = 1
+    private static let formatVersion: UInt32 = 3
     /// Names resolved by soname depend on the loader's cache: a new one invalidates everything.
     private static let loaderCachePath = "/etc/ld.so.cache"
-
-    struct StoredBundle {
-        var keys: Catalog.BundleKeys
-        var bundle: InspectedBundle
-    }
 
     let path: String
     let hostVersion: HostVersion
@@ -29,8 +24,9 @@ struct CatalogStore {
         self.hostVersion = hostVersion
     }
 
-    /// The stored bundles with their bundle paths; empty when there is no usable file.
-    func load() -> [(path: String, stored: StoredBundle)] {
+    /// The stored bundles with the paths they were found at; empty when there is no usable file
+    /// (a damaged one is ignored as a whole).
+    func load() -> [(foundAt: String, bundle: InspectedBundle)] {
         guard let data = FileManager.default.contents(atPath: path) else { return [] }
         var reader = PayloadReader([UInt8](data))
         do throws(WireError) {
@@ -40,16 +36,15 @@ struct CatalogStore {
                 try reader.readFileIdentity() == FileStatus(path: Self.loaderCachePath)?.identity
             else { return [] }
             let count = try reader.readUInt32()
-            var stored: [(path: String, stored: StoredBundle)] = []
-            stored.reserveCapacity(Int(min(count, 1 << 20)))
+            var bundles: [(foundAt: String, bundle: InspectedBundle)] = []
+            bundles.reserveCapacity(Int(min(count, 1 << 20)))
             for _ in 0..<count {
-                let bundlePath = try reader.readString()
-                let keys = Catalog.BundleKeys(
-                    directory: try reader.readFileIdentity(), manifest: try reader.readFileIdentity(),
-                    library: try reader.readFileIdentity())
-                stored.append((bundlePath, StoredBundle(keys: keys, bundle: try reader.readInspectedBundle())))
+                let foundAt = try reader.readString()
+                let bundle = try reader.readInspectedBundle()
+                // Empty: found at its canonical path, the usual case.
+                bundles.append((foundAt.isEmpty ? bundle.bundlePath : foundAt, bundle))
             }
-            return stored
+            return bundles
         } catch {
             return []
         }
@@ -57,19 +52,16 @@ struct CatalogStore {
 
     /// Replaces the file with `bundles`, atomically, readable by the owner only. Failures are
     /// ignored: the next scan simply reads bundles in full.
-    func save(_ bundles: [String: StoredBundle]) {
+    func save(_ bundles: [String: InspectedBundle]) {
         var writer = PayloadWriter(capacity: 256 * bundles.count + 64)
         for byte in Self.magic { writer.write(byte) }
         writer.write(Self.formatVersion)
         writer.write(hostVersion.description)
         writer.write(FileStatus(path: Self.loaderCachePath)?.identity)
         writer.write(UInt32(bundles.count))
-        for (bundlePath, stored) in bundles.sorted(by: { $0.key < $1.key }) {
-            writer.write(bundlePath)
-            writer.write(stored.keys.directory)
-            writer.write(stored.keys.manifest)
-            writer.write(stored.keys.library)
-            writer.write(stored.bundle)
+        for (foundAt, bundle) in bundles.sorted(by: { $0.key < $1.key }) {
+            writer.write(foundAt == bundle.bundlePath ? "" : foundAt)
+            writer.write(bundle)
         }
         let directory = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(

@@ -199,10 +199,13 @@ final class WorkerChannel: EventLoopHandler {
 
     /// Calls the manifest-declared function at `index`.
     func call(function index: UInt32, arguments: [FunctionValue], timeout: Duration?) async throws -> FunctionValue {
+        // Encoded once; only the header carries the request's identifier.
+        let frame = HostMessage.call(id: 0, function: index, arguments: arguments).encode()
         let reply = try await perform(timeout: timeout) { id in
-            HostMessage.call(id: id, function: index, arguments: arguments).encode().header
+            var header = frame.header
+            header.requestID = id
+            return header
         } payload: { header, state in
-            let frame = HostMessage.call(id: header.requestID, function: index, arguments: arguments).encode()
             frame.payload.withUnsafeBytes { enqueue(header, $0, in: &state) }
         }
         guard case .value(let value) = reply else {

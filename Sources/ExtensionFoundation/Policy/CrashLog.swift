@@ -44,11 +44,15 @@ package struct CrashLog: Sendable {
     }
 
     package func read() -> Document {
-        guard let data = FileManager.default.contents(atPath: path),
-            let document = try? Self.decoder.decode(Document.self, from: data)
-        else { return Document() }
-        return document
+        Self.decoded.value(at: path) { path in
+            guard let data = FileManager.default.contents(atPath: path),
+                let document = try? Self.decoder.decode(Document.self, from: data)
+            else { return Document() }
+            return document
+        }
     }
+
+    private static let decoded = DecodedFileCache<Document>()
 
     /// The quarantine in force for `bundle`, or nil (none, or the library changed since).
     package func quarantine(of identifier: String, bundle: InspectedBundle, document: Document? = nil) -> Quarantine? {

@@ -78,6 +78,12 @@ extension PolicyDocument {
     /// Reads `path`. A missing file is an empty policy; anything unreadable or malformed is an
     /// error (and the caller fails closed).
     package static func load(from path: String) -> Result<PolicyDocument, PolicyFileError> {
+        decoded.value(at: path, decode: decode)
+    }
+
+    private static let decoded = DecodedFileCache<Result<PolicyDocument, PolicyFileError>>()
+
+    private static func decode(_ path: String) -> Result<PolicyDocument, PolicyFileError> {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
