@@ -35,13 +35,7 @@ package struct FileStatus: Sendable, Hashable {
     }
 
     init(_ status: stat) {
-        identity = FileIdentity(
-            device: UInt64(status.st_dev),
-            inode: UInt64(status.st_ino),
-            size: UInt64(status.st_size),
-            modificationNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
-            changeNanoseconds: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec)
-        )
+        identity = FileIdentity(status)
         mode = status.st_mode
         owner = status.st_uid
         group = status.st_gid

@@ -1,3 +1,5 @@
+package import Glibc
+
 /// What the host asks the worker to load, and how to confine it. Sent in `Hello`.
 package struct LoadConfiguration: Equatable, Sendable {
     /// The plugin's identifier, for messages.
@@ -66,6 +68,26 @@ package struct FileIdentity: Hashable, Sendable, Codable {
         self.size = size
         self.modificationNanoseconds = modificationNanoseconds
         self.changeNanoseconds = changeNanoseconds
+    }
+}
+
+extension FileIdentity {
+    /// The identity `stat(2)` reported.
+    package init(_ status: stat) {
+        self.init(
+            device: UInt64(status.st_dev),
+            inode: UInt64(status.st_ino),
+            size: UInt64(status.st_size),
+            modificationNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
+            changeNanoseconds: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec)
+        )
+    }
+
+    /// The identity of the file at `path` (symlinks followed), or nil.
+    package init?(path: String) {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        self.init(status)
     }
 }
 

@@ -20,11 +20,14 @@ enum Confinement {
         static let session = "session"
     }
 
-    /// Directories every plugin may read: the system's libraries and what the dynamic linker needs.
-    static let systemReadablePaths = [
-        "/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d",
-        "/etc/localtime", "/dev/zero", "/dev/urandom", "/dev/random",
+    /// Paths every plugin may read: the system's libraries and what the dynamic linker needs.
+    static let systemReadablePaths = stableSystemPaths + replaceableSystemFiles
+    /// Directories and devices: the same inode for as long as the system runs.
+    static let stableSystemPaths = [
+        "/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.conf.d", "/dev/zero", "/dev/urandom", "/dev/random",
     ]
+    /// Files that updates replace by rename: a new inode, which a rule made before does not cover.
+    static let replaceableSystemFiles = ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"]
     static let systemWritablePaths = ["/dev/null"]
 
     /// Facts that do not change between workers, computed once: in the pre-forked launcher before
@@ -40,6 +43,7 @@ enum Confinement {
     static func apply(_ load: LoadConfiguration, prepared: PreparedRulesets? = nil) throws(LoadFailure) -> [ConfinementLayerReport] {
         let request = load.confinement
         if request.disabled {
+            prepared?.discard()
             return [
                 ConfinementLayerReport(
                     layer: "all",
@@ -175,11 +179,16 @@ enum Confinement {
         let abi: CInt
         let withoutNetwork: FileDescriptor
         let withNetwork: FileDescriptor
+        /// The identities of the files (not directories) the rules name, when they were made: a
+        /// rule holds the file it was made for, so a file replaced since (a new ld.so.cache, say)
+        /// would not be covered.
+        let fileIdentities: [FileIdentity?]
 
         /// Nil when Landlock is unavailable or a rule cannot be added; the launch then builds
         /// its ruleset from scratch and reports why.
         static func prepare() -> PreparedRulesets? {
             var abi: CInt = 0
+            let identities = currentFileIdentities()
             guard plugind_confinement_landlock_abi(&abi) == 0, abi >= 1,
                 let withoutNetwork = Confinement.systemRuleset(abi: abi, allowsNetwork: false)
             else { return nil }
@@ -187,13 +196,33 @@ enum Confinement {
                 withoutNetwork.close()
                 return nil
             }
-            return PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork)
+            return PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, fileIdentities: identities)
         }
 
-        /// The ruleset for `allowsNetwork`; the other one is closed.
-        func take(allowsNetwork: Bool) -> FileDescriptor {
+        /// The same rulesets after the spare moved them to other descriptor numbers.
+        func moved(withoutNetwork: FileDescriptor, withNetwork: FileDescriptor) -> PreparedRulesets {
+            PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, fileIdentities: fileIdentities)
+        }
+
+        /// The ruleset for `allowsNetwork`, the other one closed; nil (both closed) when a file
+        /// the rules name was replaced since they were made.
+        func take(allowsNetwork: Bool) -> FileDescriptor? {
+            guard Self.currentFileIdentities() == fileIdentities else {
+                discard()
+                return nil
+            }
             (allowsNetwork ? withoutNetwork : withNetwork).close()
             return allowsNetwork ? withNetwork : withoutNetwork
+        }
+
+        /// Closes both, unused.
+        func discard() {
+            withoutNetwork.close()
+            withNetwork.close()
+        }
+
+        private static func currentFileIdentities() -> [FileIdentity?] {
+            replaceableSystemFiles.map(FileIdentity.init(path:))
         }
     }
 
@@ -231,9 +260,9 @@ enum Confinement {
         pluginReadable.append(load.libraryPath)
         let abi: CInt
         let ruleset: CInt
-        if let prepared {
+        if let prepared, let taken = prepared.take(allowsNetwork: request.allowsNetwork) {
             abi = prepared.abi
-            ruleset = prepared.take(allowsNetwork: request.allowsNetwork).rawValue
+            ruleset = taken.rawValue
         } else {
             var kernelABI: CInt = 0
             let abiResult = plugind_confinement_landlock_abi(&kernelABI)

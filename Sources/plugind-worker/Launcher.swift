@@ -149,12 +149,12 @@ enum Launcher {
             WorkerMain.report("spare worker: \(error)")
             return 127
         }
-        return WorkerMain.run(
-            prepared: prepared.map {
-                Confinement.PreparedRulesets(
-                    abi: $0.abi, withoutNetwork: preparedRulesetDescriptors.withoutNetwork,
-                    withNetwork: preparedRulesetDescriptors.withNetwork)
-            })
+        let moved = prepared.map {
+            $0.moved(withoutNetwork: preparedRulesetDescriptors.withoutNetwork, withNetwork: preparedRulesetDescriptors.withNetwork)
+        }
+        // dup2 cleared close-on-exec; nothing the plugin starts may inherit them.
+        if let moved { for descriptor in [moved.withoutNetwork, moved.withNetwork] { try? descriptor.setCloseOnExec() } }
+        return WorkerMain.run(prepared: moved)
     }
 
     private static func reply(requestID: UInt32, result: Int32, passing descriptor: FileDescriptor?) -> Bool {

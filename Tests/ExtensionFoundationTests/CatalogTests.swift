@@ -141,6 +141,40 @@ struct CatalogTests {
         #expect(fourth.inspectionCount == 0)
     }
 
+    @Test("a library symlink pointed at another file counts as a change, in this process and the next")
+    func librarySymlink() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let bundle = try writeBundle(
+            test.externalRoot, "linked.appex", manifest: manifest("org.plugind.tests.linked", library: "lib/libEcho.so"), library: nil)
+        try FileManager.default.createDirectory(atPath: bundle + "/lib", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: try BuiltProducts.library("Echo"), toPath: bundle + "/lib/libEcho.so.1")
+        try FileManager.default.copyItem(atPath: try BuiltProducts.library("CTextFilter"), toPath: bundle + "/lib/libEcho.so.2")
+        try FileManager.default.createSymbolicLink(atPath: bundle + "/lib/libEcho.so", withDestinationPath: "libEcho.so.1")
+        let roots = SearchRoot.roots(of: test.host)
+        let store = test.host.stateDirectory.path
+        let catalog = Catalog()
+        #expect(catalog.scan(roots, storeDirectory: store).entries.first?.bundle.libraryPath.hasSuffix("libEcho.so.1") == true)
+        try FileManager.default.removeItem(atPath: bundle + "/lib/libEcho.so")
+        try FileManager.default.createSymbolicLink(atPath: bundle + "/lib/libEcho.so", withDestinationPath: "libEcho.so.2")
+        #expect(catalog.scan(roots, storeDirectory: store).entries.first?.bundle.libraryPath.hasSuffix("libEcho.so.2") == true)
+        #expect(Catalog().scan(roots, storeDirectory: store).entries.first?.bundle.libraryPath.hasSuffix("libEcho.so.2") == true)
+    }
+
+    @Test("a store another user could have written is not read")
+    func storeOwnership() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo").install(in: test.externalRoot)
+        let roots = SearchRoot.roots(of: test.host)
+        let store = test.host.stateDirectory.path
+        _ = Catalog().scan(roots, storeDirectory: store)
+        #expect(chmod(store + "/catalog.cache", 0o666) == 0)
+        let catalog = Catalog()
+        #expect(catalog.scan(roots, storeDirectory: store).entries.count == 1)
+        #expect(catalog.inspectionCount == 1)
+    }
+
     @Test("a damaged store is ignored and replaced", arguments: ["garbage", "truncated", "empty"])
     func damagedStore(damage: String) throws {
         let test = try TestHost()

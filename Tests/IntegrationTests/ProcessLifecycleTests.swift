@@ -113,6 +113,16 @@ struct ProcessLifecycleTests {
         #expect(await process.waitForTermination() == .exited(status: 0))
     }
 
+    @Test("a hello larger than the pipe's buffer (a manifest with thousands of paths) still launches")
+    func largeHello() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let paths = (0..<3000).map { "/nonexistent/plugind-large-hello/\($0)/a-path-long-enough-to-add-up" }
+        let process = try await test.launch(PluginFixture(library: "Echo", extra: ["permissions": ["read": paths]]))
+        #expect(try await process.makeConnection().send([42]) == [42])
+        await process.invalidateAndWait()
+    }
+
     @Test("200 launch and invalidate cycles leave no zombie and no descriptor behind")
     func launchCycles() async {
         // In a process of its own, so that descriptors and children of tests running in parallel

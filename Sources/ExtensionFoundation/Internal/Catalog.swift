@@ -220,10 +220,12 @@ package final class Catalog: Sendable {
             )
         }
         let cached = cache.withLock { $0[bundlePath] }
-        if let cached, cached.keys == currentKeys(library: Self.libraryPath(of: cached.result)) {
+        if let cached, cached.keys == currentKeys(library: Self.libraryKeyPath(of: cached.result)) {
             return cached.result
         }
-        guard FileStatus(path: relativePath + "/" + Manifest.fileName, relativeTo: directory) != nil else { return nil }
+        // Taken before the files are read, so that a change while they are read shows next time.
+        let keysBefore = currentKeys(library: nil)
+        guard keysBefore.manifest != nil else { return nil }
         inspections.add(1, ordering: .relaxed)
         let result = BundleInspector.inspect(bundleNamed: name, inCanonicalRoot: root, hostVersion: hostVersion, resolver: resolver)
         let keys: BundleKeys
@@ -232,7 +234,10 @@ package final class Catalog: Sendable {
             storeState.withLock { $0.stale = true }
             keys = BundleKeys(bundle)
         case .failure(let problem):
-            keys = currentKeys(library: problem.libraryPath)
+            // The library is known only now; the identities that matter most were taken before.
+            keys = BundleKeys(
+                directory: keysBefore.directory, manifest: keysBefore.manifest,
+                library: currentKeys(library: problem.libraryPath).library)
         }
         cache.withLock { $0[bundlePath] = CachedBundle(keys: keys, result: result) }
         return result
@@ -266,9 +271,14 @@ package final class Catalog: Sendable {
         return String(path[..<slash])
     }
 
-    private static func libraryPath(of result: Result<InspectedBundle, BundleProblem>) -> String? {
+    /// The path whose identity stands for the library: the name the manifest gives, inside the
+    /// bundle, followed through symlinks at each check, so that a symlink pointed at another file
+    /// counts as a change (the resolved path alone would not show it). A system library named by
+    /// soname is its resolved path.
+    private static func libraryKeyPath(of result: Result<InspectedBundle, BundleProblem>) -> String? {
         switch result {
-        case .success(let bundle): bundle.libraryPath
+        case .success(let bundle):
+            bundle.usesSystemLibrary ? bundle.libraryPath : bundle.bundlePath + "/" + bundle.manifest.library
         case .failure(let problem): problem.libraryPath
         }
     }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import PlugindBundle
+import PlugindSystem
 import PlugindWire
 
 /// The catalog's cache kept on disk in the host's state directory, so that a new process finds
@@ -12,7 +13,9 @@ struct CatalogStore {
     static let fileName = "catalog.cache"
     private static let magic = Array("PLGDCAT".utf8) + [0]
     /// Bumped whenever the layout of a stored bundle changes.
-    private static let formatVersion: UInt32 = 3
+    private static let formatVersion: UInt32 = 4
+    /// A store larger than this is not read (10,000 bundles take about 4 MB).
+    private static let maximumSize = 256 << 20
     /// Names resolved by soname depend on the loader's cache: a new one invalidates everything.
     private static let loaderCachePath = "/etc/ld.so.cache"
 
@@ -25,14 +28,22 @@ struct CatalogStore {
     }
 
     /// The stored bundles with the paths they were found at; empty when there is no usable file
-    /// (a damaged one is ignored as a whole).
+    /// (a damaged one is ignored as a whole). Only a regular file this user owns and nobody else
+    /// can write is read, and only when it was written by this user: inspections depend on who
+    /// looks (a bundle another user may write is refused).
     func load() -> [(foundAt: String, bundle: InspectedBundle)] {
-        guard let data = FileManager.default.contents(atPath: path) else { return [] }
-        var reader = PayloadReader([UInt8](data))
+        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW) else { return [] }
+        defer { file.close() }
+        var status = stat()
+        guard fstat(file.rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == geteuid(),
+            status.st_mode & (S_IWGRP | S_IWOTH) == 0, let bytes = try? file.readToEnd(limit: Self.maximumSize)
+        else { return [] }
+        var reader = PayloadReader(bytes)
         do throws(WireError) {
             guard try (0..<Self.magic.count).map({ _ throws(WireError) in try reader.readUInt8() }) == Self.magic,
                 try reader.readUInt32() == Self.formatVersion,
                 try reader.readString() == hostVersion.description,
+                try reader.readUInt32() == geteuid(),
                 try reader.readFileIdentity() == FileStatus(path: Self.loaderCachePath)?.identity
             else { return [] }
             let count = try reader.readUInt32()
@@ -44,6 +55,7 @@ struct CatalogStore {
                 // Empty: found at its canonical path, the usual case.
                 bundles.append((foundAt.isEmpty ? bundle.bundlePath : foundAt, bundle))
             }
+            try reader.finish("the catalog store")
             return bundles
         } catch {
             return []
@@ -57,6 +69,7 @@ struct CatalogStore {
         for byte in Self.magic { writer.write(byte) }
         writer.write(Self.formatVersion)
         writer.write(hostVersion.description)
+        writer.write(UInt32(geteuid()))
         writer.write(FileStatus(path: Self.loaderCachePath)?.identity)
         writer.write(UInt32(bundles.count))
         for (foundAt, bundle) in bundles.sorted(by: { $0.key < $1.key }) {
@@ -66,20 +79,8 @@ struct CatalogStore {
         let directory = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        let temporary = path + ".\(getpid()).tmp"
-        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0o600)
-        guard descriptor >= 0 else { return }
-        let written = writer.bytes.withUnsafeBytes { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let count = write(descriptor, bytes.baseAddress! + offset, bytes.count - offset)
-                if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { return false }
-                offset += count
-            }
-            return true
-        }
-        close(descriptor)
-        if !written || rename(temporary, path) != 0 { unlink(temporary) }
+        // A unique temporary file, synced, then renamed over the store: concurrent savers never
+        // share a file, and a reader sees the old store or the new one, never a mix.
+        try? LockedFileUpdate.replace(path, with: Data(writer.bytes))
     }
 }

@@ -26,9 +26,6 @@ final class WorkerChannel: EventLoopHandler {
     let diagnostics: FileDescriptor
     let loop: WorkerEventLoop
     let state: Mutex<State>
-    /// The memory large payloads travel through, when the host created it; used once the worker
-    /// lists `ProtocolFeature.sharedMemory` in its `ready`.
-    let sharedMemory: (memory: SharedMemory, layout: SharedMemoryLayout)?
 
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
@@ -64,7 +61,11 @@ final class WorkerChannel: EventLoopHandler {
         var nextSubscriberID = 0
         var terminationWaiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var killTimer: UInt64?
-        /// Where large requests go; nil until the worker agreed to shared memory.
+        /// The memory large payloads travel through, when the host created it, until the worker
+        /// answers `ready`: then it becomes `sharedRequests` if the worker agreed to it.
+        var sharedMemoryOffered: (memory: SharedMemory, layout: SharedMemoryLayout)?
+        /// Where large requests go; nil until the worker agreed to shared memory, and again once
+        /// it ended (which unmaps the memory).
         var sharedRequests: SharedRequestRegion?
         /// Responses read from the worker's shared region; the worker reuses it when this
         /// count, published in the region's header, reaches the number it placed there.
@@ -119,23 +120,31 @@ final class WorkerChannel: EventLoopHandler {
         self.diagnostics = diagnostics
         self.loop = loop
         self.cancellationGracePeriod = cancellationGracePeriod
-        self.sharedMemory = sharedMemory
         self.state = Mutex(
             State(
                 decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096),
-                output: TailBuffer(capacity: 16 << 10)
+                output: TailBuffer(capacity: 16 << 10),
+                sharedMemoryOffered: sharedMemory
             )
         )
     }
 
-    /// Starts watching the descriptors. Until this returns nothing is read.
-    func activate() throws(SystemError) {
+    /// Starts watching the descriptors, and writes `pending` (the part of the `hello` the pipe
+    /// did not take before the worker started) as the worker reads. Until this returns nothing
+    /// is read.
+    func activate(pending: [UInt8] = []) throws(SystemError) {
         for descriptor in [toWorker, fromWorker, diagnostics] {
             try descriptor.setNonBlocking()
         }
+        if !pending.isEmpty {
+            state.withLock { state in
+                pending.withUnsafeBytes { state.outbound.append($0, UnsafeRawBufferPointer(start: nil, count: 0), skipping: 0) }
+                state.writeInterest = true
+            }
+        }
         try loop.register(fromWorker, events: Epoll.readable, handler: self)
         try loop.register(diagnostics, events: Epoll.readable, handler: self)
-        try loop.register(toWorker, events: 0, handler: self)
+        try loop.register(toWorker, events: pending.isEmpty ? 0 : Epoll.writable, handler: self)
         try loop.register(processDescriptor, events: Epoll.readable, handler: self)
     }
 
@@ -570,6 +579,9 @@ final class WorkerChannel: EventLoopHandler {
             state.terminationObserver = nil
             state.outbound.removeAll()
             state.writeClosed = true
+            // Unmapped here rather than with the channel, which the caller may keep long after.
+            state.sharedRequests = nil
+            state.sharedMemoryOffered = nil
             closeWriteDescriptor = !state.writeDescriptorClosed
             state.writeDescriptorClosed = true
             return termination
@@ -614,9 +626,10 @@ final class WorkerChannel: EventLoopHandler {
                 guard case .handshaking(let continuation) = state.phase else { return .none }
                 state.phase = .ready(ready)
                 state.ready = ready
-                if let sharedMemory, ready.features.contains(ProtocolFeature.sharedMemory) {
-                    state.sharedRequests = SharedRequestRegion(memory: sharedMemory.memory, layout: sharedMemory.layout)
+                if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
+                    state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
                 }
+                state.sharedMemoryOffered = nil
                 return .some(continuation)
             }
             switch continuation {
@@ -660,7 +673,7 @@ final class WorkerChannel: EventLoopHandler {
     /// thread only. Nil when the location is not inside the region, the message is over the
     /// limit, or shared memory was never agreed.
     private func readSharedResponse(at location: SharedMemoryLocation) -> [UInt8]? {
-        guard let sharedMemory, state.withLock({ $0.sharedRequests != nil }),
+        guard let sharedMemory = state.withLock({ state in state.sharedRequests.map { (memory: $0.memory, layout: $0.layout) } }),
             let range = location.range(inRegionOf: sharedMemory.layout.regionSize), UInt64(range.count) <= limits.maxMessageBytes,
             let bytes = sharedMemory.memory.copyBytes(at: sharedMemory.layout.toHostOffset + range.lowerBound, count: range.count)
         else { return nil }

@@ -176,16 +176,15 @@ final class WorkerEventLoop: TaskExecutor {
         }
     }
 
-    /// Runs the task jobs enqueued so far, and those they enqueue in turn.
+    /// Runs the task jobs enqueued so far. Those they enqueue in turn wait for the next pass,
+    /// after the loop has looked at its descriptors (without blocking), so that a task that keeps
+    /// yielding cannot starve the I/O it may be waiting for.
     private func runTasks() {
-        while true {
-            let tasks = state.withLock { state in
-                defer { state.tasks.removeAll(keepingCapacity: true) }
-                return state.tasks
-            }
-            if tasks.isEmpty { return }
-            for task in tasks { task.runSynchronously(on: asUnownedTaskExecutor()) }
+        let tasks = state.withLock { state in
+            defer { state.tasks.removeAll(keepingCapacity: true) }
+            return state.tasks
         }
+        for task in tasks { task.runSynchronously(on: asUnownedTaskExecutor()) }
     }
 
     private func millisecondsUntilNextTimer() -> Int32 {

@@ -17,7 +17,27 @@ enum WorkerLauncher {
         } catch {
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start the event loop: \(error)", underlying: error)
         }
+        if plan.launchStrategy == .preforked,
+            let launched = try await launch(plan, executable: executable, loop: loop, throughLauncher: true)
+        {
+            return launched
+        }
+        // Without the launcher (or when it failed), a plain spawn: slower, never less safe. With
+        // new pipes: a launcher that died mid-request may have forked a worker holding the old ones.
+        guard let launched = try await launch(plan, executable: executable, loop: loop, throughLauncher: false) else {
+            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable)")
+        }
+        return launched
+    }
 
+    /// One attempt; nil when it went through the launcher and the launcher could not start the
+    /// worker (everything opened for the attempt is closed again).
+    private static func launch(
+        _ plan: LaunchPlan,
+        executable: String,
+        loop: WorkerEventLoop,
+        throughLauncher: Bool
+    ) async throws -> (WorkerChannel, Ready)? {
         let pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor)
         do {
             pipes = (
@@ -38,15 +58,22 @@ enum WorkerLauncher {
         var offer = Hello(load: plan.load)
         if sharedMemory == nil { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
         let hello = HostMessage.hello(offer).encode()
-        let process: SpawnedProcess
-        let launcher: PreforkedLauncher?
+        let started: (SpawnedProcess, PreforkedLauncher?)?
+        let pending: [UInt8]
         do {
-            try pipes.toWorker.writeEnd.writeAll(hello.header.bytes + hello.payload)
-            (process, launcher) = try await start(
-                executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, plan: plan, loop: loop)
+            // Only what the pipe takes without blocking: nobody reads it yet. The rest is
+            // written as the worker reads (a manifest can make the hello large, and a user with
+            // many pipes gets small ones).
+            pending = try writeWithoutBlocking(hello.header.bytes + hello.payload, to: pipes.toWorker.writeEnd)
+            started = try await start(
+                executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, throughLauncher: throughLauncher, loop: loop)
         } catch {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(error)", underlying: error)
+        }
+        guard let (process, launcher) = started else {
+            for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
+            return nil
         }
 
         let channel = WorkerChannel(
@@ -61,7 +88,7 @@ enum WorkerLauncher {
             sharedMemory: sharedMemory.map { ($0.memory, $0.layout) }
         )
         do {
-            try channel.activate()
+            try channel.activate(pending: pending)
         } catch {
             channel.stop(.cancelledLaunch)
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot watch the worker: \(error)", underlying: error)
@@ -72,28 +99,28 @@ enum WorkerLauncher {
         return (channel, ready)
     }
 
-    /// Starts the worker through the pre-forked launcher when the plan allows it (returning the
-    /// launcher), and spawns it otherwise or when the launcher is unusable. The descriptors for
-    /// the child are closed here either way.
+    /// Starts the worker through the pre-forked launcher (returning the launcher, or nil when the
+    /// launcher is unusable) or by spawning it. The descriptors for the child are closed here
+    /// either way.
     private static func start(
         executable: String,
         pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor),
         sharedMemory: FileDescriptor?,
-        plan: LaunchPlan,
+        throughLauncher: Bool,
         loop: WorkerEventLoop
-    ) async throws -> (SpawnedProcess, PreforkedLauncher?) {
+    ) async throws -> (SpawnedProcess, PreforkedLauncher?)? {
         let childEnds = [pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd]
         defer {
             for descriptor in childEnds { descriptor.close() }
             pipes.null.close()
         }
-        if plan.launchStrategy == .preforked {
+        if throughLauncher {
             do {
                 let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
                 let descriptors = childEnds + (sharedMemory.map { [$0] } ?? [])
                 return (try await launcher.start(descriptors: descriptors, options: isolatingOptions()), launcher)
             } catch {
-                // Fall through to a plain spawn: slower, never less safe.
+                return nil
             }
         }
         let request = SpawnRequest(
@@ -112,6 +139,25 @@ enum WorkerLauncher {
             }
         }
         return (try spawned.get(), nil)
+    }
+
+    /// Writes what `descriptor` takes without blocking and returns the rest.
+    private static func writeWithoutBlocking(_ bytes: [UInt8], to descriptor: FileDescriptor) throws(SystemError) -> [UInt8] {
+        try descriptor.setNonBlocking()
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeBytes { Glibc.write(descriptor.rawValue, $0.baseAddress! + written, bytes.count - written) }
+            if count > 0 {
+                written += count
+            } else if count < 0 && errno == EINTR {
+                continue
+            } else if count < 0 && errno == EAGAIN {
+                break
+            } else {
+                throw SystemError("write hello", Errno(rawValue: errno))
+            }
+        }
+        return Array(bytes[written...])
     }
 
     /// A new session and a new pid namespace (with a user namespace when not root), so that the

@@ -45,10 +45,11 @@ package struct CrashLog: Sendable {
 
     package func read() -> Document {
         Self.decoded.value(at: path) { path in
-            guard let data = FileManager.default.contents(atPath: path),
-                let document = try? Self.decoder.decode(Document.self, from: data)
-            else { return Document() }
-            return document
+            guard let data = FileManager.default.contents(atPath: path) else {
+                // Absent is an empty log; present but unreadable must not hide a quarantine later.
+                return FileManager.default.fileExists(atPath: path) ? .unreadable(Document()) : .contents(Document())
+            }
+            return .contents((try? Self.decoder.decode(Document.self, from: data)) ?? Document())
         }
     }
 

@@ -83,25 +83,27 @@ extension PolicyDocument {
 
     private static let decoded = DecodedFileCache<Result<PolicyDocument, PolicyFileError>>()
 
-    private static func decode(_ path: String) -> Result<PolicyDocument, PolicyFileError> {
+    private static func decode(_ path: String) -> DecodedFileCache<Result<PolicyDocument, PolicyFileError>>.Decoded {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch CocoaError.fileReadNoSuchFile {
-            return .success(PolicyDocument())
+            return .contents(.success(PolicyDocument()))
         } catch {
-            if !FileManager.default.fileExists(atPath: path) { return .success(PolicyDocument()) }
-            return .failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)"))
+            if !FileManager.default.fileExists(atPath: path) { return .contents(.success(PolicyDocument())) }
+            return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)")))
         }
         do {
             let document = try JSONDecoder().decode(PolicyDocument.self, from: data)
             guard document.version == currentVersion else {
-                return .failure(
-                    PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)"))
+                return .contents(
+                    .failure(
+                        PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)")
+                    ))
             }
-            return .success(document)
+            return .contents(.success(document))
         } catch {
-            return .failure(PolicyFileError(path: path, reason: "is corrupt (\(Self.describe(error)))"))
+            return .contents(.failure(PolicyFileError(path: path, reason: "is corrupt (\(Self.describe(error)))")))
         }
     }
 
