@@ -28,6 +28,7 @@ let faultyPlugins = [
     "FaultyMemoryHog", "FaultyForkBomb", "FaultyDescriptorHog", "FaultyProtocolGarbage",
     "FaultyProtocolClose", "FaultyOversizedResponse", "FaultyNetworkClient", "FaultyFileReader",
     "FaultyBundleWriter", "FaultySignalHost", "FaultyGrandchild", "FaultySharedMemoryLie",
+    "FaultyDescriptorProbe",
 ]
 
 let pluginTargets: [Target] =

@@ -257,6 +257,36 @@ struct FaultIsolationTests {
         #expect(reports[0].contains { $0.name == "filesystem" && $0.state == .applied })
     }
 
+    @Test("plugin code sees only the worker's own descriptors, however the worker was started or confined")
+    func visibleDescriptors() async throws {
+        var lists: [String: [Int]] = [:]
+        for strategy in [AppExtensionHost.LaunchStrategy.preforked, .spawn] {
+            for confinement in [AppExtensionHost.ConfinementRequirement.required, .disabled] {
+                var test = try TestHost()
+                defer { test.remove() }
+                test.host.launchStrategy = strategy
+                test.host.confinement = confinement
+                let fixture = PluginFixture(library: "FaultyDescriptorProbe")
+                if strategy == .preforked {
+                    // Take a spare, not a worker forked on the spot.
+                    let warmUp = try await test.launch(fixture)
+                    await warmUp.invalidateAndWait()
+                    await PreforkedLauncher.settleAll()
+                }
+                let process = try await test.launch(fixture)
+                let answer = String(decoding: try await process.makeConnection().send([]), as: UTF8.self)
+                lists["\(strategy) \(confinement)"] = answer.split(separator: " ").compactMap { Int($0) }
+                await process.invalidateAndWait()
+            }
+        }
+        for (configuration, list) in lists {
+            #expect(Array(list.prefix(5)) == [0, 1, 2, 3, 4], "\(configuration): \(list)")
+        }
+        // Beyond the protocol's, only the two the fatal-signal reporter opens ahead: the same
+        // count whether the worker came from a spare (which held Landlock rulesets) or not.
+        #expect(Set(lists.values.map(\.count)) == [7], "\(lists)")
+    }
+
     @Test("reading a file outside the bundle: denied unless the owner granted the path")
     func readOutsideBundle() async throws {
         let directory = try TemporaryDirectory()
