@@ -175,12 +175,7 @@ struct FaultIsolationTests {
             // Crash records are written in the background; let them finish first.
             await CrashRecorder.waitForPendingRecords()
             await PreforkedLauncher.settleAll()
-            let descriptorsAfter = ProcessInspection.openDescriptorKinds()
-            guard descriptorsAfter == descriptorsBefore else {
-                let change = ProcessInspection.describeChange(from: descriptorsBefore, to: descriptorsAfter)
-                FileHandle.standardError.write(Data("descriptors: \(change)\n".utf8))
-                exit(20)
-            }
+            ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 20)
             guard ProcessInspection.zombieChildren().isEmpty else { exit(21) }
             guard ProcessInspection.processes(named: "pgd-leak").isEmpty else { exit(22) }
         }

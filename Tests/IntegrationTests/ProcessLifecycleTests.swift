@@ -148,12 +148,7 @@ struct ProcessLifecycleTests {
                 await process.invalidateAndWait()
             }
             await PreforkedLauncher.settleAll()
-            let descriptorsAfter = ProcessInspection.openDescriptorKinds()
-            guard descriptorsAfter == descriptorsBefore else {
-                let change = ProcessInspection.describeChange(from: descriptorsBefore, to: descriptorsAfter)
-                FileHandle.standardError.write(Data("descriptors: \(change)\n".utf8))
-                exit(11)
-            }
+            ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 11)
             guard ProcessInspection.zombieChildren().isEmpty else { exit(12) }
             guard pids.allSatisfy({ !ProcessInspection.exists($0) }), Set(pids).count == 200 else { exit(13) }
         }

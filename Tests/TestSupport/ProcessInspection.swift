@@ -24,8 +24,17 @@ package enum ProcessInspection {
         return kinds
     }
 
+    /// For exit tests: ends the process with `status`, naming the change on stderr, when its
+    /// descriptors differ from `before` (an `openDescriptorKinds()` result).
+    package static func exitIfDescriptorsChanged(since before: [String: Int], status: Int32) {
+        let after = openDescriptorKinds()
+        guard after != before else { return }
+        FileHandle.standardError.write(Data("descriptors: \(describeChange(from: before, to: after))\n".utf8))
+        exit(status)
+    }
+
     /// What changed between two `openDescriptorKinds()` results, e.g. "pipe 4 → 6".
-    package static func describeChange(from before: [String: Int], to after: [String: Int]) -> String {
+    private static func describeChange(from before: [String: Int], to after: [String: Int]) -> String {
         Set(before.keys).union(after.keys).sorted()
             .filter { before[$0] != after[$0] }
             .map { "\($0) \(before[$0] ?? 0) → \(after[$0] ?? 0)" }
