@@ -16,11 +16,33 @@ public enum FunctionValueType: String, CaseIterable, Hashable, Sendable, CustomS
     /// Whether the type may be returned (`bytes` may not: a C function cannot return a length).
     public var isValidReturn: Bool { self != .bytes }
 
-    package var wireCode: UInt8 { UInt8(Self.allCases.firstIndex(of: self)!) }
+    /// The type's number on the wire: fixed here, whatever the order of the cases.
+    package var wireCode: UInt8 {
+        switch self {
+        case .void: 0
+        case .bool: 1
+        case .int8: 2
+        case .uint8: 3
+        case .int16: 4
+        case .uint16: 5
+        case .int32: 6
+        case .uint32: 7
+        case .int64: 8
+        case .uint64: 9
+        case .float: 10
+        case .double: 11
+        case .string: 12
+        case .bytes: 13
+        }
+    }
+
+    private static let byWireCode: [FunctionValueType] = [
+        .void, .bool, .int8, .uint8, .int16, .uint16, .int32, .uint32, .int64, .uint64, .float, .double, .string, .bytes,
+    ]
 
     package init(wireCode: UInt8) throws(WireError) {
-        guard Int(wireCode) < Self.allCases.count else { throw .malformedPayload("unknown value type \(wireCode)") }
-        self = Self.allCases[Int(wireCode)]
+        guard Int(wireCode) < Self.byWireCode.count else { throw .malformedPayload("unknown value type \(wireCode)") }
+        self = Self.byWireCode[Int(wireCode)]
     }
 }
 

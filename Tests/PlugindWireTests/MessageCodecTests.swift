@@ -53,6 +53,16 @@ struct MessageCodecTests {
         .goodbye,
     ]
 
+    @Test("every value type has its own wire code, and the code reads back as the type")
+    func valueTypeCodes() throws {
+        let codes = FunctionValueType.allCases.map(\.wireCode)
+        #expect(Set(codes).count == FunctionValueType.allCases.count)
+        for type in FunctionValueType.allCases {
+            #expect(try FunctionValueType(wireCode: type.wireCode) == type)
+        }
+        #expect(throws: WireError.self) { try FunctionValueType(wireCode: UInt8(FunctionValueType.allCases.count)) }
+    }
+
     @Test("host messages round-trip", arguments: hostMessages)
     func hostRoundTrip(message: HostMessage) throws {
         #expect(try HostMessage(message.encode()) == message)
