@@ -1,3 +1,4 @@
+import ExtensionFoundation
 import Foundation
 
 /// plugind-bench: the measurements behind Scripts/bench.sh. Each subcommand prints one JSON line
@@ -24,9 +25,13 @@ enum PlugindBench {
         do {
             switch arguments.first {
             case "launch-c":
-                let bench = try BenchHost()
+                var bench = try BenchHost()
                 defer { bench.remove() }
-                try await Benchmarks.launch(bench, identifier: Benchmarks.echo, name: "launch-c", iterations: iterations)
+                // --spawn: without the pre-forked launcher, for comparison.
+                let spawn = arguments.contains("--spawn")
+                if spawn { bench.host.launchStrategy = .spawn }
+                try await Benchmarks.launch(
+                    bench, identifier: Benchmarks.echo, name: spawn ? "launch-c-spawn" : "launch-c", iterations: iterations)
             case "launch-swift":
                 let bench = try BenchHost()
                 defer { bench.remove() }

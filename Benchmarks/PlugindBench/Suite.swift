@@ -59,6 +59,7 @@ struct Suite {
         bench(["round-trip", "--size", "1048576", "--iterations", "\(count(500))", "--name", "echo-1MiB"])
         bench(["launch-c", "--iterations", "\(count(300))"], rename: ["launch-c": "launch-c-unpinned"])
         bench(["launch-c", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-c": "launch-c-same-core"])
+        bench(["launch-c", "--spawn", "--iterations", "\(count(100))"])
         bench(["launch-swift", "--iterations", "\(count(300))"], rename: ["launch-swift": "launch-swift-unpinned"])
         bench(["launch-swift", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-swift": "launch-swift-same-core"])
         bench(["first-response", "--iterations", "\(count(200))"])
