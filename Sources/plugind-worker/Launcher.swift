@@ -34,7 +34,15 @@ enum Launcher {
         Confinement.prepareForForks()
         var received = [CInt](repeating: -1, count: Int(PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS))
         while let (requestID, options, descriptors) = receiveRequest(into: &received) {
-            let forked = descriptors.isEmpty ? forkSpare(options: options) : forkDirectly(descriptors, null: null, options: options)
+            // Forking without exec is only safe while no other thread can hold a lock: checked,
+            // not assumed. The host then spawns instead.
+            let forked: Forked
+            if threadCount() != 1 {
+                WorkerMain.report("launcher: more than one thread; refusing to fork")
+                forked = .parent(-EDEADLK, nil)
+            } else {
+                forked = descriptors.isEmpty ? forkSpare(options: options) : forkDirectly(descriptors, null: null, options: options)
+            }
             switch forked {
             case .child(let status):
                 return status
@@ -46,6 +54,16 @@ enum Launcher {
             }
         }
         return 0
+    }
+
+    /// The number of threads in this process (field 20 of /proc/self/stat), or 0 if unknown.
+    private static func threadCount() -> Int {
+        guard let stat = try? FileDescriptor.open("/proc/self/stat", O_RDONLY) else { return 0 }
+        defer { stat.close() }
+        guard let bytes = try? stat.readToEnd(limit: 4096), let close = bytes.lastIndex(of: UInt8(ascii: ")")) else { return 0 }
+        // Fields after the command name, which may contain spaces, start with field 3.
+        let fields = bytes[(close + 2)...].split(separator: UInt8(ascii: " "))
+        return fields.count > 17 ? Int(String(decoding: fields[17], as: UTF8.self)) ?? 0 : 0
     }
 
     /// Reads one request; nil when the host closed the socket.

@@ -123,6 +123,25 @@ struct ProcessLifecycleTests {
         await process.invalidateAndWait()
     }
 
+    @Test("workers come from the pre-forked launcher, which forks without exec and has exactly one thread")
+    func launcherSingleThreaded() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "Echo"))
+        // Forked from the launcher, not spawned: it carries the launcher's command line.
+        #expect(ProcessInspection.readProcFile("/proc/\(process.processIdentifier)/cmdline").contains("--launcher"))
+        await process.invalidateAndWait()
+        await PreforkedLauncher.settleAll()
+        let launchers = ProcessInspection.children(of: getpid()).filter {
+            ProcessInspection.readProcFile("/proc/\($0)/cmdline").contains("--launcher")
+        }
+        #expect(!launchers.isEmpty)
+        for launcher in launchers {
+            let status = ProcessInspection.readProcFile("/proc/\(launcher)/status")
+            #expect(status.contains("Threads:\t1\n"), "launcher \(launcher): \(status)")
+        }
+    }
+
     @Test("200 launch and invalidate cycles leave no zombie and no descriptor behind")
     func launchCycles() async {
         // In a process of its own, so that descriptors and children of tests running in parallel

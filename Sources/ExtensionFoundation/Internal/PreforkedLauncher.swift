@@ -29,8 +29,13 @@ package final class PreforkedLauncher: EventLoopHandler {
         var spareRequest: UInt32?
         /// Callers of `settled()` waiting for the spare count to be reached.
         var settleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// The last spare could not be forked: no more are asked for until the next launch, so
+        /// that a launcher that cannot fork is not asked again and again.
+        var spareFailed = false
 
-        var isSettled: Bool { stopped || (spares.count >= PreforkedLauncher.spareCount && spareRequest == nil) }
+        var isSettled: Bool {
+            stopped || (spareRequest == nil && (spares.count >= PreforkedLauncher.spareCount || spareFailed))
+        }
     }
 
     private let executable: String
@@ -156,10 +161,16 @@ package final class PreforkedLauncher: EventLoopHandler {
 
     /// Asks the launcher for a spare unless enough are ready or one is on its way. Call it after a
     /// launch, so that the fork does not compete with the worker that just started; each spare
-    /// that arrives asks for the next until there are `spareCount`.
+    /// that arrives asks for the next until there are `spareCount`. After a spare could not be
+    /// forked, only this call (one per launch) tries again.
     func replenish(options: SpawnRequest.Options) {
+        replenish(options: options, retryingAfterFailure: true)
+    }
+
+    private func replenish(options: SpawnRequest.Options, retryingAfterFailure: Bool) {
         state.withLock { state in
-            guard !state.stopped, state.spares.count < Self.spareCount, state.spareRequest == nil else { return }
+            if retryingAfterFailure { state.spareFailed = false }
+            guard !state.stopped, !state.spareFailed, state.spares.count < Self.spareCount, state.spareRequest == nil else { return }
             let id = state.nextRequestID
             state.nextRequestID &+= 1
             if send(id, options: options, descriptors: []) == nil { state.spareRequest = id }
@@ -214,8 +225,11 @@ package final class PreforkedLauncher: EventLoopHandler {
                 return (state.pending.removeValue(forKey: id), false)
             }
             if isSpare {
-                adoptSpare(pid: value, socket: spareSocket)
-                replenish(options: WorkerLauncher.isolatingOptions())
+                if adoptSpare(pid: value, socket: spareSocket) {
+                    replenish(options: WorkerLauncher.isolatingOptions(), retryingAfterFailure: false)
+                } else {
+                    state.withLock { $0.spareFailed = true }
+                }
                 resumeSettledWaiters()
                 continue
             }
@@ -262,11 +276,15 @@ package final class PreforkedLauncher: EventLoopHandler {
         for waiter in waiters { waiter.resume() }
     }
 
-    private func adoptSpare(pid: Int32, socket spareSocket: FileDescriptor?) {
-        guard pid > 0, let spareSocket else { return }
+    /// Keeps a spare the launcher forked; false when it reported a failure instead.
+    private func adoptSpare(pid: Int32, socket spareSocket: FileDescriptor?) -> Bool {
+        guard pid > 0, let spareSocket else {
+            spareSocket?.close()
+            return false
+        }
         guard let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) else {
             spareSocket.close()
-            return
+            return false
         }
         let spare = Spare(process: SpawnedProcess(processIdentifier: pid, processDescriptor: processDescriptor), socket: spareSocket)
         // Watched so that a spare that dies unused is reaped.
@@ -275,9 +293,10 @@ package final class PreforkedLauncher: EventLoopHandler {
             try? processDescriptor.sendSignal(SIGKILL)
             _ = try? processDescriptor.waitForProcessExit()
             processDescriptor.close()
-            return
+            return false
         }
         state.withLock { $0.spares.append(spare) }
+        return true
     }
 
     /// A spare died before it was handed out: reap it.
