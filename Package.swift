@@ -59,7 +59,7 @@ let pluginTargets: [Target] =
             path: "ExamplePlugins/SwiftTextFilter",
             exclude: ["manifest.json"],
             swiftSettings: swiftSettings
-        )
+        ),
     ]
 
 let pluginProducts: [Product] =
