@@ -208,10 +208,14 @@ static long fork_with_flags(const plugind_shim_spawn_request *request) {
     return child < 0 ? -errno : child;
 }
 
-int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *pid, int *is_child) {
-    if (request->descriptor_count < 0 || request->descriptor_count > PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) {
-        return EINVAL;
-    }
+/// Sets up a forked child from `request`; returns 0 or an errno.
+typedef int (*child_setup)(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map);
+
+/// Forks with the request's flags and runs `setup` in the child. The parent does not wait for
+/// the set-up (that would cost a context switch per launch): a failure is written to `output`,
+/// which the host shows, and ends the child with status 127.
+static int fork_and_set_up(const plugind_shim_spawn_request *request, child_setup setup, int output, pid_t *pid,
+                           int *is_child) {
     char uid_map[id_map_capacity];
     char gid_map[id_map_capacity];
     format_id_map(uid_map, (unsigned long)request->uid);
@@ -219,10 +223,7 @@ int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *p
     long child = fork_with_flags(request);
     if (child < 0) return (int)-child;
     if (child == 0) {
-        // The parent does not wait for the set-up (that would cost a context switch per launch);
-        // a failure goes to the worker's output, which the host shows, and ends the child.
-        int output = request->descriptor_count > 1 ? request->descriptors[1] : 2;
-        int error = prepare_child(request, uid_map, gid_map);
+        int error = setup(request, uid_map, gid_map);
         if (error != 0) {
             report_setup_failure(error, output);
             _exit(127);
@@ -235,29 +236,27 @@ int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *p
     return 0;
 }
 
-int plugind_shim_fork_spare(const plugind_shim_spawn_request *request, pid_t *pid, int *is_child) {
-    char uid_map[id_map_capacity];
-    char gid_map[id_map_capacity];
-    format_id_map(uid_map, (unsigned long)request->uid);
-    format_id_map(gid_map, (unsigned long)request->gid);
-    long child = fork_with_flags(request);
-    if (child < 0) return (int)-child;
-    if (child == 0) {
-        int error = prepare_process(request, uid_map, gid_map);
-        if (error != 0) {
-            report_setup_failure(error, 2);
-            _exit(127);
-        }
-        // Keep stdin, stdout, stderr (all /dev/null in the launcher) and the spare's socket.
-        int keep = request->keep_descriptor;
-        if (keep > 3) close_above(3, (unsigned int)keep - 1);
-        close_above(keep >= 3 ? (unsigned int)keep + 1 : 3, ~0U);
-        *is_child = 1;
-        return 0;
+int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *pid, int *is_child) {
+    if (request->descriptor_count < 0 || request->descriptor_count > PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) {
+        return EINVAL;
     }
-    *is_child = 0;
-    *pid = (pid_t)child;
+    int output = request->descriptor_count > 1 ? request->descriptors[1] : 2;
+    return fork_and_set_up(request, prepare_child, output, pid, is_child);
+}
+
+/// A spare's set-up: the process's, then every descriptor closed but stdin, stdout, stderr (all
+/// /dev/null in the launcher) and the spare's socket.
+static int prepare_spare(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map) {
+    int error = prepare_process(request, uid_map, gid_map);
+    if (error != 0) return error;
+    int keep = request->keep_descriptor;
+    if (keep > 3) close_above(3, (unsigned int)keep - 1);
+    close_above(keep >= 3 ? (unsigned int)keep + 1 : 3, ~0U);
     return 0;
+}
+
+int plugind_shim_fork_spare(const plugind_shim_spawn_request *request, pid_t *pid, int *is_child) {
+    return fork_and_set_up(request, prepare_spare, 2, pid, is_child);
 }
 
 int plugind_shim_install_descriptors(const plugind_shim_spawn_request *request) {
