@@ -96,10 +96,10 @@ static int resource_for(plugind_confinement_limit limit) {
     return -1;
 }
 
-int plugind_confinement_set_limit(plugind_confinement_limit limit, uint64_t value) {
+int plugind_confinement_set_limit(plugind_confinement_limit limit, uint64_t soft, uint64_t hard) {
     int resource = resource_for(limit);
     if (resource < 0) return EINVAL;
-    struct rlimit values = {.rlim_cur = (rlim_t)value, .rlim_max = (rlim_t)value};
+    struct rlimit values = {.rlim_cur = (rlim_t)soft, .rlim_max = (rlim_t)hard};
     return setrlimit(resource, &values) == 0 ? 0 : errno;
 }
 

@@ -21,7 +21,8 @@ static uint8_t header_template[max_header];
 static size_t header_template_length;
 static volatile sig_atomic_t reported;
 
-static const int reported_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP};
+// SIGXCPU is the kernel's notice at the soft CPU limit; reporting it lets the host name the limit.
+static const int reported_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP, SIGXCPU};
 
 static void put_le(uint8_t *destination, uint64_t value, size_t width) {
     for (size_t index = 0; index < width; index++) destination[index] = (uint8_t)(value >> (8 * index));
@@ -75,9 +76,10 @@ static void report_fatal_signal(int signal_number, siginfo_t *info, void *contex
         (void)ignored;
     }
     // SA_RESETHAND restored the default action. A fault re-executes the faulting instruction and
-    // dies of it. A signal someone raised is raised again; as pid 1 of its namespace the worker
-    // ignores raised signals with default action, so it exits instead (the report names the signal).
-    if (info->si_code <= 0) {
+    // dies of it. A signal someone raised, and SIGXCPU, which would otherwise only come back a
+    // second later, are raised again; as pid 1 of its namespace the worker ignores raised signals
+    // with default action, so it exits instead (the report names the signal).
+    if (info->si_code <= 0 || signal_number == SIGXCPU) {
         raise(signal_number);
         if (getpid() == 1) _exit(128 + signal_number);
     }

@@ -119,7 +119,7 @@ enum Confinement {
     }
 
     private static func noCoreFiles() -> ConfinementLayerReport {
-        let result = plugind_confinement_set_limit(PLUGIND_CONFINEMENT_LIMIT_CORE_FILE_SIZE, 0)
+        let result = plugind_confinement_set_limit(PLUGIND_CONFINEMENT_LIMIT_CORE_FILE_SIZE, 0, 0)
         var soft: UInt64 = 1
         var hard: UInt64 = 1
         guard result == 0,
@@ -131,25 +131,52 @@ enum Confinement {
         return applied(Layer.noCoreFiles, "a crash writes no core file")
     }
 
-    /// Each limit with the words that describe it ("memory 256 MiB").
-    static func describedLimits(_ limits: ResourceLimits) -> [(plugind_confinement_limit, UInt64, String)] {
+    /// One resource limit as setrlimit takes it, with the words that describe it ("memory 256 MiB").
+    struct DescribedLimit {
+        let resource: plugind_confinement_limit
+        let soft: UInt64
+        let hard: UInt64
+        let text: String
+    }
+
+    /// The limits to set. The CPU limit's hard value is one second above the soft one: at the soft
+    /// limit the kernel sends SIGXCPU, which the worker reports before it exits, so the host can
+    /// name the CPU limit for certain; the hard limit's SIGKILL is only the backstop for a plugin
+    /// that blocks SIGXCPU.
+    static func describedLimits(_ limits: ResourceLimits) -> [DescribedLimit] {
         [
-            (PLUGIND_CONFINEMENT_LIMIT_ADDRESS_SPACE, limits.addressSpaceBytes, "memory \(ByteCount(limits.addressSpaceBytes))"),
-            (PLUGIND_CONFINEMENT_LIMIT_CPU_SECONDS, limits.cpuSeconds, "CPU \(limits.cpuSeconds) s"),
-            (PLUGIND_CONFINEMENT_LIMIT_OPEN_FILES, limits.openFiles, "open files \(limits.openFiles)"),
+            DescribedLimit(
+                resource: PLUGIND_CONFINEMENT_LIMIT_ADDRESS_SPACE,
+                soft: limits.addressSpaceBytes,
+                hard: limits.addressSpaceBytes,
+                text: "memory \(ByteCount(limits.addressSpaceBytes))"
+            ),
+            DescribedLimit(
+                resource: PLUGIND_CONFINEMENT_LIMIT_CPU_SECONDS,
+                soft: limits.cpuSeconds,
+                hard: min(limits.cpuSeconds, .max - 1) + 1,
+                text: "CPU \(limits.cpuSeconds) s"
+            ),
+            DescribedLimit(
+                resource: PLUGIND_CONFINEMENT_LIMIT_OPEN_FILES,
+                soft: limits.openFiles,
+                hard: limits.openFiles,
+                text: "open files \(limits.openFiles)"
+            ),
         ]
     }
 
     private static func resourceLimits(_ limits: ResourceLimits) -> ConfinementLayerReport {
         var applied: [String] = []
-        for (limit, value, text) in describedLimits(limits) where value > 0 {
-            let result = plugind_confinement_set_limit(limit, value)
+        for limit in describedLimits(limits) where limit.soft > 0 {
+            let result = plugind_confinement_set_limit(limit.resource, limit.soft, limit.hard)
             var soft: UInt64 = 0
             var hard: UInt64 = 0
-            guard result == 0, plugind_confinement_get_limit(limit, &soft, &hard) == 0, soft == value, hard == value else {
-                return unavailable(Layer.resourceLimits, "setrlimit for \(text) failed: \(describe(result))")
+            guard result == 0, plugind_confinement_get_limit(limit.resource, &soft, &hard) == 0, soft == limit.soft, hard == limit.hard
+            else {
+                return unavailable(Layer.resourceLimits, "setrlimit for \(limit.text) failed: \(describe(result))")
             }
-            applied.append(text)
+            applied.append(limit.text)
         }
         applied.append("message \(ByteCount(limits.maxMessageBytes))")
         return Self.applied(Layer.resourceLimits, applied.joined(separator: ", "))

@@ -53,12 +53,23 @@ struct FaultIsolationTests {
         #expect(error?.reason == "crashed with SIGSEGV at address 0x0")
     }
 
-    @Test("a busy loop past the CPU limit: limitExceeded naming the CPU limit")
-    func cpuLimit() async throws {
-        let (error, _) = try await failure(of: PluginFixture(library: "FaultyBusyLoop", extra: ["limits": ["cpuSeconds": 1]]))
+    @Test(
+        "a busy loop past the CPU limit: limitExceeded naming the CPU limit, from SIGXCPU or, when the plugin blocks it, the hard limit",
+        arguments: [("", SIGXCPU), ("block-sigxcpu", SIGKILL)]
+    )
+    func cpuLimit(request: String, signal: Int32) async throws {
+        let (error, _) = try await failure(
+            of: PluginFixture(library: "FaultyBusyLoop", extra: ["limits": ["cpuSeconds": 1]]),
+            request: request
+        )
         #expect(error?.code == .limitExceeded, "\(error.map { "\($0)" } ?? "")")
         #expect(error?.exceededLimit == AppExtensionError.ExceededLimit(kind: .cpu, value: 1))
         #expect(error?.reason.hasPrefix("exceeded its CPU limit 1 s") == true, "\(error?.reason ?? "")")
+        guard case .signaled(let ended, _) = error?.termination else {
+            Issue.record("the worker did not end by a signal: \(String(describing: error?.termination))")
+            return
+        }
+        #expect(ended == signal)
     }
 
     @Test("allocation past the memory limit: limitExceeded naming the memory limit")
@@ -386,7 +397,7 @@ struct FaultIsolationTests {
         #expect(getsid(pid) == pid)
         let limits = ProcessInspection.readProcFile("/proc/\(pid)/limits")
         #expect(limits.contains("Max core file size        0                    0"))
-        #expect(limits.contains("Max cpu time              7                    7"))
+        #expect(limits.contains("Max cpu time              7                    8"))
         #expect(limits.contains("Max open files            99                   99"))
         let layers = Dictionary(uniqueKeysWithValues: process.confinement.map { ($0.name, $0.state) })
         for layer in [

@@ -1,10 +1,20 @@
-// Spins on the CPU forever, ignoring cancellation.
+// Spins on the CPU forever, ignoring cancellation. With the request "block-sigxcpu" it first
+// blocks SIGXCPU, so that only the hard CPU limit's SIGKILL can stop it.
 #include <faulty_plugin.h>
+
+#include <signal.h>
+#include <string.h>
 
 static int32_t handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
     (void)state;
-    (void)request;
     (void)response;
+    static const char block_request[] = "block-sigxcpu";
+    if (request->length == sizeof block_request - 1 && memcmp(request->bytes, block_request, request->length) == 0) {
+        sigset_t blocked;
+        sigemptyset(&blocked);
+        sigaddset(&blocked, SIGXCPU);
+        sigprocmask(SIG_BLOCK, &blocked, NULL);
+    }
     volatile unsigned long counter = 0;
     for (;;) counter++;
 }

@@ -33,8 +33,8 @@ typedef enum plugind_confinement_limit {
     PLUGIND_CONFINEMENT_LIMIT_OPEN_FILES = 3,
 } plugind_confinement_limit;
 
-/// Wraps setrlimit(2) for `limit`, setting soft and hard limit to `value`.
-int plugind_confinement_set_limit(plugind_confinement_limit limit, uint64_t value);
+/// Wraps setrlimit(2) for `limit`.
+int plugind_confinement_set_limit(plugind_confinement_limit limit, uint64_t soft, uint64_t hard);
 /// Wraps getrlimit(2) for `limit`.
 int plugind_confinement_get_limit(plugind_confinement_limit limit, uint64_t *_Nonnull soft,
                                   uint64_t *_Nonnull hard);
