@@ -90,7 +90,10 @@ public struct AppExtensionConnection: Sendable {
     }
 
     /// Events, progress reports and log lines the plugin sends unprompted, from now until the
-    /// process ends. Each call returns a new stream; every stream sees every message.
+    /// process ends. Each call returns a new stream; every stream sees every message. A message
+    /// the plugin sent before a response is in the stream before `send` returns, but a task
+    /// reading the stream may not have reached it yet; to handle all of them, invalidate the
+    /// process and read the stream to its end.
     public var messages: AsyncStream<AppExtensionMessage> {
         channel.messages()
     }

@@ -59,6 +59,11 @@ struct RunCommand: PlugindCommand {
                 display?.finish()
             }
             let response = try await connection.send(input, timeout: timeout)
+            // The reporter may not have shown the reports that came just before the response yet.
+            // The stream ends when the worker does, so ending it first and then waiting for the
+            // reporter shows every one of them.
+            await process.invalidateAndWait()
+            await reporter.value
             display?.finish()
             try context.console.outBytes(response)
             return .success
