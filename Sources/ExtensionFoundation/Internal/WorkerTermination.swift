@@ -28,13 +28,13 @@ struct WorkerTermination: Sendable {
     /// The limit the plugin ran into, judged from the fatal-signal report and the CPU time the
     /// kernel accounted.
     func exceededLimit(_ limits: ResourceLimits) -> AppExtensionError.ExceededLimit? {
+        if limits.cpuSeconds > 0, reachedCPULimit(limits.cpuSeconds) {
+            return .init(kind: .cpu, value: limits.cpuSeconds)
+        }
         if let report = fatalReport, limits.addressSpaceBytes > 0,
             report.addressSpaceBytes >= limits.addressSpaceBytes - min(limits.addressSpaceBytes / 8, 64 << 20)
         {
             return .init(kind: .memory, value: limits.addressSpaceBytes)
-        }
-        if limits.cpuSeconds > 0, reachedCPULimit(limits.cpuSeconds) {
-            return .init(kind: .cpu, value: limits.cpuSeconds)
         }
         if let report = fatalReport, limits.openFiles > 0, report.openDescriptors >= limits.openFiles {
             return .init(kind: .openFiles, value: limits.openFiles)
