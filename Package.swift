@@ -89,7 +89,7 @@ let package = Package(
 
         .target(name: "PlugindSystem", dependencies: ["CPlugindShims"], swiftSettings: swiftSettings),
         .target(name: "PlugindWire", dependencies: ["PlugindSystem"], swiftSettings: swiftSettings),
-        .target(name: "PlugindBundle", dependencies: ["PlugindWire", "CCrypto"], swiftSettings: swiftSettings),
+        .target(name: "PlugindBundle", dependencies: ["PlugindSystem", "PlugindWire", "CCrypto"], swiftSettings: swiftSettings),
         .target(
             name: "ExtensionFoundation",
             dependencies: ["PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],

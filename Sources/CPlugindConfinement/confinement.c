@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <sched.h>
 #include <linux/seccomp.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -14,6 +15,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <signal.h>
 #include <unistd.h>
 
 // Landlock ABI constants newer than the kernel headers of Debian 12 (6.1), from the kernel's
@@ -92,6 +95,7 @@ static int resource_for(plugind_confinement_limit limit) {
     case PLUGIND_CONFINEMENT_LIMIT_ADDRESS_SPACE: return RLIMIT_AS;
     case PLUGIND_CONFINEMENT_LIMIT_CPU_SECONDS: return RLIMIT_CPU;
     case PLUGIND_CONFINEMENT_LIMIT_OPEN_FILES: return RLIMIT_NOFILE;
+    case PLUGIND_CONFINEMENT_LIMIT_TASKS: return RLIMIT_NPROC;
     }
     return -1;
 }
@@ -113,24 +117,113 @@ int plugind_confinement_get_limit(plugind_confinement_limit limit, uint64_t *sof
     return 0;
 }
 
-// The compiled filter, kept by plugind_confinement_prepare_network_filter so that workers forked
-// afterwards install it without compiling it again. Written once, before any fork.
-static struct sock_filter *prepared_filter;
-static unsigned short prepared_length;
+// System calls newer than libseccomp 2.5 knows by name; numbered alike on every architecture
+// since 424.
+enum {
+    syscall_open_tree = 428,
+    syscall_move_mount = 429,
+    syscall_fsopen = 430,
+    syscall_fsconfig = 431,
+    syscall_fsmount = 432,
+    syscall_fspick = 433,
+    syscall_clone3 = 435,
+    syscall_openat2 = 437,
+    syscall_pidfd_getfd = 438,
+    syscall_mount_setattr = 442,
+    syscall_memfd_secret = 447,
+    syscall_fchmodat2 = 452,
+    syscall_open_tree_attr = 467,
+};
 
-static scmp_filter_ctx network_filter(void) {
+#define FILTER_VARIANTS 4
+
+// The compiled filters, one per combination of options, kept by
+// plugind_confinement_prepare_filters so that workers forked afterwards install them without
+// compiling them again. Written once, before any fork.
+static struct sock_filter *prepared_filters[FILTER_VARIANTS];
+static unsigned short prepared_lengths[FILTER_VARIANTS];
+
+/// The number libseccomp uses for `name` on this architecture, or `fallback` when this
+/// libseccomp does not know it.
+static int syscall_number(const char *name, int fallback) {
+    int number = seccomp_syscall_resolve_name(name);
+    return number == __NR_SCMP_ERROR ? fallback : number;
+}
+
+static int deny(scmp_filter_ctx filter, int error, int number) {
+    return seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), number, 0);
+}
+
+/// Denies `number` when argument `argument` has any bit of `mask` set; one rule per bit, since
+/// a masked comparison can only test for equality.
+static int deny_bits(scmp_filter_ctx filter, int number, unsigned argument, uint64_t mask) {
+    for (int bit = 0; bit < 64; bit++) {
+        uint64_t flag = (uint64_t)1 << bit;
+        if (!(mask & flag)) continue;
+        struct scmp_arg_cmp comparison = {.arg = argument, .op = SCMP_CMP_MASKED_EQ, .datum_a = flag, .datum_b = flag};
+        int result = seccomp_rule_add_array(filter, SCMP_ACT_ERRNO(EPERM), number, 1, &comparison);
+        if (result != 0) return result;
+    }
+    return 0;
+}
+
+static scmp_filter_ctx worker_filter(int options) {
     scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
     if (filter == NULL) return NULL;
     int result = 0;
-    const int socket_calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
-    for (size_t index = 0; result == 0 && index < 2; index++) {
-        result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), socket_calls[index], 1,
-                                  SCMP_A0_32(SCMP_CMP_NE, AF_UNIX));
+    if (!(options & PLUGIND_CONFINEMENT_ALLOW_NETWORK)) {
+        const int socket_calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
+        for (size_t index = 0; result == 0 && index < 2; index++) {
+            result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), socket_calls[index], 1,
+                                      SCMP_A0_32(SCMP_CMP_NE, AF_UNIX));
+        }
     }
-    const int ring_calls[] = {SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter),
-                              SCMP_SYS(io_uring_register)};
-    for (size_t index = 0; result == 0 && index < 3; index++) {
-        result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(ENOSYS), ring_calls[index], 0);
+    // ENOSYS: io_uring would bypass every check below; without clone3, glibc uses clone.
+    const int unsupported[] = {SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
+                               syscall_number("clone3", syscall_clone3), syscall_number("openat2", syscall_openat2),
+                               syscall_number("fchmodat2", syscall_fchmodat2)};
+    for (size_t index = 0; result == 0 && index < sizeof unsupported / sizeof unsupported[0]; index++) {
+        result = deny(filter, ENOSYS, unsupported[index]);
+    }
+    const int refused[] = {
+        SCMP_SYS(keyctl), SCMP_SYS(add_key), SCMP_SYS(request_key), SCMP_SYS(bpf), SCMP_SYS(perf_event_open),
+        SCMP_SYS(userfaultfd), SCMP_SYS(clock_settime), SCMP_SYS(clock_adjtime), SCMP_SYS(adjtimex),
+        SCMP_SYS(settimeofday), SCMP_SYS(syslog), SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(pivot_root),
+        syscall_number("open_tree", syscall_open_tree), syscall_number("move_mount", syscall_move_mount),
+        syscall_number("fsopen", syscall_fsopen), syscall_number("fsconfig", syscall_fsconfig),
+        syscall_number("fsmount", syscall_fsmount), syscall_number("fspick", syscall_fspick),
+        syscall_number("mount_setattr", syscall_mount_setattr), syscall_number("open_tree_attr", syscall_open_tree_attr),
+        SCMP_SYS(setns), SCMP_SYS(unshare), SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
+        syscall_number("pidfd_getfd", syscall_pidfd_getfd), SCMP_SYS(kcmp), SCMP_SYS(fanotify_init),
+        SCMP_SYS(inotify_init), SCMP_SYS(inotify_init1), SCMP_SYS(inotify_add_watch),
+        syscall_number("memfd_secret", syscall_memfd_secret), SCMP_SYS(acct), SCMP_SYS(chroot),
+    };
+    for (size_t index = 0; result == 0 && index < sizeof refused / sizeof refused[0]; index++) {
+        result = deny(filter, EPERM, refused[index]);
+    }
+    // No new namespaces, whatever else the plugin may do.
+    const uint64_t namespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
+                                CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */;
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(clone), 0, namespaces);
+    // No setuid or setgid files: chmod and creation modes.
+    const uint64_t set_id = S_ISUID | S_ISGID;
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(chmod), 1, set_id);
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(fchmod), 1, set_id);
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(fchmodat), 2, set_id);
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(creat), 1, set_id);
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(open), 2, set_id);
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(openat), 3, set_id);
+    if (!(options & PLUGIND_CONFINEMENT_ALLOW_PROCESSES)) {
+        // Threads only: clone must carry CLONE_THREAD.
+        if (result == 0) {
+            result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                                      SCMP_A0_64(SCMP_CMP_MASKED_EQ, CLONE_THREAD, 0));
+        }
+        const int spawning[] = {SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(memfd_create), SCMP_SYS(shmget),
+                                SCMP_SYS(msgget), SCMP_SYS(mq_open)};
+        for (size_t index = 0; result == 0 && index < sizeof spawning / sizeof spawning[0]; index++) {
+            result = deny(filter, EPERM, spawning[index]);
+        }
     }
     if (result != 0) {
         seccomp_release(filter);
@@ -139,9 +232,10 @@ static scmp_filter_ctx network_filter(void) {
     return filter;
 }
 
-int plugind_confinement_prepare_network_filter(void) {
-    if (prepared_filter != NULL) return 0;
-    scmp_filter_ctx filter = network_filter();
+/// Compiles the filter for `options` into BPF kept in `prepared_filters`.
+static int prepare_filter(int options) {
+    if (prepared_filters[options] != NULL) return 0;
+    scmp_filter_ctx filter = worker_filter(options);
     if (filter == NULL) return ENOMEM;
     // libseccomp 2.5 exports BPF to a descriptor only.
     int fd = memfd_create("plugind-seccomp", MFD_CLOEXEC);
@@ -157,8 +251,8 @@ int plugind_confinement_prepare_network_filter(void) {
                 free(program);
                 result = EIO;
             } else {
-                prepared_filter = program;
-                prepared_length = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+                prepared_filters[options] = program;
+                prepared_lengths[options] = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
             }
         }
     }
@@ -166,12 +260,21 @@ int plugind_confinement_prepare_network_filter(void) {
     return result;
 }
 
-int plugind_confinement_deny_network_sockets(void) {
-    if (prepared_filter != NULL) {
-        struct sock_fprog program = {.len = prepared_length, .filter = prepared_filter};
+int plugind_confinement_prepare_filters(void) {
+    for (int options = 0; options < FILTER_VARIANTS; options++) {
+        int result = prepare_filter(options);
+        if (result != 0) return result;
+    }
+    return 0;
+}
+
+int plugind_confinement_install_filter(int options) {
+    if (options < 0 || options >= FILTER_VARIANTS) return EINVAL;
+    if (prepared_filters[options] != NULL) {
+        struct sock_fprog program = {.len = prepared_lengths[options], .filter = prepared_filters[options]};
         return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) == 0 ? 0 : errno;
     }
-    scmp_filter_ctx filter = network_filter();
+    scmp_filter_ctx filter = worker_filter(options);
     if (filter == NULL) return ENOMEM;
     int result = seccomp_load(filter);
     seccomp_release(filter);
@@ -209,8 +312,10 @@ int plugind_confinement_landlock_create(int abi, int deny_network, int *ruleset)
         if (deny_network) attributes.handled_access_net = ACCESS_NET_BIND_TCP | ACCESS_NET_CONNECT_TCP;
     }
     if (abi >= 6) {
+        // Abstract unix sockets are the owner's local services (a desktop bus, a display), not
+        // the network: out of reach whether or not the plugin may use the network.
         size = sizeof attributes;
-        attributes.scoped = SCOPE_SIGNAL | (deny_network ? SCOPE_ABSTRACT_UNIX_SOCKET : 0);
+        attributes.scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET;
     }
     long result = syscall(SYS_landlock_create_ruleset, &attributes, size, 0);
     if (result < 0) return errno;
@@ -245,4 +350,23 @@ int plugind_confinement_landlock_enforce(int ruleset) {
     int error = result < 0 ? errno : 0;
     close(ruleset);
     return error;
+}
+
+int plugind_confinement_probe_filter(int *refused) {
+    int result = 0;
+    // KEYCTL_GET_KEYRING_ID (0) of the user keyring (-4).
+    if (syscall(SYS_keyctl, 0, -4, 0) < 0 && errno == EPERM) result |= PLUGIND_CONFINEMENT_PROBE_KEYRING;
+    if (unshare(CLONE_NEWUSER) != 0 && errno == EPERM) result |= PLUGIND_CONFINEMENT_PROBE_NAMESPACE;
+    // A fork the filter lets through must not run on: the child exits at once.
+    long child = syscall(SYS_clone, SIGCHLD, 0, 0, 0, 0);
+    if (child == 0) _exit(0);
+    if (child < 0 && errno == EPERM) {
+        result |= PLUGIND_CONFINEMENT_PROBE_FORK;
+    } else if (child > 0) {
+        int status;
+        while (waitpid((pid_t)child, &status, 0) < 0 && errno == EINTR) {
+        }
+    }
+    *refused = result;
+    return 0;
 }

@@ -110,3 +110,20 @@ int plugind_shim_raise_open_file_limit(uint64_t *limit) {
 int plugind_shim_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0) == 0 ? 0 : errno;
 }
+
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+
+int plugind_shim_open_beneath(int directory, const char *path, int flags, int *fd) {
+    struct {
+        uint64_t flags;
+        uint64_t mode;
+        uint64_t resolve;
+    } how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW), .mode = 0,
+             .resolve = 0x08 /* RESOLVE_BENEATH */ | 0x04 /* RESOLVE_NO_SYMLINKS */ | 0x02 /* RESOLVE_NO_MAGICLINKS */};
+    long result = syscall(SYS_openat2, directory, path, &how, sizeof how);
+    if (result < 0) return errno;
+    *fd = (int)result;
+    return 0;
+}

@@ -37,3 +37,25 @@ int plugind_shim_shared_memory_map(int fd, void **address, size_t *size) {
 void plugind_shim_shared_memory_unmap(void *address, size_t size) {
     munmap(address, size);
 }
+
+#ifndef MFD_EXEC
+#define MFD_EXEC 0x0010U
+#endif
+
+int plugind_shim_sealed_file_create(const char *name, int *fd) {
+    // Executable: plugin libraries are mapped from it. Kernels before 6.3 do not know MFD_EXEC
+    // (and make every memfd executable).
+    int created = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_EXEC);
+    if (created < 0 && errno == EINVAL) created = memfd_create(name, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (created < 0) return errno;
+    *fd = created;
+    return 0;
+}
+
+int plugind_shim_sealed_file_seal(int fd) {
+    if (fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) return errno;
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0) return errno;
+    int needed = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+    return (seals & needed) == needed ? 0 : EPERM;
+}

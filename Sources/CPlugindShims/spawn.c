@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -83,9 +84,12 @@ static void report_setup_failure(int error, int fd) {
     (void)ignored;
 }
 
-/// Resets what a new worker process must not inherit and gives it its session, namespaces,
-/// identity mapping and parent-death signal. Async-signal-safe system calls only.
-static int prepare_process(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map) {
+/// Resets what a new worker process must not inherit and gives it its session, identity in its
+/// user namespace and parent-death signal. With `mapped_by_parent`, the parent wrote the id maps
+/// (it is privileged and maps the child to an unprivileged id): the child waits for them on
+/// `sync`, then clears its groups and takes the ids. Async-signal-safe system calls only.
+static int prepare_process(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map,
+                           int mapped_by_parent, int sync) {
     // Default dispositions and an empty mask: the child must not inherit the host's handlers.
     struct sigaction default_action;
     memset(&default_action, 0, sizeof default_action);
@@ -99,10 +103,22 @@ static int prepare_process(const plugind_shim_spawn_request *request, const char
     sigprocmask(SIG_SETMASK, &empty, NULL);
 
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) {
-        int error = write_file("/proc/self/setgroups", "deny");
-        if (error == 0) error = write_file("/proc/self/uid_map", uid_map);
-        if (error == 0) error = write_file("/proc/self/gid_map", gid_map);
-        if (error != 0) return error;
+        if (mapped_by_parent) {
+            char verdict = 0;
+            ssize_t count;
+            while ((count = read(sync, &verdict, 1)) < 0 && errno == EINTR) {
+            }
+            close(sync);
+            if (count != 1 || verdict != 1) return EPERM;
+            // Root of its namespace until its view is built, without root's groups; the worker
+            // then takes `uid` and `gid`.
+            if (setgroups(0, NULL) != 0) return errno;
+        } else {
+            int error = write_file("/proc/self/setgroups", "deny");
+            if (error == 0) error = write_file("/proc/self/uid_map", uid_map);
+            if (error == 0) error = write_file("/proc/self/gid_map", gid_map);
+            if (error != 0) return error;
+        }
     }
     if ((request->flags & PLUGIND_SHIM_SPAWN_NEW_SESSION) && setsid() < 0) return errno;
     if ((request->flags & PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT) && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
@@ -110,6 +126,37 @@ static int prepare_process(const plugind_shim_spawn_request *request, const char
     }
     if (chdir("/") != 0) return errno;
     return 0;
+}
+
+/// Writes the id maps of `child` (the caller is privileged): root to root, so that the child can
+/// reach the owner's paths while it builds its view, and `uid_map`/`gid_map` (the unprivileged
+/// ids it then takes). Returns 0 or an errno.
+static int write_child_maps(pid_t child, const char *uid_map, const char *gid_map) {
+    // "/proc/<pid>/uid_map", formatted without stdio.
+    char path[48];
+    static const char prefix[] = "/proc/";
+    memcpy(path, prefix, sizeof prefix - 1);
+    size_t length = sizeof prefix - 1;
+    char digits[16];
+    size_t count = 0;
+    unsigned long value = (unsigned long)child;
+    do {
+        digits[count++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    while (count > 0) path[length++] = digits[--count];
+    static const char uid_name[] = "/uid_map";
+    static const char gid_name[] = "/gid_map";
+    char map[2 * id_map_capacity];
+    static const char root_line[] = "0 0 1\n";
+    memcpy(path + length, uid_name, sizeof uid_name);
+    memcpy(map, root_line, sizeof root_line - 1);
+    memcpy(map + sizeof root_line - 1, uid_map, strlen(uid_map) + 1);
+    int error = write_file(path, map);
+    if (error != 0) return error;
+    memcpy(path + length, gid_name, sizeof gid_name);
+    memcpy(map + sizeof root_line - 1, gid_map, strlen(gid_map) + 1);
+    return write_file(path, map);
 }
 
 /// Makes `request->descriptors[i]` descriptor `i` and closes everything above, except
@@ -136,14 +183,15 @@ static int install_descriptors(const plugind_shim_spawn_request *request) {
     return 0;
 }
 
-static int prepare_child(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map) {
-    int error = prepare_process(request, uid_map, gid_map);
+static int prepare_child(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map,
+                         int mapped_by_parent, int sync) {
+    int error = prepare_process(request, uid_map, gid_map, mapped_by_parent, sync);
     return error != 0 ? error : install_descriptors(request);
 }
 
 static int spawn_child(void *argument) {
     spawn_context *context = argument;
-    int error = prepare_child(context->request, context->uid_map, context->gid_map);
+    int error = prepare_child(context->request, context->uid_map, context->gid_map, 0, -1);
     if (error == 0) {
         execve(context->request->path, context->request->argv, context->request->envp);
         error = errno;
@@ -166,9 +214,14 @@ int plugind_shim_spawn(const plugind_shim_spawn_request *request, pid_t *pid, in
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) return errno;
 
+    // Namespaces are made by forks of the launcher, which can wait for a privileged parent to
+    // map ids; a spawned child cannot.
+    if (request->flags & (PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE | PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE |
+                          PLUGIND_SHIM_SPAWN_NEW_MOUNT_NAMESPACE | PLUGIND_SHIM_SPAWN_NEW_IPC_NAMESPACE)) {
+        munmap(stack, child_stack_size);
+        return EINVAL;
+    }
     int flags = CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD;
-    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE) flags |= CLONE_NEWPID;
-    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) flags |= CLONE_NEWUSER;
 
     // Block every signal so that no handler of the host runs in the child, which shares our
     // memory until it execs.
@@ -202,6 +255,8 @@ static long fork_with_flags(const plugind_shim_spawn_request *request) {
     if (request->flags & PLUGIND_SHIM_SPAWN_SIBLING) flags |= CLONE_PARENT;
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE) flags |= CLONE_NEWPID;
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) flags |= CLONE_NEWUSER;
+    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_MOUNT_NAMESPACE) flags |= CLONE_NEWNS;
+    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_IPC_NAMESPACE) flags |= CLONE_NEWIPC;
     // The raw system call behaves like fork(): the child continues here, on a copy of this stack.
     // The caller is single-threaded, so no lock can be held in the copy.
     long child = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
@@ -209,7 +264,8 @@ static long fork_with_flags(const plugind_shim_spawn_request *request) {
 }
 
 /// Sets up a forked child from `request`; returns 0 or an errno.
-typedef int (*child_setup)(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map);
+typedef int (*child_setup)(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map,
+                           int mapped_by_parent, int sync);
 
 /// Forks with the request's flags and runs `setup` in the child. The parent does not wait for
 /// the set-up (that would cost a context switch per launch): a failure is written to `output`,
@@ -220,16 +276,39 @@ static int fork_and_set_up(const plugind_shim_spawn_request *request, child_setu
     char gid_map[id_map_capacity];
     format_id_map(uid_map, (unsigned long)request->uid);
     format_id_map(gid_map, (unsigned long)request->gid);
+    // Only a privileged process may map its child to ids other than its own: it does so itself,
+    // and the child waits for it on a pipe.
+    int mapped_by_parent = (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) && geteuid() == 0;
+    int sync[2] = {-1, -1};
+    if (mapped_by_parent && pipe2(sync, O_CLOEXEC) != 0) return errno;
     long child = fork_with_flags(request);
-    if (child < 0) return (int)-child;
+    if (child < 0) {
+        if (mapped_by_parent) {
+            close(sync[0]);
+            close(sync[1]);
+        }
+        return (int)-child;
+    }
     if (child == 0) {
-        int error = setup(request, uid_map, gid_map);
+        if (mapped_by_parent) close(sync[1]);
+        int error = setup(request, uid_map, gid_map, mapped_by_parent, sync[0]);
         if (error != 0) {
             report_setup_failure(error, output);
             _exit(127);
         }
         *is_child = 1;
         return 0;
+    }
+    if (mapped_by_parent) {
+        close(sync[0]);
+        // On failure the child reads no verdict, reports it and exits; it is still returned, so
+        // that whoever reaps it learns why.
+        char verdict = write_child_maps((pid_t)child, uid_map, gid_map) == 0 ? 1 : 0;
+        if (verdict) {
+            ssize_t ignored = write(sync[1], &verdict, 1);
+            (void)ignored;
+        }
+        close(sync[1]);
     }
     *is_child = 0;
     *pid = (pid_t)child;
@@ -246,8 +325,9 @@ int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *p
 
 /// A spare's set-up: the process's, then every descriptor closed but stdin, stdout, stderr (all
 /// /dev/null in the launcher) and the spare's socket.
-static int prepare_spare(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map) {
-    int error = prepare_process(request, uid_map, gid_map);
+static int prepare_spare(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map,
+                         int mapped_by_parent, int sync) {
+    int error = prepare_process(request, uid_map, gid_map, mapped_by_parent, sync);
     if (error != 0) return error;
     int keep = request->keep_descriptor;
     if (keep > 3) close_above(3, (unsigned int)keep - 1);

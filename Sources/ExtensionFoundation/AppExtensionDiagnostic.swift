@@ -32,6 +32,9 @@ public struct AppExtensionDiagnostic: Sendable, Hashable, CustomStringConvertibl
         public static let wrongArchitecture = Kind("wrong-architecture")
         /// The bundle, manifest or library can be modified by other users.
         public static let insecurePermissions = Kind("insecure-permissions")
+        /// The bundle holds what a bundle may not: a hard link, a symlink leading out, a device
+        /// file, too many or too large files.
+        public static let invalidContents = Kind("invalid-contents")
         /// Another bundle with the same identifier in an earlier search root wins.
         public static let shadowed = Kind("shadowed")
         /// The manifest asks for a newer host than this one.

@@ -63,6 +63,9 @@ public struct AppExtensionError: Error, Sendable, CustomStringConvertible, Local
         public static let invalidated = Code("invalidated")
         /// The manifest, catalog or policy could not be read.
         public static let configurationError = Code("configurationError")
+        /// The bundle's bytes, read for loading, are not the bytes the owner approved (they
+        /// changed on disk since). Nothing was loaded; it does not count as a crash.
+        public static let bundleChanged = Code("bundleChanged")
     }
 
     /// How a worker process ended.
@@ -140,11 +143,28 @@ public struct AppExtensionError: Error, Sendable, CustomStringConvertible, Local
         self.underlying = underlying
     }
 
-    /// One line: "plugin com.example.x: crashed with SIGSEGV (segmentation fault at 0x0)".
+    /// One line: "plugin com.example.x: crashed with SIGSEGV (segmentation fault at 0x0)". Text
+    /// that came from the plugin (its identifier, messages) is shown inert: control characters,
+    /// escape sequences and direction overrides appear escaped.
     public var description: String {
-        guard let pluginIdentifier else { return reason }
-        return "plugin \(pluginIdentifier): \(reason)"
+        guard let pluginIdentifier else { return InertText.escape(reason) }
+        return "plugin \(InertText.escape(pluginIdentifier)): \(InertText.escape(reason))"
     }
 
     public var errorDescription: String? { description }
+}
+
+extension AppExtensionError {
+    /// A launch whose files could not be sealed, or whose bytes are not the approved ones.
+    package init(sealedFileFailure failure: SealedFileCache.Failure, plugin: String) {
+        switch failure {
+        case .changed(let path, let expected, let found):
+            self.init(
+                .bundleChanged, plugin: plugin,
+                "\(path) changed since it was approved (SHA-256 \(found.prefix(16))…, approved \(expected.prefix(16))…); nothing was loaded. Review it and run 'plugind approve \(plugin)' again"
+            )
+        case .unreadable(let path, let reason):
+            self.init(.pluginLoadFailed, plugin: plugin, "cannot read \(path) for loading: \(reason)")
+        }
+    }
 }

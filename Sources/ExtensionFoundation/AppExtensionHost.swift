@@ -41,12 +41,16 @@ public struct AppExtensionHost: Sendable, Hashable {
     public var version: String
     /// How workers are started.
     public var launchStrategy: LaunchStrategy
+    /// Confinement layers turned off to measure what each costs (`plugind-bench` only; a worker
+    /// reports each as not requested).
+    package var skippedConfinementLayers: [String] = []
 
     public enum LaunchStrategy: String, Sendable, Hashable {
         /// Forked by a pre-forked launcher (`plugind-worker --launcher`, one per host) that has
         /// the worker's runtime loaded already: the fastest start. The default.
         case preforked
-        /// Spawned afresh (clone and exec) for every launch.
+        /// A launcher executed afresh for every launch forks that one worker: each worker gets an
+        /// address-space layout, stack canary and hash seed of its own, at a few milliseconds more.
         case spawn
     }
 
@@ -62,19 +66,28 @@ public struct AppExtensionHost: Sendable, Hashable {
         public var requestTimeout: Duration
         /// Largest request or response.
         public var maxMessageBytes: UInt64
+        /// Threads of a worker (and its processes, for a plugin approved to start them).
+        public var threads: UInt64
+        /// Size of a worker's private scratch directory, when its manifest asks for one. Scratch
+        /// space is memory, on top of `memoryBytes`.
+        public var scratchBytes: UInt64
 
         public init(
             memoryBytes: UInt64 = 1 << 30,
             cpuSeconds: UInt64 = 3600,
             openFiles: UInt64 = 1024,
             requestTimeout: Duration = .seconds(30),
-            maxMessageBytes: UInt64 = 64 << 20
+            maxMessageBytes: UInt64 = 64 << 20,
+            threads: UInt64 = 64,
+            scratchBytes: UInt64 = 64 << 20
         ) {
             self.memoryBytes = memoryBytes
             self.cpuSeconds = cpuSeconds
             self.openFiles = openFiles
             self.requestTimeout = requestTimeout
             self.maxMessageBytes = maxMessageBytes
+            self.threads = threads
+            self.scratchBytes = scratchBytes
         }
     }
 

@@ -58,8 +58,9 @@ public final class AppExtensionProcess: Sendable {
     ///   when the worker dies or hangs while loading; `pluginError` when the plugin's init fails.
     public init(configuration: Configuration) async throws {
         let host = configuration.host
-        let entry = try PluginResolution.entry(for: configuration.appExtensionIdentity, host: host)
-        let plan = LaunchPlan(entry: entry, host: host, requiresEnhancedSecurity: configuration.requiresEnhancedSecurity)
+        let (entry, approval) = try PluginResolution.entry(for: configuration.appExtensionIdentity, host: host)
+        let plan = LaunchPlan(
+            entry: entry, host: host, approval: approval, requiresEnhancedSecurity: configuration.requiresEnhancedSecurity)
         let channel: WorkerChannel
         let ready: Ready
         do {

@@ -18,6 +18,8 @@ package final class InspectedBundle: Sendable, Hashable {
     package let bundleStatus: FileStatus
     /// True when `library` named a system library by soname.
     package let usesSystemLibrary: Bool
+    /// Every entry of the bundle, checked against the bundle rules.
+    package let contents: BundleContents
 
     package init(
         manifest: Manifest,
@@ -28,7 +30,8 @@ package final class InspectedBundle: Sendable, Hashable {
         libraryStatus: FileStatus,
         manifestStatus: FileStatus,
         bundleStatus: FileStatus,
-        usesSystemLibrary: Bool
+        usesSystemLibrary: Bool,
+        contents: BundleContents
     ) {
         self.manifest = manifest
         self.warnings = warnings
@@ -39,11 +42,17 @@ package final class InspectedBundle: Sendable, Hashable {
         self.manifestStatus = manifestStatus
         self.bundleStatus = bundleStatus
         self.usesSystemLibrary = usesSystemLibrary
+        self.contents = contents
+    }
+
+    /// The library's path relative to the bundle, or nil for a system library.
+    package var libraryRelativePath: String? {
+        usesSystemLibrary ? nil : String(libraryPath.dropFirst(bundlePath.count + 1))
     }
 
     package static func == (left: InspectedBundle, right: InspectedBundle) -> Bool {
         left.bundlePath == right.bundlePath && left.manifest == right.manifest
-            && left.libraryStatus == right.libraryStatus && left.manifestStatus == right.manifestStatus
+            && left.libraryStatus == right.libraryStatus && left.contents == right.contents
     }
 
     package func hash(into hasher: inout Hasher) {
@@ -56,7 +65,7 @@ package final class InspectedBundle: Sendable, Hashable {
 package struct BundleProblem: Error, Sendable, Hashable, CustomStringConvertible {
     package enum Kind: String, Sendable, Hashable {
         case invalidManifest, libraryMissing, libraryOutsideBundle, notALibrary, wrongArchitecture,
-            insecurePermissions, requiresNewerHost
+            insecurePermissions, requiresNewerHost, invalidContents
     }
 
     package var kind: Kind
@@ -164,6 +173,17 @@ package enum BundleInspector {
         if let reason = libraryStatus.writableByOthersProblem {
             return problem(.insecurePermissions, "library \(libraryPath) \(reason); run 'chmod go-w' on it")
         }
+        let contents: BundleContents
+        do {
+            contents = try BundleContents.read(bundleAt: bundlePath)
+        } catch {
+            let kind: BundleProblem.Kind =
+                error.reason.contains("writable") || error.reason.contains("owned by") ? .insecurePermissions : .invalidContents
+            return problem(kind, "\(error); \(error.fix)")
+        }
+        if !usesSystemLibrary, contents.entry(String(libraryPath.dropFirst(bundlePath.count + 1)))?.isLoadable != true {
+            return problem(.notALibrary, "library \(libraryPath) is not an ELF file of the bundle")
+        }
         do {
             _ = try ELFFile.checkHeader(atPath: libraryPath)
         } catch {
@@ -184,7 +204,8 @@ package enum BundleInspector {
                 libraryStatus: libraryStatus,
                 manifestStatus: manifestStatus,
                 bundleStatus: bundleStatus,
-                usesSystemLibrary: usesSystemLibrary
+                usesSystemLibrary: usesSystemLibrary,
+                contents: contents
             )
         )
     }

@@ -41,14 +41,17 @@ package struct FileStatus: Sendable, Hashable {
         group = status.st_gid
     }
 
+    /// Why the file belongs to someone other than the current user or root, or nil.
+    package var foreignOwnerProblem: String? {
+        let user = geteuid()
+        return owner != user && owner != 0 ? "is owned by uid \(owner), not by you (uid \(user)) or root" : nil
+    }
+
     /// Why someone other than the current user (or root) could change this file, or nil.
     /// A group-writable file is accepted only when its group is the owner's personal group
     /// (same number as the owner), the usual setup with umask 002.
     package var writableByOthersProblem: String? {
-        let user = geteuid()
-        if owner != user && owner != 0 {
-            return "is owned by uid \(owner), not by you (uid \(user)) or root"
-        }
+        if let problem = foreignOwnerProblem { return problem }
         if mode & S_IWOTH != 0 {
             return "is writable by every user (mode \(String(mode & 0o7777, radix: 8)))"
         }

@@ -15,6 +15,17 @@ extension PayloadWriter {
         write(bundle.libraryPath == bundle.bundlePath + "/" + bundle.manifest.library ? "" : bundle.libraryPath)
         for status in [bundle.libraryStatus, bundle.manifestStatus, bundle.bundleStatus] { write(status) }
         write(bundle.usesSystemLibrary)
+        write(bundle.contents.entries) { writer, entry in
+            writer.write(entry.path)
+            switch entry.kind {
+            case .directory: writer.write(UInt8(0))
+            case .file(let isLoadable): writer.write(UInt8(isLoadable ? 2 : 1))
+            case .symlink(let target):
+                writer.write(UInt8(3))
+                writer.write(target)
+            }
+            writer.write(entry.status)
+        }
     }
 
     mutating func write(_ manifest: Manifest) {
@@ -24,11 +35,15 @@ extension PayloadWriter {
         write(optional: manifest.minimumHostVersion)
         write(manifest.functions) { $0.write($1) }
         let limits = manifest.limits
-        for limit in [limits.memoryBytes, limits.cpuSeconds, limits.openFiles, limits.requestTimeoutMilliseconds, limits.maxMessageBytes] {
+        for limit in [
+            limits.memoryBytes, limits.cpuSeconds, limits.openFiles, limits.requestTimeoutMilliseconds, limits.maxMessageBytes,
+            limits.threads, limits.scratchBytes,
+        ] {
             write(limit != nil)
             write(limit ?? 0)
         }
         write(manifest.permissions.network)
+        write(manifest.permissions.processes)
         write(manifest.permissions.read)
         write(manifest.permissions.write)
     }
@@ -56,6 +71,19 @@ extension PayloadReader {
         let libraryStatus = try readFileStatus()
         let manifestStatus = try readFileStatus()
         let bundleStatus = try readFileStatus()
+        let usesSystemLibrary = try readBool()
+        let entries = try readArray { (reader) throws(WireError) -> BundleContents.Entry in
+            let path = try reader.readString()
+            let kind: BundleContents.Entry.Kind
+            switch try reader.readUInt8() {
+            case 0: kind = .directory
+            case 1: kind = .file(isLoadable: false)
+            case 2: kind = .file(isLoadable: true)
+            case 3: kind = .symlink(target: try reader.readString())
+            case let other: throw .malformedPayload("unknown bundle entry kind \(other)")
+            }
+            return BundleContents.Entry(path: path, kind: kind, status: try reader.readFileStatus())
+        }
         return InspectedBundle(
             manifest: manifest,
             warnings: warnings,
@@ -65,7 +93,8 @@ extension PayloadReader {
             libraryStatus: libraryStatus,
             manifestStatus: manifestStatus,
             bundleStatus: bundleStatus,
-            usesSystemLibrary: try readBool()
+            usesSystemLibrary: usesSystemLibrary,
+            contents: BundleContents(entries: entries, directory: bundleStatus)
         )
     }
 
@@ -83,15 +112,16 @@ extension PayloadReader {
         manifest.minimumHostVersion = try readOptionalString()
         manifest.functions = try readArray { (reader) throws(WireError) in try reader.readFunctionSignature() }
         var limits: [UInt64?] = []
-        for _ in 0..<5 {
+        for _ in 0..<7 {
             let present = try readBool()
             let value = try readUInt64()
             limits.append(present ? value : nil)
         }
         manifest.limits = Manifest.Limits(
             memoryBytes: limits[0], cpuSeconds: limits[1], openFiles: limits[2], requestTimeoutMilliseconds: limits[3],
-            maxMessageBytes: limits[4])
-        manifest.permissions = Manifest.Permissions(network: try readBool(), read: try readStrings(), write: try readStrings())
+            maxMessageBytes: limits[4], threads: limits[5], scratchBytes: limits[6])
+        manifest.permissions = Manifest.Permissions(
+            network: try readBool(), processes: try readBool(), read: try readStrings(), write: try readStrings())
         return manifest
     }
 

@@ -28,19 +28,27 @@ package struct Manifest: Equatable, Sendable {
         package var openFiles: UInt64?
         package var requestTimeoutMilliseconds: UInt64?
         package var maxMessageBytes: UInt64?
+        /// Threads of the plugin (and its processes, with the `processes` permission).
+        package var threads: UInt64?
+        /// A private scratch directory (/tmp in the plugin's view) of at most this many bytes.
+        package var scratchBytes: UInt64?
 
         package init(
             memoryBytes: UInt64? = nil,
             cpuSeconds: UInt64? = nil,
             openFiles: UInt64? = nil,
             requestTimeoutMilliseconds: UInt64? = nil,
-            maxMessageBytes: UInt64? = nil
+            maxMessageBytes: UInt64? = nil,
+            threads: UInt64? = nil,
+            scratchBytes: UInt64? = nil
         ) {
             self.memoryBytes = memoryBytes
             self.cpuSeconds = cpuSeconds
             self.openFiles = openFiles
             self.requestTimeoutMilliseconds = requestTimeoutMilliseconds
             self.maxMessageBytes = maxMessageBytes
+            self.threads = threads
+            self.scratchBytes = scratchBytes
         }
     }
 
@@ -48,24 +56,48 @@ package struct Manifest: Equatable, Sendable {
     /// approves: a change needs a new approval.
     package struct Permissions: Equatable, Sendable, Hashable, Codable {
         package var network: Bool
+        /// Start processes and create memfds. Without a usable cgroup, children escape the
+        /// per-process memory and CPU limits, which the owner is told before approving.
+        package var processes: Bool
         package var read: [String]
         package var write: [String]
 
-        package init(network: Bool = false, read: [String] = [], write: [String] = []) {
+        package init(network: Bool = false, processes: Bool = false, read: [String] = [], write: [String] = []) {
             self.network = network
+            self.processes = processes
             self.read = read
             self.write = write
         }
 
-        package var isEmpty: Bool { !network && read.isEmpty && write.isEmpty }
+        package init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: CodingKeys.self)
+            network = try container.decode(Bool.self, forKey: .network)
+            // Approvals written before the permission existed asked for none.
+            processes = try container.decodeIfPresent(Bool.self, forKey: .processes) ?? false
+            read = try container.decode([String].self, forKey: .read)
+            write = try container.decode([String].self, forKey: .write)
+        }
 
-        /// "network, read /srv/data, write /tmp/out" or "none".
+        package var isEmpty: Bool { !network && !processes && read.isEmpty && write.isEmpty }
+
+        /// "network, processes, read /srv/data, write /tmp/out" or "none".
         package var summary: String {
             var parts: [String] = []
             if network { parts.append("network") }
+            if processes { parts.append("processes") }
             parts += read.map { "read \($0)" }
             parts += write.map { "write \($0)" }
             return parts.isEmpty ? "none" : parts.joined(separator: ", ")
+        }
+
+        /// What these permissions ask for beyond `approved`, one phrase each; empty when nothing.
+        package func additions(beyond approved: Permissions) -> [String] {
+            var added: [String] = []
+            if network && !approved.network { added.append("network") }
+            if processes && !approved.processes { added.append("processes") }
+            added += read.filter { !approved.read.contains($0) && !approved.write.contains($0) }.map { "read \($0)" }
+            added += write.filter { !approved.write.contains($0) }.map { "write \($0)" }
+            return added
         }
     }
 

@@ -1,4 +1,5 @@
 package import Foundation
+import Glibc
 import PlugindWire
 
 /// Reads and strictly validates `manifest.json` (version 1). Missing keys and wrong types are
@@ -14,9 +15,18 @@ package enum ManifestParser {
         "functions", "limits", "permissions", "minimumHostVersion",
     ]
     static let limitKeys: Set<String> = [
-        "memoryBytes", "cpuSeconds", "openFiles", "requestTimeoutMilliseconds", "maxMessageBytes",
+        "memoryBytes", "cpuSeconds", "openFiles", "requestTimeoutMilliseconds", "maxMessageBytes", "threads", "scratchBytes",
     ]
-    static let permissionKeys: Set<String> = ["network", "read", "write"]
+    static let permissionKeys: Set<String> = ["network", "processes", "read", "write"]
+
+    /// The largest manifest plugind reads: a manifest is a few hundred bytes; a larger file is
+    /// refused before it is read, so that a huge (or sparse) file cannot make a scanning host
+    /// allocate for it.
+    package static let maximumBytes = 256 << 10
+    /// The longest string a manifest may hold in any field.
+    package static let maximumStringBytes = 4096
+    /// The most paths a manifest may ask to read or write, and functions it may declare.
+    package static let maximumListCount = 256
     static let functionKeys: Set<String> = ["name", "arguments", "returns"]
 
     /// Parses manifest bytes; `file` names the source in every message.
@@ -31,15 +41,38 @@ package enum ManifestParser {
         return try reader.readManifest()
     }
 
-    /// Reads and parses the manifest at `path`.
+    /// Reads and parses the manifest at `path`: a regular file of at most `maximumBytes`, checked
+    /// on the open descriptor before anything is read.
     package static func parse(contentsOf path: String) throws(ManifestError) -> Result {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw ManifestError(file: path, key: nil, problem: "cannot be read: \(error.localizedDescription)")
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            throw ManifestError(file: path, key: nil, problem: "cannot be read: \(String(cString: strerror(errno)))")
         }
-        return try parse(data, file: path)
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            throw ManifestError(file: path, key: nil, problem: "is not a regular file")
+        }
+        guard status.st_size <= maximumBytes else {
+            throw ManifestError(
+                file: path, key: nil, problem: "is \(status.st_size) bytes; a manifest may have at most \(maximumBytes) bytes")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size) + 1)
+        var count = 0
+        while count < bytes.count {
+            let read = bytes.withUnsafeMutableBytes { Glibc.read(descriptor, $0.baseAddress! + count, $0.count - count) }
+            if read < 0 && errno == EINTR { continue }
+            guard read >= 0 else {
+                throw ManifestError(file: path, key: nil, problem: "cannot be read: \(String(cString: strerror(errno)))")
+            }
+            if read == 0 { break }
+            count += read
+        }
+        // One byte more than the size said means it grew while it was read.
+        guard count <= maximumBytes else {
+            throw ManifestError(file: path, key: nil, problem: "grew past \(maximumBytes) bytes while it was read")
+        }
+        return try parse(Data(bytes[..<count]), file: path)
     }
 
     private static func jsonProblem(_ error: any Error) -> String {
@@ -128,7 +161,14 @@ private struct ObjectReader {
     func optionalString(_ key: String) throws(ManifestError) -> String? {
         guard let value = members[key] else { return nil }
         guard case .string(let text) = value else { throw error(key, "must be a string, found \(value.typeName)") }
+        try checkLength(key, text)
         return text
+    }
+
+    func checkLength(_ key: String, _ text: String) throws(ManifestError) {
+        guard text.utf8.count <= ManifestParser.maximumStringBytes else {
+            throw error(key, "is \(text.utf8.count) bytes long; at most \(ManifestParser.maximumStringBytes) are allowed")
+        }
     }
 
     func positiveInteger(_ key: String) throws(ManifestError) -> UInt64? {
@@ -144,11 +184,15 @@ private struct ObjectReader {
     func stringArray(_ key: String) throws(ManifestError) -> [String]? {
         guard let value = members[key] else { return nil }
         guard case .array(let elements) = value else { throw error(key, "must be an array of strings, found \(value.typeName)") }
+        guard elements.count <= ManifestParser.maximumListCount else {
+            throw error(key, "has \(elements.count) entries; at most \(ManifestParser.maximumListCount) are allowed")
+        }
         var strings: [String] = []
         for (index, element) in elements.enumerated() {
             guard case .string(let text) = element else {
                 throw error("\(key)[\(index)]", "must be a string, found \(element.typeName)")
             }
+            try checkLength("\(key)[\(index)]", text)
             strings.append(text)
         }
         return strings
@@ -205,6 +249,9 @@ private struct ObjectReader {
         guard case .array(let elements) = value else {
             throw error("functions", "must be an array of function declarations, found \(value.typeName)")
         }
+        guard elements.count <= ManifestParser.maximumListCount else {
+            throw error("functions", "declares \(elements.count) functions; at most \(ManifestParser.maximumListCount) are allowed")
+        }
         var functions: [FunctionSignature] = []
         var seen: Set<String> = []
         for (index, element) in elements.enumerated() {
@@ -256,7 +303,9 @@ private struct ObjectReader {
             cpuSeconds: try limits.positiveInteger("cpuSeconds"),
             openFiles: try limits.positiveInteger("openFiles"),
             requestTimeoutMilliseconds: try limits.positiveInteger("requestTimeoutMilliseconds"),
-            maxMessageBytes: try limits.positiveInteger("maxMessageBytes")
+            maxMessageBytes: try limits.positiveInteger("maxMessageBytes"),
+            threads: try limits.positiveInteger("threads"),
+            scratchBytes: try limits.positiveInteger("scratchBytes")
         )
     }
 
@@ -266,14 +315,14 @@ private struct ObjectReader {
         try permissions.requireObject()
         permissions.warnUnknownKeys(ManifestParser.permissionKeys)
         warnings += permissions.warnings
-        var network = false
-        if let networkValue = permissions.members["network"] {
-            guard case .bool(let allowed) = networkValue else {
-                throw permissions.error("network", "must be true or false, found \(networkValue.typeName)")
+        func flag(_ key: String) throws(ManifestError) -> Bool {
+            guard let value = permissions.members[key] else { return false }
+            guard case .bool(let allowed) = value else {
+                throw permissions.error(key, "must be true or false, found \(value.typeName)")
             }
-            network = allowed
+            return allowed
         }
-        var result = Manifest.Permissions(network: network)
+        var result = Manifest.Permissions(network: try flag("network"), processes: try flag("processes"))
         for key in ["read", "write"] {
             let paths = try permissions.stringArray(key) ?? []
             for (index, path) in paths.enumerated() where !path.hasPrefix("/") {

@@ -1,5 +1,6 @@
 import CCrypto
 package import Foundation
+import Glibc
 
 /// SHA-256 through OpenSSL's libcrypto.
 package enum SHA256Digest {
@@ -31,7 +32,23 @@ package enum SHA256Digest {
         return hexString(digest.prefix(Int(length)))
     }
 
-    private static func hexString(_ bytes: some Sequence<UInt8>) -> String {
+    /// Digest of everything `descriptor` reads from its current offset to its end.
+    package static func hex(ofDescriptor descriptor: CInt) throws -> String {
+        var stream = SHA256Stream()
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else {
+                throw CocoaError(.fileReadUnknown, userInfo: [NSUnderlyingErrorKey: POSIXError(.init(rawValue: errno) ?? .EIO)])
+            }
+            if count == 0 { break }
+            buffer.withUnsafeBytes { stream.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+        }
+        return stream.finish()
+    }
+
+    static func hexString(_ bytes: some Sequence<UInt8>) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         for byte in bytes {
@@ -39,5 +56,31 @@ package enum SHA256Digest {
             text.append(digits[Int(byte & 0x0F)])
         }
         return String(decoding: text, as: UTF8.self)
+    }
+}
+
+/// SHA-256 of bytes that arrive in pieces (libcrypto's EVP interface).
+package struct SHA256Stream: ~Copyable {
+    private let context: OpaquePointer?
+
+    package init() {
+        context = EVP_MD_CTX_new()
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    }
+
+    deinit {
+        EVP_MD_CTX_free(context)
+    }
+
+    package mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        _ = EVP_DigestUpdate(context, bytes.baseAddress, bytes.count)
+    }
+
+    /// The lower-case hexadecimal digest of everything given.
+    package consuming func finish() -> String {
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(context, &digest, &length)
+        return SHA256Digest.hexString(digest.prefix(Int(length)))
     }
 }

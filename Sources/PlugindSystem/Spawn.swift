@@ -12,7 +12,12 @@ package struct SpawnRequest: Sendable {
         package static let dieWithParentThread = Options(rawValue: PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT)
         package static let newPIDNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE)
         package static let newUserNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE)
+        package static let newMountNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_MOUNT_NAMESPACE)
+        package static let newIPCNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_IPC_NAMESPACE)
         package static let sibling = Options(rawValue: PLUGIND_SHIM_SPAWN_SIBLING)
+
+        /// Every namespace a worker gets.
+        package static let namespaces: Options = [.newPIDNamespace, .newUserNamespace, .newMountNamespace, .newIPCNamespace]
     }
 
     package var executablePath: String
@@ -107,6 +112,25 @@ private struct CStringArray {
     }
 }
 
+/// The ids a worker runs plugin code as, in its user namespace (the same ids outside): the
+/// caller's own, or, when the caller is root, those of the unprivileged user `nobody` (65534
+/// where the system has no such entry), so that a worker of a root host owns no root file and
+/// holds no capability outside its namespaces. A root host's worker builds its view as root of
+/// its namespace (so that it can reach the owner's paths), then takes these ids.
+package struct WorkerIdentity: Sendable, Equatable {
+    package var uid: UInt32
+    package var gid: UInt32
+
+    /// Computed once, in the launcher before it forks: a worker can no longer read /etc/passwd.
+    package static let current: WorkerIdentity = {
+        guard geteuid() == 0 else { return WorkerIdentity(uid: getuid(), gid: getgid()) }
+        if let entry = getpwnam("nobody") {
+            return WorkerIdentity(uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
+        }
+        return WorkerIdentity(uid: 65534, gid: 65534)
+    }()
+}
+
 /// Forks this single-threaded process into a worker with `request`'s descriptors and options
 /// (path and arguments are ignored: the child goes on running this program). Returns nil in the
 /// child, and the child's pid in the parent. For the pre-forked launcher only.
@@ -148,6 +172,7 @@ private func withShimRequest(
 ) -> CInt {
     let noArguments = CStringArray([])
     defer { noArguments.deallocate() }
+    let identity = WorkerIdentity.current
     var descriptors = request.descriptors.map(\.rawValue)
     if descriptors.isEmpty { descriptors = [-1] }
     let count = CInt(request.descriptors.count)
@@ -159,30 +184,32 @@ private func withShimRequest(
             descriptors: descriptorBuffer.baseAddress!,
             descriptor_count: count,
             flags: request.options.rawValue,
-            uid: getuid(),
-            gid: getgid(),
+            uid: identity.uid,
+            gid: identity.gid,
             keep_descriptor: keeping?.rawValue ?? -1
         )
         return body(&shimRequest)
     }
 }
 
-/// Runs `start` with `options`; when the system refuses the namespaces (no privilege, no user
-/// namespaces, too many), runs it again without them. The worker then reports its process-tree
-/// layer as unavailable, which fails the launch unless the host accepts best-effort confinement.
+/// Runs `start` with `options`; when the system refuses the namespaces (no user namespaces for
+/// this user, an AppArmor restriction, too many), runs it again without them. Returns the result
+/// and the options that took effect: the worker then reports the layers that need them as
+/// unavailable, which fails the launch unless the host accepts best-effort confinement.
 package func withNamespaceFallback<Result>(
     _ options: SpawnRequest.Options,
     _ start: (SpawnRequest.Options) throws(SystemError) -> Result
-) -> Swift.Result<Result, SystemError> {
+) -> Swift.Result<(Result, SpawnRequest.Options), SystemError> {
     do {
-        return .success(try start(options))
+        return .success((try start(options), options))
     } catch {
         let refusals: Set<Errno> = [.operationNotPermitted, .invalidArgument, Errno(rawValue: ENOSPC), Errno(rawValue: EUSERS)]
-        guard refusals.contains(error.errno), !options.isDisjoint(with: [.newPIDNamespace, .newUserNamespace]) else {
+        guard refusals.contains(error.errno), !options.isDisjoint(with: .namespaces) else {
             return .failure(error)
         }
+        let reduced = options.subtracting(.namespaces)
         do {
-            return .success(try start(options.subtracting([.newPIDNamespace, .newUserNamespace])))
+            return .success((try start(reduced), reduced))
         } catch {
             return .failure(error)
         }

@@ -1,15 +1,21 @@
 package import Glibc
+import PlugindSystem
 
 /// What the host asks the worker to load, and how to confine it. Sent in `Hello`.
 package struct LoadConfiguration: Equatable, Sendable {
     /// The plugin's identifier, for messages.
     package var pluginIdentifier: String
-    /// Absolute path of the shared library to dlopen.
+    /// The path to dlopen inside the worker's view: a symlink to the sealed copy of the library,
+    /// which the worker's view maps to `libraryDescriptor`.
     package var libraryPath: String
-    /// The bundle directory (readable under Landlock), or empty for none.
+    /// The descriptor holding the sealed copy of the library (the worker dlopens it through
+    /// /proc/self/fd when it has no view), or -1 when the library is not sealed (tests only).
+    package var libraryDescriptor: Int32
+    /// The bundle directory as the host sees it, or empty for none.
     package var bundlePath: String
-    /// Identity of the library file the host hashed; the worker refuses a file that differs.
-    package var libraryFile: FileIdentity?
+    /// How the worker builds its view beyond what every worker gets: the bundle, the plugin's
+    /// dependency directories, the owner's grants, scratch space. In order.
+    package var view: [ViewOperation]
     /// Functions the manifest declares, in the order calls refer to them.
     package var functions: [FunctionSignature]
     /// Whether the library must export `plugind_plugin_entry` (false for function-only bundles).
@@ -22,8 +28,9 @@ package struct LoadConfiguration: Equatable, Sendable {
     package init(
         pluginIdentifier: String,
         libraryPath: String,
+        libraryDescriptor: Int32 = -1,
         bundlePath: String = "",
-        libraryFile: FileIdentity? = nil,
+        view: [ViewOperation] = [],
         functions: [FunctionSignature] = [],
         requiresEntryPoint: Bool = true,
         limits: ResourceLimits = ResourceLimits(),
@@ -31,12 +38,63 @@ package struct LoadConfiguration: Equatable, Sendable {
     ) {
         self.pluginIdentifier = pluginIdentifier
         self.libraryPath = libraryPath
+        self.libraryDescriptor = libraryDescriptor
         self.bundlePath = bundlePath
-        self.libraryFile = libraryFile
+        self.view = view
         self.functions = functions
         self.requiresEntryPoint = requiresEntryPoint
         self.limits = limits
         self.confinement = confinement
+    }
+}
+
+/// One step of building a worker's filesystem view. Paths are absolute; a `source` is a path
+/// as the host sees it, resolved without symlinks (a component that became one since fails the
+/// step), a `path` is where it appears to the plugin.
+package enum ViewOperation: Equatable, Sendable {
+    /// A bind mount of `source` on `path`: read-only unless `writable`; never setuid or devices.
+    case bind(source: String, path: String, writable: Bool)
+    /// A symlink at `path` whose contents are `target`.
+    case symlink(path: String, target: String)
+    /// A directory.
+    case directory(path: String)
+    /// A file the host hashed and sealed, held by the worker as `descriptor`: a symlink at `path`
+    /// to /proc/self/fd/`descriptor`, so that loading it maps exactly the sealed bytes.
+    case sealed(path: String, descriptor: Int32)
+    /// A private tmpfs of at most `bytes`, writable by the plugin.
+    case scratch(path: String, bytes: UInt64)
+
+    /// Why the view contains this step, for reports: the path it makes.
+    package var path: String {
+        switch self {
+        case .bind(_, let path, _), .symlink(let path, _), .directory(let path), .sealed(let path, _), .scratch(let path, _): path
+        }
+    }
+}
+
+extension ViewOperation {
+    /// A system file or directory at its canonical location, with a symlink from `path` when that
+    /// differs (/etc/localtime → /usr/share/zoneinfo/…). Nothing when it does not exist.
+    package static func systemPath(_ path: String) -> [ViewOperation] {
+        guard let resolved = realpath(path, nil) else { return [] }
+        defer { free(resolved) }
+        let canonical = String(cString: resolved)
+        var operations: [ViewOperation] = [.bind(source: canonical, path: canonical, writable: false)]
+        if canonical != path { operations.append(.symlink(path: path, target: canonical)) }
+        return operations
+    }
+}
+
+extension ViewOperation: CustomStringConvertible {
+    package var description: String {
+        switch self {
+        case .bind(let source, let path, let writable):
+            "bind \(source)" + (source == path ? "" : " on \(path)") + (writable ? " (writable)" : "")
+        case .symlink(let path, let target): "link \(path) → \(target)"
+        case .directory(let path): "directory \(path)"
+        case .sealed(let path, let descriptor): "sealed copy \(path) (descriptor \(descriptor))"
+        case .scratch(let path, let bytes): "scratch \(path) (\(ByteCount(bytes)))"
+        }
     }
 }
 
@@ -121,13 +179,19 @@ package struct ResourceLimits: Equatable, Sendable {
     package var addressSpaceBytes: UInt64 = 0
     package var cpuSeconds: UInt64 = 0
     package var openFiles: UInt64 = 0
+    /// Threads (and, with the `processes` permission, processes) of the plugin, the worker's own
+    /// included.
+    package var tasks: UInt64 = 0
     /// Largest request or response payload; always set.
     package var maxMessageBytes: UInt64 = 64 << 20
 
-    package init(addressSpaceBytes: UInt64 = 0, cpuSeconds: UInt64 = 0, openFiles: UInt64 = 0, maxMessageBytes: UInt64 = 64 << 20) {
+    package init(
+        addressSpaceBytes: UInt64 = 0, cpuSeconds: UInt64 = 0, openFiles: UInt64 = 0, tasks: UInt64 = 0, maxMessageBytes: UInt64 = 64 << 20
+    ) {
         self.addressSpaceBytes = addressSpaceBytes
         self.cpuSeconds = cpuSeconds
         self.openFiles = openFiles
+        self.tasks = tasks
         self.maxMessageBytes = maxMessageBytes
     }
 }
@@ -136,27 +200,35 @@ package struct ResourceLimits: Equatable, Sendable {
 package struct ConfinementRequest: Equatable, Sendable {
     /// Leave network sockets and TCP usable.
     package var allowsNetwork: Bool = false
-    /// Extra paths readable beneath (approved by the owner).
+    /// Let the plugin start processes and create memfds (the owner approved `processes`).
+    package var allowsProcesses: Bool = false
+    /// Extra paths readable beneath (approved by the owner), as bound in the view.
     package var readablePaths: [String] = []
-    /// Extra paths writable beneath (approved by the owner).
+    /// Extra paths writable beneath (approved by the owner), as bound in the view.
     package var writablePaths: [String] = []
     /// Fail the load when a layer cannot be applied, instead of reporting it unavailable.
     package var requiresEveryLayer: Bool = true
     /// Apply no confinement at all (tests and debugging only; reported as such).
     package var disabled: Bool = false
+    /// Layers the host turned off for measurement (`plugind-bench` only; reported as such).
+    package var skippedLayers: [String] = []
 
     package init(
         allowsNetwork: Bool = false,
+        allowsProcesses: Bool = false,
         readablePaths: [String] = [],
         writablePaths: [String] = [],
         requiresEveryLayer: Bool = true,
-        disabled: Bool = false
+        disabled: Bool = false,
+        skippedLayers: [String] = []
     ) {
         self.allowsNetwork = allowsNetwork
+        self.allowsProcesses = allowsProcesses
         self.readablePaths = readablePaths
         self.writablePaths = writablePaths
         self.requiresEveryLayer = requiresEveryLayer
         self.disabled = disabled
+        self.skippedLayers = skippedLayers
     }
 }
 
@@ -242,6 +314,7 @@ package struct LoadFailure: Equatable, Sendable, Error {
         case incompatibleProtocol = 1
         case invalidConfiguration = 2
         case confinementFailed = 3
+        /// Kept for the wire code; the worker no longer checks files by identity.
         case libraryChanged = 4
         case libraryOpenFailed = 5
         case symbolMissing = 6

@@ -83,46 +83,91 @@ extension PayloadWriter {
     package mutating func write(_ load: LoadConfiguration) {
         write(load.pluginIdentifier)
         write(load.libraryPath)
+        write(load.libraryDescriptor)
         write(load.bundlePath)
-        write(load.libraryFile)
+        write(load.view) { $0.write($1) }
         write(load.functions) { $0.write($1) }
         write(load.requiresEntryPoint)
         write(load.limits.addressSpaceBytes)
         write(load.limits.cpuSeconds)
         write(load.limits.openFiles)
+        write(load.limits.tasks)
         write(load.limits.maxMessageBytes)
         write(load.confinement.allowsNetwork)
+        write(load.confinement.allowsProcesses)
         write(load.confinement.readablePaths)
         write(load.confinement.writablePaths)
         write(load.confinement.requiresEveryLayer)
         write(load.confinement.disabled)
+        write(load.confinement.skippedLayers)
         write(load.mode.rawValue)
+    }
+
+    mutating func write(_ operation: ViewOperation) {
+        switch operation {
+        case .bind(let source, let path, let writable):
+            write(UInt8(1))
+            write(source)
+            write(path)
+            write(writable)
+        case .symlink(let path, let target):
+            write(UInt8(2))
+            write(path)
+            write(target)
+        case .directory(let path):
+            write(UInt8(3))
+            write(path)
+        case .sealed(let path, let descriptor):
+            write(UInt8(4))
+            write(path)
+            write(descriptor)
+        case .scratch(let path, let bytes):
+            write(UInt8(5))
+            write(path)
+            write(bytes)
+        }
     }
 }
 
 extension PayloadReader {
     package mutating func readLoadConfiguration() throws(WireError) -> LoadConfiguration {
         var load = LoadConfiguration(pluginIdentifier: try readString(), libraryPath: try readString())
+        load.libraryDescriptor = try readInt32()
         load.bundlePath = try readString()
-        load.libraryFile = try readFileIdentity()
+        load.view = try readArray { (reader) throws(WireError) in try reader.readViewOperation() }
         load.functions = try readArray { (reader) throws(WireError) in try reader.readFunctionSignature() }
         load.requiresEntryPoint = try readBool()
         load.limits = ResourceLimits(
             addressSpaceBytes: try readUInt64(),
             cpuSeconds: try readUInt64(),
             openFiles: try readUInt64(),
+            tasks: try readUInt64(),
             maxMessageBytes: try readUInt64()
         )
         load.confinement = ConfinementRequest(
             allowsNetwork: try readBool(),
+            allowsProcesses: try readBool(),
             readablePaths: try readStrings(),
             writablePaths: try readStrings(),
             requiresEveryLayer: try readBool(),
-            disabled: try readBool()
+            disabled: try readBool(),
+            skippedLayers: try readStrings()
         )
         let rawMode = try readUInt8()
         guard let mode = LoadMode(rawValue: rawMode) else { throw .malformedPayload("unknown load mode \(rawMode)") }
         load.mode = mode
         return load
+    }
+
+    mutating func readViewOperation() throws(WireError) -> ViewOperation {
+        let kind = try readUInt8()
+        switch kind {
+        case 1: return .bind(source: try readString(), path: try readString(), writable: try readBool())
+        case 2: return .symlink(path: try readString(), target: try readString())
+        case 3: return .directory(path: try readString())
+        case 4: return .sealed(path: try readString(), descriptor: try readInt32())
+        case 5: return .scratch(path: try readString(), bytes: try readUInt64())
+        default: throw .malformedPayload("unknown view operation \(kind)")
+        }
     }
 }

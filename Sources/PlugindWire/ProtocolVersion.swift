@@ -5,8 +5,8 @@
 /// named capabilities either side may lack; a side uses one only when both list it.
 package enum ProtocolVersion {
     /// The versions this build speaks.
-    package static let minimum: UInt16 = 1
-    package static let current: UInt16 = 1
+    package static let minimum: UInt16 = 2
+    package static let current: UInt16 = 2
 
     /// The highest version in both ranges, if any.
     package static func negotiate(

@@ -6,13 +6,20 @@ import PlugindWire
 /// Applies the confinement layers to the worker before any plugin code is loaded, verifies each
 /// one, and reports what holds. A layer that cannot be applied fails the load, unless the host
 /// explicitly allowed running without it.
+///
+/// The layers, in the order they are applied: the private filesystem view (mount namespace),
+/// the end of every privilege (user namespace, no capabilities, a new session keyring), process
+/// attributes, resource limits, the seccomp filter, and Landlock as a second filesystem layer.
 enum Confinement {
     /// Layer names as reported in `Ready` and shown by `plugind info`.
     enum Layer {
+        static let filesystemView = "filesystem-view"
+        static let privileges = "privileges"
         static let noNewPrivileges = "no-new-privileges"
         static let notDumpable = "not-dumpable"
         static let noCoreFiles = "no-core-files"
         static let resourceLimits = "resource-limits"
+        static let systemCalls = "system-calls"
         static let network = "network"
         static let filesystem = "filesystem"
         static let signals = "signals"
@@ -20,30 +27,46 @@ enum Confinement {
         static let session = "session"
     }
 
-    /// Paths every plugin may read: the system's libraries and what the dynamic linker needs.
-    static let systemReadablePaths = stableSystemPaths + replaceableSystemFiles
-    /// Directories and devices: the same inode for as long as the system runs.
-    static let stableSystemPaths = [
-        "/usr", "/lib", "/lib64", "/lib32", "/etc/ld.so.conf.d", "/dev/zero", "/dev/urandom", "/dev/random",
-    ]
-    /// Files that updates replace by rename: a new inode, which a rule made before does not cover.
-    static let replaceableSystemFiles = ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"]
-    static let systemWritablePaths = ["/dev/null"]
+    /// What a spare (or a worker forked on the spot) set up before it knew its plugin.
+    struct Prepared {
+        /// The view begun, or why there is none.
+        var view: Result<WorkerView.Prepared, WorkerView.Failure>
+        /// The Landlock ruleset with the rules of the common view, when Landlock is available.
+        var rulesets: PreparedRulesets?
+    }
 
     /// Facts that do not change between workers, computed once: in the pre-forked launcher before
     /// it forks, so that every worker inherits them.
-    static let libraryDirectories = mappedLibraryDirectories()
-
     static func prepareForForks() {
-        _ = libraryDirectories
-        _ = plugind_confinement_prepare_network_filter()
+        _ = WorkerView.common
+        _ = WorkerIdentity.current
+        _ = plugind_confinement_prepare_filters()
         LauncherWarmUp.run()
     }
 
-    static func apply(_ load: LoadConfiguration, prepared: PreparedRulesets? = nil) throws(LoadFailure) -> [ConfinementLayerReport] {
+    /// Begins the view (when the process has namespaces of its own) and the Landlock ruleset.
+    static func prepare(hasNamespaces: Bool) -> Prepared {
+        let view: Result<WorkerView.Prepared, WorkerView.Failure>
+        if hasNamespaces {
+            view = WorkerView.prepare()
+        } else {
+            view = .failure(WorkerView.Failure(step: "create user and mount namespaces", errno: .operationNotPermitted))
+        }
+        let inNewRoot = (try? view.get()) != nil
+        return Prepared(view: view, rulesets: PreparedRulesets.prepare(inNewRoot: inNewRoot))
+    }
+
+    static func apply(_ load: LoadConfiguration, prepared: Prepared) throws(LoadFailure) -> [ConfinementLayerReport] {
         let request = load.confinement
         if request.disabled {
-            prepared?.discard()
+            prepared.rulesets?.discard()
+            // A spare began its view before it knew; it ends it showing the host's whole tree.
+            if case .success(let begun) = prepared.view,
+                case .failure(let failure) = WorkerView.complete(
+                    [.bind(source: "/", path: "/", writable: true)], prepared: begun, grants: [])
+            {
+                throw LoadFailure(kind: .confinementFailed, message: "cannot show the host's filesystem: \(failure)")
+            }
             return [
                 ConfinementLayerReport(
                     layer: "all",
@@ -55,6 +78,7 @@ enum Confinement {
         var reports: [ConfinementLayerReport] = []
         func record(_ report: ConfinementLayerReport) throws(LoadFailure) {
             if report.state == .unavailable && request.requiresEveryLayer {
+                prepared.rulesets?.discard()
                 throw LoadFailure(
                     kind: .confinementFailed,
                     message: "confinement layer '\(report.layer)' cannot be applied: \(report.detail)"
@@ -62,17 +86,28 @@ enum Confinement {
             }
             reports.append(report)
         }
+        func skipped(_ layer: String) -> Bool { request.skippedLayers.contains(layer) }
 
         try record(processTree())
         try record(session())
+        let view = skipped(Layer.filesystemView) ? nil : try filesystemView(load, prepared: prepared.view)
+        try record(view?.report ?? notRequested(Layer.filesystemView, "turned off by the host for measurement"))
+        try record(privileges(inUserNamespace: (try? prepared.view.get()) != nil))
         try record(noNewPrivileges())
         try record(notDumpable())
         try record(noCoreFiles())
         try record(resourceLimits(load.limits))
-        try record(network(allowed: request.allowsNetwork))
-        let landlock = filesystem(load, request: request, prepared: prepared)
-        try record(landlock.filesystem)
-        try record(landlock.signals)
+        let filter = skipped(Layer.systemCalls) ? nil : systemCalls(request)
+        try record(filter ?? notRequested(Layer.systemCalls, "turned off by the host for measurement"))
+        try record(network(request, filterApplied: filter?.state == .applied))
+        if skipped(Layer.filesystem) {
+            prepared.rulesets?.discard()
+            try record(notRequested(Layer.filesystem, "turned off by the host for measurement"))
+        } else {
+            let landlock = filesystem(load, request: request, prepared: prepared.rulesets, inView: view?.report.state == .applied)
+            try record(landlock.filesystem)
+            try record(landlock.signals)
+        }
         return reports
     }
 
@@ -82,6 +117,10 @@ enum Confinement {
 
     private static func unavailable(_ layer: String, _ detail: String) -> ConfinementLayerReport {
         ConfinementLayerReport(layer: layer, state: .unavailable, detail: detail)
+    }
+
+    private static func notRequested(_ layer: String, _ detail: String) -> ConfinementLayerReport {
+        ConfinementLayerReport(layer: layer, state: .notRequested, detail: detail)
     }
 
     private static func describe(_ result: CInt) -> String {
@@ -98,6 +137,66 @@ enum Confinement {
         getsid(0) == getpid()
             ? applied(Layer.session, "leads its own session: no controlling terminal")
             : unavailable(Layer.session, "shares the host's session")
+    }
+
+    /// Completes the view; a failure of the plugin's own part (its bundle, its library) fails the
+    /// load whatever the host requires, since the plugin cannot be loaded from sealed copies then.
+    private static func filesystemView(
+        _ load: LoadConfiguration,
+        prepared: Result<WorkerView.Prepared, WorkerView.Failure>
+    ) throws(LoadFailure) -> (report: ConfinementLayerReport, dropped: [String]) {
+        switch prepared {
+        case .failure(let failure):
+            return (unavailable(Layer.filesystemView, "no private view: \(failure)"), [])
+        case .success(let begun):
+            let grants = Set(load.confinement.readablePaths + load.confinement.writablePaths)
+            switch WorkerView.complete(load.view, prepared: begun, grants: grants) {
+            case .failure(let failure):
+                throw LoadFailure(kind: .confinementFailed, message: "cannot build the plugin's view: \(failure)")
+            case .success(let completion):
+                var detail = "its own root: the bundle, system libraries, /dev/null, /dev/zero, /dev/urandom"
+                if !grants.isEmpty { detail += ", \(grants.count - completion.dropped.count) approved path(s)" }
+                detail += "; nothing else of the host's filesystem exists for it"
+                if !completion.dropped.isEmpty {
+                    detail += "; left out: " + completion.dropped.joined(separator: ", ")
+                }
+                return (applied(Layer.filesystemView, detail), completion.dropped)
+            }
+        }
+    }
+
+    /// Ends every privilege: the worker's unprivileged ids (a root host's worker built its view as
+    /// root of its namespace), a new, empty session keyring, then no capability in any set.
+    /// Verified from the kernel's own view of the thread.
+    private static func privileges(inUserNamespace: Bool) -> ConfinementLayerReport {
+        let identity = WorkerIdentity.current
+        if inUserNamespace {
+            let result = plugind_sandbox_set_identity(identity.uid, identity.gid, 0)
+            guard result == 0, getuid() == identity.uid, geteuid() == identity.uid, getgid() == identity.gid else {
+                return unavailable(Layer.privileges, "cannot take uid \(identity.uid) and gid \(identity.gid): \(describe(result))")
+            }
+        }
+        let keyring = plugind_sandbox_join_new_session_keyring()
+        let dropped = plugind_sandbox_drop_capabilities()
+        var effective: UInt64 = 1
+        var permitted: UInt64 = 1
+        var bounding: UInt64 = 1
+        guard dropped == 0, plugind_sandbox_capabilities(&effective, &permitted, &bounding) == 0,
+            effective == 0, permitted == 0, bounding == 0
+        else {
+            return unavailable(
+                Layer.privileges,
+                "capabilities remain (effective \(hex(effective)), permitted \(hex(permitted)), bounding \(hex(bounding))): \(describe(dropped))"
+            )
+        }
+        var detail = "no capabilities (effective, permitted and bounding sets empty, securebits locked)"
+        detail += inUserNamespace ? "; uid \(getuid()) in its own user namespace" : "; uid \(getuid()), no user namespace"
+        detail += keyring == 0 ? "; a new empty session keyring" : "; keyring not replaced (\(describe(keyring)))"
+        return applied(Layer.privileges, detail)
+    }
+
+    private static func hex(_ value: UInt64) -> String {
+        "0x" + String(value, radix: 16)
     }
 
     private static func noNewPrivileges() -> ConfinementLayerReport {
@@ -142,7 +241,8 @@ enum Confinement {
     /// The limits to set. The CPU limit's hard value is one second above the soft one: at the soft
     /// limit the kernel sends SIGXCPU, which the worker reports before it exits, so the host can
     /// name the CPU limit for certain; the hard limit's SIGKILL is only the backstop for a plugin
-    /// that blocks SIGXCPU.
+    /// that blocks SIGXCPU. The task limit counts the tasks of the worker's user in its own user
+    /// namespace: with no processes allowed, the plugin's threads.
     static func describedLimits(_ limits: ResourceLimits) -> [DescribedLimit] {
         [
             DescribedLimit(
@@ -163,6 +263,12 @@ enum Confinement {
                 hard: limits.openFiles,
                 text: "open files \(limits.openFiles)"
             ),
+            DescribedLimit(
+                resource: PLUGIND_CONFINEMENT_LIMIT_TASKS,
+                soft: limits.tasks,
+                hard: limits.tasks,
+                text: "threads \(limits.tasks)"
+            ),
         ]
     }
 
@@ -182,13 +288,38 @@ enum Confinement {
         return Self.applied(Layer.resourceLimits, applied.joined(separator: ", "))
     }
 
-    private static func network(allowed: Bool) -> ConfinementLayerReport {
-        if allowed {
-            return ConfinementLayerReport(layer: Layer.network, state: .notRequested, detail: "network access approved by the owner")
-        }
-        let result = plugind_confinement_deny_network_sockets()
+    /// Installs the seccomp filter and checks one refusal of each kind it promises.
+    private static func systemCalls(_ request: ConfinementRequest) -> ConfinementLayerReport {
+        var options: CInt = 0
+        if request.allowsNetwork { options |= PLUGIND_CONFINEMENT_ALLOW_NETWORK }
+        if request.allowsProcesses { options |= PLUGIND_CONFINEMENT_ALLOW_PROCESSES }
+        let result = plugind_confinement_install_filter(options)
         guard result == 0 else {
-            return unavailable(Layer.network, "seccomp filter could not be installed: \(describe(result))")
+            return unavailable(Layer.systemCalls, "the seccomp filter could not be installed: \(describe(result))")
+        }
+        // Verify: a keyring call, a new user namespace and (without processes) a fork must now be
+        // refused.
+        var refusedProbes: CInt = 0
+        _ = plugind_confinement_probe_filter(&refusedProbes)
+        var expected = PLUGIND_CONFINEMENT_PROBE_KEYRING | PLUGIND_CONFINEMENT_PROBE_NAMESPACE
+        if !request.allowsProcesses { expected |= PLUGIND_CONFINEMENT_PROBE_FORK }
+        guard refusedProbes & expected == expected else {
+            return unavailable(Layer.systemCalls, "seccomp filter installed but a call it should refuse went through")
+        }
+        var refused = [
+            "keyrings", "bpf", "perf events", "userfaultfd", "clocks", "kernel log", "mounts", "namespaces", "ptrace",
+            "fanotify and inotify", "setuid and setgid modes", "io_uring",
+        ]
+        if !request.allowsProcesses { refused.append("processes and memfd (threads only)") }
+        return applied(Layer.systemCalls, "seccomp refuses " + refused.joined(separator: ", "))
+    }
+
+    private static func network(_ request: ConfinementRequest, filterApplied: Bool) -> ConfinementLayerReport {
+        if request.allowsNetwork {
+            return notRequested(Layer.network, "network access approved by the owner")
+        }
+        guard filterApplied else {
+            return unavailable(Layer.network, "the seccomp filter that refuses sockets is not installed")
         }
         // Verify: an IPv4 socket must now be refused.
         let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
@@ -196,119 +327,98 @@ enum Confinement {
             close(probe)
             return unavailable(Layer.network, "seccomp filter installed but an AF_INET socket was still created")
         }
-        return applied(Layer.network, "seccomp: sockets other than AF_UNIX and io_uring refused")
+        return applied(Layer.network, "seccomp: sockets other than AF_UNIX refused")
     }
 
-    /// Landlock rulesets a spare builds while it waits, with the rules every plugin gets (system
-    /// libraries, the dynamic linker's files, /dev/null): one for plugins without network access
-    /// and one for those with it. A launch then adds only the plugin's own paths.
+    // MARK: Landlock, the second filesystem layer
+
+    /// Landlock rulesets a spare builds while it waits, with the rules of the common view: one for
+    /// plugins without network access (TCP handled, so refused) and one for those with it. A
+    /// launch adds only the plugin's own paths.
     struct PreparedRulesets {
         let abi: CInt
         let withoutNetwork: FileDescriptor
         let withNetwork: FileDescriptor
-        /// The identities of the files (not directories) the rules name, when they were made: a
-        /// rule holds the file it was made for, so a file replaced since (a new ld.so.cache, say)
-        /// would not be covered.
-        let fileIdentities: [FileIdentity?]
+        /// Rules that could not be added, with why.
+        let dropped: [String]
 
-        /// Nil when Landlock is unavailable or a rule cannot be added; the launch then builds
-        /// its ruleset from scratch and reports why.
-        static func prepare() -> PreparedRulesets? {
+        /// Nil when Landlock is unavailable; the launch then reports why.
+        static func prepare(inNewRoot: Bool) -> PreparedRulesets? {
             var abi: CInt = 0
-            let identities = currentFileIdentities()
-            guard plugind_confinement_landlock_abi(&abi) == 0, abi >= 1,
-                let withoutNetwork = Confinement.systemRuleset(abi: abi, allowsNetwork: false)
-            else { return nil }
-            guard let withNetwork = Confinement.systemRuleset(abi: abi, allowsNetwork: true) else {
+            guard plugind_confinement_landlock_abi(&abi) == 0, abi >= 1 else { return nil }
+            var dropped: [String] = []
+            guard let withoutNetwork = commonRuleset(abi: abi, denyTCP: true, inNewRoot: inNewRoot, dropped: &dropped) else { return nil }
+            var ignored: [String] = []
+            guard let withNetwork = commonRuleset(abi: abi, denyTCP: false, inNewRoot: inNewRoot, dropped: &ignored) else {
                 withoutNetwork.close()
                 return nil
             }
-            return PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, fileIdentities: identities)
+            return PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, dropped: dropped)
         }
 
         /// The same rulesets after the spare moved them to other descriptor numbers.
         func moved(withoutNetwork: FileDescriptor, withNetwork: FileDescriptor) -> PreparedRulesets {
-            PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, fileIdentities: fileIdentities)
+            PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, dropped: dropped)
         }
 
-        /// The ruleset for `allowsNetwork`, the other one closed; nil (both closed) when a file
-        /// the rules name was replaced since they were made.
-        func take(allowsNetwork: Bool) -> FileDescriptor? {
-            guard Self.currentFileIdentities() == fileIdentities else {
-                discard()
-                return nil
-            }
+        /// The ruleset for `allowsNetwork`; the other one is closed.
+        func take(allowsNetwork: Bool) -> FileDescriptor {
             (allowsNetwork ? withoutNetwork : withNetwork).close()
             return allowsNetwork ? withNetwork : withoutNetwork
         }
 
-        /// Closes both, unused.
         func discard() {
             withoutNetwork.close()
             withNetwork.close()
         }
 
-        private static func currentFileIdentities() -> [FileIdentity?] {
-            replaceableSystemFiles.map(FileIdentity.init(path:))
+        private static func commonRuleset(abi: CInt, denyTCP: Bool, inNewRoot: Bool, dropped: inout [String]) -> FileDescriptor? {
+            var ruleset: CInt = -1
+            guard plugind_confinement_landlock_create(abi, denyTCP ? 1 : 0, &ruleset) == 0 else { return nil }
+            let prefix = inNewRoot ? "/newroot" : ""
+            for (path, writable) in commonRules(inNewRoot: inNewRoot) {
+                let result = plugind_confinement_landlock_allow(ruleset, abi, prefix + path, writable ? 1 : 0)
+                if result != 0 && result != ENOENT { dropped.append("\(path) (\(describe(result)))") }
+            }
+            return FileDescriptor(rawValue: ruleset)
         }
-    }
 
-    /// A new ruleset with the rules every plugin gets, or nil.
-    private static func systemRuleset(abi: CInt, allowsNetwork: Bool) -> FileDescriptor? {
-        var ruleset: CInt = -1
-        guard plugind_confinement_landlock_create(abi, allowsNetwork ? 0 : 1, &ruleset) == 0 else { return nil }
-        let descriptor = FileDescriptor(rawValue: ruleset)
-        guard allow(systemReadablePaths + libraryDirectories, writable: false, in: ruleset, abi: abi) == nil,
-            allow(systemWritablePaths, writable: true, in: ruleset, abi: abi) == nil
-        else {
-            descriptor.close()
-            return nil
+        /// What every plugin may read (and write, for /dev/null): the common view's paths.
+        private static func commonRules(inNewRoot: Bool) -> [(String, Bool)] {
+            var rules: [(String, Bool)] = WorkerView.common.compactMap { operation in
+                if case .bind(let source, let path, _) = operation { return (inNewRoot ? path : source, false) }
+                return nil
+            }
+            rules += WorkerView.devices.map { ($0, $0 == "/dev/null") }
+            rules.append((inNewRoot ? "/proc" : "/proc/self", false))
+            return rules
         }
-        return descriptor
-    }
-
-    /// Adds a rule for each path; returns why one could not be added, if one could not.
-    private static func allow(_ paths: [String], writable: Bool, in ruleset: CInt, abi: CInt) -> String? {
-        for path in paths {
-            let result = plugind_confinement_landlock_allow(ruleset, abi, path, writable ? 1 : 0)
-            // Paths that do not exist on this system (/lib32, say) simply grant nothing.
-            if result != 0 && result != ENOENT { return "cannot add a rule for \(path): \(describe(result))" }
-        }
-        return nil
     }
 
     private static func filesystem(
         _ load: LoadConfiguration,
         request: ConfinementRequest,
-        prepared: PreparedRulesets?
+        prepared: PreparedRulesets?,
+        inView: Bool
     ) -> (filesystem: ConfinementLayerReport, signals: ConfinementLayerReport) {
-        var pluginReadable = request.readablePaths
-        if !load.bundlePath.isEmpty { pluginReadable.append(load.bundlePath) }
-        pluginReadable.append(load.libraryPath)
-        let abi: CInt
-        let ruleset: CInt
-        if let prepared, let taken = prepared.take(allowsNetwork: request.allowsNetwork) {
-            abi = prepared.abi
-            ruleset = taken.rawValue
-        } else {
-            var kernelABI: CInt = 0
-            let abiResult = plugind_confinement_landlock_abi(&kernelABI)
-            guard abiResult == 0, kernelABI >= 1 else {
-                let reason = abiResult == 0 ? "the kernel does not offer Landlock" : describe(abiResult)
-                return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
-            }
-            abi = kernelABI
-            guard let created = systemRuleset(abi: abi, allowsNetwork: request.allowsNetwork) else {
-                let reason = "landlock_create_ruleset or a rule for the system paths failed"
-                return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
-            }
-            ruleset = created.rawValue
+        guard let prepared else {
+            var abi: CInt = 0
+            let reason =
+                plugind_confinement_landlock_abi(&abi) == 0 && abi >= 1
+                ? "the ruleset could not be created" : "the kernel does not offer Landlock"
+            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
         }
-        if let problem = allow(pluginReadable, writable: false, in: ruleset, abi: abi)
-            ?? allow(request.writablePaths, writable: true, in: ruleset, abi: abi)
-        {
+        let abi = prepared.abi
+        let ruleset = prepared.take(allowsNetwork: request.allowsNetwork).rawValue
+        var dropped = prepared.dropped
+        for (path, writable) in pluginRules(load, inView: inView) {
+            let result = plugind_confinement_landlock_allow(ruleset, abi, path, writable ? 1 : 0)
+            if result != 0 && result != ENOENT { dropped.append("\(path) (\(describe(result)))") }
+        }
+        if !dropped.isEmpty && request.requiresEveryLayer {
             close(ruleset)
-            return (unavailable(Layer.filesystem, problem), unavailable(Layer.signals, problem))
+            let reason = "cannot add rules for " + dropped.joined(separator: ", ")
+            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
         }
         let enforced = plugind_confinement_landlock_enforce(ruleset)
         guard enforced == 0 else {
@@ -326,32 +436,31 @@ enum Confinement {
             )
         }
         let grants = request.readablePaths.count + request.writablePaths.count
-        let filesystemReport = applied(
-            Layer.filesystem,
+        var detail =
             "Landlock ABI \(abi): read-only bundle and system libraries"
-                + (grants > 0 ? ", plus \(grants) approved path(s)" : "")
-                + (abi >= 4 && !request.allowsNetwork ? "; TCP bind/connect denied" : "")
-        )
+            + (grants > 0 ? ", plus \(grants) approved path(s)" : "")
+            + (abi >= 4 && !request.allowsNetwork ? "; TCP bind/connect denied" : "")
+        if !dropped.isEmpty { detail += "; rules left out: " + dropped.joined(separator: ", ") }
+        let filesystemReport = applied(Layer.filesystem, detail)
         let signalsReport =
             abi >= 6
-            ? applied(Layer.signals, "Landlock ABI \(abi): cannot signal processes outside the sandbox")
+            ? applied(Layer.signals, "Landlock ABI \(abi): cannot signal processes or reach abstract sockets outside the sandbox")
             : unavailable(Layer.signals, "Landlock ABI \(abi) has no signal scoping (needs 6)")
         return (filesystemReport, signalsReport)
     }
 
-    /// Directories holding the libraries this worker has mapped (the Swift runtime among them),
-    /// which Swift plugins need as well.
-    private static func mappedLibraryDirectories() -> [String] {
-        guard let maps = try? FileDescriptor.open("/proc/self/maps", O_RDONLY) else { return [] }
-        defer { maps.close() }
-        guard let bytes = try? maps.readToEnd(limit: 1 << 20) else { return [] }
-        var directories: Set<String> = []
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            guard let slash = line.firstIndex(of: "/") else { continue }
-            let path = line[slash...]
-            guard path.contains(".so"), let lastSlash = path.lastIndex(of: "/") else { continue }
-            directories.insert(String(path[..<lastSlash]))
+    /// The plugin's own Landlock rules: what its view binds, its scratch space, its bundle.
+    private static func pluginRules(_ load: LoadConfiguration, inView: Bool) -> [(String, Bool)] {
+        var rules: [(String, Bool)] = []
+        for operation in load.view {
+            switch operation {
+            case .bind(let source, let path, let writable): rules.append((inView ? path : source, writable))
+            case .scratch(let path, _): rules.append((path, true))
+            case .symlink, .directory, .sealed: break
+            }
         }
-        return directories.sorted()
+        if !load.bundlePath.isEmpty { rules.append((load.bundlePath, false)) }
+        if inView { rules.append(("/.plugind", false)) }
+        return rules
     }
 }

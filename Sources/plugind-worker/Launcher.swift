@@ -13,8 +13,8 @@ import PlugindWire
 ///
 /// Protocol on descriptor 3 (a SOCK_SEQPACKET socket), all little-endian:
 /// - host → launcher: `requestID: UInt32, options: Int32`, carrying either the worker's output,
-///   protocol-in, protocol-out and optionally shared-memory descriptors (SCM_RIGHTS; fork a
-///   worker now) or none (fork a spare);
+///   protocol-in, protocol-out and shared-memory (or /dev/null) descriptors followed by its
+///   sealed files (SCM_RIGHTS; fork a worker now), or none (fork a spare);
 /// - launcher → host: `requestID: UInt32, result: Int32`, the new process's pid or minus an
 ///   errno; for a spare it carries the spare's socket.
 /// Workers and spares are the host's children (CLONE_PARENT), so the host reaps them; end of
@@ -79,7 +79,7 @@ enum Launcher {
             if status != 0 || length == 0 { return nil }
             let descriptors = received.prefix(Int(count)).map(FileDescriptor.init(rawValue:))
             var reader = PayloadReader(Array(message.prefix(length)))
-            guard length == 8, [0, 3, 4].contains(descriptors.count),
+            guard length == 8, descriptors.isEmpty || descriptors.count >= workerDescriptorCount,
                 let requestID = try? reader.readUInt32(), let options = try? reader.readInt32()
             else {
                 WorkerMain.report("launcher: malformed request (\(length) bytes, \(descriptors.count) descriptors)")
@@ -90,7 +90,11 @@ enum Launcher {
         }
     }
 
-    /// Forks a worker on the spot. In the child, runs the worker.
+    /// The descriptors a launch passes before the sealed files: output, protocol in, protocol
+    /// out, shared memory (or /dev/null).
+    static let workerDescriptorCount = 4
+
+    /// Forks a worker on the spot. In the child, builds its view and runs the worker.
     private static func forkDirectly(_ descriptors: [FileDescriptor], null: FileDescriptor, options: SpawnRequest.Options) -> Forked {
         let request = SpawnRequest(
             executablePath: "",
@@ -107,8 +111,9 @@ enum Launcher {
                 return try forkWorker(adjusted)
             })
         {
-        case .success(nil): return .child(WorkerMain.run())
-        case .success(let pid?): return .parent(pid, nil)
+        case .success((nil, let effective)):
+            return .child(WorkerMain.run(prepared: Confinement.prepare(hasNamespaces: effective.isSuperset(of: .namespaces))))
+        case .success((let pid?, _)): return .parent(pid, nil)
         case .failure(let error): return .parent(-error.errno.rawValue, nil)
         }
     }
@@ -123,9 +128,9 @@ enum Launcher {
         switch withNamespaceFallback(
             options, { options throws(SystemError) in try PlugindSystem.forkSpare(options: options, keeping: spareEnd) })
         {
-        case .success(nil):
-            return .child(serveAsSpare(spareEnd))
-        case .success(let pid?):
+        case .success((nil, let effective)):
+            return .child(serveAsSpare(spareEnd, hasNamespaces: effective.isSuperset(of: .namespaces)))
+        case .success((let pid?, _)):
             spareEnd.close()
             return .parent(pid, hostEnd)
         case .failure(let error):
@@ -135,31 +140,28 @@ enum Launcher {
         }
     }
 
-    /// Where a spare keeps its prepared Landlock rulesets once the worker's descriptors are in
-    /// place (5 is the shared memory, or /dev/null when there is none).
-    private static let preparedRulesetDescriptors = (withoutNetwork: FileDescriptor(rawValue: 6), withNetwork: FileDescriptor(rawValue: 7))
-
-    /// The spare: gets ready while it waits (its copy-on-write pages written, the rulesets every
-    /// plugin starts from built), then takes a worker's descriptors and serves the host. Ends
-    /// quietly when the host goes away.
-    private static func serveAsSpare(_ socket: FileDescriptor) -> Int32 {
+    /// The spare: gets ready while it waits (its copy-on-write pages written, the view every
+    /// plugin starts from built, the common Landlock rules made), then takes a worker's
+    /// descriptors and serves the host. Ends quietly when the host goes away.
+    private static func serveAsSpare(_ socket: FileDescriptor, hasNamespaces: Bool) -> Int32 {
         LauncherWarmUp.run()
-        let prepared = Confinement.PreparedRulesets.prepare()
+        let prepared = Confinement.prepare(hasNamespaces: hasNamespaces)
         var message = [UInt8](repeating: 0, count: 4)
-        var received = [CInt](repeating: -1, count: 4)
+        var received = [CInt](repeating: -1, count: Int(PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS))
         var length = 0
         var count: CInt = 0
         let status = message.withUnsafeMutableBytes { bytes in
             plugind_shim_receive_descriptors(
                 socket.rawValue, bytes.baseAddress!, bytes.count, &length, &received, CInt(received.count), &count)
         }
-        guard status == 0, length > 0, count == 3 || count == 4 else { return 0 }
+        guard status == 0, length > 0, count >= workerDescriptorCount else { return 0 }
         let passed = received.prefix(Int(count)).map(FileDescriptor.init(rawValue:))
-        // Descriptor 0 is /dev/null already (inherited from the launcher).
+        // Descriptor 0 is /dev/null already (inherited from the launcher); the prepared rulesets
+        // go after the worker's descriptors and sealed files.
         var mapping: [FileDescriptor] = [.standardInput, passed[0], passed[0]] + passed[1...]
-        if let prepared {
-            if mapping.count == 5 { mapping.append(.standardInput) }
-            mapping += [prepared.withoutNetwork, prepared.withNetwork]
+        let rulesetDescriptors = prepared.rulesets.map { rulesets -> (FileDescriptor, FileDescriptor) in
+            mapping += [rulesets.withoutNetwork, rulesets.withNetwork]
+            return (FileDescriptor(rawValue: CInt(mapping.count - 2)), FileDescriptor(rawValue: CInt(mapping.count - 1)))
         }
         do {
             try installDescriptors(mapping)
@@ -167,11 +169,12 @@ enum Launcher {
             WorkerMain.report("spare worker: \(error)")
             return 127
         }
-        let moved = prepared.map {
-            $0.moved(withoutNetwork: preparedRulesetDescriptors.withoutNetwork, withNetwork: preparedRulesetDescriptors.withNetwork)
+        var moved = prepared
+        if let (withoutNetwork, withNetwork) = rulesetDescriptors, let rulesets = prepared.rulesets {
+            // dup2 cleared close-on-exec; nothing the plugin starts may inherit them.
+            for descriptor in [withoutNetwork, withNetwork] { try? descriptor.setCloseOnExec() }
+            moved.rulesets = rulesets.moved(withoutNetwork: withoutNetwork, withNetwork: withNetwork)
         }
-        // dup2 cleared close-on-exec; nothing the plugin starts may inherit them.
-        if let moved { for descriptor in [moved.withoutNetwork, moved.withNetwork] { try? descriptor.setCloseOnExec() } }
         return WorkerMain.run(prepared: moved)
     }
 

@@ -11,10 +11,14 @@ enum LauncherWarmUp {
         let load = LoadConfiguration(
             pluginIdentifier: "org.plugind.warm-up",
             libraryPath: "/nonexistent/libWarmUp.so",
+            libraryDescriptor: 6,
             bundlePath: "/nonexistent",
-            libraryFile: FileIdentity(device: 1, inode: 2, size: 3, modificationNanoseconds: 4, changeNanoseconds: 5),
+            view: [
+                .bind(source: "/a", path: "/a", writable: false), .symlink(path: "/b", target: "c"), .directory(path: "/d"),
+                .sealed(path: "/nonexistent/libWarmUp.so", descriptor: 6), .scratch(path: "/tmp", bytes: 1),
+            ],
             functions: [FunctionSignature(name: "f", arguments: [.int32, .bytes, .string], returns: .double)],
-            limits: ResourceLimits(addressSpaceBytes: 1 << 30, cpuSeconds: 60, openFiles: 64, maxMessageBytes: 1 << 20),
+            limits: ResourceLimits(addressSpaceBytes: 1 << 30, cpuSeconds: 60, openFiles: 64, tasks: 64, maxMessageBytes: 1 << 20),
             confinement: ConfinementRequest(readablePaths: ["/a"], writablePaths: ["/b"])
         )
         let hello = HostMessage.hello(Hello(load: load)).encode()

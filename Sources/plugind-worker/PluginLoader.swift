@@ -17,20 +17,17 @@ struct LoadedPlugin {
 }
 
 enum PluginLoader {
-    /// Opens the library, checks it is the file the host approved, finds the entry point, checks
-    /// the ABI version and prepares the declared functions. Every failure is a `LoadFailure`
-    /// whose message names the library and the cause (`dlerror()` verbatim for dlopen).
-    static func load(_ load: LoadConfiguration) throws(LoadFailure) -> LoadedPlugin {
+    /// Opens the sealed copy of the library the host hashed, finds the entry point, checks the ABI
+    /// version and prepares the declared functions. In the view the library is opened by its path
+    /// there, a symlink to the sealed copy, so that its run paths ($ORIGIN) find the sealed
+    /// copies of its dependencies; without a view, through /proc/self/fd. The worker never opens
+    /// the host's file by path. Every failure is a `LoadFailure` whose message names the library
+    /// and the cause (`dlerror()` verbatim for dlopen).
+    static func load(_ load: LoadConfiguration, inView: Bool) throws(LoadFailure) -> LoadedPlugin {
         let path = load.libraryPath
-        if let expected = load.libraryFile {
-            try checkIdentity(of: path, expected: expected)
-        }
-        guard let handle = dlopen(path, RTLD_NOW | RTLD_LOCAL) else {
+        let openedPath = inView || load.libraryDescriptor < 0 ? path : "/proc/self/fd/\(load.libraryDescriptor)"
+        guard let handle = dlopen(openedPath, RTLD_NOW | RTLD_LOCAL) else {
             throw LoadFailure(kind: .libraryOpenFailed, message: lastDynamicLinkerError() ?? "dlopen(\(path)) failed")
-        }
-        if let expected = load.libraryFile {
-            // The file may have been replaced between the check and dlopen.
-            try checkIdentity(of: path, expected: expected)
         }
 
         var descriptor: UnsafePointer<plugind_plugin>?
@@ -73,26 +70,6 @@ enum PluginLoader {
         let handlePointer = unsafeBitCast(plugin.handle, to: UnsafeRawPointer?.self)
         guard handlePointer != nil else {
             throw LoadFailure(kind: .abiMismatch, message: "\(path) has no handle function in its descriptor")
-        }
-    }
-
-    private static func checkIdentity(of path: String, expected: FileIdentity) throws(LoadFailure) {
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            throw LoadFailure(kind: .libraryOpenFailed, message: "\(path): \(String(cString: strerror(errno)))")
-        }
-        let found = FileIdentity(
-            device: UInt64(status.st_dev),
-            inode: UInt64(status.st_ino),
-            size: UInt64(status.st_size),
-            modificationNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
-            changeNanoseconds: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec)
-        )
-        guard found == expected else {
-            throw LoadFailure(
-                kind: .libraryChanged,
-                message: "\(path) changed after the host checked its approval; refusing to load it"
-            )
         }
     }
 

@@ -12,13 +12,12 @@ enum WorkerMain {
     /// Frames larger than this are refused before the plugin's own limit is known.
     static let handshakeLimit = 1 << 20
 
-    /// `prepared`: Landlock rulesets a spare built while it waited.
-    static func run(prepared: Confinement.PreparedRulesets? = nil) -> Int32 {
+    /// `prepared`: the view and Landlock rulesets a spare began while it waited.
+    static func run(prepared: Confinement.Prepared) -> Int32 {
         guard takeProtocolDescriptors() else {
             WorkerUsage.fail("descriptors 3 and 4 are not the protocol pipes; this program is started by the plugind host library")
         }
         let transport = PipeTransport(input: hostToWorker, output: workerToHost, maximumPayload: handshakeLimit)
-        installFatalSignalReport()
         // Mapped before any plugin code runs, and its descriptor closed, so the plugin never holds it.
         let sharedMemory = WorkerSharedMemory.take()
 
@@ -53,11 +52,15 @@ enum WorkerMain {
         let server: PluginServer
         do {
             let confinement = try Confinement.apply(hello.load, prepared: prepared)
+            // After the view is complete: the report reads /proc/self of the worker's own /proc,
+            // and no descriptor of the host's /proc is left for plugin code to walk up from.
+            installFatalSignalReport()
             if hello.load.mode == .probeConfinement {
                 try transport.send(.ready(ready(version: version, plugin: nil, confinement: confinement, features: [])))
                 return 0
             }
-            let plugin = try PluginLoader.load(hello.load)
+            let inView = confinement.contains { $0.layer == Confinement.Layer.filesystemView && $0.state == .applied }
+            let plugin = try PluginLoader.load(hello.load, inView: inView)
             if hello.load.mode == .inspectLibrary {
                 try transport.send(.ready(ready(version: version, plugin: plugin, confinement: confinement, features: [])))
                 return 0

@@ -17,4 +17,5 @@ if arguments.first == "--launcher" && arguments.count == 1 {
 if !arguments.isEmpty {
     WorkerUsage.fail("unexpected argument '\(arguments.first ?? "")'")
 }
-exit(WorkerMain.run())
+// Started directly (not forked by the launcher), the worker has no namespaces, so no view.
+exit(WorkerMain.run(prepared: Confinement.prepare(hasNamespaces: false)))

@@ -210,7 +210,7 @@ struct CatalogTests {
         for index in 0..<300 {
             let bundle = try writeBundle(
                 test.externalRoot, String(format: "b%03d.appex", index), manifest: manifest("org.plugind.tests.b\(index)"), library: nil)
-            #expect(link(library, bundle + "/libEcho.so") == 0)
+            try FileManager.default.copyItem(atPath: library, toPath: bundle + "/libEcho.so")
         }
         // Two broken ones among them, and a plain directory that is no bundle.
         try Data("{".utf8).write(to: URL(fileURLWithPath: test.externalRoot + "/b100.appex/manifest.json"))

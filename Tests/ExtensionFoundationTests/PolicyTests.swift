@@ -42,7 +42,7 @@ struct PolicyTests {
             Issue.record("a permission change kept the approval")
             return
         }
-        #expect(change.contains("requested permissions changed (approved: none; now: network)"))
+        #expect(change.contains("requested permissions changed (approved: none; it now also asks for network)"))
         try editor.approve(try item(test, fixture.identifier).entry)
         #expect(try item(test, fixture.identifier).isAvailable)
     }

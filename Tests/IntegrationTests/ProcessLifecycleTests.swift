@@ -113,11 +113,12 @@ struct ProcessLifecycleTests {
         #expect(await process.waitForTermination() == .exited(status: 0))
     }
 
-    @Test("a hello larger than the pipe's buffer (a manifest with thousands of paths) still launches")
+    @Test("a hello larger than the pipe's buffer (a manifest with the most and longest paths allowed) still launches")
     func largeHello() async throws {
         let test = try TestHost()
         defer { test.remove() }
-        let paths = (0..<3000).map { "/nonexistent/plugind-large-hello/\($0)/a-path-long-enough-to-add-up" }
+        let padding = String(repeating: "a-path-long-enough-to-add-up/", count: 30)
+        let paths = (0..<256).map { "/nonexistent/plugind-large-hello/\($0)/" + padding }
         let process = try await test.launch(PluginFixture(library: "Echo", extra: ["permissions": ["read": paths]]))
         #expect(try await process.makeConnection().send([42]) == [42])
         await process.invalidateAndWait()

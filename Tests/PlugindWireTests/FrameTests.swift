@@ -113,6 +113,7 @@ struct FrameTests {
         #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 5, supportedMinimum: 1, supportedMaximum: 3) == 3)
         #expect(ProtocolVersion.negotiate(offeredMinimum: 2, offeredMaximum: 2, supportedMinimum: 1, supportedMaximum: 3) == 2)
         #expect(ProtocolVersion.negotiate(offeredMinimum: 4, offeredMaximum: 6, supportedMinimum: 1, supportedMaximum: 3) == nil)
-        #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 1) == 1)
+        #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 1) == nil)
+        #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 2) == 2)
     }
 }

@@ -7,13 +7,19 @@ struct MessageCodecTests {
     static let load = LoadConfiguration(
         pluginIdentifier: "org.example.plugin",
         libraryPath: "/bundles/x/libX.so",
+        libraryDescriptor: 6,
         bundlePath: "/bundles/x",
-        libraryFile: FileIdentity(device: 1, inode: 2, size: 3, modificationNanoseconds: 4, changeNanoseconds: -5),
+        view: [
+            .bind(source: "/bundles/x", path: "/.plugind/bundle", writable: false), .directory(path: "/bundles/x"),
+            .sealed(path: "/bundles/x/libX.so", descriptor: 6), .symlink(path: "/bundles/x/data", target: "/.plugind/bundle/data"),
+            .bind(source: "/tmp/x", path: "/tmp/x", writable: true), .scratch(path: "/tmp", bytes: 1 << 20),
+        ],
         functions: [FunctionSignature(name: "f", arguments: [.int8, .bytes, .string], returns: .double)],
         requiresEntryPoint: false,
-        limits: ResourceLimits(addressSpaceBytes: 1 << 28, cpuSeconds: 2, openFiles: 64, maxMessageBytes: 1 << 20),
+        limits: ResourceLimits(addressSpaceBytes: 1 << 28, cpuSeconds: 2, openFiles: 64, tasks: 32, maxMessageBytes: 1 << 20),
         confinement: ConfinementRequest(
-            allowsNetwork: true, readablePaths: ["/srv"], writablePaths: ["/tmp/x"], requiresEveryLayer: false, disabled: false)
+            allowsNetwork: true, allowsProcesses: true, readablePaths: ["/srv"], writablePaths: ["/tmp/x"], requiresEveryLayer: false,
+            disabled: false, skippedLayers: ["system-calls"])
     )
 
     static let hostMessages: [HostMessage] = [
@@ -30,7 +36,7 @@ struct MessageCodecTests {
     static let workerMessages: [WorkerMessage] = [
         .ready(
             Ready(
-                protocolVersion: 1,
+                protocolVersion: 2,
                 pluginABIVersion: 1,
                 features: ["cancel"],
                 pluginName: "X",

@@ -1,8 +1,9 @@
 /*
  * plugind_confinement.h — the layers a worker applies to itself before it loads plugin code:
- * process attributes (prctl), resource limits, a seccomp filter against network sockets and
- * io_uring, and a Landlock ruleset for the filesystem, signals and abstract unix sockets.
- * Each function does one layer; the worker verifies each one after applying it.
+ * a private filesystem view in its own namespaces (sandbox.c), no capabilities, process
+ * attributes (prctl), resource limits, a seccomp filter, and a Landlock ruleset as a second
+ * layer for the filesystem, signals and abstract unix sockets. Each function does one step; the
+ * worker verifies each layer after applying it.
  *
  * Convention: functions return 0 or an errno value; results go out through out-parameters.
  */
@@ -10,6 +11,7 @@
 #define PLUGIND_CONFINEMENT_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -31,6 +33,9 @@ typedef enum plugind_confinement_limit {
     PLUGIND_CONFINEMENT_LIMIT_ADDRESS_SPACE = 1,
     PLUGIND_CONFINEMENT_LIMIT_CPU_SECONDS = 2,
     PLUGIND_CONFINEMENT_LIMIT_OPEN_FILES = 3,
+    /// RLIMIT_NPROC, which counts the tasks of the worker's user in its own user namespace: a
+    /// cap on the plugin's threads (and processes).
+    PLUGIND_CONFINEMENT_LIMIT_TASKS = 4,
 } plugind_confinement_limit;
 
 /// Wraps setrlimit(2) for `limit`.
@@ -39,14 +44,33 @@ int plugind_confinement_set_limit(plugind_confinement_limit limit, uint64_t soft
 int plugind_confinement_get_limit(plugind_confinement_limit limit, uint64_t *_Nonnull soft,
                                   uint64_t *_Nonnull hard);
 
-/// Installs a seccomp filter (through libseccomp) that fails socket() and socketpair() for every
-/// family but AF_UNIX with EACCES, fails io_uring_setup/enter/register with ENOSYS (io_uring
-/// operations would bypass the socket check), and kills a process that makes system calls of a
-/// foreign architecture. Requires no-new-privileges.
-int plugind_confinement_deny_network_sockets(void);
-/// Compiles the filter of `plugind_confinement_deny_network_sockets` once and keeps it, so that
-/// processes forked afterwards install it without compiling it (the pre-forked launcher).
-int plugind_confinement_prepare_network_filter(void);
+/// What the worker's seccomp filter lets through beyond the defaults.
+#define PLUGIND_CONFINEMENT_ALLOW_NETWORK (1 << 0)
+#define PLUGIND_CONFINEMENT_ALLOW_PROCESSES (1 << 1)
+
+/// Installs the worker's seccomp filter (built with libseccomp). Always: io_uring and clone3
+/// fail with ENOSYS (glibc then falls back to clone, whose flags the filter can see); keyrings,
+/// bpf, perf events, userfaultfd, setting clocks, the kernel log, the mount API, setns and
+/// unshare, namespace flags on clone, ptrace and cross-process memory access, fanotify and
+/// inotify, and setuid or setgid mode bits fail with EPERM; a foreign architecture's system call
+/// kills the process. Without PLUGIND_CONFINEMENT_ALLOW_NETWORK, sockets other than AF_UNIX fail
+/// with EACCES. Without PLUGIND_CONFINEMENT_ALLOW_PROCESSES, fork, vfork, clone without
+/// CLONE_THREAD, memfd_create, System V shared memory and message queues, and POSIX message
+/// queues fail with EPERM, so that per-process limits bound everything the plugin can hold.
+/// Requires no-new-privileges.
+int plugind_confinement_install_filter(int options);
+/// Compiles the filters of `plugind_confinement_install_filter` once and keeps them, so that
+/// processes forked afterwards install them without compiling (the pre-forked launcher).
+int plugind_confinement_prepare_filters(void);
+/// What `plugind_confinement_probe_filter` found refused.
+#define PLUGIND_CONFINEMENT_PROBE_KEYRING (1 << 0)
+#define PLUGIND_CONFINEMENT_PROBE_NAMESPACE (1 << 1)
+#define PLUGIND_CONFINEMENT_PROBE_FORK (1 << 2)
+
+/// Tries a keyring call, a new user namespace and a fork (a child that exits at once) and
+/// reports in `refused` which the installed filter refused with EPERM.
+int plugind_confinement_probe_filter(int *_Nonnull refused);
+
 /// Wraps prctl(PR_GET_SECCOMP): 0 none, 1 strict, 2 filter.
 int plugind_confinement_get_seccomp_mode(int *_Nonnull mode);
 
@@ -54,8 +78,8 @@ int plugind_confinement_get_seccomp_mode(int *_Nonnull mode);
 int plugind_confinement_landlock_abi(int *_Nonnull abi);
 
 /// Creates a Landlock ruleset that handles every filesystem right of `abi`; with `deny_network`
-/// also TCP bind and connect (ABI 4+) and connecting to abstract unix sockets outside the domain
-/// (ABI 6+); always signals to processes outside the domain (ABI 6+).
+/// also TCP bind and connect (ABI 4+); always signals to processes and connections to abstract
+/// unix sockets outside the domain (ABI 6+).
 int plugind_confinement_landlock_create(int abi, int deny_network, int *_Nonnull ruleset);
 
 /// Allows read (and execute) access beneath `path`, or, with `writable`, also creating, writing,
@@ -65,6 +89,57 @@ int plugind_confinement_landlock_allow(int ruleset, int abi, const char *_Nonnul
 
 /// Enforces `ruleset` on the calling thread (which must be the only one) and closes it.
 int plugind_confinement_landlock_enforce(int ruleset);
+
+// MARK: The private filesystem view (sandbox.c)
+
+/// Bind mount options.
+#define PLUGIND_SANDBOX_BIND_WRITABLE (1 << 0)
+/// Keeps device nodes usable (no MOUNT_ATTR_NODEV): for /dev/null and friends.
+#define PLUGIND_SANDBOX_BIND_DEVICE (1 << 1)
+
+/// Sets the process's uid and gid (all three of each) inside its user namespace, keeping its
+/// capabilities there; with `clear_groups`, drops every supplementary group first.
+int plugind_sandbox_set_identity(uid_t uid, gid_t gid, int clear_groups);
+
+/// Starts the view, in a process that owns its mount namespace: stops mount propagation to the
+/// host, mounts a temporary root (tmpfs), pivots into it with the host's tree beneath, and
+/// creates the empty new root. Paths given to the functions below that take a target are
+/// absolute paths in the new root.
+int plugind_sandbox_enter(void);
+
+/// Binds `source` (an absolute path as the host sees it, containing no symlink: a component
+/// that is one fails with ELOOP) on `target`, read-only unless PLUGIND_SANDBOX_BIND_WRITABLE,
+/// never setuid, without devices unless PLUGIND_SANDBOX_BIND_DEVICE; submounts included and made
+/// read-only too. Creates the mount point and its parents.
+int plugind_sandbox_bind(const char *_Nonnull source, const char *_Nonnull target, int flags);
+
+/// Mounts a private tmpfs of at most `size_bytes` on `target` (nosuid, nodev, noexec, mode 0700).
+int plugind_sandbox_mount_tmpfs(const char *_Nonnull target, uint64_t size_bytes);
+
+/// Mounts the worker's own /proc on `target`: its pid namespace only, and no system-wide files.
+int plugind_sandbox_mount_proc(const char *_Nonnull target);
+
+/// Creates the symlink `path` with `contents`, and its parent directories.
+int plugind_sandbox_symlink(const char *_Nonnull contents, const char *_Nonnull path);
+
+/// Creates the directory `path` and its parents.
+int plugind_sandbox_make_directory(const char *_Nonnull path);
+
+/// Ends the view: makes the new root read-only (unless `keep_writable`: a view that binds the
+/// host's whole tree for a host that turned confinement off), detaches the host's tree and pivots
+/// into the new root. Afterwards nothing but the view exists for the process.
+int plugind_sandbox_complete(int keep_writable);
+
+/// Gives up every capability for good: securebits locked (no root fix-ups, no ambient raise),
+/// the bounding set emptied, ambient, inheritable, permitted and effective sets cleared.
+int plugind_sandbox_drop_capabilities(void);
+
+/// The effective, permitted and bounding capability sets of the calling thread.
+int plugind_sandbox_capabilities(uint64_t *_Nonnull effective, uint64_t *_Nonnull permitted,
+                                 uint64_t *_Nonnull bounding);
+
+/// Joins a new, empty, anonymous session keyring.
+int plugind_sandbox_join_new_session_keyring(void);
 
 #ifdef __cplusplus
 }

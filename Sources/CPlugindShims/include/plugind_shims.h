@@ -30,16 +30,25 @@ extern "C" {
 #define PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT (1 << 1)
 /// Make the child pid 1 of a new pid namespace: everything it starts dies with it.
 #define PLUGIND_SHIM_SPAWN_NEW_PID_NAMESPACE (1 << 2)
-/// Also create a user namespace, mapping the caller's uid and gid to themselves (needed for a new
-/// pid namespace without CAP_SYS_ADMIN).
+/// Also create a user namespace mapping `uid` and `gid` to the same ids outside: for an
+/// unprivileged caller its own ids, which the child maps itself; for root an unprivileged id and
+/// root itself, which the caller maps before the child goes on (the child, root of the namespace,
+/// clears its supplementary groups, builds its view and then takes `uid` and `gid`). The child
+/// keeps the namespace's capabilities until it drops them. Forks only (not `plugind_shim_spawn`).
 #define PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE (1 << 3)
 
 /// Make the new process a child of the caller's parent (CLONE_PARENT), not of the caller: the
 /// pre-forked launcher uses it so that the host is the worker's parent and reaps it.
 #define PLUGIND_SHIM_SPAWN_SIBLING (1 << 4)
 
-/// The most descriptors a spawn request may map.
-#define PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS 16
+/// A new mount namespace (with the user namespace): the worker builds its view in it.
+#define PLUGIND_SHIM_SPAWN_NEW_MOUNT_NAMESPACE (1 << 5)
+/// A new IPC namespace: no System V IPC or POSIX message queue of the host is reachable.
+#define PLUGIND_SHIM_SPAWN_NEW_IPC_NAMESPACE (1 << 6)
+
+/// The most descriptors a spawn request, or a message on a unix socket, may carry: the worker's
+/// five and up to 64 sealed files.
+#define PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS 80
 
 typedef struct plugind_shim_spawn_request {
     /// Absolute path of the executable.
@@ -52,7 +61,8 @@ typedef struct plugind_shim_spawn_request {
     int descriptor_count;
     /// PLUGIND_SHIM_SPAWN_* flags.
     int flags;
-    /// The caller's uid and gid, used for the user-namespace identity mapping.
+    /// The ids the child holds in its user namespace (mapped to the same ids outside); see
+    /// PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE.
     uid_t uid;
     gid_t gid;
     /// A descriptor above the mapped range that stays open in the child, or -1.
@@ -171,6 +181,19 @@ int plugind_shim_shared_memory_create(size_t size, int *_Nonnull fd);
 /// Maps all of `fd` shared, readable and writable, and returns its size in `size`. A file that
 /// is not a memfd sealed against shrinking is refused with EPERM. Returns 0 or an errno.
 int plugind_shim_shared_memory_map(int fd, void *_Nullable *_Nonnull address, size_t *_Nonnull size);
+
+/// Creates an empty memfd for a sealed copy of a file (close-on-exec, sealable, executable so
+/// that a library can be mapped from it). Returns 0 or an errno.
+int plugind_shim_sealed_file_create(const char *_Nonnull name, int *_Nonnull fd);
+
+/// Seals a memfd against writes, shrinking, growing and further seals, and checks the seals
+/// hold: its bytes can never change again. Returns 0 or an errno.
+int plugind_shim_sealed_file_seal(int fd);
+
+/// Opens `path` (relative) beneath the open directory `directory` without following any symlink
+/// and without leaving the directory (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+/// RESOLVE_NO_MAGICLINKS), close-on-exec. A component swapped for a symlink fails with ELOOP.
+int plugind_shim_open_beneath(int directory, const char *_Nonnull path, int flags, int *_Nonnull fd);
 
 /// Unmaps what `plugind_shim_shared_memory_map` or `_create` mapped.
 void plugind_shim_shared_memory_unmap(void *_Nonnull address, size_t size);

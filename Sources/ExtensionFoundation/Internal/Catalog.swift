@@ -48,8 +48,9 @@ package struct CatalogSnapshot: Sendable {
 }
 
 /// Scans search roots for bundles. Remembers each bundle's result keyed by the identity (device,
-/// inode, size, modification and change time) of its directory, manifest and library, so an
-/// unchanged tree is re-read with three `stat` calls per bundle and no file contents.
+/// inode, size, modification and change time) of every entry of it, so an unchanged tree is
+/// re-read with one `lstat` per entry (three for the usual bundle) and no file contents. The
+/// identities are a hint for discovery only: a launch loads sealed copies whose bytes it hashed.
 package final class Catalog: Sendable {
     /// What must be unchanged for a cached result to hold.
     private struct BundleKeys: Equatable, Sendable {
@@ -219,9 +220,19 @@ package final class Catalog: Sendable {
                 library: relativeLibrary.flatMap { FileStatus(path: $0, relativeTo: directory)?.identity }
             )
         }
-        let cached = cache.withLock { $0[bundlePath] }
-        if let cached, cached.keys == currentKeys(library: Self.libraryKeyPath(of: cached.result)) {
-            return cached.result
+        // A usable bundle holds while every entry of it (and a system library it names) is
+        // unchanged; a rejected one while its directory, manifest and library are.
+        if let cached = cache.withLock({ $0[bundlePath] }) {
+            let unchanged: Bool
+            switch cached.result {
+            case .success(let bundle):
+                unchanged =
+                    bundle.contents.isUnchanged(name: relativePath, in: directory)
+                    && (!bundle.usesSystemLibrary || FileStatus(path: bundle.libraryPath)?.identity == bundle.libraryStatus.identity)
+            case .failure(let problem):
+                unchanged = cached.keys == currentKeys(library: problem.libraryPath)
+            }
+            if unchanged { return cached.result }
         }
         // Taken before the files are read, so that a change while they are read shows next time.
         let keysBefore = currentKeys(library: nil)
@@ -271,18 +282,6 @@ package final class Catalog: Sendable {
         return String(path[..<slash])
     }
 
-    /// The path whose identity stands for the library: the name the manifest gives, inside the
-    /// bundle, followed through symlinks at each check, so that a symlink pointed at another file
-    /// counts as a change (the resolved path alone would not show it). A system library named by
-    /// soname is its resolved path.
-    private static func libraryKeyPath(of result: Result<InspectedBundle, BundleProblem>) -> String? {
-        switch result {
-        case .success(let bundle):
-            bundle.usesSystemLibrary ? bundle.libraryPath : bundle.bundlePath + "/" + bundle.manifest.library
-        case .failure(let problem): problem.libraryPath
-        }
-    }
-
     static func diagnostic(for problem: BundleProblem, at path: String) -> AppExtensionDiagnostic {
         let kind: AppExtensionDiagnostic.Kind
         switch problem.kind {
@@ -293,6 +292,7 @@ package final class Catalog: Sendable {
         case .wrongArchitecture: kind = .wrongArchitecture
         case .insecurePermissions: kind = .insecurePermissions
         case .requiresNewerHost: kind = .requiresNewerHost
+        case .invalidContents: kind = .invalidContents
         }
         return AppExtensionDiagnostic(
             kind: kind,

@@ -1,12 +1,36 @@
 import Foundation
-import PlugindBundle
+package import PlugindBundle
 package import PlugindWire
 
-/// Everything needed to start one worker for one plugin, derived from its catalog entry, the
-/// host's caps and the extension point.
+/// A file a launch hands the worker as a sealed copy: the host reads it (beneath its bundle,
+/// without following symlinks), hashes it, seals the copy, and refuses the launch when the hash
+/// is not the one expected.
+package struct SealedSource: Sendable, Hashable {
+    /// The bundle directory the file is read beneath, or nil for a system library (`path` is
+    /// then absolute).
+    package var bundlePath: String?
+    /// Relative to `bundlePath`, or absolute.
+    package var path: String
+    /// The file's identity when the catalog saw it: a hint for reusing a copy of a plugin that
+    /// needs no approval, never a proof.
+    package var identity: FileIdentity
+    /// The SHA-256 the owner approved, when there is an approval.
+    package var expectedDigest: String?
+
+    /// The path as the host sees it, for messages.
+    package var displayPath: String {
+        bundlePath.map { $0 + "/" + path } ?? path
+    }
+}
+
+/// Everything needed to start one worker for one plugin, derived from its catalog entry, its
+/// approval, the host's caps and the extension point: what the worker loads, the view it gets,
+/// the files it gets as sealed copies and the limits it runs under.
 package struct LaunchPlan: Sendable {
     let pluginIdentifier: String
     package var load: LoadConfiguration
+    /// In the order of the worker's descriptors, from `firstSealedDescriptor` on.
+    package var sealedFiles: [SealedSource]
     package let requestTimeout: Duration
     let launchTimeout: Duration
     let shutdownGracePeriod: Duration
@@ -14,8 +38,26 @@ package struct LaunchPlan: Sendable {
     let workerExecutable: URL?
     let launchStrategy: AppExtensionHost.LaunchStrategy
 
-    package init(entry: CatalogEntry, host: AppExtensionHost, requiresEnhancedSecurity: Bool = false) {
+    /// The worker's descriptor of the first sealed file: after standard input, output and error,
+    /// the two protocol pipes and the shared memory.
+    package static let firstSealedDescriptor: Int32 = 6
+    /// Where a bundle's data files appear to the worker (its libraries are sealed copies).
+    package static let bundleDataPath = "/.plugind/bundle"
+    /// Where a system library named by soname appears to the worker.
+    package static let systemLibraryDirectory = "/.plugind/system"
+    /// The files a worker with network access needs to resolve names and check certificates.
+    static let networkFiles = [
+        "/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/gai.conf", "/etc/services", "/etc/protocols",
+        "/etc/ssl/certs", "/usr/share/ca-certificates", "/etc/ca-certificates",
+    ]
+
+    /// - Parameters:
+    ///   - approval: the owner's approval the launch is checked against: its file digests are
+    ///     the bytes the worker may load, its grants the paths it gets. Nil for a plugin bundled
+    ///     with the host and for probes, which resolve grants now.
+    package init(entry: CatalogEntry, host: AppExtensionHost, approval: Approval? = nil, requiresEnhancedSecurity: Bool = false) {
         let manifest = entry.manifest
+        let bundle = entry.bundle
         let caps = host.limits
         func capped(_ requested: UInt64?, _ cap: UInt64) -> UInt64 {
             min(requested ?? cap, cap)
@@ -24,26 +66,44 @@ package struct LaunchPlan: Sendable {
             addressSpaceBytes: capped(manifest.limits.memoryBytes, caps.memoryBytes),
             cpuSeconds: capped(manifest.limits.cpuSeconds, caps.cpuSeconds),
             openFiles: capped(manifest.limits.openFiles, caps.openFiles),
+            tasks: capped(manifest.limits.threads, caps.threads),
             maxMessageBytes: capped(manifest.limits.maxMessageBytes, caps.maxMessageBytes)
         )
         var requestTimeout = caps.requestTimeout
         if let milliseconds = manifest.limits.requestTimeoutMilliseconds {
             requestTimeout = min(.milliseconds(Int64(clamping: milliseconds)), caps.requestTimeout)
         }
+        let permissions = approval?.permissions ?? manifest.permissions
+        let grants = Self.resolvedGrants(permissions, approval: approval)
         let strict = host.confinement == .required || requiresEnhancedSecurity
         let confinement = ConfinementRequest(
-            allowsNetwork: manifest.permissions.network,
-            readablePaths: manifest.permissions.read,
-            writablePaths: manifest.permissions.write,
+            allowsNetwork: permissions.network,
+            allowsProcesses: permissions.processes,
+            readablePaths: grants.read,
+            writablePaths: grants.write,
             requiresEveryLayer: strict,
-            disabled: host.confinement == .disabled && !requiresEnhancedSecurity
+            disabled: host.confinement == .disabled && !requiresEnhancedSecurity,
+            skippedLayers: host.skippedConfinementLayers
         )
+
+        var view = WorkerViewPlan(bundle: bundle, approval: approval)
+        view.addDependencyDirectories(DependencyDirectories.shared.directories(of: bundle))
+        for path in grants.read { view.operations.append(.bind(source: path, path: path, writable: false)) }
+        for path in grants.write { view.operations.append(.bind(source: path, path: path, writable: true)) }
+        if permissions.network {
+            for path in Self.networkFiles { view.operations += ViewOperation.systemPath(path) }
+        }
+        let scratch = manifest.limits.scratchBytes.map { min($0, caps.scratchBytes) } ?? 0
+        if scratch > 0 { view.operations.append(.scratch(path: "/tmp", bytes: scratch)) }
+
         self.pluginIdentifier = manifest.identifier
+        self.sealedFiles = view.sealedFiles
         self.load = LoadConfiguration(
             pluginIdentifier: manifest.identifier,
-            libraryPath: entry.bundle.libraryPath,
-            bundlePath: entry.bundle.bundlePath,
-            libraryFile: entry.bundle.libraryStatus.identity,
+            libraryPath: view.libraryPath,
+            libraryDescriptor: view.libraryDescriptor,
+            bundlePath: bundle.bundlePath,
+            view: view.operations,
             functions: manifest.functions,
             requiresEntryPoint: manifest.functions.isEmpty,
             limits: limits,
@@ -55,5 +115,90 @@ package struct LaunchPlan: Sendable {
         self.cancellationGracePeriod = host.cancellationGracePeriod
         self.workerExecutable = host.workerExecutable
         self.launchStrategy = host.launchStrategy
+    }
+
+    /// The grants as the approval resolved them; without one (a bundled plugin, a probe), as
+    /// they resolve now.
+    static func resolvedGrants(_ permissions: Manifest.Permissions, approval: Approval?) -> (read: [String], write: [String]) {
+        func resolve(_ path: String) -> String {
+            approval?.resolvedGrants[path] ?? GrantResolution.resolve(path)
+        }
+        return (permissions.read.map(resolve), permissions.write.map(resolve))
+    }
+}
+
+/// The worker's view of one plugin's bundle: a mirror of the bundle at its own path, where each
+/// library is a symlink to its sealed copy and each data file a symlink into a read-only bind of
+/// the bundle; the library to dlopen; the files to seal.
+struct WorkerViewPlan {
+    var operations: [ViewOperation] = []
+    var sealedFiles: [SealedSource] = []
+    var libraryPath: String
+    var libraryDescriptor: Int32 = -1
+
+    init(bundle: InspectedBundle, approval: Approval?) {
+        let root = bundle.bundlePath
+        libraryPath = bundle.libraryPath
+        if bundle.contents.regularFiles.contains(where: { !$0.isLoadable }) {
+            operations.append(.bind(source: root, path: LaunchPlan.bundleDataPath, writable: false))
+        }
+        operations.append(.directory(path: root))
+        for entry in bundle.contents.entries {
+            let path = root + "/" + entry.path
+            switch entry.kind {
+            case .directory:
+                operations.append(.directory(path: path))
+            case .file(isLoadable: true):
+                let descriptor = seal(
+                    SealedSource(
+                        bundlePath: root, path: entry.path, identity: entry.status.identity, expectedDigest: approval?.files[entry.path]))
+                operations.append(.sealed(path: path, descriptor: descriptor))
+                if path == bundle.libraryPath { libraryDescriptor = descriptor }
+            case .file(isLoadable: false):
+                operations.append(.symlink(path: path, target: LaunchPlan.bundleDataPath + "/" + entry.path))
+            case .symlink(let target):
+                operations.append(.symlink(path: path, target: target))
+            }
+        }
+        if bundle.usesSystemLibrary {
+            let name = (bundle.libraryPath as NSString).lastPathComponent
+            let descriptor = seal(
+                SealedSource(
+                    bundlePath: nil, path: bundle.libraryPath, identity: bundle.libraryStatus.identity,
+                    expectedDigest: approval?.systemLibrary?.sha256))
+            libraryPath = LaunchPlan.systemLibraryDirectory + "/" + name
+            libraryDescriptor = descriptor
+            operations.append(.sealed(path: libraryPath, descriptor: descriptor))
+        }
+    }
+
+    private mutating func seal(_ source: SealedSource) -> Int32 {
+        sealedFiles.append(source)
+        return LaunchPlan.firstSealedDescriptor + Int32(sealedFiles.count - 1)
+    }
+
+    /// Binds the directories of the plugin's dependencies outside its bundle.
+    mutating func addDependencyDirectories(_ directories: [String]) {
+        for directory in directories {
+            operations.append(.bind(source: directory, path: directory, writable: false))
+        }
+    }
+}
+
+/// A path as it resolves now, symlinks followed: the deepest existing ancestor made canonical,
+/// the rest appended (a grant may name a directory the plugin creates).
+enum GrantResolution {
+    static func resolve(_ path: String) -> String {
+        var existing = path
+        var rest: [String] = []
+        while existing != "/" {
+            if let resolved = realpath(existing, nil) {
+                defer { free(resolved) }
+                return ([String(cString: resolved)] + rest.reversed()).joined(separator: "/").replacingOccurrences(of: "//", with: "/")
+            }
+            rest.append((existing as NSString).lastPathComponent)
+            existing = (existing as NSString).deletingLastPathComponent
+        }
+        return path
     }
 }

@@ -6,7 +6,9 @@ import PlugindWire
 /// enabled, and not quarantined. Checked at every launch, so a change of policy or bytes takes
 /// effect at once.
 enum PluginResolution {
-    static func entry(for identity: AppExtensionIdentity, host: AppExtensionHost) throws(AppExtensionError) -> CatalogEntry {
+    /// The entry to launch for `identity`, with the approval it is launched under (nil for a
+    /// plugin bundled with the host).
+    static func entry(for identity: AppExtensionIdentity, host: AppExtensionHost) throws(AppExtensionError) -> (CatalogEntry, Approval?) {
         let id = identity.bundleIdentifier
         let roots = SearchRoot.roots(of: host)
         guard let entry = Catalog.shared.entry(atBundlePath: identity.bundlePath, roots: roots) else {
@@ -19,13 +21,14 @@ enum PluginResolution {
             guard entry.identifier == id else {
                 throw AppExtensionError(.notFound, plugin: id, "\(identity.bundlePath) now holds \(entry.identifier)")
             }
-            try check(entry, host: host)
-            return entry
+            return (entry, try check(entry, host: host))
         }
     }
 
-    /// Throws unless `entry` is usable under the current policy.
-    static func check(_ entry: CatalogEntry, host: AppExtensionHost) throws(AppExtensionError) {
+    /// Throws unless `entry` is usable under the current policy; returns the approval that makes
+    /// it usable (nil for a plugin bundled with the host).
+    @discardableResult
+    static func check(_ entry: CatalogEntry, host: AppExtensionHost) throws(AppExtensionError) -> Approval? {
         let id = entry.identifier
         let policy = PolicySnapshot.read(for: host)
         if let error = policy.errors.first, !entry.root.isBundledWithHost {
@@ -54,5 +57,6 @@ enum PluginResolution {
                 "is quarantined since \(ISO8601DateFormatter().string(from: quarantine.since)) (\(quarantine.reason)); clear it with 'plugind quarantine clear \(id)'"
             )
         }
+        return policy.approval(for: entry)
     }
 }

@@ -49,7 +49,7 @@ package final class PreforkedLauncher: EventLoopHandler {
     /// The running launcher for `executable`, started if there is none (or it died).
     static func shared(executable: String, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
         if let running = launchers.withLock({ $0[executable] }), !running.isStopped { return running }
-        let started = try await start(executable: executable, loop: loop)
+        let started = try await startPrivate(executable: executable, loop: loop)
         return launchers.withLock { launchers in
             if let running = launchers[executable], !running.isStopped {
                 started.stop()
@@ -60,7 +60,9 @@ package final class PreforkedLauncher: EventLoopHandler {
         }
     }
 
-    private static func start(executable: String, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
+    /// A launcher of the caller's own, not shared: it forks no spares unless asked to
+    /// (`replenish`), and the caller stops it.
+    static func startPrivate(executable: String, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
         var hostEnd: CInt = -1
         var launcherEnd: CInt = -1
         try checkShim("socketpair", plugind_shim_socket_pair(&hostEnd, &launcherEnd))
@@ -122,10 +124,9 @@ package final class PreforkedLauncher: EventLoopHandler {
         state.withLock { $0.stopped }
     }
 
-    /// Starts a worker with `descriptors` (output, protocol in, protocol out, and the shared
-    /// memory when there is one) and `options`: a
-    /// spare when there is one, else one forked on the spot. Returns its pid and pidfd; the
-    /// worker is a child of this process.
+    /// Starts a worker with `descriptors` (output, protocol in, protocol out, the shared memory or
+    /// /dev/null, then the sealed files) and `options`: a spare when there is one, else one forked
+    /// on the spot. Returns its pid and pidfd; the worker is a child of this process.
     func start(descriptors: [FileDescriptor], options: SpawnRequest.Options) async throws -> SpawnedProcess {
         let raw = descriptors.map(\.rawValue)
         while let spare = state.withLock({ $0.spares.popLast() }) {

@@ -11,6 +11,15 @@ enum WorkerLauncher {
 
     static func launch(_ plan: LaunchPlan) async throws -> (WorkerChannel, Ready) {
         let executable = try WorkerLocator.locate(explicit: plan.workerExecutable)
+        // The bytes the worker will load: read, hashed and sealed (or reused from an earlier
+        // launch), and checked against the approval before any process starts.
+        let sealed: [FileDescriptor]
+        do {
+            sealed = try await SealedFileCache.shared.descriptors(for: plan.sealedFiles)
+        } catch {
+            throw AppExtensionError(sealedFileFailure: error, plugin: plan.pluginIdentifier)
+        }
+        defer { for descriptor in sealed { descriptor.close() } }
         let loop: WorkerEventLoop
         do {
             loop = try WorkerEventLoop.shared()
@@ -18,25 +27,27 @@ enum WorkerLauncher {
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start the event loop: \(error)", underlying: error)
         }
         if plan.launchStrategy == .preforked,
-            let launched = try await launch(plan, executable: executable, loop: loop, throughLauncher: true)
+            let launched = try await launch(plan, executable: executable, sealed: sealed, loop: loop, sharedLauncher: true)
         {
             return launched
         }
-        // Without the launcher (or when it failed), a plain spawn: slower, never less safe. With
-        // new pipes: a launcher that died mid-request may have forked a worker holding the old ones.
-        guard let launched = try await launch(plan, executable: executable, loop: loop, throughLauncher: false) else {
+        // Without the shared launcher (or when it failed), a launcher of its own: slower, never
+        // less safe. With new pipes: a launcher that died mid-request may have forked a worker
+        // holding the old ones.
+        guard let launched = try await launch(plan, executable: executable, sealed: sealed, loop: loop, sharedLauncher: false) else {
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable)")
         }
         return launched
     }
 
-    /// One attempt; nil when it went through the launcher and the launcher could not start the
-    /// worker (everything opened for the attempt is closed again).
+    /// One attempt; nil when the launcher could not start the worker (everything opened for the
+    /// attempt is closed again).
     private static func launch(
         _ plan: LaunchPlan,
         executable: String,
+        sealed: [FileDescriptor],
         loop: WorkerEventLoop,
-        throughLauncher: Bool
+        sharedLauncher: Bool
     ) async throws -> (WorkerChannel, Ready)? {
         let pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor)
         do {
@@ -66,7 +77,8 @@ enum WorkerLauncher {
             // many pipes gets small ones).
             pending = try writeWithoutBlocking(hello.header.bytes + hello.payload, to: pipes.toWorker.writeEnd)
             started = try await start(
-                executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, throughLauncher: throughLauncher, loop: loop)
+                executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, sealed: sealed,
+                sharedLauncher: sharedLauncher, loop: loop)
         } catch {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(error)", underlying: error)
@@ -99,14 +111,15 @@ enum WorkerLauncher {
         return (channel, ready)
     }
 
-    /// Starts the worker through the pre-forked launcher (returning the launcher, or nil when the
-    /// launcher is unusable) or by spawning it. The descriptors for the child are closed here
-    /// either way.
+    /// Starts the worker through the shared pre-forked launcher (returning it, so that it makes
+    /// the next spare) or through a launcher started for this worker alone. Nil when the launcher
+    /// is unusable. The descriptors for the child are closed here either way.
     private static func start(
         executable: String,
         pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor),
         sharedMemory: FileDescriptor?,
-        throughLauncher: Bool,
+        sealed: [FileDescriptor],
+        sharedLauncher: Bool,
         loop: WorkerEventLoop
     ) async throws -> (SpawnedProcess, PreforkedLauncher?)? {
         let childEnds = [pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd]
@@ -114,31 +127,30 @@ enum WorkerLauncher {
             for descriptor in childEnds { descriptor.close() }
             pipes.null.close()
         }
-        if throughLauncher {
+        // Always four before the sealed files: the shared memory, or /dev/null in its place.
+        let descriptors = childEnds + [sharedMemory ?? pipes.null] + sealed
+        if sharedLauncher {
             do {
                 let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
-                let descriptors = childEnds + (sharedMemory.map { [$0] } ?? [])
                 return (try await launcher.start(descriptors: descriptors, options: isolatingOptions()), launcher)
             } catch {
                 return nil
             }
         }
-        let request = SpawnRequest(
-            executablePath: executable,
-            arguments: [executable],
-            environment: environment(),
-            descriptors: [pipes.null, pipes.output.writeEnd, pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd]
-                + (sharedMemory.map { [$0] } ?? []),
-            options: isolatingOptions()
-        )
-        let spawned: Result<SpawnedProcess, SystemError> = try await loop.run {
-            withNamespaceFallback(request.options) { options throws(SystemError) in
-                var adjusted = request
-                adjusted.options = options
-                return try spawnProcess(adjusted)
-            }
+        // A launcher of its own, which forks this one worker and is ended at once: the worker
+        // (the host's child, like every worker) gets a fresh address-space layout.
+        let launcher: PreforkedLauncher
+        do {
+            launcher = try await PreforkedLauncher.startPrivate(executable: executable, loop: loop)
+        } catch {
+            return nil
         }
-        return (try spawned.get(), nil)
+        defer { launcher.stop() }
+        do {
+            return (try await launcher.start(descriptors: descriptors, options: isolatingOptions()), nil)
+        } catch {
+            return nil
+        }
     }
 
     /// Writes what `descriptor` takes without blocking and returns the rest.
@@ -160,12 +172,11 @@ enum WorkerLauncher {
         return Array(bytes[written...])
     }
 
-    /// A new session and a new pid namespace (with a user namespace when not root), so that the
-    /// worker and everything it starts die together.
+    /// A new session and new user, pid, mount and IPC namespaces (also under root): the worker
+    /// and everything it starts die together, it holds no privilege outside, and it builds its
+    /// own view of the filesystem.
     static func isolatingOptions() -> SpawnRequest.Options {
-        var options: SpawnRequest.Options = [.newSession, .dieWithParentThread, .newPIDNamespace]
-        if geteuid() != 0 { options.insert(.newUserNamespace) }
-        return options
+        [.newSession, .dieWithParentThread, .namespaces]
     }
 
     static func environment() -> [String] {

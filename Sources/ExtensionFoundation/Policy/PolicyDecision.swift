@@ -42,14 +42,23 @@ package struct PolicySnapshot: Sendable {
 
     /// The decision for `entry`. Administrator denials win over everything; then the owner's.
     package func decision(for entry: CatalogEntry, hashes: ContentHashes = .shared) -> PolicyDecision {
+        evaluate(entry, hashes: hashes).decision
+    }
+
+    /// The approval that makes `entry` available, if one does: what a launch loads and grants.
+    package func approval(for entry: CatalogEntry, hashes: ContentHashes = .shared) -> Approval? {
+        evaluate(entry, hashes: hashes).approval
+    }
+
+    private func evaluate(_ entry: CatalogEntry, hashes: ContentHashes) -> (decision: PolicyDecision, approval: Approval?) {
         let identifier = entry.identifier
         let adminPolicy = administrator.plugins[identifier]
         let userPolicy = user.plugins[identifier]
-        if adminPolicy?.state == .disabled { return .disabled(byAdministrator: true) }
-        if userPolicy?.state == .disabled { return .disabled(byAdministrator: false) }
-        if entry.root.isBundledWithHost { return .available(bundledWithHost: true) }
+        if adminPolicy?.state == .disabled { return (.disabled(byAdministrator: true), nil) }
+        if userPolicy?.state == .disabled { return (.disabled(byAdministrator: false), nil) }
+        if entry.root.isBundledWithHost { return (.available(bundledWithHost: true), nil) }
         // A policy file that cannot be read approves nothing external.
-        if !errors.isEmpty { return .unapproved }
+        if !errors.isEmpty { return (.unapproved, nil) }
 
         var outdated: String?
         for policy in [userPolicy, adminPolicy] {
@@ -57,34 +66,65 @@ package struct PolicySnapshot: Sendable {
             if let change = Self.changeSinceApproval(approval, entry: entry, hashes: hashes) {
                 outdated = outdated ?? change
             } else {
-                return .available(bundledWithHost: false)
+                return (.available(bundledWithHost: false), approval)
             }
         }
-        if let outdated { return .approvalOutdated(outdated) }
-        return .unapproved
+        if let outdated { return (.approvalOutdated(outdated), nil) }
+        return (.unapproved, nil)
     }
 
     /// What differs between an approval and the bundle as it is now, or nil when nothing does.
+    /// Files whose identity is unchanged since they were hashed are taken as unchanged here, for
+    /// listing; a launch hashes what it loads and refuses other bytes.
     package static func changeSinceApproval(_ approval: Approval, entry: CatalogEntry, hashes: ContentHashes) -> String? {
         let bundle = entry.bundle
+        guard let approvedDigest = approval.bundleDigest else {
+            return "it was approved by an earlier plugind, which pinned only its library and manifest"
+        }
+        let added = bundle.manifest.permissions.additions(beyond: approval.permissions)
         if approval.permissions != bundle.manifest.permissions {
-            return
-                "its requested permissions changed (approved: \(approval.permissions.summary); now: \(bundle.manifest.permissions.summary))"
+            let detail =
+                added.isEmpty ? "now: \(bundle.manifest.permissions.summary)" : "it now also asks for " + added.joined(separator: ", ")
+            return "its requested permissions changed (approved: \(approval.permissions.summary); \(detail))"
         }
-        func matches(_ path: String, _ identity: FileIdentity, pinnedIdentity: FileIdentity, pinnedDigest: String) -> Bool {
-            if identity == pinnedIdentity { return true }
-            return (try? hashes.digest(ofFileAtPath: path, identity: identity)) == pinnedDigest
+        let files = bundle.contents.regularFiles
+        if let new = files.first(where: { approval.files[$0.path] == nil }) {
+            return "\(new.path) was added to the bundle since it was approved"
         }
-        if !matches(
-            bundle.libraryPath, bundle.libraryStatus.identity, pinnedIdentity: approval.libraryFile, pinnedDigest: approval.librarySHA256)
-        {
-            return "its library \(bundle.libraryPath) changed since it was approved (SHA-256 no longer matches)"
+        let present = Set(files.map(\.path))
+        if let gone = approval.files.keys.sorted().first(where: { !present.contains($0) }) {
+            return "\(gone) was removed from the bundle since it was approved"
         }
-        if !matches(
-            bundle.manifestPath, bundle.manifestStatus.identity, pinnedIdentity: approval.manifestFile,
-            pinnedDigest: approval.manifestSHA256)
-        {
-            return "its manifest changed since it was approved (SHA-256 no longer matches)"
+        var digests: [String: String] = [:]
+        for file in files {
+            let path = bundle.bundlePath + "/" + file.path
+            let identity = file.status.identity
+            let approved = approval.files[file.path]
+            if approval.fileIdentities[file.path] == identity {
+                digests[file.path] = approved
+            } else {
+                digests[file.path] = try? hashes.digest(ofFileAtPath: path, identity: identity)
+            }
+            if digests[file.path] != approved {
+                return "\(file.path) changed since it was approved (SHA-256 no longer matches)"
+            }
+        }
+        // Directories, symlinks and execute bits: the listing as a whole.
+        let listing = BundleDigest.listing(bundle.contents, files: digests)
+        if SHA256Digest.hex(of: Data(listing.utf8)) != approvedDigest {
+            return "its directories, symlinks or file modes changed since it was approved"
+        }
+        if let pinned = approval.systemLibrary {
+            guard bundle.usesSystemLibrary, bundle.libraryPath == pinned.path else {
+                return "its library is no longer \(pinned.path)"
+            }
+            let identity = bundle.libraryStatus.identity
+            let digest = identity == pinned.identity ? pinned.sha256 : try? hashes.digest(ofFileAtPath: pinned.path, identity: identity)
+            if digest != pinned.sha256 {
+                return "the system library \(pinned.path) changed since it was approved (SHA-256 no longer matches)"
+            }
+        } else if bundle.usesSystemLibrary {
+            return "its library is now the system library \(bundle.libraryPath)"
         }
         return nil
     }

@@ -35,34 +35,77 @@ package struct PluginPolicy: Codable, Sendable, Equatable {
     }
 }
 
-/// What an approval is pinned to.
+/// What an approval is pinned to: the digest of every entry of the bundle (`BundleDigest`), the
+/// permissions asked for, and the owner's grants as resolved when they were approved.
 package struct Approval: Codable, Sendable, Equatable {
     package var bundlePath: String
-    package var libraryPath: String
-    package var librarySHA256: String
-    package var manifestSHA256: String
-    /// File identities at approval time: while they are unchanged the bytes are too, and no
-    /// hashing is needed to check the approval.
-    package var libraryFile: FileIdentity
-    package var manifestFile: FileIdentity
+    /// `BundleDigest.digest` of the bundle approved. Nil in an approval written by an earlier
+    /// plugind, which pinned only the library and the manifest: such an approval is outdated.
+    package var bundleDigest: String?
+    /// SHA-256 of each regular file of the bundle, by path relative to it.
+    package var files: [String: String]
+    /// The identity of each file when it was hashed: while one is unchanged, listing the plugin
+    /// needs no hashing. A hint only; a launch hashes what it loads.
+    package var fileIdentities: [String: FileIdentity]
+    /// A system library named by soname (function-only bundles): its path and SHA-256.
+    package var systemLibrary: PinnedFile?
     package var permissions: Manifest.Permissions
+    /// Each path of `permissions.read` and `permissions.write` as resolved (symlinks followed)
+    /// when the owner approved it: the worker binds these, so that a symlink planted later never
+    /// redirects a grant.
+    package var resolvedGrants: [String: String]
+    /// The publisher key (SHA-256 fingerprint of the Ed25519 public key) the bundle was signed
+    /// with when approved, if it was signed.
+    package var publisherKey: String?
+
+    package struct PinnedFile: Codable, Sendable, Equatable {
+        package var path: String
+        package var sha256: String
+        package var identity: FileIdentity
+
+        package init(path: String, sha256: String, identity: FileIdentity) {
+            self.path = path
+            self.sha256 = sha256
+            self.identity = identity
+        }
+    }
 
     package init(
         bundlePath: String,
-        libraryPath: String,
-        librarySHA256: String,
-        manifestSHA256: String,
-        libraryFile: FileIdentity,
-        manifestFile: FileIdentity,
-        permissions: Manifest.Permissions
+        bundleDigest: String,
+        files: [String: String],
+        fileIdentities: [String: FileIdentity],
+        systemLibrary: PinnedFile?,
+        permissions: Manifest.Permissions,
+        resolvedGrants: [String: String],
+        publisherKey: String? = nil
     ) {
         self.bundlePath = bundlePath
-        self.libraryPath = libraryPath
-        self.librarySHA256 = librarySHA256
-        self.manifestSHA256 = manifestSHA256
-        self.libraryFile = libraryFile
-        self.manifestFile = manifestFile
+        self.bundleDigest = bundleDigest
+        self.files = files
+        self.fileIdentities = fileIdentities
+        self.systemLibrary = systemLibrary
         self.permissions = permissions
+        self.resolvedGrants = resolvedGrants
+        self.publisherKey = publisherKey
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case bundlePath, bundleDigest, files, fileIdentities, systemLibrary, permissions, resolvedGrants, publisherKey
+    }
+
+    package init(from decoder: any Decoder) throws {
+        // Approvals of an earlier plugind lack the bundle digest and the files; they decode, and
+        // are reported outdated, rather than making the whole policy unreadable.
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        bundlePath = try container.decode(String.self, forKey: .bundlePath)
+        bundleDigest = try container.decodeIfPresent(String.self, forKey: .bundleDigest)
+        files = try container.decodeIfPresent([String: String].self, forKey: .files) ?? [:]
+        fileIdentities = try container.decodeIfPresent([String: FileIdentity].self, forKey: .fileIdentities) ?? [:]
+        systemLibrary = try container.decodeIfPresent(PinnedFile.self, forKey: .systemLibrary)
+        permissions = try container.decode(Manifest.Permissions.self, forKey: .permissions)
+        resolvedGrants = try container.decodeIfPresent([String: String].self, forKey: .resolvedGrants) ?? [:]
+        publisherKey = try container.decodeIfPresent(String.self, forKey: .publisherKey)
     }
 }
 

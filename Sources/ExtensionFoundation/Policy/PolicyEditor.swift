@@ -36,29 +36,48 @@ package struct PolicyEditor: Sendable {
         path = directory.appendingPathComponent(PolicyDocument.fileName).path
     }
 
-    /// Approves the entry's current bytes and permissions.
+    /// Approves the entry's current bytes and permissions: a digest of every file of the bundle,
+    /// and each grant as it resolves now.
     @discardableResult
-    package func approve(_ entry: CatalogEntry) throws(EditError) -> Approval {
-        let bundle = entry.bundle
-        let approval: Approval
-        do {
-            approval = Approval(
-                bundlePath: bundle.bundlePath,
-                libraryPath: bundle.libraryPath,
-                librarySHA256: try ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity),
-                manifestSHA256: try ContentHashes.shared.digest(
-                    ofFileAtPath: bundle.manifestPath, identity: bundle.manifestStatus.identity),
-                libraryFile: bundle.libraryStatus.identity,
-                manifestFile: bundle.manifestStatus.identity,
-                permissions: bundle.manifest.permissions
-            )
-        } catch {
-            throw .hashing(error.localizedDescription)
-        }
+    package func approve(_ entry: CatalogEntry, publisherKey: String? = nil) throws(EditError) -> Approval {
+        let approval = try Self.approval(of: entry, publisherKey: publisherKey)
         try modify { document in
             document.plugins[entry.identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
         }
         return approval
+    }
+
+    /// What approving `entry` now would pin.
+    package static func approval(of entry: CatalogEntry, publisherKey: String? = nil) throws(EditError) -> Approval {
+        let bundle = entry.bundle
+        do {
+            let digest = try BundleDigest.compute(bundle.contents) { file in
+                try ContentHashes.shared.digest(ofFileAtPath: bundle.bundlePath + "/" + file.path, identity: file.status.identity)
+            }
+            var identities: [String: FileIdentity] = [:]
+            for file in bundle.contents.regularFiles { identities[file.path] = file.status.identity }
+            let systemLibrary =
+                try bundle.usesSystemLibrary
+                ? Approval.PinnedFile(
+                    path: bundle.libraryPath,
+                    sha256: ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity),
+                    identity: bundle.libraryStatus.identity) : nil
+            let permissions = bundle.manifest.permissions
+            var grants: [String: String] = [:]
+            for path in permissions.read + permissions.write { grants[path] = GrantResolution.resolve(path) }
+            return Approval(
+                bundlePath: bundle.bundlePath,
+                bundleDigest: digest.digest,
+                files: digest.files,
+                fileIdentities: identities,
+                systemLibrary: systemLibrary,
+                permissions: permissions,
+                resolvedGrants: grants,
+                publisherKey: publisherKey
+            )
+        } catch {
+            throw .hashing(error.localizedDescription)
+        }
     }
 
     /// Disables a plugin, keeping its approval for a later `enable`.

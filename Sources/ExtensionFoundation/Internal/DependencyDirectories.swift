@@ -1,0 +1,54 @@
+import Foundation
+import PlugindBundle
+import PlugindWire
+import Synchronization
+
+/// The directories outside a bundle that its libraries' dependencies resolve to (`DT_NEEDED`,
+/// followed to the end), read from the files without loading them: the worker's view binds them
+/// read-only. Remembered per library file identity; a wrong guess costs a failed load, never
+/// access, since the directories are read-only system ones.
+final class DependencyDirectories: Sendable {
+    static let shared = DependencyDirectories()
+
+    private struct Key: Hashable {
+        var path: String
+        var identity: FileIdentity?
+    }
+
+    /// Each library's own needed libraries, resolved, by the library's path and identity.
+    private let resolved = Mutex<[Key: [String]]>([:])
+    private let resolver = LibraryResolver()
+
+    /// The directories `bundle` needs beyond itself, sorted.
+    func directories(of bundle: InspectedBundle) -> [String] {
+        var roots = bundle.contents.loadableFiles.map { bundle.bundlePath + "/" + $0.path }
+        if bundle.usesSystemLibrary { roots.append(bundle.libraryPath) }
+        var seen: Set<String> = []
+        var pending = roots
+        var directories: Set<String> = []
+        // A dependency chain longer than this is not followed further (a loop, or a hostile file).
+        while let path = pending.popLast(), seen.count < 512 {
+            guard seen.insert(path).inserted else { continue }
+            for dependency in dependencies(of: path) {
+                if !dependency.hasPrefix(bundle.bundlePath + "/"),
+                    let canonical = canonicalPath((dependency as NSString).deletingLastPathComponent)
+                {
+                    // Canonical: the worker binds without following symlinks.
+                    directories.insert(canonical)
+                }
+                pending.append(dependency)
+            }
+        }
+        return directories.sorted()
+    }
+
+    private func dependencies(of path: String) -> [String] {
+        let key = Key(path: path, identity: FileIdentity(path: path))
+        if let known = resolved.withLock({ $0[key] }) { return known }
+        guard let file = try? ELFFile.inspect(atPath: path) else { return [] }
+        let origin = (path as NSString).deletingLastPathComponent
+        let found = file.needed.compactMap { resolver.resolve($0, runPaths: file.runPaths, origin: origin) }
+        resolved.withLock { $0[key] = found }
+        return found
+    }
+}

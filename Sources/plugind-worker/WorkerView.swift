@@ -1,0 +1,150 @@
+import CPlugindConfinement
+import Glibc
+import PlugindSystem
+import PlugindWire
+
+/// The worker's private filesystem view: a root of its own that holds only what the plugin needs.
+/// A spare builds the part every worker shares while it waits (`prepare`); a launch adds the
+/// plugin's bundle, dependencies and grants and seals it (`complete`). Afterwards the host's
+/// files, sockets and directories outside the view do not exist for the plugin.
+enum WorkerView {
+    /// Where the plugin's bundle is bound for its data files (its libraries are sealed copies).
+    static let bundleDataPath = "/.plugind/bundle"
+
+    /// The view every worker starts from, computed once in the launcher before it forks: the
+    /// worker's own library directories (libc, the Swift runtime, libffi, …), the files the
+    /// dynamic linker and libc read, and the host's top-level symlinks (/lib → usr/lib).
+    static let common: [ViewOperation] = commonOperations()
+
+    /// Devices every worker may open: bound with device access, read-only (writing a device
+    /// node's data needs no write access to its mount).
+    static let devices = ["/dev/null", "/dev/zero", "/dev/full", "/dev/urandom", "/dev/random"]
+
+    /// A view begun in a spare (or a worker forked on the spot), waiting for its plugin.
+    struct Prepared {
+        /// Paths the common part bound, so that a launch does not bind them again.
+        let boundPaths: Set<String>
+    }
+
+    /// Why a view could not be built: the step and the system's reason.
+    struct Failure: Error, CustomStringConvertible {
+        let step: String
+        let errno: Errno
+
+        var description: String { "\(step): \(errno)" }
+    }
+
+    /// Begins the view: a new root with the common part, the worker's own /proc and device
+    /// nodes. The process must own its user and mount namespaces.
+    static func prepare() -> Result<Prepared, Failure> {
+        func check(_ step: String, _ result: CInt) -> Failure? {
+            result == 0 ? nil : Failure(step: step, errno: Errno(rawValue: result))
+        }
+        if let failure = check("enter a new root", plugind_sandbox_enter()) { return .failure(failure) }
+        var bound: Set<String> = []
+        for operation in common {
+            // A system without /usr/lib/locale, say, simply has nothing to show there.
+            let result = apply(operation)
+            if result == ENOENT { continue }
+            if let failure = check(operation.description, result) { return .failure(failure) }
+            if case .bind(_, let path, _) = operation { bound.insert(path) }
+        }
+        for device in devices {
+            let result = plugind_sandbox_bind(device, device, PLUGIND_SANDBOX_BIND_DEVICE)
+            if result == ENOENT { continue }
+            if let failure = check("bind \(device)", result) { return .failure(failure) }
+        }
+        for (name, target) in [
+            ("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2"),
+        ] {
+            if let failure = check("link /dev/\(name)", plugind_sandbox_symlink(target, "/dev/" + name)) { return .failure(failure) }
+        }
+        if let failure = check("mount /proc", plugind_sandbox_mount_proc("/proc")) { return .failure(failure) }
+        return .success(Prepared(boundPaths: bound))
+    }
+
+    /// What `complete` did: the steps it had to leave out (an owner's grant whose path is gone or
+    /// now holds a symlink, say), each with its reason.
+    struct Completion {
+        var dropped: [String] = []
+    }
+
+    /// Adds the plugin's part and seals the view. A step that binds the owner's grants may be
+    /// left out (the plugin then has less, never more); any other failed step fails the view.
+    static func complete(_ operations: [ViewOperation], prepared: Prepared, grants: Set<String>) -> Result<Completion, Failure> {
+        var completion = Completion()
+        for operation in operations {
+            if case .bind(let source, let path, _) = operation, source != "/", prepared.boundPaths.contains(path) { continue }
+            let result = apply(operation)
+            guard result != 0 else { continue }
+            if grants.contains(operation.path) {
+                completion.dropped.append("\(operation.path) (\(Errno(rawValue: result)))")
+                continue
+            }
+            return .failure(Failure(step: operation.description, errno: Errno(rawValue: result)))
+        }
+        let wholeHost = operations.contains { if case .bind("/", "/", _) = $0 { true } else { false } }
+        let sealed = plugind_sandbox_complete(wholeHost ? 1 : 0)
+        guard sealed == 0 else { return .failure(Failure(step: "pivot into the view", errno: Errno(rawValue: sealed))) }
+        return .success(completion)
+    }
+
+    private static func apply(_ operation: ViewOperation) -> CInt {
+        switch operation {
+        case .bind(let source, let path, let writable):
+            plugind_sandbox_bind(source, path, writable ? PLUGIND_SANDBOX_BIND_WRITABLE : 0)
+        case .symlink(let path, let target):
+            plugind_sandbox_symlink(target, path)
+        case .directory(let path):
+            plugind_sandbox_make_directory(path)
+        case .sealed(let path, let descriptor):
+            plugind_sandbox_symlink("/proc/self/fd/\(descriptor)", path)
+        case .scratch(let path, let bytes):
+            plugind_sandbox_mount_tmpfs(path, bytes)
+        }
+    }
+
+    // MARK: The common part
+
+    private static func commonOperations() -> [ViewOperation] {
+        var operations: [ViewOperation] = []
+        // The host's top-level symlinks, so that paths in ld.so.cache (/lib/x86_64-linux-gnu/…)
+        // resolve as they do outside.
+        for name in ["bin", "sbin", "lib", "lib32", "lib64", "libx32"] {
+            if let target = symlinkContents("/" + name) { operations.append(.symlink(path: "/" + name, target: target)) }
+        }
+        for directory in mappedLibraryDirectories() {
+            operations.append(.bind(source: directory, path: directory, writable: false))
+        }
+        for path in ["/etc/ld.so.cache", "/etc/localtime", "/usr/lib/locale"] {
+            operations += ViewOperation.systemPath(path)
+        }
+        return operations
+    }
+
+    private static func symlinkContents(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// Canonical directories holding the libraries this worker has mapped (the Swift runtime among
+    /// them), which plugins need as well.
+    private static func mappedLibraryDirectories() -> [String] {
+        guard let maps = try? FileDescriptor.open("/proc/self/maps", O_RDONLY) else { return [] }
+        defer { maps.close() }
+        guard let bytes = try? maps.readToEnd(limit: 1 << 20) else { return [] }
+        var directories: Set<String> = []
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            guard let slash = line.firstIndex(of: "/") else { continue }
+            let path = line[slash...]
+            guard path.contains(".so"), let lastSlash = path.lastIndex(of: "/") else { continue }
+            // Canonical, since binds refuse a path through a symlink.
+            guard let resolved = realpath(String(path[..<lastSlash]), nil) else { continue }
+            directories.insert(String(cString: resolved))
+            free(resolved)
+        }
+        return directories.sorted()
+    }
+}
