@@ -28,7 +28,7 @@ let faultyPlugins = [
     "FaultyMemoryHog", "FaultyForkBomb", "FaultyDescriptorHog", "FaultyProtocolGarbage",
     "FaultyProtocolClose", "FaultyOversizedResponse", "FaultyNetworkClient", "FaultyFileReader",
     "FaultyBundleWriter", "FaultySignalHost", "FaultyGrandchild", "FaultySharedMemoryLie",
-    "FaultyDescriptorProbe",
+    "FaultyDescriptorProbe", "FaultyHostileProbe",
 ]
 
 let pluginTargets: [Target] =
@@ -139,10 +139,12 @@ let package = Package(
 
         .target(
             name: "TestSupport",
-            dependencies: ["ExtensionFoundation", "PlugindSystem"],
+            dependencies: ["ExtensionFoundation", "PlugindSystem", "CTestSupport"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
+        // C the tests need and Swift cannot call (variadic system calls).
+        .target(name: "CTestSupport", path: "Tests/CTestSupport", cSettings: gnuSource),
         .testTarget(
             name: "PlugindWireTests",
             dependencies: ["PlugindWire", "PlugindSystem", "PlugindFuzzing", "TestSupport"],

@@ -90,6 +90,15 @@ static void report_setup_failure(int error, int fd) {
 /// `sync`, then clears its groups and takes the ids. Async-signal-safe system calls only.
 static int prepare_process(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map,
                            int mapped_by_parent, int sync) {
+    // The parent maps ids or moves the child into its control group first: wait for it.
+    if (sync >= 0) {
+        char verdict = 0;
+        ssize_t count;
+        while ((count = read(sync, &verdict, 1)) < 0 && errno == EINTR) {
+        }
+        close(sync);
+        if (count != 1 || verdict != 1) return EPERM;
+    }
     // Default dispositions and an empty mask: the child must not inherit the host's handlers.
     struct sigaction default_action;
     memset(&default_action, 0, sizeof default_action);
@@ -104,12 +113,6 @@ static int prepare_process(const plugind_shim_spawn_request *request, const char
 
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) {
         if (mapped_by_parent) {
-            char verdict = 0;
-            ssize_t count;
-            while ((count = read(sync, &verdict, 1)) < 0 && errno == EINTR) {
-            }
-            close(sync);
-            if (count != 1 || verdict != 1) return EPERM;
             // Root of its namespace until its view is built, without root's groups; the worker
             // then takes `uid` and `gid`.
             if (setgroups(0, NULL) != 0) return errno;
@@ -125,6 +128,25 @@ static int prepare_process(const plugind_shim_spawn_request *request, const char
         return errno;
     }
     if (chdir("/") != 0) return errno;
+    return 0;
+}
+
+/// Writes `pid` into each of the request's cgroup files. Returns 0 or an errno.
+static int join_cgroups(const plugind_shim_spawn_request *request, pid_t pid) {
+    char digits[16];
+    size_t count = 0;
+    unsigned long value = (unsigned long)pid;
+    do {
+        digits[sizeof digits - 1 - count++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    char text[17];
+    memcpy(text, digits + sizeof digits - count, count);
+    text[count] = '\0';
+    for (int index = 0; index < request->cgroup_file_count; index++) {
+        int error = write_file(request->cgroup_files[index], text);
+        if (error != 0) return error;
+    }
     return 0;
 }
 
@@ -279,18 +301,19 @@ static int fork_and_set_up(const plugind_shim_spawn_request *request, child_setu
     // Only a privileged process may map its child to ids other than its own: it does so itself,
     // and the child waits for it on a pipe.
     int mapped_by_parent = (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) && geteuid() == 0;
+    int waits = mapped_by_parent || request->cgroup_file_count > 0;
     int sync[2] = {-1, -1};
-    if (mapped_by_parent && pipe2(sync, O_CLOEXEC) != 0) return errno;
+    if (waits && pipe2(sync, O_CLOEXEC) != 0) return errno;
     long child = fork_with_flags(request);
     if (child < 0) {
-        if (mapped_by_parent) {
+        if (waits) {
             close(sync[0]);
             close(sync[1]);
         }
         return (int)-child;
     }
     if (child == 0) {
-        if (mapped_by_parent) close(sync[1]);
+        if (waits) close(sync[1]);
         int error = setup(request, uid_map, gid_map, mapped_by_parent, sync[0]);
         if (error != 0) {
             report_setup_failure(error, output);
@@ -299,11 +322,12 @@ static int fork_and_set_up(const plugind_shim_spawn_request *request, child_setu
         *is_child = 1;
         return 0;
     }
-    if (mapped_by_parent) {
+    if (waits) {
         close(sync[0]);
         // On failure the child reads no verdict, reports it and exits; it is still returned, so
         // that whoever reaps it learns why.
-        char verdict = write_child_maps((pid_t)child, uid_map, gid_map) == 0 ? 1 : 0;
+        char verdict = join_cgroups(request, (pid_t)child) == 0 ? 1 : 0;
+        if (verdict && mapped_by_parent && write_child_maps((pid_t)child, uid_map, gid_map) != 0) verdict = 0;
         if (verdict) {
             ssize_t ignored = write(sync[1], &verdict, 1);
             (void)ignored;

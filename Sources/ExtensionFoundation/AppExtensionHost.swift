@@ -41,6 +41,12 @@ public struct AppExtensionHost: Sendable, Hashable {
     public var version: String
     /// How workers are started.
     public var launchStrategy: LaunchStrategy
+    /// A cgroup v2 directory delegated to this host (for example by a systemd unit with
+    /// `Delegate=yes`), with the memory and pids controllers enabled for its children and no
+    /// process of its own. Workers of plugins approved to start processes each get a group in
+    /// it. Without one, plugind uses the cgroup v1 hierarchies when it may write them (as root);
+    /// otherwise such plugins have per-process limits only. Linux addition.
+    public var workerCgroupDirectory: URL?
     /// Confinement layers turned off to measure what each costs (`plugind-bench` only; a worker
     /// reports each as not requested).
     package var skippedConfinementLayers: [String] = []

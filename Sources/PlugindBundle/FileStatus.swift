@@ -1,4 +1,4 @@
-import Glibc
+package import Glibc
 package import PlugindWire
 
 /// What `stat(2)` says about a file, as plugind uses it: identity for caches and approval pins,
@@ -34,7 +34,7 @@ package struct FileStatus: Sendable, Hashable {
         self.group = group
     }
 
-    init(_ status: stat) {
+    package init(_ status: stat) {
         identity = FileIdentity(status)
         mode = status.st_mode
         owner = status.st_uid

@@ -7,12 +7,23 @@ package enum InertText {
     /// `text` with every unsafe character escaped: `\e` for ESC, `\n`, `\r`, `\t`, `\\`, and
     /// `\u{…}` for any other control, invisible or direction-changing character.
     package static func escape(_ text: String) -> String {
+        escape(text, where: needsEscape)
+    }
+
+    /// Like `escape`, but line breaks, tabs and backslashes stay as they are: for text plugind
+    /// formatted itself, as a last line of defence at the terminal (a value from outside that
+    /// could hold a line break is escaped with `escape` where it is put into the text).
+    package static func escapeKeepingLines(_ text: String) -> String {
+        escape(text) { scalar in scalar != "\n" && scalar != "\t" && scalar != "\\" && needsEscape(scalar) }
+    }
+
+    private static func escape(_ text: String, where unsafe: (Unicode.Scalar) -> Bool) -> String {
         // The common case, plain printable text, costs one pass and no copy.
-        guard text.unicodeScalars.contains(where: needsEscape) else { return text }
+        guard text.unicodeScalars.contains(where: unsafe) else { return text }
         var result = ""
         result.reserveCapacity(text.utf8.count + 8)
         for scalar in text.unicodeScalars {
-            guard needsEscape(scalar) else {
+            guard unsafe(scalar) else {
                 result.unicodeScalars.append(scalar)
                 continue
             }

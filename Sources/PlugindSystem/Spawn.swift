@@ -27,6 +27,8 @@ package struct SpawnRequest: Sendable {
     /// `descriptors[i]` becomes descriptor `i` of the child; every other descriptor is closed.
     package var descriptors: [FileDescriptor]
     package var options: Options
+    /// Forks only: cgroup.procs files the child's pid is written to before it goes on.
+    package var cgroupFiles: [String] = []
 
     package init(
         executablePath: String,
@@ -76,7 +78,9 @@ package func spawnProcess(_ request: SpawnRequest) throws(SystemError) -> Spawne
                 flags: request.options.rawValue,
                 uid: getuid(),
                 gid: getgid(),
-                keep_descriptor: -1
+                keep_descriptor: -1,
+                cgroup_files: nil,
+                cgroup_file_count: 0
             )
             return plugind_shim_spawn(&shimRequest, &pid, &pidfd)
         }
@@ -171,7 +175,11 @@ private func withShimRequest(
     _ body: (UnsafePointer<plugind_shim_spawn_request>) -> CInt
 ) -> CInt {
     let noArguments = CStringArray([])
-    defer { noArguments.deallocate() }
+    let cgroupFiles = CStringArray(request.cgroupFiles)
+    defer {
+        noArguments.deallocate()
+        cgroupFiles.deallocate()
+    }
     let identity = WorkerIdentity.current
     var descriptors = request.descriptors.map(\.rawValue)
     if descriptors.isEmpty { descriptors = [-1] }
@@ -186,7 +194,9 @@ private func withShimRequest(
             flags: request.options.rawValue,
             uid: identity.uid,
             gid: identity.gid,
-            keep_descriptor: keeping?.rawValue ?? -1
+            keep_descriptor: keeping?.rawValue ?? -1,
+            cgroup_files: UnsafeRawPointer(cgroupFiles.pointer).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
+            cgroup_file_count: CInt(request.cgroupFiles.count)
         )
         return body(&shimRequest)
     }

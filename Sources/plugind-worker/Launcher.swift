@@ -12,9 +12,10 @@ import PlugindWire
 /// - workers on the spot, when the host has no spare.
 ///
 /// Protocol on descriptor 3 (a SOCK_SEQPACKET socket), all little-endian:
-/// - host → launcher: `requestID: UInt32, options: Int32`, carrying either the worker's output,
-///   protocol-in, protocol-out and shared-memory (or /dev/null) descriptors followed by its
-///   sealed files (SCM_RIGHTS; fork a worker now), or none (fork a spare);
+/// - host → launcher: `requestID: UInt32, options: Int32, cgroupFiles: [String]`, carrying either
+///   the worker's output, protocol-in, protocol-out and shared-memory (or /dev/null) descriptors
+///   followed by its sealed files (SCM_RIGHTS; fork a worker now, into the control group whose
+///   cgroup.procs files are listed), or none (fork a spare);
 /// - launcher → host: `requestID: UInt32, result: Int32`, the new process's pid or minus an
 ///   errno; for a spare it carries the spare's socket.
 /// Workers and spares are the host's children (CLONE_PARENT), so the host reaps them; end of
@@ -33,7 +34,7 @@ enum Launcher {
         guard let null = try? FileDescriptor.open("/dev/null", O_RDWR) else { return 2 }
         Confinement.prepareForForks()
         var received = [CInt](repeating: -1, count: Int(PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS))
-        while let (requestID, options, descriptors) = receiveRequest(into: &received) {
+        while let (requestID, options, cgroupFiles, descriptors) = receiveRequest(into: &received) {
             // Forking without exec is only safe while no other thread can hold a lock: checked,
             // not assumed. The host then spawns instead.
             let forked: Forked
@@ -41,7 +42,9 @@ enum Launcher {
                 WorkerMain.report("launcher: more than one thread; refusing to fork")
                 forked = .parent(-EDEADLK, nil)
             } else {
-                forked = descriptors.isEmpty ? forkSpare(options: options) : forkDirectly(descriptors, null: null, options: options)
+                forked =
+                    descriptors.isEmpty
+                    ? forkSpare(options: options) : forkDirectly(descriptors, null: null, options: options, cgroupFiles: cgroupFiles)
             }
             switch forked {
             case .child(let status):
@@ -67,9 +70,9 @@ enum Launcher {
     }
 
     /// Reads one request; nil when the host closed the socket.
-    private static func receiveRequest(into received: inout [CInt]) -> (UInt32, SpawnRequest.Options, [FileDescriptor])? {
+    private static func receiveRequest(into received: inout [CInt]) -> (UInt32, SpawnRequest.Options, [String], [FileDescriptor])? {
         while true {
-            var message = [UInt8](repeating: 0, count: 16)
+            var message = [UInt8](repeating: 0, count: 8192)
             var length = 0
             var count: CInt = 0
             let status = message.withUnsafeMutableBytes { bytes in
@@ -79,14 +82,15 @@ enum Launcher {
             if status != 0 || length == 0 { return nil }
             let descriptors = received.prefix(Int(count)).map(FileDescriptor.init(rawValue:))
             var reader = PayloadReader(Array(message.prefix(length)))
-            guard length == 8, descriptors.isEmpty || descriptors.count >= workerDescriptorCount,
-                let requestID = try? reader.readUInt32(), let options = try? reader.readInt32()
+            guard descriptors.isEmpty || descriptors.count >= workerDescriptorCount,
+                let requestID = try? reader.readUInt32(), let options = try? reader.readInt32(),
+                let cgroupFiles = try? reader.readStrings(), reader.remaining == 0
             else {
                 WorkerMain.report("launcher: malformed request (\(length) bytes, \(descriptors.count) descriptors)")
                 for descriptor in descriptors { descriptor.close() }
                 continue
             }
-            return (requestID, SpawnRequest.Options(rawValue: options).union(.sibling), descriptors)
+            return (requestID, SpawnRequest.Options(rawValue: options).union(.sibling), cgroupFiles, descriptors)
         }
     }
 
@@ -95,14 +99,17 @@ enum Launcher {
     static let workerDescriptorCount = 4
 
     /// Forks a worker on the spot. In the child, builds its view and runs the worker.
-    private static func forkDirectly(_ descriptors: [FileDescriptor], null: FileDescriptor, options: SpawnRequest.Options) -> Forked {
-        let request = SpawnRequest(
+    private static func forkDirectly(
+        _ descriptors: [FileDescriptor], null: FileDescriptor, options: SpawnRequest.Options, cgroupFiles: [String]
+    ) -> Forked {
+        var request = SpawnRequest(
             executablePath: "",
             arguments: [],
             environment: [],
             descriptors: [null, descriptors[0], descriptors[0]] + descriptors[1...],
             options: options
         )
+        request.cgroupFiles = cgroupFiles
         switch withNamespaceFallback(
             options,
             { options throws(SystemError) in

@@ -75,7 +75,7 @@ enum Plugind {
             console.error(error.message)
             return error.status
         } catch {
-            console.error("\(error)")
+            console.error("\(error)".inert)
             return .failure
         }
     }
@@ -100,7 +100,8 @@ enum Plugind {
         let tail = error.standardErrorTail.trimmingCharacters(in: .whitespacesAndNewlines)
         if !tail.isEmpty {
             let lines = tail.split(separator: "\n", omittingEmptySubsequences: false).suffix(20)
-            console.err("note: last output of the plugin's worker:\n" + lines.map { "  | \($0)" }.joined(separator: "\n") + "\n")
+            console.err(
+                "note: last output of the plugin's worker:\n" + lines.map { "  | \(String($0).inert)" }.joined(separator: "\n") + "\n")
         }
     }
 }

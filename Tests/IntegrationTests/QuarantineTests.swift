@@ -32,7 +32,7 @@ struct QuarantineTests {
         #expect(error?.reason.contains("crashed with SIGSEGV") == true)
         #expect(error?.reason.contains("plugind quarantine clear \(fixture.identifier)") == true)
 
-        let record = try #require(CrashLog(host: test.host).read().plugins[fixture.identifier])
+        let record = try #require((try CrashLog(host: test.host).read().get()).plugins[fixture.identifier])
         #expect(record.crashes.count == 3)
         #expect(record.crashes.allSatisfy { $0.output.contains("about to dereference NULL") })
         let monitor = AppExtensionPoint.Monitor(host: test.host)
@@ -64,6 +64,6 @@ struct QuarantineTests {
             await process.invalidateAndWait()
         }
         await CrashRecorder.waitForPendingRecords()
-        #expect(CrashLog(host: test.host).read().plugins[fixture.identifier] == nil)
+        #expect((try CrashLog(host: test.host).read().get()).plugins[fixture.identifier] == nil)
     }
 }

@@ -67,6 +67,10 @@ typedef struct plugind_shim_spawn_request {
     gid_t gid;
     /// A descriptor above the mapped range that stays open in the child, or -1.
     int keep_descriptor;
+    /// Forks only: files (a control group's cgroup.procs) the parent writes the child's pid to
+    /// before the child goes on, so that it runs no code of its own outside the group.
+    const char *_Nullable const *_Nullable cgroup_files;
+    int cgroup_file_count;
 } plugind_shim_spawn_request;
 
 /// Spawns a process with clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD): the child runs only

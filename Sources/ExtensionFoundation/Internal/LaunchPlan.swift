@@ -37,6 +37,8 @@ package struct LaunchPlan: Sendable {
     let cancellationGracePeriod: Duration
     let workerExecutable: URL?
     let launchStrategy: AppExtensionHost.LaunchStrategy
+    /// A delegated cgroup v2 directory for workers that may start processes.
+    let cgroupDirectory: String?
 
     /// The worker's descriptor of the first sealed file: after standard input, output and error,
     /// the two protocol pipes and the shared memory.
@@ -115,6 +117,7 @@ package struct LaunchPlan: Sendable {
         self.cancellationGracePeriod = host.cancellationGracePeriod
         self.workerExecutable = host.workerExecutable
         self.launchStrategy = host.launchStrategy
+        self.cgroupDirectory = host.workerCgroupDirectory?.path
     }
 
     /// The grants as the approval resolved them; without one (a bundled plugin, a probe), as

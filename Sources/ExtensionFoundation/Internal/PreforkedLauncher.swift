@@ -127,9 +127,15 @@ package final class PreforkedLauncher: EventLoopHandler {
     /// Starts a worker with `descriptors` (output, protocol in, protocol out, the shared memory or
     /// /dev/null, then the sealed files) and `options`: a spare when there is one, else one forked
     /// on the spot. Returns its pid and pidfd; the worker is a child of this process.
-    func start(descriptors: [FileDescriptor], options: SpawnRequest.Options) async throws -> SpawnedProcess {
+    /// With `cgroup`, the worker joins that control group before it runs any code of its own.
+    func start(descriptors: [FileDescriptor], options: SpawnRequest.Options, cgroup: WorkerCgroup? = nil) async throws -> SpawnedProcess {
         let raw = descriptors.map(\.rawValue)
         while let spare = state.withLock({ $0.spares.popLast() }) {
+            // A spare runs only plugind's code until it has its descriptors.
+            if let cgroup, (try? cgroup.add(spare.process.processIdentifier)) == nil {
+                discard(spare)
+                continue
+            }
             let marker: [UInt8] = [1]
             let sent = marker.withUnsafeBytes { bytes in
                 raw.withUnsafeBufferPointer { fds in
@@ -139,16 +145,15 @@ package final class PreforkedLauncher: EventLoopHandler {
             spare.socket.close()
             loop.deregister(spare.process.processDescriptor)
             if sent == 0 { return spare.process }
-            // That spare died unused; reap it and try the next.
-            _ = try? spare.process.processDescriptor.waitForProcessExit()
-            spare.process.processDescriptor.close()
+            // That spare died unused: reap it (on the loop thread, never here) and try the next.
+            reapLater(spare.process)
         }
         return try await withCheckedThrowingContinuation { continuation in
             let failure: SystemError? = state.withLock { state in
                 guard !state.stopped else { return SystemError("launcher", .noSuchProcess) }
                 let id = state.nextRequestID
                 state.nextRequestID &+= 1
-                if let error = send(id, options: options, descriptors: raw) { return error }
+                if let error = send(id, options: options, descriptors: raw, cgroupFiles: cgroup?.processFiles ?? []) { return error }
                 state.pending[id] = continuation
                 return nil
             }
@@ -178,10 +183,11 @@ package final class PreforkedLauncher: EventLoopHandler {
         }
     }
 
-    private func send(_ id: UInt32, options: SpawnRequest.Options, descriptors: [CInt]) -> SystemError? {
-        var message = PayloadWriter(capacity: 8)
+    private func send(_ id: UInt32, options: SpawnRequest.Options, descriptors: [CInt], cgroupFiles: [String] = []) -> SystemError? {
+        var message = PayloadWriter(capacity: 64)
         message.write(id)
         message.write(options.rawValue)
+        message.write(cgroupFiles)
         let result = message.bytes.withUnsafeBytes { bytes in
             descriptors.withUnsafeBufferPointer { fds in
                 plugind_shim_send_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
@@ -300,6 +306,28 @@ package final class PreforkedLauncher: EventLoopHandler {
         return true
     }
 
+    /// Kills a spare that cannot be used and reaps it on the loop thread.
+    private func discard(_ spare: Spare) {
+        spare.socket.close()
+        loop.deregister(spare.process.processDescriptor)
+        try? spare.process.processDescriptor.sendSignal(SIGKILL)
+        reapLater(spare.process)
+    }
+
+    /// Reaps `process` once it has exited, on the loop thread: a wait that can block never runs on
+    /// the caller's task.
+    private func reapLater(_ process: SpawnedProcess) {
+        let descriptor = process.processDescriptor
+        do {
+            try loop.register(descriptor, events: Epoll.readable, handler: ReapOnExit(loop: loop))
+        } catch {
+            // Without the loop, kill it so that the wait is short.
+            try? descriptor.sendSignal(SIGKILL)
+            _ = try? descriptor.waitForProcessExit()
+            descriptor.close()
+        }
+    }
+
     /// A spare died before it was handed out: reap it.
     private func spareExited(_ descriptor: Int32) {
         let spare = state.withLock { state -> Spare? in
@@ -340,5 +368,21 @@ package final class PreforkedLauncher: EventLoopHandler {
                 child.close()
             }
         }
+    }
+}
+
+/// Reaps a process whose pidfd became readable (it exited), then forgets it.
+private final class ReapOnExit: EventLoopHandler {
+    let loop: WorkerEventLoop
+
+    init(loop: WorkerEventLoop) {
+        self.loop = loop
+    }
+
+    func handleEvent(descriptor: Int32, events: UInt32) {
+        let processDescriptor = FileDescriptor(rawValue: descriptor)
+        loop.deregister(processDescriptor)
+        _ = try? processDescriptor.waitForProcessExit(noHang: true)
+        processDescriptor.close()
     }
 }

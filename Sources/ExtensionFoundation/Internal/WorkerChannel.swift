@@ -30,6 +30,9 @@ final class WorkerChannel: EventLoopHandler {
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
     let cancellationGracePeriod: Duration
+    /// The worker's control group, for a plugin that may start processes (where the host can make
+    /// one): its CPU time is watched here, and it is removed once the worker is gone.
+    let cgroup: WorkerCgroup?
 
     struct State {
         var phase: Phase = .handshaking(nil)
@@ -98,6 +101,8 @@ final class WorkerChannel: EventLoopHandler {
         case launchTimedOut(Duration)
         case closedChannel
         case cancelledLaunch
+        /// A limit the host enforces itself (the CPU time of a control group).
+        case exceededLimit(AppExtensionError.ExceededLimit)
     }
 
     init(
@@ -109,7 +114,8 @@ final class WorkerChannel: EventLoopHandler {
         diagnostics: FileDescriptor,
         loop: WorkerEventLoop,
         cancellationGracePeriod: Duration,
-        sharedMemory: (memory: SharedMemory, layout: SharedMemoryLayout)?
+        sharedMemory: (memory: SharedMemory, layout: SharedMemoryLayout)?,
+        cgroup: WorkerCgroup? = nil
     ) {
         self.pluginIdentifier = pluginIdentifier
         self.limits = limits
@@ -120,6 +126,7 @@ final class WorkerChannel: EventLoopHandler {
         self.diagnostics = diagnostics
         self.loop = loop
         self.cancellationGracePeriod = cancellationGracePeriod
+        self.cgroup = cgroup
         self.state = Mutex(
             State(
                 decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096),
@@ -146,6 +153,23 @@ final class WorkerChannel: EventLoopHandler {
         try loop.register(diagnostics, events: Epoll.readable, handler: self)
         try loop.register(toWorker, events: pending.isEmpty ? 0 : Epoll.writable, handler: self)
         try loop.register(processDescriptor, events: Epoll.readable, handler: self)
+        if cgroup != nil && limits.cpuSeconds > 0 { watchCPUTime() }
+    }
+
+    /// Checks the control group's CPU time, the worker's and its children's together, and stops
+    /// the worker at the limit. The next check comes when the limit could be reached at the
+    /// earliest, with every processor busy.
+    private func watchCPUTime() {
+        guard let cgroup, !isTerminated else { return }
+        let limit = limits.cpuSeconds * 1_000_000_000
+        let used = cgroup.cpuNanoseconds ?? 0
+        if used >= limit {
+            stop(.exceededLimit(.init(kind: .cpu, value: limits.cpuSeconds)))
+            return
+        }
+        let processors = UInt64(max(ProcessInfo.processInfo.activeProcessorCount, 1))
+        let wait = max((limit - used) / processors, 50_000_000)
+        loop.schedule(after: .nanoseconds(Int64(clamping: wait))) { [weak self] in self?.watchCPUTime() }
     }
 
     // MARK: Handshake
@@ -545,9 +569,11 @@ final class WorkerChannel: EventLoopHandler {
         var observer: (@Sendable (WorkerTermination) -> Void)?
         var wasReady = false
         var closeWriteDescriptor = false
+        // Read before the lock: a file of the kernel's.
+        let hitMemoryLimit = cgroup?.hitMemoryLimit ?? false
         let termination: WorkerTermination? = state.withLock { state in
             if case .terminated = state.phase { return nil }
-            let termination = WorkerTermination(
+            var termination = WorkerTermination(
                 exit: exit,
                 fatalReport: state.fatalReport,
                 stopCause: state.stopCause,
@@ -555,6 +581,7 @@ final class WorkerChannel: EventLoopHandler {
                 output: state.output.text,
                 wasInvalidated: state.invalidated
             )
+            termination.cgroupHitMemoryLimit = hitMemoryLimit
             switch state.phase {
             case .handshaking(let continuation): handshake = continuation
             case .ready: wasReady = true
@@ -587,6 +614,7 @@ final class WorkerChannel: EventLoopHandler {
             return termination
         }
         guard let termination else { return }
+        if let cgroup { removeWhenEmpty(cgroup, attempts: 100) }
 
         var descriptors = [fromWorker, diagnostics, processDescriptor]
         if closeWriteDescriptor { descriptors.append(toWorker) }
@@ -608,6 +636,17 @@ final class WorkerChannel: EventLoopHandler {
         if let interruption {
             Task.detached { interruption() }
         }
+    }
+
+    /// Removes the control group once the last of the worker's processes (dying with it, as pid 1
+    /// of their namespace) has left it: retried on the loop, never waited for.
+    private func removeWhenEmpty(_ cgroup: WorkerCgroup, attempts: Int) {
+        Self.retryRemoval(cgroup, attempts: attempts, loop: loop)
+    }
+
+    private static func retryRemoval(_ cgroup: WorkerCgroup, attempts: Int, loop: WorkerEventLoop) {
+        guard !cgroup.remove(), attempts > 1 else { return }
+        loop.schedule(after: .milliseconds(20)) { retryRemoval(cgroup, attempts: attempts - 1, loop: loop) }
     }
 
     // MARK: Incoming frames

@@ -20,6 +20,17 @@ enum WorkerLauncher {
             throw AppExtensionError(sealedFileFailure: error, plugin: plan.pluginIdentifier)
         }
         defer { for descriptor in sealed { descriptor.close() } }
+        // A plugin that may start processes runs in a control group of its own, where the host
+        // may make one, so that its limits cover its children too.
+        var cgroup: WorkerCgroup?
+        if plan.load.confinement.allowsProcesses, let cgroups = WorkerCgroups.available(delegated: plan.cgroupDirectory) {
+            do {
+                cgroup = try cgroups.makeGroup(for: plan.pluginIdentifier, limits: plan.load.limits)
+            } catch {
+                throw AppExtensionError(
+                    .spawnFailed, plugin: plan.pluginIdentifier, "cannot create its control group: \(error)", underlying: error)
+            }
+        }
         let loop: WorkerEventLoop
         do {
             loop = try WorkerEventLoop.shared()
@@ -27,14 +38,17 @@ enum WorkerLauncher {
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start the event loop: \(error)", underlying: error)
         }
         if plan.launchStrategy == .preforked,
-            let launched = try await launch(plan, executable: executable, sealed: sealed, loop: loop, sharedLauncher: true)
+            let launched = try await launch(plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop, sharedLauncher: true)
         {
             return launched
         }
         // Without the shared launcher (or when it failed), a launcher of its own: slower, never
         // less safe. With new pipes: a launcher that died mid-request may have forked a worker
         // holding the old ones.
-        guard let launched = try await launch(plan, executable: executable, sealed: sealed, loop: loop, sharedLauncher: false) else {
+        guard
+            let launched = try await launch(plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop, sharedLauncher: false)
+        else {
+            cgroup?.remove()
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable)")
         }
         return launched
@@ -46,6 +60,7 @@ enum WorkerLauncher {
         _ plan: LaunchPlan,
         executable: String,
         sealed: [FileDescriptor],
+        cgroup: WorkerCgroup?,
         loop: WorkerEventLoop,
         sharedLauncher: Bool
     ) async throws -> (WorkerChannel, Ready)? {
@@ -77,7 +92,7 @@ enum WorkerLauncher {
             // many pipes gets small ones).
             pending = try writeWithoutBlocking(hello.header.bytes + hello.payload, to: pipes.toWorker.writeEnd)
             started = try await start(
-                executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, sealed: sealed,
+                executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, sealed: sealed, cgroup: cgroup,
                 sharedLauncher: sharedLauncher, loop: loop)
         } catch {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
@@ -97,7 +112,8 @@ enum WorkerLauncher {
             diagnostics: pipes.output.readEnd,
             loop: loop,
             cancellationGracePeriod: plan.cancellationGracePeriod,
-            sharedMemory: sharedMemory.map { ($0.memory, $0.layout) }
+            sharedMemory: sharedMemory.map { ($0.memory, $0.layout) },
+            cgroup: cgroup
         )
         do {
             try channel.activate(pending: pending)
@@ -119,6 +135,7 @@ enum WorkerLauncher {
         pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor),
         sharedMemory: FileDescriptor?,
         sealed: [FileDescriptor],
+        cgroup: WorkerCgroup?,
         sharedLauncher: Bool,
         loop: WorkerEventLoop
     ) async throws -> (SpawnedProcess, PreforkedLauncher?)? {
@@ -132,7 +149,7 @@ enum WorkerLauncher {
         if sharedLauncher {
             do {
                 let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
-                return (try await launcher.start(descriptors: descriptors, options: isolatingOptions()), launcher)
+                return (try await launcher.start(descriptors: descriptors, options: isolatingOptions(), cgroup: cgroup), launcher)
             } catch {
                 return nil
             }
@@ -147,7 +164,7 @@ enum WorkerLauncher {
         }
         defer { launcher.stop() }
         do {
-            return (try await launcher.start(descriptors: descriptors, options: isolatingOptions()), nil)
+            return (try await launcher.start(descriptors: descriptors, options: isolatingOptions(), cgroup: cgroup), nil)
         } catch {
             return nil
         }

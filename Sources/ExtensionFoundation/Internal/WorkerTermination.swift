@@ -11,6 +11,8 @@ struct WorkerTermination: Sendable {
     let loadFailure: LoadFailure?
     let output: String
     let wasInvalidated: Bool
+    /// The worker's control group saw a process killed for its memory limit.
+    var cgroupHitMemoryLimit = false
 
     /// The end as the public API reports it. A fatal-signal report wins over the exit status: a
     /// worker that is pid 1 of its namespace cannot die of a signal it raised itself, so it exits
@@ -28,6 +30,10 @@ struct WorkerTermination: Sendable {
     /// The limit the plugin ran into, judged from the fatal-signal report and the CPU time the
     /// kernel accounted.
     func exceededLimit(_ limits: ResourceLimits) -> AppExtensionError.ExceededLimit? {
+        if case .exceededLimit(let limit) = stopCause { return limit }
+        if cgroupHitMemoryLimit, limits.addressSpaceBytes > 0 {
+            return .init(kind: .memory, value: limits.addressSpaceBytes)
+        }
         if limits.cpuSeconds > 0, reachedCPULimit(limits.cpuSeconds) {
             return .init(kind: .cpu, value: limits.cpuSeconds)
         }
@@ -104,7 +110,7 @@ struct WorkerTermination: Sendable {
 
     private func stopError(plugin: String) -> AppExtensionError? {
         switch stopCause {
-        case nil:
+        case nil, .exceededLimit:
             return nil
         case .protocolViolation(let detail):
             return make(.protocolViolation, plugin, "broke the wire protocol (\(detail)); its worker was stopped")

@@ -43,24 +43,61 @@ package struct CrashLog: Sendable {
         policy = host.quarantine
     }
 
-    package func read() -> Document {
-        Self.decoded.value(at: path) { path in
-            guard let data = FileManager.default.contents(atPath: path) else {
-                // Absent is an empty log; present but unreadable must not hide a quarantine later.
-                return FileManager.default.fileExists(atPath: path) ? .unreadable(Document()) : .contents(Document())
-            }
-            return .contents((try? Self.decoder.decode(Document.self, from: data)) ?? Document())
+    /// Why the crash log cannot be used: it fails closed, like the policy. A plugin cannot be told
+    /// apart from a quarantined one while the log is unusable.
+    package struct Problem: Error, Sendable, CustomStringConvertible {
+        package var path: String
+        package var reason: String
+
+        package var description: String {
+            "the crash log \(path) \(reason); until it is fixed every plugin counts as quarantined (move it aside with 'plugind quarantine reset')"
         }
     }
 
-    private static let decoded = DecodedFileCache<Document>()
+    /// The log, or why it cannot be used: unreadable, corrupt, or writable by another user.
+    package func read() -> Result<Document, Problem> {
+        if let problem = TrustedPath.problem(path) {
+            return .failure(Problem(path: path, reason: "cannot be trusted: \(problem)"))
+        }
+        return Self.decoded.value(at: path) { path in
+            guard let data = FileManager.default.contents(atPath: path) else {
+                // Absent is an empty log; present but unreadable must not hide a quarantine.
+                return FileManager.default.fileExists(atPath: path)
+                    ? .unreadable(.failure(Problem(path: path, reason: "cannot be read"))) : .contents(.success(Document()))
+            }
+            do {
+                return .contents(.success(try Self.decoder.decode(Document.self, from: data)))
+            } catch {
+                return .contents(.failure(Problem(path: path, reason: "is corrupt")))
+            }
+        }
+    }
 
-    /// The quarantine in force for `bundle`, or nil (none, or the library changed since).
-    package func quarantine(of identifier: String, bundle: InspectedBundle, document: Document? = nil) -> Quarantine? {
-        guard let quarantine = (document ?? read()).plugins[identifier]?.quarantine else { return nil }
+    private static let decoded = DecodedFileCache<Result<Document, Problem>>()
+
+    /// The quarantine in force for `bundle`, or nil (none, or the library changed since). An
+    /// unusable log yields a quarantine that names the log's problem.
+    package func quarantine(of identifier: String, bundle: InspectedBundle, document: Result<Document, Problem>? = nil) -> Quarantine? {
+        let log: Document
+        switch document ?? read() {
+        case .success(let read): log = read
+        case .failure(let problem):
+            return Quarantine(since: Date(), reason: problem.description, librarySHA256: "", libraryFile: bundle.libraryStatus.identity)
+        }
+        guard let quarantine = log.plugins[identifier]?.quarantine else { return nil }
         if quarantine.libraryFile == bundle.libraryStatus.identity { return quarantine }
         let digest = try? ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity)
         return digest == quarantine.librarySHA256 ? quarantine : nil
+    }
+
+    /// Moves an unusable log aside (kept, renamed crashes.json.corrupt-<time>); returns where it
+    /// went, or nil when the log was fine or absent.
+    package func moveAside() throws -> String? {
+        guard FileManager.default.fileExists(atPath: path), case .failure = read() else { return nil }
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let destination = "\(path).corrupt-\(stamp)"
+        try FileManager.default.moveItem(atPath: path, toPath: destination)
+        return destination
     }
 
     /// Records a crash; returns the quarantine when this crash starts one.
@@ -72,8 +109,10 @@ package struct CrashLog: Sendable {
         }
         let now = Date()
         let window = Double(policy.window.components.seconds)
+        guard TrustedPath.problem(path) == nil else { return nil }
         return try? LockedFileUpdate.update(path) { existing -> (data: Data?, result: Quarantine?) in
-            var document = existing.flatMap { try? Self.decoder.decode(Document.self, from: $0) } ?? Document()
+            // A log that does not decode is never overwritten: its quarantines would be lost.
+            var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
             var entry = document.plugins[identifier] ?? PluginCrashes()
             // Crashes of other bytes, or too old, no longer count.
             entry.crashes.removeAll { $0.librarySHA256 != digest || now.timeIntervalSince($0.time) > window }
@@ -98,9 +137,11 @@ package struct CrashLog: Sendable {
     }
 
     /// Forgets the crashes and quarantine of `identifier`. Returns false when there were none.
+    /// Throws `Problem` when the log cannot be used (it is left untouched).
     package func clear(_ identifier: String) throws -> Bool {
-        try LockedFileUpdate.update(path) { existing -> (data: Data?, result: Bool) in
-            var document = existing.flatMap { try? Self.decoder.decode(Document.self, from: $0) } ?? Document()
+        if case .failure(let problem) = read() { throw problem }
+        return try LockedFileUpdate.update(path) { existing -> (data: Data?, result: Bool) in
+            var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
             guard document.plugins.removeValue(forKey: identifier) != nil else { return (nil, false) }
             return (try Self.encoder.encode(document), true)
         }

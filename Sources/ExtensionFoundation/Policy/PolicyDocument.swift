@@ -6,7 +6,10 @@ package import PlugindWire
 /// each plugin identifier. Written only by the owner's tools (`plugind approve`, …), read by hosts.
 package struct PolicyDocument: Codable, Sendable, Equatable {
     package static let fileName = "policy.json"
-    package static let currentVersion = 1
+    /// Version 2 approvals pin every file of a bundle; version 1 files are read, and their
+    /// approvals reported outdated.
+    package static let currentVersion = 2
+    static let readableVersions = 1...2
 
     package var version: Int = PolicyDocument.currentVersion
     package var plugins: [String: PluginPolicy] = [:]
@@ -119,9 +122,13 @@ package struct PolicyFileError: Error, Sendable, Equatable, CustomStringConverti
 
 extension PolicyDocument {
     /// Reads `path`. A missing file is an empty policy; anything unreadable or malformed is an
-    /// error (and the caller fails closed).
+    /// error (and the caller fails closed), and so is a file another user could have written or
+    /// replaced (`TrustedPath`).
     package static func load(from path: String) -> Result<PolicyDocument, PolicyFileError> {
-        decoded.value(at: path, decode: decode)
+        if let problem = TrustedPath.problem(path) {
+            return .failure(PolicyFileError(path: path, reason: "cannot be trusted: \(problem)"))
+        }
+        return decoded.value(at: path, decode: decode)
     }
 
     private static let decoded = DecodedFileCache<Result<PolicyDocument, PolicyFileError>>()
@@ -138,7 +145,7 @@ extension PolicyDocument {
         }
         do {
             let document = try JSONDecoder().decode(PolicyDocument.self, from: data)
-            guard document.version == currentVersion else {
+            guard readableVersions.contains(document.version) else {
                 return .contents(
                     .failure(
                         PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)")

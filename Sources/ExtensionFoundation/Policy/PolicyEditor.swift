@@ -8,6 +8,8 @@ package struct PolicyEditor: Sendable {
     package enum EditError: Error, Sendable, CustomStringConvertible {
         /// The existing file is unreadable or corrupt; it was left untouched.
         case corruptStore(PolicyFileError)
+        /// The file or a directory above it could be changed by another user; nothing was written.
+        case untrusted(PolicyFileError)
         /// `enable` needs an earlier approval.
         case neverApproved(String)
         case notInPolicy(String)
@@ -18,6 +20,8 @@ package struct PolicyEditor: Sendable {
             switch self {
             case .corruptStore(let error):
                 "\(error); it was left untouched. Fix it by hand, or run 'plugind policy reset' to move it aside and start an empty one"
+            case .untrusted(let error):
+                "\(error); nothing was written"
             case .neverApproved(let identifier):
                 "\(identifier) was never approved; run 'plugind approve \(identifier)'"
             case .notInPolicy(let identifier):
@@ -45,6 +49,13 @@ package struct PolicyEditor: Sendable {
             document.plugins[entry.identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
         }
         return approval
+    }
+
+    /// Writes an approval made earlier (the one a review showed the owner).
+    package func record(_ approval: Approval, for identifier: String) throws(EditError) {
+        try modify { document in
+            document.plugins[identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
+        }
     }
 
     /// What approving `entry` now would pin.
@@ -122,13 +133,19 @@ package struct PolicyEditor: Sendable {
         do {
             try LockedFileUpdate.update(path) { existing -> (data: Data?, result: Void) in
                 var document = PolicyDocument()
+                // Approving into a file others can change would approve nothing of worth.
+                if let problem = TrustedPath.problem(path) {
+                    throw EditError.untrusted(PolicyFileError(path: path, reason: "cannot be trusted: \(problem)"))
+                }
                 if existing != nil {
                     switch PolicyDocument.load(from: path) {
                     case .success(let loaded): document = loaded
+                    case .failure(let error) where error.reason.hasPrefix("cannot be trusted"): throw EditError.untrusted(error)
                     case .failure(let error): throw EditError.corruptStore(error)
                     }
                 }
                 try change(&document)
+                document.version = PolicyDocument.currentVersion
                 return (try document.encoded(), ())
             }
         } catch let error as EditError {

@@ -50,15 +50,15 @@ struct ListCommand: PlugindCommand {
         }
         for item in items {
             let manifest = item.entry.manifest
-            var line = "\(manifest.identifier)  \(manifest.version)  \(manifest.name)  [\(manifest.extensionPoint)]"
+            var line = "\(manifest.identifier.inert)  \(manifest.version.inert)  \(manifest.name.inert)  [\(manifest.extensionPoint.inert)]"
             if all { line += "  \(item.stateCode)" }
             context.console.out(line + "\n")
             if all, let diagnostic = item.diagnostic {
-                context.console.out("    \(diagnostic.message)\n")
+                context.console.out("    \(diagnostic.message.inert)\n")
             }
         }
         for problem in problems {
-            context.console.out("\(problem.bundleIdentifier ?? problem.path)  \(problem.kind)\n    \(problem.message)\n")
+            context.console.out("\((problem.bundleIdentifier ?? problem.path).inert)  \(problem.kind)\n    \(problem.message.inert)\n")
         }
         if !all {
             let hidden = inventory.items.count(where: { !$0.isAvailable }) + inventory.problems.count
@@ -91,6 +91,7 @@ struct ListDocument: Encodable {
 
     struct Permissions: Encodable {
         var network: Bool
+        var processes: Bool
         var read: [String]
         var write: [String]
     }
@@ -123,7 +124,8 @@ struct ListDocument: Encodable {
                 bundledWithHost: item.entry.root.isBundledWithHost,
                 functions: manifest.functions.map(\.description),
                 permissions: Permissions(
-                    network: manifest.permissions.network, read: manifest.permissions.read, write: manifest.permissions.write)
+                    network: manifest.permissions.network, processes: manifest.permissions.processes, read: manifest.permissions.read,
+                    write: manifest.permissions.write)
             )
         }
         self.problems = problems.map {

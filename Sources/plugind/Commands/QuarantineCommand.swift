@@ -7,13 +7,19 @@ struct QuarantineCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "quarantine",
         abstract: "List quarantined plugins, or clear one.",
-        usage: "list [--json] | clear <id>",
+        usage: "list [--json] | clear <id> | reset",
         discussion: """
             A plugin that crashes repeatedly (3 times within 5 minutes by default) is quarantined
             until its library changes or the owner clears it. The record keeps how each crash
-            ended and the last output of the worker.
+            ended and the last output of the worker. A crash log that cannot be read, is corrupt
+            or could have been written by another user is never overwritten; until it is fixed
+            every plugin counts as quarantined. 'reset' moves such a log aside (nothing is
+            deleted).
             """,
-        arguments: [("list", "Show quarantines and recent crashes."), ("clear <id>", "Forget a plugin's crashes and quarantine.")],
+        arguments: [
+            ("list", "Show quarantines and recent crashes."), ("clear <id>", "Forget a plugin's crashes and quarantine."),
+            ("reset", "Move an unusable crash log aside."),
+        ],
         options: [("--json", "Print JSON (with list).")],
         flagOptions: ["json"]
     )
@@ -21,6 +27,7 @@ struct QuarantineCommand: PlugindCommand {
     enum Action {
         case list(json: Bool)
         case clear(String)
+        case reset
     }
 
     let action: Action
@@ -34,8 +41,11 @@ struct QuarantineCommand: PlugindCommand {
         case "clear":
             guard positionals.count == 2 else { throw UsageError(message: "missing ID", command: "quarantine") }
             action = .clear(positionals[1])
+        case "reset":
+            guard positionals.count == 1 else { throw UsageError(message: "'reset' takes no identifier", command: "quarantine") }
+            action = .reset
         default:
-            throw UsageError(message: "unknown action '\(positionals[0])' (use list or clear)", command: "quarantine")
+            throw UsageError(message: "unknown action '\(positionals[0])' (use list, clear or reset)", command: "quarantine")
         }
     }
 
@@ -43,12 +53,29 @@ struct QuarantineCommand: PlugindCommand {
         let log = CrashLog(host: context.host)
         switch action {
         case .clear(let identifier):
-            guard try log.clear(identifier) else {
+            let cleared: Bool
+            do {
+                cleared = try log.clear(identifier)
+            } catch let problem as CrashLog.Problem {
+                throw CommandFailure(message: problem.description, status: .failure)
+            }
+            guard cleared else {
                 throw CommandFailure(message: "\(identifier) has no crash record", status: .failure)
             }
             context.console.err("Cleared the crashes and quarantine of \(identifier).\n")
+        case .reset:
+            if let moved = try log.moveAside() {
+                context.console.err("Moved the crash log to \(moved); crash counts start again.\n")
+            } else {
+                context.console.err("The crash log is usable; nothing to reset.\n")
+            }
         case .list(let json):
-            let plugins = log.read().plugins.sorted { $0.key < $1.key }
+            let document: CrashLog.Document
+            switch log.read() {
+            case .success(let read): document = read
+            case .failure(let problem): throw CommandFailure(message: problem.description, status: .failure)
+            }
+            let plugins = document.plugins.sorted { $0.key < $1.key }
             if json {
                 try context.console.json(
                     plugins.map { identifier, record in

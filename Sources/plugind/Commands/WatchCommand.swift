@@ -86,7 +86,7 @@ struct WatchCommand: PlugindCommand {
             return
         }
         let symbol = ["present": " ", "added": "+", "changed": "~", "removed": "-"][change.event] ?? "?"
-        var line = "\(symbol) \(change.identifier) [\(change.extensionPoint)]"
+        var line = "\(symbol) \(change.identifier.inert) [\(change.extensionPoint.inert)]"
         if let previous = change.previousState, let state = change.state {
             line += " \(previous) -> \(state)"
         } else if let state = change.state {
@@ -94,7 +94,7 @@ struct WatchCommand: PlugindCommand {
         } else {
             line += " removed"
         }
-        if let reason = change.reason { line += ": \(reason)" }
+        if let reason = change.reason { line += ": \(reason.inert)" }
         context.console.out(line + "\n")
     }
 }

@@ -3,6 +3,10 @@ import Glibc
 import PlugindSystem
 
 /// The terminal: text and bytes to stdout, messages to stderr, and whether each is a terminal.
+/// Text never carries a control character other than a line break or a tab, nor an invisible or
+/// direction-changing one: values from outside (manifests, plugins, file names) are escaped
+/// where they are put into the text (`String.inert`), and whatever slipped through is escaped
+/// here.
 struct Console {
     var standardErrorIsTerminal: Bool { isatty(2) == 1 }
     var standardInputIsTerminal: Bool { isatty(0) == 1 }
@@ -21,6 +25,11 @@ struct Console {
 
     func warning(_ message: String) {
         err("warning: \(message)\n")
+    }
+
+    /// Terminal control plugind itself sends (redrawing a progress bar): written as is.
+    func errControl(_ sequence: String) {
+        try? FileDescriptor.standardError.writeAll(Array(sequence.utf8))
     }
 
     /// Writes bytes to stdout exactly.
@@ -49,6 +58,12 @@ struct Console {
 
     private func write(_ text: String, to descriptor: FileDescriptor) {
         // Output to a closed pipe ends quietly: plugind ignores SIGPIPE and stops writing.
-        try? descriptor.writeAll(Array(text.utf8))
+        try? descriptor.writeAll(Array(InertText.escapeKeepingLines(text).utf8))
     }
+}
+
+extension String {
+    /// The string from outside shown inert: control characters, escape sequences, line breaks and
+    /// direction overrides escaped (`InertText`).
+    var inert: String { InertText.escape(self) }
 }

@@ -19,13 +19,14 @@ final class ProgressDisplay: Sendable {
         case .progress(_, let completed, let total):
             if terminal {
                 barVisible.withLock { $0 = true }
-                console.err("\r" + Self.bar(completed: completed, total: total))
+                console.errControl("\r")
+                console.err(Self.bar(completed: completed, total: total))
             } else {
                 console.err(total > 0 ? "progress: \(completed)/\(total)\n" : "progress: \(completed)\n")
             }
         case .log(let level, let text):
             clearBar()
-            console.err("plugin \(level): \(text)\n")
+            console.err("plugin \(level): \(text.inert)\n")
         case .event:
             break
         }
@@ -41,7 +42,7 @@ final class ProgressDisplay: Sendable {
             defer { visible = false }
             return visible
         }
-        if visible { console.err("\r\u{1B}[2K") }
+        if visible { console.errControl("\r\u{1B}[2K") }
     }
 
     /// "[##########----------]  50% (10/20)"

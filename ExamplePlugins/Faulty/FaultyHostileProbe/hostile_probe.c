@@ -1,0 +1,285 @@
+// A hostile plugin: each request names one way out of the sandbox and its arguments, and the
+// plugin tries it. It answers "refused <errno name>" when the system said no, "done <detail>"
+// when the attempt went through. The security tests check both the answer and, from outside,
+// that nothing happened.
+#include <errno.h>
+#include <faulty_plugin.h>
+#include <fcntl.h>
+#include <linux/keyctl.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/shm.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+static char answer[8192];
+
+static int32_t outcome(plugind_plugin_response *response, long result, const char *detail) {
+    if (result < 0) {
+        snprintf(answer, sizeof answer, "refused %s", strerrorname_np(errno) ? strerrorname_np(errno) : "?");
+    } else {
+        snprintf(answer, sizeof answer, "done %s", detail);
+    }
+    return faulty_reply(response, answer);
+}
+
+static int unix_address(const char *path, int abstract, struct sockaddr_un *address, socklen_t *length) {
+    memset(address, 0, sizeof *address);
+    address->sun_family = AF_UNIX;
+    size_t size = strlen(path);
+    if (size + 2 > sizeof address->sun_path) return -1;
+    memcpy(address->sun_path + (abstract ? 1 : 0), path, size);
+    *length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + size + (abstract ? 1 : 0));
+    return 0;
+}
+
+static void *idle_thread(void *argument) {
+    pause();
+    return argument;
+}
+
+static void burn_cpu(double seconds) {
+    struct timespec start;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
+    for (volatile unsigned long spin = 0;; spin++) {
+        if (spin % 1000000 != 0) continue;
+        struct timespec now;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
+        if ((double)(now.tv_sec - start.tv_sec) + (double)(now.tv_nsec - start.tv_nsec) / 1e9 >= seconds) return;
+    }
+}
+
+static int32_t handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
+    (void)state;
+    char text[4096];
+    faulty_request_text(request, text, sizeof text);
+    char *argument = strchr(text, ' ');
+    if (argument != NULL) *argument++ = '\0';
+    const char *vector = text;
+    const char *path = argument != NULL ? argument : "";
+
+    if (strcmp(vector, "connect-stream") == 0 || strcmp(vector, "connect-abstract") == 0) {
+        struct sockaddr_un address;
+        socklen_t length;
+        unix_address(path, strcmp(vector, "connect-abstract") == 0, &address, &length);
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return outcome(response, -1, "");
+        long result = connect(fd, (struct sockaddr *)&address, length);
+        if (result == 0) result = write(fd, "from the plugin", 15);
+        close(fd);
+        return outcome(response, result, "connected and wrote");
+    }
+    if (strcmp(vector, "send-datagram") == 0) {
+        struct sockaddr_un address;
+        socklen_t length;
+        unix_address(path, 0, &address, &length);
+        int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+        if (fd < 0) return outcome(response, -1, "");
+        long result = sendto(fd, "from the plugin", 15, 0, (struct sockaddr *)&address, length);
+        close(fd);
+        return outcome(response, result, "sent");
+    }
+    if (strcmp(vector, "stat") == 0) {
+        struct stat status;
+        return outcome(response, stat(path, &status), "exists");
+    }
+    if (strcmp(vector, "read") == 0) {
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return outcome(response, -1, "");
+        char content[1024] = {0};
+        ssize_t count = read(fd, content, sizeof content - 1);
+        close(fd);
+        return outcome(response, count, content);
+    }
+    if (strcmp(vector, "write") == 0) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+        long result = fd < 0 ? -1 : write(fd, "written by the plugin", 21);
+        if (fd >= 0) close(fd);
+        return outcome(response, result, "written");
+    }
+    if (strcmp(vector, "chmod") == 0) return outcome(response, chmod(path, 0777), "mode changed");
+    if (strcmp(vector, "chmod-setuid") == 0) return outcome(response, chmod(path, 04755), "setuid set");
+    if (strcmp(vector, "create-setuid") == 0) {
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 04755);
+        if (fd >= 0) close(fd);
+        return outcome(response, fd, "setuid file created");
+    }
+    if (strcmp(vector, "chown") == 0) return outcome(response, chown(path, 0, 0), "owner changed");
+    if (strcmp(vector, "setxattr") == 0) return outcome(response, setxattr(path, "user.plugind", "x", 1, 0), "attribute set");
+    if (strcmp(vector, "utimes") == 0) {
+        struct timespec times[2] = {{.tv_sec = 1, .tv_nsec = 0}, {.tv_sec = 1, .tv_nsec = 0}};
+        return outcome(response, utimensat(AT_FDCWD, path, times, 0), "times changed");
+    }
+    if (strcmp(vector, "inotify") == 0) {
+        int fd = inotify_init1(IN_CLOEXEC);
+        if (fd < 0) return outcome(response, -1, "");
+        long result = inotify_add_watch(fd, path, IN_ALL_EVENTS);
+        close(fd);
+        return outcome(response, result, "watching");
+    }
+    if (strcmp(vector, "fanotify") == 0) return outcome(response, syscall(SYS_fanotify_init, 0, 0), "fanotify");
+    if (strcmp(vector, "capabilities") == 0) {
+        int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return outcome(response, -1, "");
+        char status[4096] = {0};
+        ssize_t count = read(fd, status, sizeof status - 1);
+        close(fd);
+        char *line = strstr(status, "CapEff:");
+        char effective[64] = "";
+        if (line != NULL) sscanf(line, "CapEff:\t%63s", effective);
+        return outcome(response, count, effective);
+    }
+    if (strcmp(vector, "keyring") == 0) {
+        // The key the test added to the owner's keyrings, by description.
+        long key = syscall(SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_USER_KEYRING, "user", path, 0);
+        if (key < 0) key = syscall(SYS_keyctl, KEYCTL_SEARCH, KEY_SPEC_SESSION_KEYRING, "user", path, 0);
+        if (key < 0) return outcome(response, -1, "");
+        char secret[256] = {0};
+        long count = syscall(SYS_keyctl, KEYCTL_READ, key, secret, sizeof secret - 1);
+        return outcome(response, count, secret);
+    }
+    if (strcmp(vector, "fork") == 0) {
+        pid_t child = fork();
+        if (child == 0) _exit(0);
+        if (child > 0) waitpid(child, NULL, 0);
+        return outcome(response, child, "forked");
+    }
+    if (strcmp(vector, "vfork-spawn") == 0) {
+        long child = syscall(SYS_clone, CLONE_VM | CLONE_VFORK | SIGCHLD, 0, 0, 0, 0);
+        if (child == 0) _exit(0);
+        if (child > 0) waitpid((pid_t)child, NULL, 0);
+        return outcome(response, child, "spawned");
+    }
+    if (strcmp(vector, "clone3") == 0) return outcome(response, syscall(435, NULL, 0), "clone3");
+    if (strcmp(vector, "memfd") == 0) {
+        // Writes `path` MiB into a memfd, touching every page.
+        long megabytes = atol(path);
+        int fd = memfd_create("probe", MFD_CLOEXEC);
+        if (fd < 0) return outcome(response, -1, "");
+        static char chunk[1 << 20];
+        memset(chunk, 7, sizeof chunk);
+        long written = 0;
+        for (long index = 0; index < megabytes; index++) {
+            if (write(fd, chunk, sizeof chunk) != (ssize_t)sizeof chunk) break;
+            written++;
+        }
+        snprintf(text, sizeof text, "%ld MiB", written);
+        return outcome(response, written == megabytes ? 0 : -1, text);
+    }
+    if (strcmp(vector, "shmget") == 0) return outcome(response, shmget(IPC_PRIVATE, 1 << 20, IPC_CREAT | 0600), "segment");
+    if (strcmp(vector, "threads") == 0) {
+        long wanted = atol(path), made = 0;
+        for (long index = 0; index < wanted; index++) {
+            pthread_t thread;
+            if (pthread_create(&thread, NULL, idle_thread, NULL) != 0) break;
+            made++;
+        }
+        snprintf(text, sizeof text, "%ld", made);
+        return outcome(response, 0, text);
+    }
+    if (strcmp(vector, "children-cpu") == 0) {
+        // Four children that each burn `path` seconds of CPU time; the parent waits for them.
+        double seconds = atof(path);
+        pid_t children[4];
+        int made = 0;
+        for (int index = 0; index < 4; index++) {
+            children[made] = fork();
+            if (children[made] == 0) {
+                burn_cpu(seconds);
+                _exit(0);
+            }
+            if (children[made] > 0) made++;
+        }
+        for (int index = 0; index < made; index++) waitpid(children[index], NULL, 0);
+        snprintf(text, sizeof text, "%d children finished", made);
+        return outcome(response, made > 0 ? 0 : -1, text);
+    }
+    if (strcmp(vector, "children-memory") == 0) {
+        // Ten children that each try to hold `path` MiB, touched; answers how many held it and
+        // how many died trying (killed at a memory limit that covers them).
+        long megabytes = atol(path);
+        pid_t children[10];
+        int made = 0, ready = 0, died = 0;
+        int signals[2];
+        if (pipe(signals) != 0) return outcome(response, -1, "");
+        for (int index = 0; index < 10; index++) {
+            children[made] = fork();
+            if (children[made] == 0) {
+                char *memory = malloc((size_t)megabytes << 20);
+                if (memory != NULL) memset(memory, 1, (size_t)megabytes << 20);
+                ssize_t ignored = write(signals[1], "x", 1);
+                (void)ignored;
+                pause();
+                _exit(0);
+            }
+            if (children[made] > 0) made++;
+        }
+        close(signals[1]);
+        fcntl(signals[0], F_SETFL, O_NONBLOCK);
+        for (int round = 0; round < 100 && ready + died < made; round++) {
+            char byte;
+            while (read(signals[0], &byte, 1) == 1) ready++;
+            int status;
+            while (waitpid(-1, &status, WNOHANG) > 0) died++;
+            usleep(50000);
+        }
+        for (int index = 0; index < made; index++) kill(children[index], SIGKILL);
+        while (waitpid(-1, NULL, 0) > 0) {
+        }
+        close(signals[0]);
+        snprintf(text, sizeof text, "ready=%d died=%d", ready, died);
+        return outcome(response, made > 0 ? 0 : -1, text);
+    }
+    if (strcmp(vector, "bpf") == 0) return outcome(response, syscall(SYS_bpf, 0, NULL, 0), "bpf");
+    if (strcmp(vector, "perf") == 0) return outcome(response, syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), "perf");
+    if (strcmp(vector, "userfaultfd") == 0) return outcome(response, syscall(SYS_userfaultfd, 0), "userfaultfd");
+    if (strcmp(vector, "clock") == 0) {
+        struct timespec now;
+        clock_gettime(CLOCK_REALTIME, &now);
+        return outcome(response, clock_settime(CLOCK_REALTIME, &now), "clock set");
+    }
+    if (strcmp(vector, "syslog") == 0) {
+        char buffer[64];
+        return outcome(response, syscall(SYS_syslog, 3, buffer, sizeof buffer), "kernel log read");
+    }
+    if (strcmp(vector, "mount") == 0) return outcome(response, mount("none", "/tmp", "tmpfs", 0, NULL), "mounted");
+    if (strcmp(vector, "unshare") == 0) return outcome(response, unshare(CLONE_NEWUSER), "new user namespace");
+    if (strcmp(vector, "setns") == 0) {
+        int fd = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+        long result = fd < 0 ? -1 : setns(fd, 0);
+        if (fd >= 0) close(fd);
+        return outcome(response, result, "joined");
+    }
+    if (strcmp(vector, "ptrace") == 0) return outcome(response, ptrace(PTRACE_TRACEME, 0, NULL, NULL), "traced");
+    if (strcmp(vector, "process-vm") == 0) {
+        char buffer[8];
+        struct iovec local = {.iov_base = buffer, .iov_len = sizeof buffer};
+        struct iovec remote = {.iov_base = buffer, .iov_len = sizeof buffer};
+        return outcome(response, syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0), "read");
+    }
+    if (strcmp(vector, "io_uring") == 0) return outcome(response, syscall(425, 8, NULL), "ring");
+    if (strcmp(vector, "socket-inet") == 0) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0) close(fd);
+        return outcome(response, fd, "socket");
+    }
+    return faulty_fail(response, "unknown vector");
+}
+
+FAULTY_PLUGIN("Hostile probe", handle)

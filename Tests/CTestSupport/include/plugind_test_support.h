@@ -1,0 +1,27 @@
+/*
+ * plugind_test_support.h — system calls the tests make that Swift cannot call directly.
+ */
+#ifndef PLUGIND_TEST_SUPPORT_H
+#define PLUGIND_TEST_SUPPORT_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// Adds a "user" key with `description` and `payload` to the caller's session keyring (and links
+/// it into the user keyring). Returns the key's serial number, or -1 with errno set.
+int32_t plugind_test_add_key(const char *_Nonnull description, const char *_Nonnull payload);
+
+/// Whether `path` has the extended attribute `name`.
+int plugind_test_has_xattr(const char *_Nonnull path, const char *_Nonnull name);
+
+/// Unlinks and revokes a key added by `plugind_test_add_key`.
+void plugind_test_remove_key(int32_t key);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

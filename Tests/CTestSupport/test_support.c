@@ -1,0 +1,25 @@
+#include "plugind_test_support.h"
+
+#include <linux/keyctl.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int32_t plugind_test_add_key(const char *description, const char *payload) {
+    long key = syscall(SYS_add_key, "user", description, payload, strlen(payload), KEY_SPEC_SESSION_KEYRING);
+    if (key < 0) return -1;
+    syscall(SYS_keyctl, KEYCTL_LINK, key, KEY_SPEC_USER_KEYRING);
+    return (int32_t)key;
+}
+
+void plugind_test_remove_key(int32_t key) {
+    syscall(SYS_keyctl, KEYCTL_REVOKE, key);
+    syscall(SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_SESSION_KEYRING);
+    syscall(SYS_keyctl, KEYCTL_UNLINK, key, KEY_SPEC_USER_KEYRING);
+}
+
+#include <sys/xattr.h>
+
+int plugind_test_has_xattr(const char *path, const char *name) {
+    return getxattr(path, name, NULL, 0) >= 0;
+}

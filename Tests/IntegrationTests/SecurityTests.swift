@@ -1,0 +1,282 @@
+import CTestSupport
+import ExtensionFoundation
+import Foundation
+import Glibc
+import PlugindSystem
+import TestSupport
+import Testing
+
+/// A plugin with hostile intent and no permissions tries every way out the outside review found
+/// (and those found since). Each test checks both the refusal inside the plugin (the errno it
+/// got) and, from outside, the absence of any effect. Runs as root and as an ordinary user.
+@Suite("Security: what a hostile plugin can reach", .serialized, .timeLimit(.minutes(3)))
+struct SecurityTests {
+    /// A running probe: each call sends one vector and returns the plugin's answer.
+    struct Probe {
+        let process: AppExtensionProcess
+
+        func callAsFunction(_ vector: String, _ argument: String = "") async throws -> String {
+            String(decoding: try await process.makeConnection().send(Array("\(vector) \(argument)".utf8)), as: UTF8.self)
+        }
+    }
+
+    /// Runs `body` with a probe bundled with a host of its own (no approval needed).
+    func withProbe<Result>(
+        _ extra: [String: Any] = [:],
+        configure: (inout TestHost) -> Void = { _ in },
+        _ body: (Probe, TestHost) async throws -> Result
+    ) async throws -> Result {
+        var test = try TestHost()
+        configure(&test)
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "FaultyHostileProbe", extra: extra))
+        do {
+            let result = try await body(Probe(process: process), test)
+            await process.invalidateAndWait()
+            return result
+        } catch {
+            await process.invalidateAndWait()
+            throw error
+        }
+    }
+
+    @Test("the owner's unix sockets (stream, datagram, abstract) are out of reach; the listeners receive nothing")
+    func ownerSockets() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let stream = try UnixListener(address: directory.path + "/stream.sock", kind: .stream)
+        let datagram = try UnixListener(address: directory.path + "/datagram.sock", kind: .datagram)
+        let abstract = try UnixListener(address: "plugind-test-\(getpid())", kind: .abstractStream)
+        try await withProbe { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("connect-stream", stream.address) == "refused ENOENT")
+            #expect(try await probe("send-datagram", datagram.address) == "refused ENOENT")
+            #expect(try await probe("connect-abstract", abstract.address) == "refused EPERM")
+        }
+        #expect(!stream.receivedAnything)
+        #expect(!datagram.receivedAnything)
+        #expect(!abstract.receivedAnything)
+        // The control: a worker without confinement reaches them, and the listeners see it.
+        try await withProbe(configure: { $0.host.confinement = .disabled }) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("connect-stream", stream.address) == "done connected and wrote")
+            #expect(try await probe("send-datagram", datagram.address) == "done sent")
+            #expect(try await probe("connect-abstract", abstract.address) == "done connected and wrote")
+        }
+        #expect(stream.receivedAnything)
+        #expect(datagram.receivedAnything)
+        #expect(abstract.receivedAnything)
+    }
+
+    @Test("metadata of the owner's files cannot change: chmod, chown, xattrs, times, inside the view or out")
+    func fileMetadata() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.path + "/bashrc"
+        try Data("owner's".utf8).write(to: URL(fileURLWithPath: file))
+        chmod(file, 0o644)
+        var before = stat()
+        stat(file, &before)
+        try await withProbe { (probe: Probe, test: TestHost) async throws in
+            for vector in ["chmod", "chown", "setxattr", "utimes", "stat"] {
+                #expect(try await probe(vector, file) == "refused ENOENT", "\(vector)")
+            }
+            // Inside the view, the bundle is read-only.
+            let manifest = test.bundledRoot + "/org.plugind.tests.faultyhostileprobe.appex/manifest.json"
+            for vector in ["chmod", "setxattr", "utimes", "write"] {
+                // Read-only in the view, and outside every Landlock rule that grants writing.
+                let answer = try await probe(vector, manifest)
+                #expect(answer == "refused EROFS" || answer == "refused EACCES", "\(vector) in the bundle: \(answer)")
+            }
+            var bundleFile = stat()
+            stat(manifest, &bundleFile)
+            #expect(bundleFile.st_mode & 0o777 == 0o644)
+        }
+        var after = stat()
+        stat(file, &after)
+        #expect(after.st_mode == before.st_mode)
+        #expect(after.st_uid == before.st_uid)
+        #expect(after.st_mtim.tv_sec == before.st_mtim.tv_sec && after.st_mtim.tv_nsec == before.st_mtim.tv_nsec)
+        #expect(plugind_test_has_xattr(file, "user.plugind") == 0)
+    }
+
+    @Test("no capability in any set, as /proc shows from outside; the worker runs as an unprivileged id")
+    func noCapabilities() async throws {
+        try await withProbe { (probe: Probe, _: TestHost) async throws in
+            let status = ProcessInspection.readProcFile("/proc/\(probe.process.processIdentifier)/status")
+            for set in ["CapEff", "CapPrm", "CapBnd", "CapAmb", "CapInh"] {
+                #expect(status.contains("\(set):\t0000000000000000"), "\(set): \(status)")
+            }
+            let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }.map(String.init) ?? ""
+            let expected = geteuid() == 0 ? 65534 : geteuid()
+            #expect(uid == "Uid:\t\(expected)\t\(expected)\t\(expected)\t\(expected)", "\(uid)")
+            #expect(status.contains("NoNewPrivs:\t1"))
+            #expect(try await probe("capabilities") == "done 0000000000000000")
+        }
+    }
+
+    @Test(
+        "privileged or escaping system calls are refused inside the plugin",
+        arguments: [
+            ("bpf", "refused EPERM"), ("perf", "refused EPERM"), ("userfaultfd", "refused EPERM"), ("clock", "refused EPERM"),
+            ("syslog", "refused EPERM"), ("mount", "refused EPERM"), ("unshare", "refused EPERM"), ("setns", "refused EPERM"),
+            ("ptrace", "refused EPERM"), ("process-vm", "refused EPERM"), ("fanotify", "refused EPERM"), ("clone3", "refused ENOSYS"),
+            ("io_uring", "refused ENOSYS"), ("socket-inet", "refused EACCES"),
+        ])
+    func refusedCalls(vector: String, expected: String) async throws {
+        let before = Date()
+        try await withProbe { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe(vector) == expected)
+        }
+        // The clock was not set back or forth.
+        #expect(abs(Date().timeIntervalSince(before)) < 60)
+    }
+
+    @Test("the owner's keyrings are out of reach: the secret is not in the answer")
+    func keyring() async throws {
+        let description = "plugind-test-\(getpid())"
+        let secret = "owner-secret-\(UInt64.random(in: 0..<UInt64.max))"
+        let key = plugind_test_add_key(description, secret)
+        defer { if key >= 0 { plugind_test_remove_key(key) } }
+        try await withProbe { (probe: Probe, _: TestHost) async throws in
+            let answer = try await probe("keyring", description)
+            #expect(answer == "refused EPERM")
+            #expect(!answer.contains(secret))
+        }
+    }
+
+    @Test("inotify and fanotify are refused: no file name or event of the owner's reaches the plugin")
+    func watching() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try await withProbe { (probe: Probe, test: TestHost) async throws in
+            #expect(try await probe("inotify", directory.path) == "refused EPERM")
+            #expect(try await probe("inotify", test.bundledRoot) == "refused EPERM")
+            #expect(try await probe("fanotify") == "refused EPERM")
+        }
+    }
+
+    @Test("without the processes permission: no fork, no spawn, no memfd, no System V memory; threads are capped")
+    func noProcesses() async throws {
+        try await withProbe(["limits": ["threads": 16]]) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("fork") == "refused EPERM")
+            #expect(try await probe("vfork-spawn") == "refused EPERM")
+            #expect(try await probe("memfd", "64") == "refused EPERM")
+            #expect(try await probe("shmget") == "refused EPERM")
+            let threads = try await probe("threads", "200")
+            let made = Int(threads.dropFirst("done ".count)) ?? -1
+            // The worker's own thread counts against the cap.
+            #expect(made >= 1 && made <= 15, "\(threads)")
+        }
+    }
+
+    @Test("no setuid or setgid file, even where the plugin may write")
+    func setuidBits() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // A root host's worker runs as nobody: what it may write must be writable by it.
+        chmod(directory.path, 0o777)
+        let granted = ["permissions": ["write": [directory.path]]]
+        try await withProbe(granted) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("create-setuid", directory.path + "/shell") == "refused EPERM")
+            #expect(try await probe("write", directory.path + "/plain") == "done written")
+            #expect(try await probe("chmod-setuid", directory.path + "/plain") == "refused EPERM")
+        }
+        var status = stat()
+        #expect(stat(directory.path + "/shell", &status) != 0)
+        #expect(stat(directory.path + "/plain", &status) == 0)
+        #expect(status.st_mode & (S_ISUID | S_ISGID) == 0)
+    }
+
+    @Test("/proc is the worker's own: no system-wide files, no host process")
+    func ownProc() async throws {
+        try await withProbe { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("stat", "/proc/sys/kernel/core_pattern") == "refused ENOENT")
+            #expect(try await probe("stat", "/proc/sysrq-trigger") == "refused ENOENT")
+            #expect(try await probe("stat", "/proc/\(getpid())") == "refused ENOENT")
+            #expect(try await probe("stat", "/proc/1") == "done exists")
+            #expect(try await probe("read", "/etc/passwd") == "refused ENOENT")
+        }
+    }
+
+    @Test("a symlink planted in an approved grant after the approval never redirects it")
+    func plantedSymlink() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        chmod(directory.path, 0o755)
+        let data = directory.path + "/data"
+        try FileManager.default.createDirectory(atPath: data, withIntermediateDirectories: true)
+        try Data("granted".utf8).write(to: URL(fileURLWithPath: data + "/file"))
+        chmod(data, 0o755)
+        chmod(data + "/file", 0o644)
+        var test = try TestHost()
+        defer { test.remove() }
+        test.host.confinement = .required
+        let fixture = PluginFixture(library: "FaultyHostileProbe", extra: ["permissions": ["read": [data]]])
+        try test.install(fixture, bundled: false)
+        try PolicyEditor(directory: test.host.policyDirectory).approve(
+            try #require(Inventory.take(host: test.host).item(fixture.identifier)?.entry))
+        // After the approval, the granted directory becomes a symlink to somewhere else.
+        try FileManager.default.moveItem(atPath: data, toPath: directory.path + "/moved")
+        try FileManager.default.createSymbolicLink(atPath: data, withDestinationPath: "/etc")
+        let process = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
+        let probe = Probe(process: process)
+        #expect(try await probe("read", data + "/passwd") == "refused ENOENT")
+        #expect(try await probe("read", "/etc/passwd") == "refused ENOENT")
+        let view = process.confinement.first { $0.name == "filesystem-view" }
+        #expect(view?.detail.contains("left out: \(data)") == true, "\(view?.detail ?? "")")
+        await process.invalidateAndWait()
+    }
+}
+
+/// Limits that cover a plugin as a whole: with the `processes` permission, its children, memfds
+/// and shared memory count too, where a control group can be made (as root here); elsewhere the
+/// permission's per-process limits are what the owner approved, and `plugind info` says so.
+@Suite("Security: limits that cover every process of a plugin", .serialized, .timeLimit(.minutes(3)))
+struct WholePluginLimitTests {
+    static var processes: [String: Any] { ["processes": true] }
+
+    static var hasControlGroups: Bool { WorkerCgroups.available(delegated: nil) != nil }
+
+    func failure(_ vector: String, _ argument: String, limits: [String: Any]) async throws -> AppExtensionError? {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(
+            PluginFixture(library: "FaultyHostileProbe", extra: ["permissions": Self.processes, "limits": limits]))
+        let error = await #expect(throws: AppExtensionError.self) {
+            _ = try await process.makeConnection().send(Array("\(vector) \(argument)".utf8), timeout: .seconds(60))
+        }
+        await process.invalidateAndWait()
+        return error
+    }
+
+    @Test("memfd pages count against the memory limit", .enabled(if: hasControlGroups))
+    func memfd() async throws {
+        let error = try await failure("memfd", "512", limits: ["memoryBytes": 128 << 20])
+        #expect(error?.code == .limitExceeded, "\(error.map { "\($0)" } ?? "")")
+        #expect(error?.exceededLimit?.kind == .memory)
+    }
+
+    @Test(
+        "children's memory counts against the limit: of ten children of 64 MiB under 128 MiB, at most two hold it",
+        .enabled(if: hasControlGroups))
+    func childrenMemory() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(
+            PluginFixture(library: "FaultyHostileProbe", extra: ["permissions": Self.processes, "limits": ["memoryBytes": 128 << 20]]))
+        let answer = String(decoding: try await process.makeConnection().send(Array("children-memory 64".utf8)), as: UTF8.self)
+        await process.invalidateAndWait()
+        let counts = answer.dropFirst("done ".count).split(separator: " ").compactMap { $0.split(separator: "=").last.flatMap { Int($0) } }
+        #expect(counts.count == 2, "\(answer)")
+        // Without the group each child would hold its 64 MiB under its own address-space limit;
+        // with it, what all hold together stays under 128 MiB and the limit killed the rest.
+        #expect(counts.first ?? 10 <= 2, "\(answer)")
+        #expect(counts.last ?? 0 >= 8, "\(answer)")
+    }
+
+    @Test("children's CPU time counts against the limit: four children of a second each under one", .enabled(if: hasControlGroups))
+    func childrenCPU() async throws {
+        let error = try await failure("children-cpu", "1.5", limits: ["cpuSeconds": 1])
+        #expect(error?.code == .limitExceeded, "\(error.map { "\($0)" } ?? "")")
+        #expect(error?.exceededLimit == AppExtensionError.ExceededLimit(kind: .cpu, value: 1))
+    }
+}
