@@ -56,7 +56,8 @@ struct SecurityTests {
         #expect(!datagram.receivedAnything)
         #expect(!abstract.receivedAnything)
         // The control: a worker without confinement reaches them, and the listeners see it.
-        try await withProbe(configure: { $0.host.confinement = .disabled }) { (probe: Probe, _: TestHost) async throws in
+        let unconfined: (inout TestHost) -> Void = { $0.host.confinement = .disabled }
+        try await withProbe(configure: unconfined) { (probe: Probe, _: TestHost) async throws in
             #expect(try await probe("connect-stream", stream.address) == "done connected and wrote")
             #expect(try await probe("send-datagram", datagram.address) == "done sent")
             #expect(try await probe("connect-abstract", abstract.address) == "done connected and wrote")
