@@ -95,7 +95,9 @@ let package = Package(
             dependencies: ["PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
             swiftSettings: swiftSettings
         ),
-        .target(name: "PluginKit", dependencies: ["PlugindPluginABI"], swiftSettings: swiftSettings),
+        .target(name: "PluginKit", dependencies: ["PlugindPluginABI", "PluginKitABINote"], swiftSettings: swiftSettings),
+        // C: the ABI note a Swift plugin carries (one file that includes the plugin header).
+        .target(name: "PluginKitABINote", dependencies: ["PlugindPluginABI"]),
         .executableTarget(
             name: "plugind-worker",
             dependencies: [
@@ -117,6 +119,12 @@ let package = Package(
             name: "fuzz-frame-decoder",
             dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
             path: "Fuzz/FrameDecoderFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "fuzz-elf-reader",
+            dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
+            path: "Fuzz/ELFReaderFuzzer",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
@@ -147,7 +155,7 @@ let package = Package(
         .target(name: "CTestSupport", path: "Tests/CTestSupport", cSettings: gnuSource),
         .testTarget(
             name: "PlugindWireTests",
-            dependencies: ["PlugindWire", "PlugindSystem", "PlugindFuzzing", "TestSupport"],
+            dependencies: ["PlugindWire", "PlugindSystem", "PlugindFuzzing", "PlugindBundle", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Fuzzes the frame decoder and the manifest parser with libFuzzer (and AddressSanitizer), each for
-# SECONDS (default 60), starting from the seeds in Fuzz/Corpus. A crash leaves its input in
-# .build/fuzz/crashes/<target>/; add it to Fuzz/Corpus/<target>/ with the fix, so that the
-# regression tests (FuzzCorpusTests) replay it from then on.
-#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser ...]
+# Fuzzes the frame decoder, the manifest parser and the ELF reader with libFuzzer (and
+# AddressSanitizer), each for SECONDS (default 60), starting from the seeds in Fuzz/Corpus (the
+# ELF reader also from real libraries: the example plugins and a few system libraries, copied in
+# at run time). A crash leaves its input in .build/fuzz/crashes/<target>/; add it to
+# Fuzz/Corpus/<target>/ with the fix, so that the regression tests (FuzzCorpusTests) replay it
+# from then on.
+#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser|elf-reader ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh
@@ -12,7 +14,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(frame-decoder manifest-parser)
+    targets=(frame-decoder manifest-parser elf-reader)
 fi
 
 scratch=.build/fuzz
@@ -29,8 +31,16 @@ for target in "${targets[@]}"; do
     crashes="$scratch/crashes/$target"
     mkdir -p "$corpus" "$crashes"
     cp -n Fuzz/Corpus/"$target"/* "$corpus"/ 2>/dev/null || true
+    if [ "$target" = elf-reader ]; then
+        # Real libraries as seeds: small example plugins and system libraries of this machine.
+        swift build --product Echo >/dev/null 2>&1 && swift build --product SwiftTextFilter >/dev/null 2>&1 || true
+        for library in .build/debug/libEcho.so .build/debug/libSwiftTextFilter.so .build/debug/libFunctionLibrary.so \
+            /usr/lib/*-linux-gnu/libffi.so.8 /usr/lib/*-linux-gnu/libz.so.1; do
+            [ -f "$library" ] && cp -n "$library" "$corpus/seed-$(basename "$library")" || true
+        done
+    fi
     echo "== fuzzing $target for $seconds s" >&2
-    if ! "$binary" "$corpus" -max_total_time="$seconds" -max_len=65536 -artifact_prefix="$crashes/" -print_final_stats=1 \
+    if ! "$binary" "$corpus" -max_total_time="$seconds" -max_len=$([ "$target" = elf-reader ] && echo 1048576 || echo 65536) -artifact_prefix="$crashes/" -print_final_stats=1 \
         2> "$scratch/$target.log"; then
         status=1
         echo "fuzz: $target found a failure; inputs in $crashes, log in $scratch/$target.log" >&2

@@ -12,13 +12,15 @@ extension AppExtensionProcess {
     }
 
     /// What a confined worker finds when it opens the library of `bundle` without calling its
-    /// init: entry point, ABI version, declared functions. For `plugind verify`.
+    /// init: entry point, ABI version, declared functions. For `plugind verify --load`, which the
+    /// user asks for explicitly: the library's constructors run, so the worker gets none of the
+    /// permissions the manifest asks for.
     ///
     /// - Throws: the `AppExtensionError` a launch would meet: `abiMismatch`, `symbolMissing`,
     ///   `pluginLoadFailed`, `workerCrashed` (a crash while loading), …
     package static func inspectLibrary(of bundle: InspectedBundle, host: AppExtensionHost) async throws -> LibraryInspection {
         let root = SearchRoot(path: (bundle.bundlePath as NSString).deletingLastPathComponent, isBundledWithHost: false)
-        let ready = try await probe(CatalogEntry(bundle: bundle, root: root), mode: .inspectLibrary, host: host)
+        let ready = try await probe(CatalogEntry(bundle: bundle, root: root), mode: .inspectLibrary, host: host, withoutPermissions: true)
         return LibraryInspection(abiVersion: ready.pluginABIVersion, hasEntryPoint: ready.hasRequestHandler, pluginName: ready.pluginName)
     }
 
@@ -29,8 +31,10 @@ extension AppExtensionProcess {
         package var pluginName: String
     }
 
-    private static func probe(_ entry: CatalogEntry, mode: LoadMode, host: AppExtensionHost) async throws -> Ready {
-        var plan = LaunchPlan(entry: entry, host: host)
+    private static func probe(_ entry: CatalogEntry, mode: LoadMode, host: AppExtensionHost, withoutPermissions: Bool = false) async throws
+        -> Ready
+    {
+        var plan = LaunchPlan(entry: entry, host: host, permissions: withoutPermissions ? Manifest.Permissions() : nil)
         plan.load.mode = mode
         let (channel, ready) = try await WorkerLauncher.launch(plan)
         channel.invalidate(grace: plan.shutdownGracePeriod)

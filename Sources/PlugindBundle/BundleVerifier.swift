@@ -16,21 +16,29 @@ package struct VerificationProblem: Sendable, Hashable, Encodable {
     }
 }
 
-/// Everything about a bundle that can be checked without loading it: manifest schema, where the
-/// library is, file permissions, ELF class and machine, needed libraries, entry point and
-/// declared functions.
+/// Everything about a bundle that can be checked without running any of its code, read from its
+/// files: manifest schema, what the bundle holds (no hard links, symlinks leading out, device
+/// files, files others may write), where the library is, ELF class and machine, needed libraries
+/// (inside the bundle and on the system), entry point, declared functions and the plugin ABI
+/// version the library records.
 package struct BundleVerification: Sendable {
     package var bundlePath: String
     package var manifest: Manifest?
     package var warnings: [String] = []
     package var problems: [VerificationProblem] = []
-    /// Set when the bundle passed the checks a loader needs, so that a worker may open it.
+    /// Set when the bundle passed the checks a loader needs, so that a worker may open it (only
+    /// with `plugind verify --load`).
     package var loadable: InspectedBundle?
+    /// The plugin ABI version the library records, when it records one.
+    package var abiVersion: UInt32?
     /// Checks that passed, by name.
     package var passed: [String] = []
 }
 
 package enum BundleVerifier {
+    /// The plugin ABI versions this plugind's worker loads.
+    package static let supportedABIVersions: ClosedRange<UInt32> = 1...1
+
     package static func verify(bundleAt path: String, resolver: LibraryResolver = LibraryResolver()) -> BundleVerification {
         var result = BundleVerification(bundlePath: path)
         func problem(_ check: String, _ message: String, _ fix: String) {
@@ -64,6 +72,16 @@ package enum BundleVerifier {
                 permissionProblems += 1
                 problem("permissions", "the \(what) \(itemPath) \(reason)", "chmod go-w '\(itemPath)'")
             }
+        }
+        // What the bundle holds, file by file.
+        var contents: BundleContents?
+        do {
+            contents = try BundleContents.read(bundleAt: bundlePath)
+            result.passed.append("contents")
+        } catch {
+            let check = error.reason.contains("writable") || error.reason.contains("owned by") ? "permissions" : "contents"
+            if check == "permissions" { permissionProblems += 1 }
+            problem(check, error.description, error.fix)
         }
 
         // Where the library is.
@@ -108,9 +126,27 @@ package enum BundleVerifier {
             return result
         }
 
-        // Needed libraries, resolved as the dynamic linker would.
-        let origin = (libraryPath as NSString).deletingLastPathComponent
-        let missing = file.needed.filter { resolver.resolve($0, runPaths: file.runPaths, origin: origin) == nil }
+        // Needed libraries, resolved as the dynamic linker would, through the bundle's own
+        // libraries too; a library of the bundle must be one of its files.
+        var missing: [String] = []
+        var pending = [(libraryPath, file)]
+        var seen: Set<String> = [libraryPath]
+        while let (path, current) = pending.popLast() {
+            let directory = (path as NSString).deletingLastPathComponent
+            for name in current.needed {
+                guard let resolved = resolver.resolve(name, runPaths: current.runPaths, origin: directory) else {
+                    missing.append(name)
+                    continue
+                }
+                guard resolved.hasPrefix(bundlePath + "/"), seen.insert(resolved).inserted else { continue }
+                if let contents, contents.entry(String(resolved.dropFirst(bundlePath.count + 1)))?.isLoadable != true {
+                    problem(
+                        "dependencies", "\(name) resolves to \(resolved), which is not a library file of the bundle",
+                        "ship it as a regular file in the bundle")
+                }
+                if let dependency = try? ELFFile.inspect(atPath: resolved) { pending.append((resolved, dependency)) }
+            }
+        }
         for name in missing {
             let searched =
                 (file.runPaths.isEmpty ? "" : "its run paths (\(file.runPaths.joined(separator: ":"))), ")
@@ -143,6 +179,25 @@ package enum BundleVerifier {
             )
         }
         if !manifest.functions.isEmpty && missingFunctions.isEmpty { result.passed.append("functions") }
+
+        // The ABI version, from the note the header's export macro records; a library without
+        // one was built with an older header.
+        result.abiVersion = file.pluginABIVersion
+        if exportsEntry {
+            switch file.pluginABIVersion {
+            case nil:
+                result.warnings.append(
+                    "\((libraryPath as NSString).lastPathComponent) records no plugin ABI version (built with an older plugind_plugin.h): the version is checked only when it loads; rebuild it to record one"
+                )
+            case let version? where !supportedABIVersions.contains(version):
+                problem(
+                    "abi",
+                    "\((libraryPath as NSString).lastPathComponent) was built for plugin ABI \(version); this plugind supports \(supportedABIVersions.map(String.init).joined(separator: ", "))",
+                    "rebuild it against this plugind's plugind_plugin.h")
+            case let version?:
+                result.passed.append("abi (\(version))")
+            }
+        }
 
         if missing.isEmpty, !manifest.functions.isEmpty || exportsEntry, missingFunctions.isEmpty,
             case .success(let inspected) = BundleInspector.inspect(bundleAt: bundlePath, resolver: resolver)

@@ -85,6 +85,11 @@ package struct ELFFile: Sendable {
     package var soname: String?
     /// Defined, globally visible dynamic symbols.
     package var exportedSymbols: Set<String> = []
+    /// The plugin ABI version the library records in its "plugind" note, when it has one (the
+    /// header's `PLUGIND_PLUGIN_ABI_VERSION` at build time).
+    package var pluginABIVersion: UInt32?
+    /// Every "plugind" note of the file: type and contents.
+    package var pluginNotes: [(type: UInt32, description: [UInt8])] = []
 
     // MARK: Header only
 
@@ -138,41 +143,64 @@ package struct ELFFile: Sendable {
         let header = try parseHeader(bytes)
         try validate(header)
         var file = ELFFile(header: header)
-        var reader = ELFReader(bytes: bytes)
-        try file.readDynamicSection(&reader)
-        try file.readDynamicSymbols(&reader)
+        return try inspect(bytes: bytes, header: header)
+    }
+
+    /// The whole-file inspection of bytes already read; for `inspect(atPath:)` and the fuzzer.
+    package static func inspect(bytes: [UInt8]) throws(Problem) -> ELFFile {
+        let header = try parseHeader(bytes)
+        try validate(header)
+        return try inspect(bytes: bytes, header: header)
+    }
+
+    private static func inspect(bytes: [UInt8], header: Header) throws(Problem) -> ELFFile {
+        var file = ELFFile(header: header)
+        let reader = ELFReader(bytes: bytes)
+        try file.readDynamicSection(reader)
+        try file.readDynamicSymbols(reader)
+        try file.readPluginNotes(reader)
         return file
     }
 
-    private struct Segment {
-        var type: UInt32
-        var offset: UInt64
-        var virtualAddress: UInt64
-        var fileSize: UInt64
+    /// The name notes of plugind carry, NUL included.
+    static let noteName: [UInt8] = Array("plugind".utf8) + [0]
+    /// Note type of the ABI version.
+    static let abiNoteType: UInt32 = 1
+
+    /// Reads the notes named "plugind" from every SHT_NOTE section.
+    private mutating func readPluginNotes(_ reader: ELFReader) throws(Problem) {
+        for section in try reader.sections() where section.type == 7 {  // SHT_NOTE
+            let start = try reader.offset(section.offset)
+            let end = try reader.end(of: start, count: section.size)
+            var offset = start
+            while offset <= end - 12 {
+                let nameSize = Int(try reader.u32(offset))
+                let descriptionSize = Int(try reader.u32(offset + 4))
+                let type = try reader.u32(offset + 8)
+                let nameStart = offset + 12
+                guard nameSize <= end - nameStart else { throw .malformed("a note's name runs past its section") }
+                let descriptionStart = nameStart + ((nameSize + 3) & ~3)
+                guard descriptionStart <= end, descriptionSize <= end - descriptionStart else {
+                    throw .malformed("a note's contents run past its section")
+                }
+                if nameSize == Self.noteName.count, Array(reader.bytes[nameStart..<nameStart + nameSize]) == Self.noteName {
+                    pluginNotes.append((type, Array(reader.bytes[descriptionStart..<descriptionStart + descriptionSize])))
+                    if type == Self.abiNoteType, descriptionSize == 4 { pluginABIVersion = try reader.u32(descriptionStart) }
+                }
+                offset = min(descriptionStart + ((descriptionSize + 3) & ~3), end)
+                if offset == end { break }
+            }
+        }
     }
 
-    private mutating func readDynamicSection(_ reader: inout ELFReader) throws(Problem) {
-        let programHeaderOffset = try reader.u64(0x20)
-        let entrySize = Int(try reader.u16(0x36))
-        let count = Int(try reader.u16(0x38))
-        var segments: [Segment] = []
-        for index in 0..<count {
-            let base = Int(programHeaderOffset) + index * entrySize
-            segments.append(
-                Segment(
-                    type: try reader.u32(base),
-                    offset: try reader.u64(base + 8),
-                    virtualAddress: try reader.u64(base + 16),
-                    fileSize: try reader.u64(base + 32)
-                )
-            )
-        }
+    private mutating func readDynamicSection(_ reader: ELFReader) throws(Problem) {
+        let segments = try reader.segments()
         guard let dynamic = segments.first(where: { $0.type == 2 }) else { return }
 
         var entries: [(tag: Int64, value: UInt64)] = []
-        var offset = Int(dynamic.offset)
-        let end = offset + Int(dynamic.fileSize)
-        while offset + 16 <= end {
+        var offset = try reader.offset(dynamic.offset)
+        let end = try reader.end(of: offset, count: dynamic.fileSize)
+        while offset <= end - 16 {
             let tag = Int64(bitPattern: try reader.u64(offset))
             if tag == 0 { break }
             entries.append((tag, try reader.u64(offset + 8)))
@@ -182,43 +210,38 @@ package struct ELFFile: Sendable {
         // DT_STRTAB holds a virtual address; find the loaded segment that contains it.
         guard
             let load = segments.first(where: {
-                $0.type == 1 && stringTableAddress >= $0.virtualAddress
-                    && stringTableAddress < $0.virtualAddress + $0.fileSize
+                $0.type == 1 && stringTableAddress >= $0.virtualAddress && stringTableAddress - $0.virtualAddress < $0.fileSize
             })
         else { throw .malformed("string table outside every loaded segment") }
-        let stringTable = Int(stringTableAddress - load.virtualAddress + load.offset)
+        let stringTable = try reader.offset(load.offset, plus: stringTableAddress - load.virtualAddress)
         for (tag, value) in entries {
             switch tag {
-            case 1: needed.append(try reader.string(stringTable + Int(value)))
-            case 14: soname = try reader.string(stringTable + Int(value))
+            case 1: needed.append(try reader.string(try reader.offset(UInt64(stringTable), plus: value)))
+            case 14: soname = try reader.string(try reader.offset(UInt64(stringTable), plus: value))
             case 15, 29:
-                runPaths += try reader.string(stringTable + Int(value)).split(separator: ":").map(String.init)
+                runPaths += try reader.string(try reader.offset(UInt64(stringTable), plus: value)).split(separator: ":").map(String.init)
             default: break
             }
         }
     }
 
-    private mutating func readDynamicSymbols(_ reader: inout ELFReader) throws(Problem) {
-        let sectionOffset = Int(try reader.u64(0x28))
-        let entrySize = Int(try reader.u16(0x3A))
-        let count = Int(try reader.u16(0x3C))
-        for index in 0..<count {
-            let base = sectionOffset + index * entrySize
-            guard try reader.u32(base + 4) == 11 else { continue }  // SHT_DYNSYM
-            let symbolsOffset = Int(try reader.u64(base + 24))
-            let symbolsSize = Int(try reader.u64(base + 32))
-            let link = Int(try reader.u32(base + 40))
-            let stringsOffset = Int(try reader.u64(sectionOffset + link * entrySize + 24))
-            var symbol = symbolsOffset
-            while symbol + 24 <= symbolsOffset + symbolsSize {
-                let nameOffset = Int(try reader.u32(symbol))
+    private mutating func readDynamicSymbols(_ reader: ELFReader) throws(Problem) {
+        let sections = try reader.sections()
+        for section in sections where section.type == 11 {  // SHT_DYNSYM
+            guard Int(section.link) < sections.count else { throw .malformed("a symbol table links to no section") }
+            let strings = try reader.offset(sections[Int(section.link)].offset)
+            let start = try reader.offset(section.offset)
+            let end = try reader.end(of: start, count: section.size)
+            var symbol = start
+            while symbol <= end - 24 {
+                let nameOffset = try reader.u32(symbol)
                 let info = try reader.u8(symbol + 4)
                 let other = try reader.u8(symbol + 5)
                 let sectionIndex = try reader.u16(symbol + 6)
                 let binding = info >> 4
                 let visibility = other & 3
                 if sectionIndex != 0 && (binding == 1 || binding == 2) && (visibility == 0 || visibility == 3) {
-                    exportedSymbols.insert(try reader.string(stringsOffset + nameOffset))
+                    exportedSymbols.insert(try reader.string(try reader.offset(UInt64(strings), plus: UInt64(nameOffset))))
                 }
                 symbol += 24
             }
@@ -226,13 +249,73 @@ package struct ELFFile: Sendable {
     }
 }
 
-/// Bounds-checked little-endian reads from a file's bytes.
-private struct ELFReader {
+/// Bounds-checked little-endian reads from a file's bytes. Every offset and size read from the
+/// file is checked against the file before it is used, with no arithmetic that could overflow.
+struct ELFReader {
     let bytes: [UInt8]
 
+    struct Segment {
+        var type: UInt32
+        var offset: UInt64
+        var virtualAddress: UInt64
+        var fileSize: UInt64
+    }
+
+    struct Section {
+        var type: UInt32
+        var offset: UInt64
+        var size: UInt64
+        var link: UInt32
+    }
+
+    /// At most this many program or section headers are read (ELF allows 65,535).
+    static let maximumHeaders = 4096
+
     func check(_ offset: Int, _ count: Int) throws(ELFFile.Problem) {
-        guard offset >= 0, count >= 0, offset <= bytes.count - count else {
-            throw .malformed("reference to offset \(offset) beyond the end of the file (\(bytes.count) bytes)")
+        guard offset >= 0, count >= 0, offset <= bytes.count, count <= bytes.count - offset else {
+            throw .malformed("reference to \(count) bytes at offset \(offset), beyond the end of the file (\(bytes.count) bytes)")
+        }
+    }
+
+    /// `value` (+ `plus`) as an offset inside the file.
+    func offset(_ value: UInt64, plus: UInt64 = 0) throws(ELFFile.Problem) -> Int {
+        let (sum, overflow) = value.addingReportingOverflow(plus)
+        guard !overflow, sum <= UInt64(bytes.count) else {
+            throw .malformed("offset \(value)+\(plus) beyond the end of the file (\(bytes.count) bytes)")
+        }
+        return Int(sum)
+    }
+
+    /// The end of `count` bytes from `start`, inside the file.
+    func end(of start: Int, count: UInt64) throws(ELFFile.Problem) -> Int {
+        guard count <= UInt64(bytes.count - start) else {
+            throw .malformed("\(count) bytes at offset \(start) run past the end of the file (\(bytes.count) bytes)")
+        }
+        return start + Int(count)
+    }
+
+    func segments() throws(ELFFile.Problem) -> [Segment] {
+        let offset = try self.offset(try u64(0x20))
+        let entrySize = Int(try u16(0x36))
+        let count = Int(try u16(0x38))
+        guard count <= Self.maximumHeaders else { throw .malformed("\(count) program headers") }
+        guard count == 0 || entrySize >= 56 else { throw .malformed("program headers of \(entrySize) bytes") }
+        return try (0..<count).map { (index) throws(ELFFile.Problem) -> Segment in
+            let base = try self.offset(UInt64(offset), plus: UInt64(index * entrySize))
+            return Segment(type: try u32(base), offset: try u64(base + 8), virtualAddress: try u64(base + 16), fileSize: try u64(base + 32))
+        }
+    }
+
+    func sections() throws(ELFFile.Problem) -> [Section] {
+        let offset = try self.offset(try u64(0x28))
+        let entrySize = Int(try u16(0x3A))
+        let count = Int(try u16(0x3C))
+        guard offset > 0, count > 0 else { return [] }
+        guard count <= Self.maximumHeaders else { throw .malformed("\(count) section headers") }
+        guard entrySize >= 64 else { throw .malformed("section headers of \(entrySize) bytes") }
+        return try (0..<count).map { (index) throws(ELFFile.Problem) -> Section in
+            let base = try self.offset(UInt64(offset), plus: UInt64(index * entrySize))
+            return Section(type: try u32(base + 4), offset: try u64(base + 24), size: try u64(base + 32), link: try u32(base + 40))
         }
     }
 
@@ -260,9 +343,11 @@ private struct ELFReader {
         return value
     }
 
+    /// A NUL-terminated string of at most 4096 bytes.
     func string(_ offset: Int) throws(ELFFile.Problem) -> String {
         try check(offset, 0)
-        guard let end = bytes[offset...].firstIndex(of: 0) else { throw .malformed("unterminated string") }
+        let limit = min(bytes.count, offset + 4096)
+        guard let end = bytes[offset..<limit].firstIndex(of: 0) else { throw .malformed("unterminated string") }
         return String(decoding: bytes[offset..<end], as: UTF8.self)
     }
 }

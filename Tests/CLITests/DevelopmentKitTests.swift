@@ -27,7 +27,9 @@ struct DevelopmentKitTests {
         let verified = try await plugind("verify", bundle, in: test)
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(verified.stdout.contains(": ok ("))
-        #expect(verified.stdout.contains("load (plugin ABI 1)"))
+        #expect(verified.stdout.contains("abi (1)"))
+        let loaded = try await plugind("verify", "--load", bundle, in: test)
+        #expect(loaded.stdout.contains("load (plugin ABI 1)"), "\(loaded.stdout)")
 
         let installed = try await plugind("install", bundle, in: test)
         #expect(installed.status == 0, "\(installed.stderr)")
@@ -109,13 +111,13 @@ struct VerifyCommandTests {
         #expect(text.contains("fix: install the package that provides libq.so.6"))
         #expect(text.contains("error: [elf] the library \(wrongMachine)/libEcho.so is built for AArch64, this host is x86-64"))
         #expect(text.contains("error: [entry-point] libFaultyNoEntry.so does not export plugind_plugin_entry"))
-        #expect(text.contains("error: [load] \(wrongABI)/libFaultyWrongABI.so was built for plugin ABI 999; this worker supports ABI 1"))
+        #expect(text.contains("error: [abi] libFaultyWrongABI.so was built for plugin ABI 999; this plugind supports 1"))
         #expect(
             text.contains("error: [manifest] \(typeError)/manifest.json: key 'limits.openFiles' must be a positive integer, found string"))
         #expect(text.contains("error: [functions] function 'absent' declared in the manifest is not exported by libEcho.so"))
         #expect(
             text.contains(
-                "org.plugind.tests.good (\(good)): ok (manifest, library, permissions, elf, dependencies, entry-point, load (plugin ABI 1))"
+                "org.plugind.tests.good (\(good)): ok (manifest, contents, library, permissions, elf, dependencies, entry-point, abi (1))"
             ))
 
         let json = try await plugind("verify", good, missingSymbol, "--json", in: test)

@@ -143,7 +143,8 @@ struct PolicyCommandTests {
         try test.install(echo, bundled: false)
         let result = try await plugind("approve", echo.identifier, in: test)
         #expect(result.status == 64)
-        #expect(result.stderr.contains("library SHA-256:"))
+        #expect(result.stderr.contains("bundle digest:"))
+        #expect(result.stderr.contains("libEcho.so  "))
         #expect(result.stderr.contains("permissions:     none"))
         #expect(result.stderr.contains("pass --yes"))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PlugindBundle
 import PlugindFuzzing
 import TestSupport
 import Testing
@@ -23,6 +24,22 @@ struct FuzzCorpusTests {
         for (path, bytes) in inputs {
             #expect(throws: Never.self, "\(path)") { try ManifestParserFuzzing.run(bytes) }
         }
+    }
+
+    @Test("every ELF-reader input, and the example plugins, read or are rejected without failing an invariant")
+    func elfReader() throws {
+        let inputs = FuzzReplay.inputs(in: [Self.root + "/elf-reader"])
+        #expect(inputs.count >= 5)
+        for (path, bytes) in inputs {
+            #expect(throws: Never.self, "\(path)") { try ELFReaderFuzzing.run(bytes) }
+        }
+        // Each hand-made hostile header is rejected, not read.
+        for (path, bytes) in inputs where !path.hasSuffix("minimal-header") {
+            #expect(throws: ELFFile.Problem.self, "\(path)") { try ELFFile.inspect(bytes: bytes) }
+        }
+        let plugin = try ELFFile.inspect(bytes: [UInt8](Data(contentsOf: URL(fileURLWithPath: try BuiltProducts.library("Echo")))))
+        #expect(plugin.exportedSymbols.contains("plugind_plugin_entry"))
+        #expect(plugin.pluginABIVersion == 1)
     }
 
     @Test("the NaN call result the fuzzer found round-trips by its bytes")

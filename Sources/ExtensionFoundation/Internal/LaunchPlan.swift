@@ -57,7 +57,12 @@ package struct LaunchPlan: Sendable {
     ///   - approval: the owner's approval the launch is checked against: its file digests are
     ///     the bytes the worker may load, its grants the paths it gets. Nil for a plugin bundled
     ///     with the host and for probes, which resolve grants now.
-    package init(entry: CatalogEntry, host: AppExtensionHost, approval: Approval? = nil, requiresEnhancedSecurity: Bool = false) {
+    ///   - permissions: what the worker is granted instead of what the approval (or manifest)
+    ///     says: none at all for `plugind verify --load`.
+    package init(
+        entry: CatalogEntry, host: AppExtensionHost, approval: Approval? = nil, requiresEnhancedSecurity: Bool = false,
+        permissions overridden: Manifest.Permissions? = nil
+    ) {
         let manifest = entry.manifest
         let bundle = entry.bundle
         let caps = host.limits
@@ -75,7 +80,7 @@ package struct LaunchPlan: Sendable {
         if let milliseconds = manifest.limits.requestTimeoutMilliseconds {
             requestTimeout = min(.milliseconds(Int64(clamping: milliseconds)), caps.requestTimeout)
         }
-        let permissions = approval?.permissions ?? manifest.permissions
+        let permissions = overridden ?? approval?.permissions ?? manifest.permissions
         let grants = Self.resolvedGrants(permissions, approval: approval)
         let strict = host.confinement == .required || requiresEnhancedSecurity
         let confinement = ConfinementRequest(

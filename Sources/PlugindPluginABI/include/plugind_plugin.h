@@ -146,6 +146,25 @@ typedef struct plugind_plugin {
 /// Marks the entry point (and any function declared in a manifest) as exported from the library.
 #define PLUGIND_PLUGIN_EXPORT __attribute__((visibility("default")))
 
+/// The ABI version, recorded in the library where `plugind verify` reads it without running any
+/// code: an ELF note ("plugind", type 1) in section .note.plugind. Every file that includes this
+/// header adds one (they are identical); define PLUGIND_PLUGIN_NO_ABI_NOTE to leave it out.
+#define PLUGIND_PLUGIN_NOTE_TYPE_ABI 1
+
+/// The layout of that note.
+typedef struct plugind_plugin_abi_note {
+    uint32_t name_size;
+    uint32_t description_size;
+    uint32_t type;
+    char name[8];
+    uint32_t abi_version;
+} plugind_plugin_abi_note;
+
+#if !defined(__swift__) && !defined(PLUGIND_PLUGIN_NO_ABI_NOTE)
+__attribute__((used, section(".note.plugind"), aligned(4))) static const plugind_plugin_abi_note plugind_plugin_abi_note_record = {
+    8, 4, PLUGIND_PLUGIN_NOTE_TYPE_ABI, "plugind", PLUGIND_PLUGIN_ABI_VERSION};
+#endif
+
 #if !defined(__swift__)
 /// The one symbol a plugin exports. Returns its descriptor; called once, by the worker.
 /// A library without it can still expose plain C functions declared in its manifest.

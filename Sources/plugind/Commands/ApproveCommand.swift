@@ -10,9 +10,12 @@ struct ApproveCommand: PlugindCommand {
         abstract: "Approve a plugin (pinned to its current bytes and requested permissions).",
         usage: "<id> [--yes] [--administrator]",
         discussion: """
-            Shows what is being approved (path, SHA-256 of library and manifest, requested
-            permissions, limits) and asks for confirmation. If the library, the manifest or the
-            requested permissions change later, the plugin is unapproved again until approved anew.
+            Shows what is being approved (where it is, the digest of its bundle and of every file
+            in it, the permissions it asks for and the paths they resolve to, its limits and how
+            they are enforced here, and what changed since an earlier approval) and asks for
+            confirmation. The approval pins exactly what was shown. If any file of the bundle or
+            the requested permissions change later, the plugin is unapproved again until approved
+            anew.
             """,
         arguments: [("<id>", "The plugin's identifier.")],
         options: [
@@ -38,24 +41,29 @@ struct ApproveCommand: PlugindCommand {
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
-        let bundle = item.entry.bundle
         let manifest = item.entry.manifest
-        let digest = { (path: String, status: FileStatus) in
-            (try? ContentHashes.shared.digest(ofFileAtPath: path, identity: status.identity)) ?? "unreadable"
+        // What is shown is what is written: the review reads and hashes the bundle once.
+        let review: ApprovalReview
+        do {
+            review = try ApprovalReview(
+                entry: item.entry,
+                previous: ApprovalReview.previousApproval(of: item.entry.identifier, host: context.host, administrator: administrator))
+        } catch {
+            throw CommandFailure(message: "\(error)", status: .failure)
         }
-        context.console.err(
-            """
-            Approving \(manifest.name) \(manifest.version) (\(manifest.identifier))
-              extension point: \(manifest.extensionPoint)
-              bundle:          \(bundle.bundlePath)
-              library:         \(bundle.libraryPath)
-              library SHA-256: \(digest(bundle.libraryPath, bundle.libraryStatus))
-              manifest SHA-256: \(digest(bundle.manifestPath, bundle.manifestStatus))
-              permissions:     \(manifest.permissions.summary)
-              limits:          \(EffectiveLimits(LaunchPlan(entry: item.entry, host: context.host)).summary)
-
-            """
-        )
+        var lines = [
+            "Approving "
+                + PluginDescription.lines(
+                    entry: item.entry, digest: BundleDigest(digest: review.approval.bundleDigest ?? "", files: review.approval.files),
+                    host: context.host, approval: review.approval
+                ).joined(separator: "\n")
+        ]
+        if review.previous != nil {
+            let changes = review.changes
+            lines.append(changes.isEmpty ? "  since the last approval: nothing changed" : "  since the last approval:")
+            lines += changes.map { "    \($0.inert)" }
+        }
+        context.console.err(lines.joined(separator: "\n") + "\n\n")
         if !assumeYes {
             guard context.console.standardInputIsTerminal else {
                 throw CommandFailure(
@@ -70,11 +78,11 @@ struct ApproveCommand: PlugindCommand {
         }
         let editor = PolicyEditor(directory: administrator ? context.host.administratorPolicyDirectory : context.host.policyDirectory)
         do {
-            try editor.approve(item.entry)
+            try editor.record(review.approval, for: item.entry.identifier)
         } catch {
             throw CommandFailure(message: "\(error)", status: .failure)
         }
-        context.console.err("Approved \(manifest.identifier).\n")
+        context.console.err("Approved \(manifest.identifier.inert).\n")
         return .success
     }
 }
@@ -107,7 +115,7 @@ extension PolicyChangeCommand {
         } catch {
             throw CommandFailure(message: "\(error)", status: .failure)
         }
-        context.console.err("\(Self.pastTense) \(identifier).\n")
+        context.console.err("\(Self.pastTense) \(identifier.inert).\n")
         return .success
     }
 }

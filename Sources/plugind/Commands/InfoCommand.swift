@@ -11,8 +11,11 @@ struct InfoCommand: PlugindCommand {
         abstract: "Show a plugin's details, state, functions and confinement.",
         usage: "<id> [--json] [--no-probe]",
         discussion: """
-            The confinement section comes from a worker that applies the plugin's confinement
-            and exits without loading its code (safe for plugins not approved yet).
+            Shows the bundle's digest and every file in it with its SHA-256 (what an approval
+            pins), the permissions and what they resolve to, the limits and how this machine
+            enforces each one. The confinement section comes from a worker that applies the
+            plugin's confinement and exits without loading its code (safe for plugins not approved
+            yet).
             """,
         arguments: [("<id>", "The plugin's identifier.")],
         options: [
@@ -36,13 +39,12 @@ struct InfoCommand: PlugindCommand {
         let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
         let entry = item.entry
         let manifest = entry.manifest
-        let libraryDigest =
-            (try? ContentHashes.shared.digest(ofFileAtPath: entry.bundle.libraryPath, identity: entry.bundle.libraryStatus.identity))
-            ?? "unreadable"
-        let manifestDigest =
-            (try? ContentHashes.shared.digest(ofFileAtPath: entry.bundle.manifestPath, identity: entry.bundle.manifestStatus.identity))
-            ?? "unreadable"
-        let limits = EffectiveLimits(LaunchPlan(entry: entry, host: context.host))
+        let digest = try? BundleDigest.compute(entry.bundle.contents) { file in
+            try ContentHashes.shared.digest(ofFileAtPath: entry.bundle.bundlePath + "/" + file.path, identity: file.status.identity)
+        }
+        let approval = PolicySnapshot.read(for: context.host).approval(for: entry)
+        let limits = EffectiveLimits(LaunchPlan(entry: entry, host: context.host, approval: approval))
+        let enforcement = LimitEnforcement(permissions: approval?.permissions ?? manifest.permissions, host: context.host)
         var layers: [AppExtensionProcess.ConfinementLayer] = []
         var probeError: String?
         if probe {
@@ -57,9 +59,20 @@ struct InfoCommand: PlugindCommand {
             try context.console.json(
                 InfoDocument(
                     plugin: ListDocument(items: [item], problems: []).plugins[0],
-                    librarySHA256: libraryDigest,
-                    manifestSHA256: manifestDigest,
+                    bundleDigest: digest?.digest,
+                    files: entry.bundle.contents.entries.compactMap { file in
+                        switch file.kind {
+                        case .directory: nil
+                        case .file(let isLoadable):
+                            InfoDocument.File(
+                                path: file.path, kind: isLoadable ? "library" : "file", size: file.status.identity.size,
+                                sha256: digest?.files[file.path], target: nil)
+                        case .symlink(let target):
+                            InfoDocument.File(path: file.path, kind: "symlink", size: nil, sha256: nil, target: target)
+                        }
+                    },
                     limits: limits,
+                    limitEnforcement: enforcement,
                     confinement: layers.map { .init(layer: $0.name, state: $0.state.rawValue, detail: $0.detail) },
                     confinementError: probeError,
                     warnings: entry.bundle.warnings
@@ -67,22 +80,9 @@ struct InfoCommand: PlugindCommand {
             )
             return .success
         }
-        var lines = [
-            "\(manifest.name) \(manifest.version)",
-            "  identifier:      \(manifest.identifier)",
-            "  extension point: \(manifest.extensionPoint)",
-        ]
-        if let text = manifest.description { lines.append("  description:     \(text)") }
-        lines += [
-            "  state:           \(item.stateCode)" + (item.diagnostic.map { " (\($0.message))" } ?? ""),
-            "  bundle:          \(entry.bundle.bundlePath)" + (entry.root.isBundledWithHost ? " (bundled with the host)" : ""),
-            "  library:         \(entry.bundle.libraryPath)" + (entry.bundle.usesSystemLibrary ? " (system library)" : ""),
-            "  library SHA-256: \(libraryDigest)",
-            "  manifest SHA-256: \(manifestDigest)",
-            "  permissions:     \(manifest.permissions.summary)",
-            "  limits:          \(limits.summary)",
-        ]
-        for warning in entry.bundle.warnings { lines.append("  warning:         \(warning)") }
+        var lines = PluginDescription.lines(entry: entry, digest: digest, host: context.host, approval: approval)
+        lines.insert("  state:           \(item.stateCode)" + (item.diagnostic.map { " (\($0.message.inert))" } ?? ""), at: 2)
+        for warning in entry.bundle.warnings { lines.append("  warning:         \(warning.inert)") }
         if manifest.functions.isEmpty {
             lines.append("  functions:       none (requests only)")
         } else {
@@ -92,9 +92,9 @@ struct InfoCommand: PlugindCommand {
         if probe {
             lines.append("  confinement (verified by a worker on this machine):")
             if let probeError {
-                lines.append("    cannot be determined: \(probeError)")
+                lines.append("    cannot be determined: \(probeError.inert)")
             }
-            lines += layers.map { "    \($0.name): \($0.state.rawValue) — \($0.detail)" }
+            lines += layers.map { "    \($0.name): \($0.state.rawValue) — \($0.detail.inert)" }
         }
         context.console.out(lines.joined(separator: "\n") + "\n")
         return .success
@@ -108,20 +108,28 @@ struct EffectiveLimits: Encodable {
     var openFiles: UInt64
     var requestTimeoutMilliseconds: Int64
     var maxMessageBytes: UInt64
+    var threads: UInt64
+    var scratchBytes: UInt64
 
     init(_ plan: LaunchPlan) {
         let limits = plan.load.limits
         memoryBytes = limits.addressSpaceBytes
         cpuSeconds = limits.cpuSeconds
         openFiles = limits.openFiles
+        threads = limits.tasks
+        scratchBytes = plan.load.view.reduce(0) { total, operation in
+            if case .scratch(_, let bytes) = operation { return total + bytes }
+            return total
+        }
         let (seconds, attoseconds) = plan.requestTimeout.components
         requestTimeoutMilliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
         maxMessageBytes = limits.maxMessageBytes
     }
 
     var summary: String {
-        "memory \(ByteCount(memoryBytes)), CPU \(cpuSeconds) s, open files \(openFiles), "
+        "memory \(ByteCount(memoryBytes)), CPU \(cpuSeconds) s, open files \(openFiles), threads \(threads), "
             + "request timeout \(Double(requestTimeoutMilliseconds) / 1000) s, message \(ByteCount(maxMessageBytes))"
+            + (scratchBytes > 0 ? ", scratch \(ByteCount(scratchBytes))" : "")
     }
 }
 
@@ -132,11 +140,21 @@ struct InfoDocument: Encodable {
         var detail: String
     }
 
-    var formatVersion = 1
+    struct File: Encodable {
+        var path: String
+        /// library, file or symlink
+        var kind: String
+        var size: UInt64?
+        var sha256: String?
+        var target: String?
+    }
+
+    var formatVersion = 2
     var plugin: ListDocument.Plugin
-    var librarySHA256: String
-    var manifestSHA256: String
+    var bundleDigest: String?
+    var files: [File]
     var limits: EffectiveLimits
+    var limitEnforcement: LimitEnforcement
     var confinement: [Layer]
     var confinementError: String?
     var warnings: [String]

@@ -8,26 +8,34 @@ struct VerifyCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "verify",
         abstract: "Check plugin bundles before they are installed or loaded.",
-        usage: "<bundle> ... [--json]",
+        usage: "<bundle> ... [--load] [--json]",
         discussion: """
-            Checks the manifest schema, that the library is inside the bundle, file permissions,
-            ELF class and machine, that every needed library resolves, that the entry point and
-            every declared function are exported, and, in a confined worker that does not call the
-            plugin's init, that the library loads and speaks this plugind's ABI version. Each
-            problem is printed on its own line with its fix. Exit status 0 when every bundle
-            passes, 1 otherwise.
+            Runs none of the plugin's code: everything is read from the files. Checks the manifest
+            schema, what the bundle holds (no hard links, symlinks leading out, device files, files
+            others may write), that the library is inside the bundle, ELF class and machine, that
+            every needed library resolves (inside the bundle or on the system), that the entry
+            point and every declared function are exported, and the plugin ABI version the library
+            records. Each problem is printed on its own line with its fix. With --load, a worker
+            also loads the library without calling the plugin's init, under the default
+            confinement and no permissions at all (its constructors run: use it only on bundles
+            you trust). Exit status 0 when every bundle passes, 1 otherwise.
             """,
         arguments: [("<bundle>", "A bundle directory (holding manifest.json).")],
-        options: [("--json", "Print JSON for scripts.")],
-        flagOptions: ["json"]
+        options: [
+            ("--load", "Also load the library in a worker with no permissions (runs its constructors)."),
+            ("--json", "Print JSON for scripts."),
+        ],
+        flagOptions: ["json", "load"]
     )
 
     let bundles: [String]
     let json: Bool
+    let load: Bool
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         bundles = try arguments.positionals(["bundle"], variadic: true)
         json = arguments.flag("json")
+        load = arguments.flag("load")
     }
 
     struct Report: Encodable {
@@ -44,7 +52,7 @@ struct VerifyCommand: PlugindCommand {
         let resolver = LibraryResolver()
         for bundle in bundles {
             var result = BundleVerifier.verify(bundleAt: bundle, resolver: resolver)
-            if let loadable = result.loadable {
+            if load, let loadable = result.loadable {
                 do {
                     let inspection = try await AppExtensionProcess.inspectLibrary(of: loadable, host: context.host)
                     result.passed.append(inspection.hasEntryPoint ? "load (plugin ABI \(inspection.abiVersion))" : "load (function-only)")
@@ -67,17 +75,17 @@ struct VerifyCommand: PlugindCommand {
             try context.console.json(reports)
         } else {
             for report in reports {
-                let name = report.identifier.map { "\($0) (\(report.bundle))" } ?? report.bundle
+                let name = report.identifier.map { "\($0.inert) (\(report.bundle.inert))" } ?? report.bundle.inert
                 if report.ok {
                     context.console.out("\(name): ok (\(report.passed.joined(separator: ", ")))\n")
                 } else {
                     context.console.out("\(name): \(report.problems.count) problem(s)\n")
                 }
                 for problem in report.problems {
-                    context.console.out("  error: [\(problem.check)] \(problem.message)\n         fix: \(problem.fix)\n")
+                    context.console.out("  error: [\(problem.check)] \(problem.message.inert)\n         fix: \(problem.fix.inert)\n")
                 }
                 for warning in report.warnings {
-                    context.console.out("  warning: \(warning)\n")
+                    context.console.out("  warning: \(warning.inert)\n")
                 }
             }
         }

@@ -1,0 +1,1 @@
+/* PluginKitABINote has no interface: linking it records the ABI note. */

@@ -1,0 +1,59 @@
+import ExtensionFoundation
+import Foundation
+import PlugindBundle
+import PlugindSystem
+
+/// The lines that describe a plugin to its owner: what it is, where it lives, every file of its
+/// bundle with its digest, what it asks for and how its limits are enforced. Shared by `info`,
+/// `approve` and `browse`, so that the owner reviews the same facts everywhere. Every value that
+/// came from the bundle is shown inert.
+enum PluginDescription {
+    /// "name version (identifier)" and the lines about the bundle and its request.
+    static func lines(
+        entry: CatalogEntry, digest: BundleDigest?, host: AppExtensionHost, approval: Approval? = nil
+    ) -> [String] {
+        let manifest = entry.manifest
+        let bundle = entry.bundle
+        var lines = [
+            "\(manifest.name.inert) \(manifest.version.inert) (\(manifest.identifier.inert))",
+            "  extension point: \(manifest.extensionPoint.inert)",
+        ]
+        if let text = manifest.description { lines.append("  description:     \(text.inert)") }
+        lines.append(
+            "  bundle:          \(bundle.bundlePath.inert)" + (entry.root.isBundledWithHost ? " (bundled with the host)" : ""))
+        lines.append("  library:         \(bundle.libraryPath.inert)" + (bundle.usesSystemLibrary ? " (system library)" : ""))
+        if let digest {
+            lines.append("  bundle digest:   \(digest.digest)")
+            lines.append("  files:")
+            for file in bundle.contents.entries {
+                switch file.kind {
+                case .directory:
+                    continue
+                case .file(let isLoadable):
+                    let sha = digest.files[file.path] ?? "unreadable"
+                    let size = ByteCount(file.status.identity.size)
+                    lines.append("    \(file.path.inert)  \(size)  sha256:\(sha)" + (isLoadable ? "  (library, loaded sealed)" : ""))
+                case .symlink(let target):
+                    lines.append("    \(file.path.inert) -> \(target.inert)")
+                }
+            }
+        }
+        let permissions = approval?.permissions ?? manifest.permissions
+        lines.append("  permissions:     \(permissions.summary.inert)")
+        for path in permissions.read + permissions.write {
+            let resolved = approval?.resolvedGrants[path] ?? path
+            if resolved != path { lines.append("    \(path.inert) resolves to \(resolved.inert)") }
+        }
+        if geteuid() == 0 && !(permissions.read + permissions.write).isEmpty {
+            lines.append("    (this host runs as root: the plugin runs as nobody, and reaches a granted path only as nobody may)")
+        }
+        let limits = EffectiveLimits(LaunchPlan(entry: entry, host: host, approval: approval))
+        lines.append("  limits:          \(limits.summary)")
+        let enforcement = LimitEnforcement(permissions: permissions, host: host)
+        lines.append("    memory:        \(enforcement.memory)")
+        lines.append("    CPU:           \(enforcement.cpu)")
+        lines.append("    threads:       \(enforcement.threads)")
+        if let warning = enforcement.warning { lines.append("  warning:         \(warning)") }
+        return lines
+    }
+}
