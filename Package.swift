@@ -165,7 +165,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ExtensionFoundationTests",
-            dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport"],
+            dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport", "CPlugindShims"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -90,11 +90,12 @@ public struct AppExtensionConnection: Sendable {
     }
 
     /// Events, progress reports and log lines the plugin sends unprompted, from now until the
-    /// process ends. Each call returns a new stream; every stream sees every message. A message
-    /// the plugin sent before a response is in the stream before `send` returns, but a task
-    /// reading the stream may not have reached it yet; to handle all of them, invalidate the
-    /// process and read the stream to its end.
-    public var messages: AsyncStream<AppExtensionMessage> {
+    /// process ends. Each call returns a new sequence; every sequence sees every message, up to
+    /// a bounded buffer for a reader that falls behind (see `AppExtensionMessages`). A message
+    /// the plugin sent before a response is in the sequence before `send` returns, but a task
+    /// reading it may not have reached it yet; to handle all of them, invalidate the process and
+    /// read the sequence to its end.
+    public func messages() -> AppExtensionMessages {
         channel.messages()
     }
 }

@@ -8,4 +8,7 @@ public enum AppExtensionMessage: Sendable, Hashable {
     case progress(requestIdentifier: UInt64?, completed: UInt64, total: UInt64)
     /// A line from the plugin's log callback.
     case log(level: PluginLogLevel, message: String)
+    /// The reader fell behind: this many messages were dropped (the oldest first) so that the
+    /// host holds no more than `AppExtensionMessages.bufferedBytes` for it.
+    case dropped(count: Int)
 }

@@ -52,9 +52,13 @@ extension AppExtensionPoint {
         }
 
         /// A monitor for `host`. Linux addition.
-        public init(host: AppExtensionHost) {
+        public convenience init(host: AppExtensionHost) {
+            self.init(host: host, engine: MonitorEngine(host: host))
+        }
+
+        init(host: AppExtensionHost, engine: MonitorEngine) {
             self.host = host
-            self.engine = MonitorEngine(host: host)
+            self.engine = engine
             engine.onInventory = { [weak self] inventory in self?.apply(inventory) }
         }
 
@@ -108,7 +112,14 @@ extension AppExtensionPoint {
                 storage.points.append(appExtensionPoint)
                 return true
             }
-            if added { try await engine.refreshNow() }
+            guard added else { return }
+            do {
+                try await engine.refreshNow()
+            } catch {
+                // Not monitored until a refresh succeeds: a retry adds it again and refreshes.
+                storage.withLock { storage in storage.points.removeAll { $0 == appExtensionPoint } }
+                throw error
+            }
         }
 
         /// Stops monitoring `appExtensionPoint`; its plugins leave `identities`. Removing a point
@@ -119,7 +130,13 @@ extension AppExtensionPoint {
                 storage.points.remove(at: index)
                 return true
             }
-            if removed { try await engine.refreshNow() }
+            guard removed else { return }
+            do {
+                try await engine.refreshNow()
+            } catch {
+                storage.withLock { storage in if !storage.points.contains(appExtensionPoint) { storage.points.append(appExtensionPoint) } }
+                throw error
+            }
         }
 
         /// Publishes what a scan found, touching only the properties that changed.

@@ -15,23 +15,25 @@ package struct Epoll: Sendable {
     package static let hangUp = UInt32(EPOLLHUP.rawValue)
     package static let error = UInt32(EPOLLERR.rawValue)
 
-    /// Watches `fd` for `events`, reporting `fd` itself as the event's data.
-    package func add(_ fd: FileDescriptor, events: UInt32) throws(SystemError) {
-        try control(EPOLL_CTL_ADD, fd, events: events)
+    /// Watches `fd` for `events`, reporting `token` as the event's data: a registration's own
+    /// number, so that an event still queued for a descriptor that was closed and reused cannot
+    /// reach whoever holds the number now.
+    package func add(_ fd: FileDescriptor, events: UInt32, token: UInt64) throws(SystemError) {
+        try control(EPOLL_CTL_ADD, fd, events: events, token: token)
     }
 
-    package func modify(_ fd: FileDescriptor, events: UInt32) throws(SystemError) {
-        try control(EPOLL_CTL_MOD, fd, events: events)
+    package func modify(_ fd: FileDescriptor, events: UInt32, token: UInt64) throws(SystemError) {
+        try control(EPOLL_CTL_MOD, fd, events: events, token: token)
     }
 
     package func remove(_ fd: FileDescriptor) throws(SystemError) {
-        try control(EPOLL_CTL_DEL, fd, events: 0)
+        try control(EPOLL_CTL_DEL, fd, events: 0, token: 0)
     }
 
-    private func control(_ operation: CInt, _ fd: FileDescriptor, events: UInt32) throws(SystemError) {
+    private func control(_ operation: CInt, _ fd: FileDescriptor, events: UInt32, token: UInt64) throws(SystemError) {
         var event = epoll_event()
         event.events = events
-        event.data.fd = fd.rawValue
+        event.data.u64 = token
         try retryingInterrupts("epoll_ctl") { epoll_ctl(descriptor.rawValue, operation, fd.rawValue, &event) }
     }
 

@@ -2,6 +2,7 @@ import Glibc
 import PlugindPluginABI
 import PlugindSystem
 import PlugindWire
+import Synchronization
 
 /// Serves one loaded plugin: runs requests one at a time on the main thread, answers typed calls,
 /// honours cancellation, and forwards what the plugin sends unprompted.
@@ -19,7 +20,9 @@ final class PluginServer {
     private var backlogStart = 0
     private var runningRequest: UInt64 = 0
     private var runningRequestCancelled = false
-    private var hostHungUp = false
+    /// Set when a write to the host failed or the host closed its end; plugin threads set it too
+    /// (through `log` and `post_message`), hence atomic.
+    private let hostHungUp = Atomic(false)
 
     init(plugin: LoadedPlugin, load: LoadConfiguration, transport: PipeTransport, sharedMemory: WorkerSharedMemory?) {
         self.plugin = plugin
@@ -56,7 +59,7 @@ final class PluginServer {
             if let queued = dequeueBacklog() {
                 frame = queued
             } else {
-                if hostHungUp { return finish() }
+                if hostHungUp.load(ordering: .acquiring) { return finish() }
                 do {
                     guard let received = try transport.receive() else { return finish() }
                     frame = received
@@ -163,16 +166,16 @@ final class PluginServer {
     /// host has sent meanwhile, without blocking, so a cancel can reach a running request.
     func isCancelled(_ id: UInt64) -> Bool {
         pollForCancellations()
-        return hostHungUp || (id == runningRequest && runningRequestCancelled)
+        return hostHungUp.load(ordering: .acquiring) || (id == runningRequest && runningRequestCancelled)
     }
 
     private func pollForCancellations() {
-        while !hostHungUp {
+        while !hostHungUp.load(ordering: .acquiring) {
             var descriptor = pollfd(fd: transport.input.rawValue, events: Int16(POLLIN), revents: 0)
             guard poll(&descriptor, 1, 0) > 0 else { return }
             do {
                 guard let frame = try transport.receive() else {
-                    hostHungUp = true
+                    hostHungUp.store(true, ordering: .releasing)
                     return
                 }
                 if frame.header.kind == .cancel {
@@ -186,7 +189,7 @@ final class PluginServer {
                 }
             } catch {
                 PluginServerLog.protocolError(error)
-                hostHungUp = true
+                hostHungUp.store(true, ordering: .releasing)
                 return
             }
         }
@@ -245,7 +248,7 @@ final class PluginServer {
         do {
             try body()
         } catch {
-            hostHungUp = true
+            hostHungUp.store(true, ordering: .releasing)
         }
     }
 }

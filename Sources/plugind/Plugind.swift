@@ -51,7 +51,9 @@ enum Plugind {
             return usageFailure(UsageError(message: "unknown subcommand '\(first)'"), console: console)
         }
         let rest = Array(arguments.dropFirst())
-        if rest.contains("-h") || rest.contains("--help") {
+        // Help only when asked before "--": after it, "--help" is an argument like any other.
+        let options = rest.prefix { $0 != "--" }
+        if options.contains("-h") || options.contains("--help") {
             console.out(HelpText.command(command.description))
             return .success
         }

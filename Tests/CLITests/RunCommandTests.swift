@@ -17,6 +17,43 @@ struct RunCommandTests {
         }
     }
 
+    @Test("--timeout: a huge value is a usage error, not a crash; a tiny one is kept, not rounded to zero")
+    func timeoutValues() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "FaultyHang")
+        try await installApproved(fixture, in: test)
+        let huge = try await plugind("run", fixture.identifier, "x", "--timeout", "1e300", in: test)
+        #expect(huge.status == 64, "\(huge.stderr)")
+        #expect(huge.stderr.contains("--timeout is at most 31536000 seconds (a year), got '1e300'"))
+        let tiny = try await plugind("run", fixture.identifier, "x", "--timeout", "0.0001", in: test)
+        #expect(tiny.status != 0)
+        #expect(tiny.stderr.contains("request did not finish within 100 µs"), "\(tiny.stderr)")
+    }
+
+    @Test("after --, an argument that looks like an option is input: 'run ID -- --help' sends --help")
+    func optionsEnd() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "Echo")
+        try await installApproved(fixture, in: test)
+        let result = try await plugind("run", fixture.identifier, "--", "--help", in: test)
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "--help")
+    }
+
+    @Test("a plugin's log line with escape sequences reaches the terminal inert")
+    func inertLog() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "FaultyHostileProbe")
+        try await installApproved(fixture, in: test)
+        let result = try await plugind("run", fixture.identifier, "log \u{1B}[8mhidden\u{1B}[0m\u{202E}", in: test)
+        #expect(!result.stderr.contains("\u{1B}"), "\(result.stderr)")
+        #expect(!result.stderr.contains("\u{202E}"))
+        #expect(result.stderr.contains("plugin info: \\e[8mhidden\\e[0m\\u{202e}"), "\(result.stderr)")
+    }
+
     @Test("1 MiB of random bytes on stdin comes back from the echo plugin byte for byte")
     func largeStdin() async throws {
         let test = try TestHost()

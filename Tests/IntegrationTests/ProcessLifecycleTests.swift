@@ -67,7 +67,7 @@ struct ProcessLifecycleTests {
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Countdown"))
         let connection = try process.makeConnection()
-        let messages = connection.messages
+        let messages = connection.messages()
         let request = Task { try await connection.send(Array("1000".utf8)) }
         // Cancel once the plugin reports it is working on the request.
         for await message in messages {

@@ -137,7 +137,7 @@ struct RequestTests {
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Countdown"))
         let connection = try process.makeConnection()
-        let messages = connection.messages
+        let messages = connection.messages()
         let answer = try await connection.send(Array("4".utf8))
         #expect(String(decoding: answer, as: UTF8.self) == "counted down 4 steps\n")
         await process.invalidateAndWait()

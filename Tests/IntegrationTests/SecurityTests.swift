@@ -281,3 +281,30 @@ struct WholePluginLimitTests {
         #expect(error?.exceededLimit == AppExtensionError.ExceededLimit(kind: .cpu, value: 1))
     }
 }
+
+@Suite("A host that reads messages slowly holds a bounded amount", .serialized, .timeLimit(.minutes(1)))
+struct SlowReaderTests {
+    @Test("256 events of 1 MiB to a reader that reads nothing until the end: at most the budget is kept")
+    func slowReader() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "FaultyHostileProbe", extra: ["limits": ["maxMessageBytes": 2 << 20]]))
+        let connection = try process.makeConnection()
+        let messages = connection.messages()
+        let answer = try await connection.send(Array("post-events 256 1048576".utf8))
+        #expect(String(decoding: answer, as: UTF8.self) == "done 256")
+        await process.invalidateAndWait()
+        var dropped = 0
+        var kept = 0
+        for await message in messages {
+            switch message {
+            case .dropped(let count): dropped += count
+            case .event(_, let bytes): kept += bytes.count
+            default: break
+            }
+        }
+        #expect(kept <= AppExtensionMessages.bufferedBytes)
+        #expect(dropped >= 256 - AppExtensionMessages.bufferedBytes / (1 << 20))
+        #expect(dropped + kept / (1 << 20) == 256)
+    }
+}

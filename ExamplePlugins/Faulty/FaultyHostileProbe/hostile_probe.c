@@ -246,6 +246,24 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         snprintf(text, sizeof text, "ready=%d died=%d", ready, died);
         return outcome(response, made > 0 ? 0 : -1, text);
     }
+    if (strcmp(vector, "log") == 0) {
+        // A log line of the plugin's choosing, escape sequences and all.
+        faulty_host->log(faulty_host->context, PLUGIND_PLUGIN_LOG_INFO, path);
+        return outcome(response, 0, "logged");
+    }
+    if (strcmp(vector, "post-events") == 0) {
+        // `count` events of `size` bytes each, as fast as the host takes them.
+        long count = 0, size = 0;
+        sscanf(path, "%ld %ld", &count, &size);
+        uint8_t *bytes = calloc(1, (size_t)size);
+        long posted = 0;
+        for (long index = 0; bytes != NULL && index < count; index++) {
+            if (faulty_host->post_message(faulty_host->context, request->identifier, bytes, (size_t)size) == 0) posted++;
+        }
+        free(bytes);
+        snprintf(text, sizeof text, "%ld", posted);
+        return outcome(response, 0, text);
+    }
     if (strcmp(vector, "bpf") == 0) return outcome(response, syscall(SYS_bpf, 0, NULL, 0), "bpf");
     if (strcmp(vector, "perf") == 0) return outcome(response, syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), "perf");
     if (strcmp(vector, "userfaultfd") == 0) return outcome(response, syscall(SYS_userfaultfd, 0), "userfaultfd");

@@ -104,6 +104,19 @@ final class DirectoryWatcher: EventLoopHandler {
         }
     }
 
+    /// The loop gave up: stop, and tell the owner, whose next refresh makes a new watcher.
+    func loopFailed(_ error: SystemError) {
+        let wasOpen = state.withLock { state -> Bool in
+            defer { state.closed = true }
+            return !state.closed
+        }
+        guard wasOpen else { return }
+        descriptor.close()
+        onChange()
+    }
+
+    var isClosed: Bool { state.withLock { $0.closed } }
+
     /// Stops watching; the descriptor is closed on the loop thread.
     func close() {
         let wasOpen = state.withLock { state -> Bool in

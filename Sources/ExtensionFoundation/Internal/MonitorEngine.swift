@@ -10,9 +10,18 @@ package final class MonitorEngine: Sendable {
     private let queue = DispatchQueue(label: "plugind.monitor", qos: .utility)
     private let watcher = Mutex<DirectoryWatcher?>(nil)
     private let callback = Mutex<(@Sendable (Inventory) -> Void)?>(nil)
+    /// Makes the directory watcher: inotify on the shared loop, or what a test puts in its place.
+    private let makeWatcher: @Sendable (@escaping @Sendable () -> Void) throws -> DirectoryWatcher
 
     package init(host: AppExtensionHost) {
         self.host = host
+        self.makeWatcher = { onChange in try DirectoryWatcher(loop: try WorkerEventLoop.shared(), onChange: onChange) }
+    }
+
+    /// An engine whose watcher comes from `makeWatcher` (tests make it fail).
+    init(host: AppExtensionHost, makeWatcher: @escaping @Sendable (@escaping @Sendable () -> Void) throws -> DirectoryWatcher) {
+        self.host = host
+        self.makeWatcher = makeWatcher
     }
 
     package var onInventory: (@Sendable (Inventory) -> Void)? {
@@ -33,10 +42,10 @@ package final class MonitorEngine: Sendable {
 
     private func startWatching() throws {
         try watcher.withLock { watcher in
-            guard watcher == nil else { return }
+            // A watcher whose loop gave up is replaced by one on a new loop.
+            guard watcher == nil || watcher?.isClosed == true else { return }
             do {
-                let loop = try WorkerEventLoop.shared()
-                watcher = try DirectoryWatcher(loop: loop) { [weak self] in
+                watcher = try makeWatcher { [weak self] in
                     guard let self else { return }
                     self.queue.async { self.refresh() }
                 }
@@ -49,6 +58,7 @@ package final class MonitorEngine: Sendable {
 
     /// Runs on `queue`.
     private func refresh() {
+        try? startWatching()
         var inventory = Inventory.take(host: host)
         let addedWatches = watcher.withLock { $0?.watch(Self.pathsToWatch(host: host, inventory: inventory)) ?? false }
         // A directory that just got its watch may have changed between the scan and the watch

@@ -145,7 +145,9 @@ package final class PreforkedLauncher: EventLoopHandler {
             spare.socket.close()
             loop.deregister(spare.process.processDescriptor)
             if sent == 0 { return spare.process }
-            // That spare died unused: reap it (on the loop thread, never here) and try the next.
+            // That spare is unusable (dead, or its socket failed): kill it, reap it on the loop
+            // thread, never here, and try the next.
+            try? spare.process.processDescriptor.sendSignal(SIGKILL)
             reapLater(spare.process)
         }
         return try await withCheckedThrowingContinuation { continuation in
@@ -319,7 +321,7 @@ package final class PreforkedLauncher: EventLoopHandler {
     private func reapLater(_ process: SpawnedProcess) {
         let descriptor = process.processDescriptor
         do {
-            try loop.register(descriptor, events: Epoll.readable, handler: ReapOnExit(loop: loop))
+            try loop.register(descriptor, events: Epoll.readable, handler: ReapOnExit(loop: loop, processDescriptor: descriptor))
         } catch {
             // Without the loop, kill it so that the wait is short.
             try? descriptor.sendSignal(SIGKILL)
@@ -341,8 +343,17 @@ package final class PreforkedLauncher: EventLoopHandler {
         spare.process.processDescriptor.close()
     }
 
+    /// The loop gave up: stop here and now, on its dying thread (no job runs there any more).
+    func loopFailed(_ error: SystemError) {
+        stop(onLoop: false)
+    }
+
     /// Stops the launcher: pending forks fail, the process is killed and reaped on the loop thread.
     func stop() {
+        stop(onLoop: true)
+    }
+
+    private func stop(onLoop: Bool) {
         typealias Stopped = (pending: [CheckedContinuation<SpawnedProcess, any Error>], spares: [Spare])
         let stopped: Stopped? = state.withLock { state -> Stopped? in
             guard !state.stopped else { return nil }
@@ -357,7 +368,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         resumeSettledWaiters()
         for continuation in stopped.pending { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
         let (socket, process, loop) = (socket, process, loop)
-        loop.execute {
+        let end: @Sendable () -> Void = {
             loop.deregister(socket)
             socket.close()
             for spare in stopped.spares { spare.socket.close() }
@@ -368,21 +379,30 @@ package final class PreforkedLauncher: EventLoopHandler {
                 child.close()
             }
         }
+        if onLoop { loop.execute(end) } else { end() }
     }
 }
 
 /// Reaps a process whose pidfd became readable (it exited), then forgets it.
 private final class ReapOnExit: EventLoopHandler {
     let loop: WorkerEventLoop
+    let processDescriptor: FileDescriptor
 
-    init(loop: WorkerEventLoop) {
+    init(loop: WorkerEventLoop, processDescriptor: FileDescriptor) {
         self.loop = loop
+        self.processDescriptor = processDescriptor
     }
 
     func handleEvent(descriptor: Int32, events: UInt32) {
-        let processDescriptor = FileDescriptor(rawValue: descriptor)
         loop.deregister(processDescriptor)
         _ = try? processDescriptor.waitForProcessExit(noHang: true)
+        processDescriptor.close()
+    }
+
+    /// Without the loop, the process is killed and reaped here.
+    func loopFailed(_ error: SystemError) {
+        try? processDescriptor.sendSignal(SIGKILL)
+        _ = try? processDescriptor.waitForProcessExit()
         processDescriptor.close()
     }
 }

@@ -60,7 +60,7 @@ final class WorkerChannel: EventLoopHandler {
         var invalidated = false
         var interruptionHandler: (@Sendable () -> Void)?
         var terminationObserver: (@Sendable (WorkerTermination) -> Void)?
-        var subscribers: [Int: AsyncStream<AppExtensionMessage>.Continuation] = [:]
+        var subscribers: [Int: AppExtensionMessages.Buffer] = [:]
         var nextSubscriberID = 0
         var terminationWaiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var killTimer: UInt64?
@@ -103,6 +103,8 @@ final class WorkerChannel: EventLoopHandler {
         case cancelledLaunch
         /// A limit the host enforces itself (the CPU time of a control group).
         case exceededLimit(AppExtensionError.ExceededLimit)
+        /// The host could not go on serving the worker (its event loop failed).
+        case hostFailure(String)
     }
 
     init(
@@ -333,23 +335,19 @@ final class WorkerChannel: EventLoopHandler {
 
     // MARK: Messages the plugin sends unprompted
 
-    func messages() -> AsyncStream<AppExtensionMessage> {
-        let (stream, continuation) = AsyncStream<AppExtensionMessage>.makeStream(bufferingPolicy: .bufferingNewest(1024))
-        let accepted = state.withLock { state -> Int? in
-            if case .terminated = state.phase { return nil }
+    /// A new sequence of the messages the plugin sends from now on, with a bounded buffer. A
+    /// sequence nobody reads any more costs at most its budget until the process ends.
+    func messages() -> AppExtensionMessages {
+        let buffer = AppExtensionMessages.Buffer()
+        let accepted = state.withLock { state -> Bool in
+            if case .terminated = state.phase { return false }
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
-            state.subscribers[id] = continuation
-            return id
+            state.subscribers[id] = buffer
+            return true
         }
-        if let accepted {
-            continuation.onTermination = { [weak self] _ in
-                self?.state.withLock { _ = $0.subscribers.removeValue(forKey: accepted) }
-            }
-        } else {
-            continuation.finish()
-        }
-        return stream
+        if !accepted { buffer.finish() }
+        return AppExtensionMessages(buffer: buffer)
     }
 
     func setInterruptionHandler(_ handler: (@Sendable () -> Void)?) {
@@ -563,7 +561,7 @@ final class WorkerChannel: EventLoopHandler {
     private func finish(_ exit: ProcessExit) {
         var continuations: [CheckedContinuation<WorkerReply, any Error>] = []
         var handshake: CheckedContinuation<Ready, any Error>?
-        var subscribers: [AsyncStream<AppExtensionMessage>.Continuation] = []
+        var subscribers: [AppExtensionMessages.Buffer] = []
         var waiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var interruption: (@Sendable () -> Void)?
         var observer: (@Sendable (WorkerTermination) -> Void)?
@@ -799,8 +797,35 @@ final class WorkerChannel: EventLoopHandler {
         }
         if !state.outbound.isEmpty && !state.writeInterest {
             state.writeInterest = true
-            loop.modify(toWorker, events: Epoll.writable)
+            watchWritable(true, in: &state)
         }
+    }
+
+    /// Watches the pipe to the worker for room (or stops). When epoll refuses, nothing queued
+    /// would ever be written: the worker is stopped, naming the cause, instead of hanging.
+    private func watchWritable(_ writable: Bool, in state: inout State) {
+        do {
+            try loop.modify(toWorker, events: writable ? Epoll.writable : 0)
+        } catch {
+            state.writeClosed = true
+            state.outbound.removeAll()
+            let cause = "cannot watch the pipe to the worker: \(error)"
+            loop.execute { [weak self] in self?.stop(.hostFailure(cause)) }
+        }
+    }
+
+    /// The loop gave up: nothing will be read or written any more. The worker is killed and
+    /// reaped here, and everyone waiting learns why.
+    func loopFailed(_ error: SystemError) {
+        let first = state.withLock { state -> Bool in
+            if case .terminated = state.phase { return false }
+            if state.stopCause == nil { state.stopCause = .hostFailure("the host's event loop failed: \(error)") }
+            return true
+        }
+        guard first else { return }
+        try? processDescriptor.sendSignal(SIGKILL)
+        let exit = (try? processDescriptor.waitForProcessExit()) ?? ProcessExit(reason: .signaled(signal: SIGKILL, coreDumped: false))
+        finish(exit)
     }
 
     /// Writes as much of both buffers as the pipe takes without blocking. Returns the count,
@@ -834,7 +859,7 @@ final class WorkerChannel: EventLoopHandler {
         }
         if state.outbound.isEmpty && state.writeInterest && !state.writeClosed {
             state.writeInterest = false
-            loop.modify(toWorker, events: 0)
+            watchWritable(false, in: &state)
         }
     }
 
@@ -861,6 +886,7 @@ struct DurationText: CustomStringConvertible {
     var description: String {
         let (seconds, attoseconds) = duration.components
         let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        if milliseconds == 0 { return "\(attoseconds / 1_000_000_000_000) µs" }
         if milliseconds < 1000 { return "\(milliseconds) ms" }
         if milliseconds % 1000 == 0 { return "\(milliseconds / 1000) s" }
         return "\(Double(milliseconds) / 1000) s"

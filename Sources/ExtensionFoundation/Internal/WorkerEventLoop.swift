@@ -11,8 +11,19 @@ import Synchronization
 final class WorkerEventLoop: TaskExecutor {
     typealias Job = @Sendable () -> Void
 
+    /// One descriptor being watched: its handler, under a number of its own.
+    private struct Registration {
+        let descriptor: Int32
+        let handler: any EventLoopHandler
+    }
+
     private struct State {
-        var handlers: [Int32: any EventLoopHandler] = [:]
+        /// By registration number (what epoll reports), and the number of each watched descriptor.
+        var registrations: [UInt64: Registration] = [:]
+        var tokens: [Int32: UInt64] = [:]
+        var nextToken: UInt64 = 1
+        /// epoll_ctl failures on modify and remove, which callers cannot act on one by one.
+        var controlFailures: [SystemError] = []
         var jobs: [Job] = []
         var tasks: [UnownedJob] = []
         var timers = TimerQueue<Job>()
@@ -30,6 +41,15 @@ final class WorkerEventLoop: TaskExecutor {
 
     private let epoll: Epoll
     private let notifier: EventNotifier
+    /// How the loop waits: epoll_wait, or a stand-in in tests that make it fail.
+    private let wait: @Sendable (UnsafeMutableBufferPointer<epoll_event>, CInt) throws -> Int
+    /// After this many failed waits in a row (with a pause between them that doubles up to
+    /// `maximumBackoff`) the loop gives up: every handler is told, and a new loop serves new
+    /// workers. A failing wait never spins.
+    let maximumConsecutiveFailures: Int
+    let maximumBackoff: Duration
+    /// Set once the loop gave up.
+    private let failed = Atomic(false)
     private let state = Mutex(State())
     /// Set while the loop thread runs, to tell callers whether they are on it.
     private let loopThreadID = Atomic<UInt>(0)
@@ -41,7 +61,7 @@ final class WorkerEventLoop: TaskExecutor {
     /// limit on open files to the hard one, since every live worker holds four descriptors.
     static func shared() throws(SystemError) -> WorkerEventLoop {
         try sharedLoop.withLock { (loop) throws(SystemError) -> WorkerEventLoop in
-            if let loop { return loop }
+            if let loop, !loop.failed.load(ordering: .acquiring) { return loop }
             try checkShim("sigaction(SIGPIPE)", plugind_shim_ignore_sigpipe())
             var openFiles: UInt64 = 0
             _ = plugind_shim_raise_open_file_limit(&openFiles)
@@ -52,13 +72,29 @@ final class WorkerEventLoop: TaskExecutor {
         }
     }
 
-    private init() throws(SystemError) {
-        epoll = try Epoll()
+    /// The token of the notifier's registration: events that only wake the loop.
+    private static let notifierToken: UInt64 = 0
+
+    /// A loop; `wait` replaces epoll_wait in tests.
+    init(
+        maximumConsecutiveFailures: Int = 50,
+        maximumBackoff: Duration = .milliseconds(100),
+        wait: (@Sendable (UnsafeMutableBufferPointer<epoll_event>, CInt) throws -> Int)? = nil
+    ) throws(SystemError) {
+        let epoll = try Epoll()
+        self.epoll = epoll
         notifier = try EventNotifier()
-        try epoll.add(notifier.descriptor, events: Epoll.readable)
+        try epoll.add(notifier.descriptor, events: Epoll.readable, token: Self.notifierToken)
+        if let wait {
+            self.wait = wait
+        } else {
+            self.wait = { events, timeout in try epoll.wait(into: events, timeoutMilliseconds: timeout) }
+        }
+        self.maximumConsecutiveFailures = maximumConsecutiveFailures
+        self.maximumBackoff = maximumBackoff
     }
 
-    private func start() {
+    func start() {
         let thread = Thread { [self] in run() }
         thread.name = Self.threadName
         thread.stackSize = 1 << 20
@@ -69,24 +105,55 @@ final class WorkerEventLoop: TaskExecutor {
 
     /// Watches `descriptor` for `events` and reports them to `handler` on the loop thread.
     func register(_ descriptor: FileDescriptor, events: UInt32, handler: any EventLoopHandler) throws(SystemError) {
-        state.withLock { $0.handlers[descriptor.rawValue] = handler }
+        let token = state.withLock { state in
+            let token = state.nextToken
+            state.nextToken += 1
+            state.registrations[token] = Registration(descriptor: descriptor.rawValue, handler: handler)
+            state.tokens[descriptor.rawValue] = token
+            return token
+        }
         do {
-            try epoll.add(descriptor, events: events)
+            try epoll.add(descriptor, events: events, token: token)
         } catch {
-            state.withLock { $0.handlers[descriptor.rawValue] = nil }
+            state.withLock { state in
+                state.registrations[token] = nil
+                state.tokens[descriptor.rawValue] = nil
+            }
             throw error
         }
     }
 
-    func modify(_ descriptor: FileDescriptor, events: UInt32) {
-        try? epoll.modify(descriptor, events: events)
+    /// Changes the events watched for `descriptor`. Throws when epoll refuses, which leaves the
+    /// old interest in place: the caller must treat the descriptor as unusable.
+    func modify(_ descriptor: FileDescriptor, events: UInt32) throws(SystemError) {
+        guard let token = state.withLock({ $0.tokens[descriptor.rawValue] }) else {
+            throw SystemError("epoll_ctl (modify an unwatched descriptor)", .badFileDescriptor)
+        }
+        try epoll.modify(descriptor, events: events, token: token)
     }
 
-    /// Stops watching `descriptor`. Call before closing it.
+    /// Stops watching `descriptor`. Call before closing it. From then on no event reaches its
+    /// handler, not even one already read in the current batch.
     func deregister(_ descriptor: FileDescriptor) {
-        try? epoll.remove(descriptor)
-        state.withLock { $0.handlers[descriptor.rawValue] = nil }
+        let known = state.withLock { state -> Bool in
+            guard let token = state.tokens.removeValue(forKey: descriptor.rawValue) else { return false }
+            state.registrations[token] = nil
+            return true
+        }
+        guard known else { return }
+        do {
+            try epoll.remove(descriptor)
+        } catch {
+            // The descriptor is forgotten either way; the failure is kept for whoever looks.
+            state.withLock { $0.controlFailures.append(error) }
+        }
     }
+
+    /// epoll_ctl failures of `modify` and `deregister` so far. For tests.
+    var controlFailures: [SystemError] { state.withLock { $0.controlFailures } }
+
+    /// Whether the loop gave up after repeated failures of its wait.
+    var hasFailed: Bool { failed.load(ordering: .acquiring) }
 
     // MARK: Task executor
 
@@ -151,20 +218,38 @@ final class WorkerEventLoop: TaskExecutor {
         _ = plugind_shim_set_thread_name(Self.threadName)
         let capacity = 64
         let events = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: capacity)
+        var consecutiveFailures = 0
+        var backoff = Duration.milliseconds(1)
         while true {
             let timeout = millisecondsUntilNextTimer()
-            let count = (try? epoll.wait(into: events, timeoutMilliseconds: timeout)) ?? 0
+            let count: Int
+            do {
+                count = try wait(events, timeout)
+                consecutiveFailures = 0
+                backoff = .milliseconds(1)
+            } catch {
+                consecutiveFailures += 1
+                if consecutiveFailures >= maximumConsecutiveFailures {
+                    giveUp(error as? SystemError ?? SystemError("epoll_wait", .invalidArgument))
+                    return
+                }
+                // A wait that keeps failing must not spin: pause, longer each time.
+                Thread.sleep(forTimeInterval: Double(backoff.components.attoseconds) / 1e18 + Double(backoff.components.seconds))
+                backoff = min(backoff * 2, maximumBackoff)
+                continue
+            }
             // Awake: timers scheduled from here on are seen when the next wait is computed.
             state.withLock { $0.plannedWake = .computing }
             for index in 0..<count {
                 let event = events[index]
-                let descriptor = event.data.fd
-                if descriptor == notifier.descriptor.rawValue {
+                let token = event.data.u64
+                if token == Self.notifierToken {
                     notifier.drain()
                     continue
                 }
-                let handler = state.withLock { $0.handlers[descriptor] }
-                handler?.handleEvent(descriptor: descriptor, events: event.events)
+                // Looked up for each event: one deregistered earlier in this batch is skipped.
+                guard let registration = state.withLock({ $0.registrations[token] }) else { continue }
+                registration.handler.handleEvent(descriptor: registration.descriptor, events: event.events)
             }
             let (jobs, due) = state.withLock { state in
                 defer { state.jobs.removeAll(keepingCapacity: true) }
@@ -174,6 +259,21 @@ final class WorkerEventLoop: TaskExecutor {
             for action in due { action() }
             runTasks()
         }
+    }
+
+    /// Ends the loop after its wait failed for good: every handler learns it (workers are killed
+    /// and their requests fail naming the cause), and the next launch starts a new loop.
+    private func giveUp(_ error: SystemError) {
+        failed.store(true, ordering: .releasing)
+        let handlers = state.withLock { state -> [any EventLoopHandler] in
+            defer {
+                state.registrations.removeAll()
+                state.tokens.removeAll()
+            }
+            var seen: Set<ObjectIdentifier> = []
+            return state.registrations.values.map(\.handler).filter { seen.insert(ObjectIdentifier($0)).inserted }
+        }
+        for handler in handlers { handler.loopFailed(error) }
     }
 
     /// Runs the task jobs enqueued so far. Those they enqueue in turn wait for the next pass,

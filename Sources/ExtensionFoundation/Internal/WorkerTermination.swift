@@ -126,6 +126,8 @@ struct WorkerTermination: Sendable {
             return make(.timedOut, plugin, "did not finish loading within \(DurationText(timeout)); its worker was killed")
         case .cancelledLaunch:
             return make(.cancelled, plugin, "the launch was cancelled")
+        case .hostFailure(let detail):
+            return make(.workerExited, plugin, "\(detail); its worker was stopped")
         }
     }
 

@@ -97,12 +97,22 @@ struct ArgumentScanner {
         return positionals
     }
 
-    /// A duration given in seconds ("2.5").
+    /// The longest duration an option takes: a year is longer than any deadline a person means.
+    static let maximumSeconds: Double = 365 * 24 * 3600
+
+    /// A duration given in seconds ("2.5", "0.0001"), exact to the nanosecond.
     func seconds(_ name: String) throws(UsageError) -> Duration? {
         guard let text = value(name) else { return nil }
-        guard let seconds = Double(text), seconds > 0, seconds.isFinite else {
+        guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
             throw UsageError(message: "--\(name) needs a positive number of seconds, got '\(text)'", command: command)
         }
-        return .milliseconds(Int64(seconds * 1000))
+        guard seconds <= Self.maximumSeconds else {
+            throw UsageError(message: "--\(name) is at most \(Int(Self.maximumSeconds)) seconds (a year), got '\(text)'", command: command)
+        }
+        let nanoseconds = (seconds * 1e9).rounded()
+        guard nanoseconds >= 1 else {
+            throw UsageError(message: "--\(name) must be at least a nanosecond, got '\(text)'", command: command)
+        }
+        return .nanoseconds(Int64(nanoseconds))
     }
 }

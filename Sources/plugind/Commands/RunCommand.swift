@@ -50,7 +50,7 @@ struct RunCommand: PlugindCommand {
         return try await AppExtensionProcess.withProcess(configuration: configuration) { process in
             let connection = try process.makeConnection()
             let display = quiet ? nil : ProgressDisplay(console: context.console)
-            let messages = connection.messages
+            let messages = connection.messages()
             let reporter = Task {
                 for await message in messages { display?.show(message) }
             }

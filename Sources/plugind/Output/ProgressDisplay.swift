@@ -27,6 +27,9 @@ final class ProgressDisplay: Sendable {
         case .log(let level, let text):
             clearBar()
             console.err("plugin \(level): \(text.inert)\n")
+        case .dropped(let count):
+            clearBar()
+            console.err("note: \(count) message(s) of the plugin were dropped while plugind was busy\n")
         case .event:
             break
         }
