@@ -28,7 +28,7 @@ let faultyPlugins = [
     "FaultyMemoryHog", "FaultyForkBomb", "FaultyDescriptorHog", "FaultyProtocolGarbage",
     "FaultyProtocolClose", "FaultyOversizedResponse", "FaultyNetworkClient", "FaultyFileReader",
     "FaultyBundleWriter", "FaultySignalHost", "FaultyGrandchild", "FaultySharedMemoryLie",
-    "FaultyDescriptorProbe", "FaultyHostileProbe",
+    "FaultyDescriptorProbe", "FaultyHostileProbe", "FaultyThreadedCallbacks",
 ]
 
 let pluginTargets: [Target] =

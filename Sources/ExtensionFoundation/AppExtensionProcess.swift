@@ -158,4 +158,9 @@ public final class AppExtensionProcess: Sendable {
     public func waitForTermination() async -> AppExtensionError.Termination {
         await channel.termination().publicTermination
     }
+
+    /// Waits until the worker has exited; returns the last bytes it wrote to stdout and stderr.
+    package func outputTail() async -> String {
+        await channel.termination().output
+    }
 }

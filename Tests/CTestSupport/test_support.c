@@ -23,3 +23,10 @@ void plugind_test_remove_key(int32_t key) {
 int plugind_test_has_xattr(const char *path, const char *name) {
     return getxattr(path, name, NULL, 0) >= 0;
 }
+
+#include <fcntl.h>
+#include <stdio.h>
+
+int plugind_test_exchange(const char *first, const char *second) {
+    return renameat2(AT_FDCWD, first, AT_FDCWD, second, RENAME_EXCHANGE) == 0 ? 0 : -1;
+}

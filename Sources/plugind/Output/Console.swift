@@ -39,16 +39,31 @@ struct Console {
 
     /// Pretty, key-sorted JSON on stdout, one document.
     func json<Value: Encodable>(_ value: Value) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        out(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
+        try writeJSON(value, formatting: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
     }
 
     /// Compact JSON on one line (for streams such as `watch --json`).
     func jsonLine<Value: Encodable>(_ value: Value) throws {
+        try writeJSON(value, formatting: [.sortedKeys, .withoutEscapingSlashes])
+    }
+
+    /// JSON keeps the data: control characters are escaped by the encoder, and invisible or
+    /// direction-changing ones (which it leaves as they are) are escaped here the JSON way.
+    private func writeJSON<Value: Encodable>(_ value: Value, formatting: JSONEncoder.OutputFormatting) throws {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        out(String(decoding: try encoder.encode(value), as: UTF8.self) + "\n")
+        encoder.outputFormatting = formatting
+        let text = String(decoding: try encoder.encode(value), as: UTF8.self)
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for scalar in text.unicodeScalars {
+            if InertText.isHidden(scalar) {
+                let hex = String(scalar.value, radix: 16)
+                escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            } else {
+                escaped.unicodeScalars.append(scalar)
+            }
+        }
+        try? FileDescriptor.standardOutput.writeAll(Array((escaped + "\n").utf8))
     }
 
     /// Reads one line from the terminal (for confirmations). Nil at end of input.

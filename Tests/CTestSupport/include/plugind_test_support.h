@@ -17,6 +17,9 @@ int32_t plugind_test_add_key(const char *_Nonnull description, const char *_Nonn
 /// Whether `path` has the extended attribute `name`.
 int plugind_test_has_xattr(const char *_Nonnull path, const char *_Nonnull name);
 
+/// Swaps two directory entries atomically (renameat2 with RENAME_EXCHANGE). 0, or -1 with errno.
+int plugind_test_exchange(const char *_Nonnull first, const char *_Nonnull second);
+
 /// Unlinks and revokes a key added by `plugind_test_add_key`.
 void plugind_test_remove_key(int32_t key);
 
