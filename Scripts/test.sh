@@ -3,7 +3,11 @@
 #   1. installs the system packages (Scripts/setup.sh),
 #   2. checks the formatting (swift format lint),
 #   3. builds everything, warnings as errors,
-#   4. runs the Swift Testing suites (the integration tests use the example plugins just built).
+#   4. runs the Swift Testing suites (the integration tests use the example plugins just built),
+#   5. when started as root, runs them all again as an unprivileged user (created if missing):
+#      root hides the ordinary user's path through the sandbox (user namespace mapped to the
+#      user, no control groups, what the user's own files allow), and users are who run plugind.
+# Arguments are passed to `swift test` (e.g. --filter SecurityTests).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,3 +33,31 @@ fi
 
 echo "== swift test" >&2
 swift test --skip-build "$@"
+
+if [ "$(id -u)" -ne 0 ]; then
+    exit 0
+fi
+
+# As an ordinary user. The tests find their sources and products by the paths they were built
+# at, so they run where the user can read both: here when it can, else in a copy built for it.
+user=plugind-test
+if ! id "$user" >/dev/null 2>&1; then
+    echo "== creating the unprivileged user $user" >&2
+    useradd --system --no-create-home --shell /usr/sbin/nologin "$user"
+fi
+tests=$(swift build --show-bin-path)/plugindPackageTests.xctest
+if runuser -u "$user" -- test -r Package.swift -a -x "$tests"; then
+    root=$(pwd)
+else
+    root=$(mktemp -d /tmp/plugind-unprivileged.XXXXXX)
+    trap 'rm -rf "$root"' EXIT
+    echo "== copying the package to $root for $user (this checkout is not readable by it)" >&2
+    tar --exclude=./.build --exclude=./.git -cf - . | tar -C "$root" -xf -
+    chmod -R a+rX "$root"
+    (cd "$root" && swift build --build-tests 2>&1 | grep -v '^\[[0-9]*/[0-9]*\]')
+    chmod -R a+rX "$root/.build"
+    tests=$(cd "$root" && swift build --show-bin-path)/plugindPackageTests.xctest
+fi
+echo "== swift test as $user" >&2
+cd "$root"
+runuser -u "$user" -- env HOME=/tmp PATH="$PATH" "$tests" --testing-library swift-testing "$@"

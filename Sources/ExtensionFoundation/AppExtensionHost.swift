@@ -1,5 +1,5 @@
 public import Foundation
-import Synchronization
+import PlugindSystem
 
 /// Who the host is and where plugind looks for its plugins, policy and worker. The Linux stand-in
 /// for what Apple platforms take from the app bundle and the system.
@@ -159,7 +159,7 @@ public struct AppExtensionHost: Sendable, Hashable {
         return data ?? policyDirectory.appendingPathComponent("plugins")
     }
 
-    private static let storage = Mutex(AppExtensionHost(identifier: defaultIdentifier()))
+    private static let storage = Locked(AppExtensionHost(identifier: defaultIdentifier()))
 
     /// The configuration used wherever none is passed explicitly.
     public static var current: AppExtensionHost {

@@ -1,4 +1,4 @@
-import Synchronization
+import PlugindSystem
 
 /// The messages a plugin sends unprompted, as an asynchronous sequence: what
 /// `AppExtensionConnection.messages()` returns. Each sequence buffers what its reader has not
@@ -43,7 +43,7 @@ public struct AppExtensionMessages: AsyncSequence, Sendable {
             var waiter: CheckedContinuation<AppExtensionMessage?, Never>?
         }
 
-        private let state = Mutex(State())
+        private let state = Locked(State())
         let byteBudget: Int
         let countBudget: Int
 

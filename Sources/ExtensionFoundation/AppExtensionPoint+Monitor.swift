@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 public import Observation
 import PlugindBundle
-import Synchronization
+import PlugindSystem
 
 extension AppExtensionPoint {
     /// Lists the plugins available to the host for the extension points it monitors, and keeps
@@ -41,7 +41,7 @@ extension AppExtensionPoint {
             var generation = 0
         }
 
-        @ObservationIgnored private let storage = Mutex(Storage())
+        @ObservationIgnored private let storage = Locked(Storage())
         @ObservationIgnored private let host: AppExtensionHost
         @ObservationIgnored private let engine: MonitorEngine
 

@@ -1,4 +1,4 @@
-import Synchronization
+import PlugindSystem
 
 /// One direction of an in-memory byte stream, so that protocol code on both sides can be tested
 /// without processes or pipes (in the spirit of NIOEmbedded). Bytes written are read back in
@@ -9,7 +9,7 @@ package final class InMemoryConnection: Sendable {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     package init() {}
 

@@ -9,7 +9,7 @@ package final class PipeTransport: Sendable {
     package let input: FileDescriptor
     package let output: FileDescriptor
     private let maximumPayloadStorage: Atomic<Int>
-    private let sendLock = Mutex(())
+    private let sendLock = Locked(())
 
     package init(input: FileDescriptor, output: FileDescriptor, maximumPayload: Int) {
         self.input = input

@@ -1,7 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import Observation
-import Synchronization
+import PlugindSystem
 import TestSupport
 import Testing
 
@@ -179,7 +179,7 @@ struct MonitorEngineTests {
 }
 
 final class UpdateCounter: Sendable {
-    private let counted = Mutex(0)
+    private let counted = Locked(0)
     func record(_ state: AppExtensionPoint.Monitor.State) { counted.withLock { $0 += 1 } }
     var count: Int { counted.withLock { $0 } }
 }

@@ -13,8 +13,8 @@ import Testing
 struct RobustnessTests {
     /// Records what the loop tells it.
     final class Recorder: EventLoopHandler {
-        let events = Mutex<[Int32]>([])
-        let failures = Mutex<[String]>([])
+        let events = Locked<[Int32]>([])
+        let failures = Locked<[String]>([])
         let failed = AsyncStream<Void>.makeStream()
 
         func handleEvent(descriptor: Int32, events: UInt32) {
@@ -49,7 +49,7 @@ struct RobustnessTests {
 
     @Test("an event still queued for a descriptor that was deregistered never reaches the handler of its new owner")
     func staleEvent() async throws {
-        let batches = Mutex<[[UInt64]]>([])
+        let batches = Locked<[[UInt64]]>([])
         // Registration numbers start at 1 (0 is the loop's own notifier): the first pipe gets 1,
         // the second 2. The one batch carries an event for each.
         batches.withLock { $0 = [[1, 2]] }

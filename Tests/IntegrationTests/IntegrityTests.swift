@@ -45,7 +45,8 @@ struct IntegrityTests {
     }
 
     func approve(_ identifier: String, _ test: TestHost) throws {
-        try PolicyEditor(directory: test.host.policyDirectory).approve(try #require(Inventory.take(host: test.host).item(identifier)?.entry))
+        try PolicyEditor(directory: test.host.policyDirectory).approve(
+            try #require(Inventory.take(host: test.host).item(identifier)?.entry))
     }
 
     func answer(_ identifier: String, _ test: TestHost) async throws -> String {
@@ -263,7 +264,8 @@ struct IntegrityTests {
         var after = rusage()
         getrusage(RUSAGE_SELF.rawValue, &after)
         #expect(problem?.kind == .invalidManifest)
-        #expect(problem?.message.contains("is 1073741824 bytes; a manifest may have at most 262144 bytes") == true, "\(problem?.message ?? "")")
+        #expect(
+            problem?.message.contains("is 1073741824 bytes; a manifest may have at most 262144 bytes") == true, "\(problem?.message ?? "")")
         // Peak memory did not grow by anything near the file's size.
         #expect(after.ru_maxrss - before.ru_maxrss < 64 << 10)
     }

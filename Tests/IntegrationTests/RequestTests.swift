@@ -1,6 +1,5 @@
 import ExtensionFoundation
 import Foundation
-import Synchronization
 import TestSupport
 import Testing
 
@@ -184,6 +183,10 @@ struct ThreadedCallbackTests {
         defer { test.remove() }
         // ThreadSanitizer reserves far more address space than a worker's default limit.
         test.host.limits.memoryBytes = .max
+        #if PLUGIND_THREAD_SANITIZER
+            // Workers are executed directly under it, without their sandbox.
+            test.host.confinement = .disabled
+        #endif
         for _ in 0..<3 {
             let process = try await test.launch(PluginFixture(library: "FaultyThreadedCallbacks"))
             let connection = try process.makeConnection()

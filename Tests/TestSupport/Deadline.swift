@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import PlugindSystem
 
 /// Waits for an asynchronous event with a deadline as a backstop: the operation normally wins;
 /// if the deadline passes first, the wait fails with `Expired` instead of hanging the suite.
@@ -39,7 +39,7 @@ package enum Deadline {
 
     /// Whoever finishes first resumes the continuation; later results are dropped.
     private final class Race<Value: Sendable>: Sendable {
-        private let continuation = Mutex<CheckedContinuation<Value, any Error>?>(nil)
+        private let continuation = Locked<CheckedContinuation<Value, any Error>?>(nil)
 
         func start(_ continuation: CheckedContinuation<Value, any Error>) {
             self.continuation.withLock { $0 = continuation }

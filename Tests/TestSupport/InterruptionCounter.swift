@@ -1,8 +1,8 @@
-import Synchronization
+import PlugindSystem
 
 /// Counts `onInterruption` calls and lets a test await the first one.
 package final class InterruptionCounter: Sendable {
-    private let state = Mutex<(count: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
+    private let state = Locked<(count: Int, waiters: [CheckedContinuation<Void, Never>])>((0, []))
 
     package init() {}
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Glibc
 package import PlugindBundle
+import PlugindSystem
 import PlugindWire
 import Synchronization
 
@@ -91,8 +92,8 @@ package final class Catalog: Sendable {
         var stale = false
     }
 
-    private let cache = Mutex<[String: CachedBundle]>([:])
-    private let storeState = Mutex(StoreState())
+    private let cache = Locked<[String: CachedBundle]>([:])
+    private let storeState = Locked(StoreState())
     private let inspections = Atomic<Int>(0)
     private let hostVersion: HostVersion
     private let resolver: LibraryResolver
@@ -190,7 +191,7 @@ package final class Catalog: Sendable {
         // Several chunks per processor, so that one slow chunk does not leave the others idle.
         let chunkCount = processors * 4
         let chunkSize = (names.count + chunkCount - 1) / chunkCount
-        let chunks = Mutex<[Int: [Result<InspectedBundle, BundleProblem>?]]>([:])
+        let chunks = Locked<[Int: [Result<InspectedBundle, BundleProblem>?]]>([:])
         DispatchQueue.concurrentPerform(iterations: chunkCount) { chunk in
             let range = min(chunk * chunkSize, names.count)..<min((chunk + 1) * chunkSize, names.count)
             let results = names[range].map { inspect($0, inRoot: root, descriptor: rootDescriptor) }

@@ -1,7 +1,7 @@
 import Foundation
 import PlugindBundle
+import PlugindSystem
 import PlugindWire
-import Synchronization
 
 /// The directories outside a bundle that its libraries' dependencies resolve to (`DT_NEEDED`,
 /// followed to the end), read from the files without loading them: the worker's view binds them
@@ -16,7 +16,7 @@ final class DependencyDirectories: Sendable {
     }
 
     /// Each library's own needed libraries, resolved, by the library's path and identity.
-    private let resolved = Mutex<[Key: [String]]>([:])
+    private let resolved = Locked<[Key: [String]]>([:])
     private let resolver = LibraryResolver()
 
     /// The directories `bundle` needs beyond itself, sorted.

@@ -2,7 +2,6 @@ import CPlugindShims
 import Foundation
 import Glibc
 import PlugindSystem
-import Synchronization
 
 /// Watches directories with inotify on the event loop and calls `onChange` once per burst of
 /// events: the first event starts a short quiet period, and everything that arrives during it is
@@ -19,7 +18,7 @@ final class DirectoryWatcher: EventLoopHandler {
         var closed = false
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     private static let mask: UInt32 =
         UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM) | UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE)

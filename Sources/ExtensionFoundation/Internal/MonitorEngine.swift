@@ -1,6 +1,6 @@
 import Dispatch
 import Foundation
-import Synchronization
+import PlugindSystem
 
 /// The moving parts behind a monitor: a directory watcher whose bursts of events trigger a
 /// rescan on a serial queue (scans read files; they never run on the event loop or the
@@ -8,8 +8,8 @@ import Synchronization
 package final class MonitorEngine: Sendable {
     private let host: AppExtensionHost
     private let queue = DispatchQueue(label: "plugind.monitor", qos: .utility)
-    private let watcher = Mutex<DirectoryWatcher?>(nil)
-    private let callback = Mutex<(@Sendable (Inventory) -> Void)?>(nil)
+    private let watcher = Locked<DirectoryWatcher?>(nil)
+    private let callback = Locked<(@Sendable (Inventory) -> Void)?>(nil)
     /// Makes the directory watcher: inotify on the shared loop, or what a test puts in its place.
     private let makeWatcher: @Sendable (@escaping @Sendable () -> Void) throws -> DirectoryWatcher
 

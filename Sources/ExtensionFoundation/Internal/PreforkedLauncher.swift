@@ -3,7 +3,6 @@ import Foundation
 import Glibc
 import PlugindSystem
 import PlugindWire
-import Synchronization
 
 /// The host's side of the pre-forked launcher (`plugind-worker --launcher`): one per worker
 /// executable, started on first use. The launcher forks *spares* ahead of time and hands their
@@ -42,9 +41,9 @@ package final class PreforkedLauncher: EventLoopHandler {
     private let socket: FileDescriptor
     private let process: SpawnedProcess
     private let loop: WorkerEventLoop
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
-    private static let launchers = Mutex<[String: PreforkedLauncher]>([:])
+    private static let launchers = Locked<[String: PreforkedLauncher]>([:])
 
     /// The running launcher for `executable`, started if there is none (or it died).
     static func shared(executable: String, loop: WorkerEventLoop) async throws -> PreforkedLauncher {

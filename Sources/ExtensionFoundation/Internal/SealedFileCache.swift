@@ -4,7 +4,6 @@ import Glibc
 import PlugindBundle
 package import PlugindSystem
 import PlugindWire
-import Synchronization
 
 /// Sealed copies of plugin files, by the SHA-256 of their bytes. A sealed copy can never change,
 /// so one verified copy serves every later launch of the same bytes: hashing stays off the launch
@@ -37,7 +36,7 @@ package final class SealedFileCache: Sendable {
         var clock: UInt64 = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Copies beyond this many bytes are closed, least recently used first.
     let capacityBytes: UInt64
     private let queue = DispatchQueue(label: "plugind.sealed-files", qos: .userInitiated)

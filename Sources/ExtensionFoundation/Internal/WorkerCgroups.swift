@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 package import PlugindSystem
 package import PlugindWire
-import Synchronization
 
 /// Control groups for workers of plugins the owner approved to start processes: without one, a
 /// child would get fresh per-process limits. Each such worker gets a group of its own whose
@@ -57,7 +56,7 @@ package struct WorkerCgroups: Sendable {
     /// "plugind.<host pid>.<plugin>.<random>": the host's pid tells which groups are abandoned.
     private static let namePrefix = "plugind."
 
-    private static let detected = Mutex<WorkerCgroups??>(nil)
+    private static let detected = Locked<WorkerCgroups??>(nil)
 
     /// The host's own groups in the v1 hierarchies, when it may create groups beneath them.
     private static func version1() -> WorkerCgroups? {

@@ -25,7 +25,7 @@ final class WorkerChannel: EventLoopHandler {
     let fromWorker: FileDescriptor
     let diagnostics: FileDescriptor
     let loop: WorkerEventLoop
-    let state: Mutex<State>
+    let state: Locked<State>
 
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
@@ -129,7 +129,7 @@ final class WorkerChannel: EventLoopHandler {
         self.loop = loop
         self.cancellationGracePeriod = cancellationGracePeriod
         self.cgroup = cgroup
-        self.state = Mutex(
+        self.state = Locked(
             State(
                 decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096),
                 output: TailBuffer(capacity: 16 << 10),

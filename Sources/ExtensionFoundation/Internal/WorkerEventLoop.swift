@@ -50,11 +50,11 @@ final class WorkerEventLoop: TaskExecutor {
     let maximumBackoff: Duration
     /// Set once the loop gave up.
     private let failed = Atomic(false)
-    private let state = Mutex(State())
+    private let state = Locked(State())
     /// Set while the loop thread runs, to tell callers whether they are on it.
     private let loopThreadID = Atomic<UInt>(0)
 
-    private static let sharedLoop = Mutex<WorkerEventLoop?>(nil)
+    private static let sharedLoop = Locked<WorkerEventLoop?>(nil)
 
     /// The process-wide loop, started on first use. Also ignores SIGPIPE for the process, so that
     /// writing to a dead worker fails with EPIPE instead of killing the host, and raises the soft

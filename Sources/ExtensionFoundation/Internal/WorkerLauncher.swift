@@ -146,28 +146,43 @@ enum WorkerLauncher {
         }
         // Always four before the sealed files: the shared memory, or /dev/null in its place.
         let descriptors = childEnds + [sharedMemory ?? pipes.null] + sealed
-        if sharedLauncher {
+        #if PLUGIND_THREAD_SANITIZER
+            // ThreadSanitizer cannot follow the launcher's forks: the worker is executed directly,
+            // without namespaces (the tests that run under it turn confinement off).
+            _ = (sharedLauncher, cgroup)
+            let request = SpawnRequest(
+                executablePath: executable, arguments: [executable], environment: environment(),
+                descriptors: [pipes.null, pipes.output.writeEnd, pipes.output.writeEnd] + descriptors.dropFirst(),
+                options: [.dieWithParentThread]
+            )
+            let spawned: Result<SpawnedProcess, SystemError> = try await loop.run {
+                do throws(SystemError) { return .success(try spawnProcess(request)) } catch { return .failure(error) }
+            }
+            return (try spawned.get(), nil)
+        #else
+            if sharedLauncher {
+                do {
+                    let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
+                    return (try await launcher.start(descriptors: descriptors, options: isolatingOptions(), cgroup: cgroup), launcher)
+                } catch {
+                    return nil
+                }
+            }
+            // A launcher of its own, which forks this one worker and is ended at once: the worker
+            // (the host's child, like every worker) gets a fresh address-space layout.
+            let launcher: PreforkedLauncher
             do {
-                let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
-                return (try await launcher.start(descriptors: descriptors, options: isolatingOptions(), cgroup: cgroup), launcher)
+                launcher = try await PreforkedLauncher.startPrivate(executable: executable, loop: loop)
             } catch {
                 return nil
             }
-        }
-        // A launcher of its own, which forks this one worker and is ended at once: the worker
-        // (the host's child, like every worker) gets a fresh address-space layout.
-        let launcher: PreforkedLauncher
-        do {
-            launcher = try await PreforkedLauncher.startPrivate(executable: executable, loop: loop)
-        } catch {
-            return nil
-        }
-        defer { launcher.stop() }
-        do {
-            return (try await launcher.start(descriptors: descriptors, options: isolatingOptions(), cgroup: cgroup), nil)
-        } catch {
-            return nil
-        }
+            defer { launcher.stop() }
+            do {
+                return (try await launcher.start(descriptors: descriptors, options: isolatingOptions(), cgroup: cgroup), nil)
+            } catch {
+                return nil
+            }
+        #endif
     }
 
     /// Writes what `descriptor` takes without blocking and returns the rest.

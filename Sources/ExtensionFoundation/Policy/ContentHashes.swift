@@ -1,11 +1,11 @@
 import PlugindBundle
+import PlugindSystem
 package import PlugindWire
-import Synchronization
 
 /// SHA-256 digests of files, remembered by file identity: a file whose identity (including its
 /// change time) is unchanged has unchanged bytes and is not hashed again.
 package final class ContentHashes: Sendable {
-    private let digests = Mutex<[FileIdentity: String]>([:])
+    private let digests = Locked<[FileIdentity: String]>([:])
 
     package init() {}
 

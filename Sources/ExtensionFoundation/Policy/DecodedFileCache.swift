@@ -1,6 +1,6 @@
 import PlugindBundle
+import PlugindSystem
 import PlugindWire
-import Synchronization
 
 /// Decoded contents of the small files read at every launch and scan (policy files, the crash
 /// log), kept by file identity: while a file's device, inode, size and times are unchanged, it
@@ -14,7 +14,7 @@ final class DecodedFileCache<Value: Sendable>: Sendable {
         var value: Value
     }
 
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     /// What `decode` made of a file.
     enum Decoded {

@@ -1,7 +1,6 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
-import Synchronization
 
 /// `plugind watch`: one line per change of any plugin's availability, as it happens.
 struct WatchCommand: PlugindCommand {

@@ -1,5 +1,5 @@
 import ExtensionFoundation
-import Synchronization
+import PlugindSystem
 
 /// Shows what a plugin reports while `plugind run` waits: a progress bar redrawn in place when
 /// stderr is a terminal, plain "progress: 3/20" lines otherwise, and the plugin's log lines.
@@ -7,7 +7,7 @@ final class ProgressDisplay: Sendable {
     private let console: Console
     private let terminal: Bool
     /// Whether a bar is on screen and must be cleared before other output.
-    private let barVisible = Mutex(false)
+    private let barVisible = Locked(false)
 
     init(console: Console) {
         self.console = console

@@ -1,0 +1,54 @@
+#if PLUGIND_THREAD_SANITIZER
+    import Glibc
+#else
+    import Synchronization
+#endif
+
+/// A value behind a lock: what plugind uses for every piece of shared mutable state. Normally
+/// Synchronization's `Mutex`. Built with `-DPLUGIND_THREAD_SANITIZER` (for `swift test
+/// --sanitize=thread`), a pthread mutex instead: ThreadSanitizer does not see the futexes `Mutex`
+/// is made of on Linux, and would report every access it protects as a race.
+#if PLUGIND_THREAD_SANITIZER
+    // @unchecked: every access to `value` holds `mutex`. The value lives behind a pointer, which
+    // the exclusivity checks leave to the sanitizer (they know nothing of the mutex).
+    package final class Locked<Value>: @unchecked Sendable {
+        private let value: UnsafeMutablePointer<Value>
+        private let mutex: UnsafeMutablePointer<pthread_mutex_t>
+
+        package init(_ value: sending Value) {
+            self.value = .allocate(capacity: 1)
+            self.value.initialize(to: value)
+            mutex = .allocate(capacity: 1)
+            pthread_mutex_init(mutex, nil)
+        }
+
+        deinit {
+            pthread_mutex_destroy(mutex)
+            mutex.deallocate()
+            value.deinitialize(count: 1)
+            value.deallocate()
+        }
+
+        package func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure)
+            -> sending Result
+        {
+            pthread_mutex_lock(mutex)
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
+    }
+#else
+    package final class Locked<Value>: Sendable {
+        private let mutex: Mutex<Value>
+
+        package init(_ value: sending Value) {
+            mutex = Mutex(value)
+        }
+
+        package func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure)
+            -> sending Result
+        {
+            try mutex.withLock(body)
+        }
+    }
+#endif
