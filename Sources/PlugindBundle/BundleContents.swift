@@ -1,6 +1,5 @@
 import Glibc
 import PlugindSystem
-package import PlugindWire
 
 /// Every entry of a bundle directory, read without following a symlink and checked against the
 /// rules a bundle must follow: only regular files, directories and symlinks that stay inside;
@@ -225,8 +224,13 @@ package struct BundleContents: Sendable, Hashable {
             defer { closedir(stream) }
             var names: [String] = []
             while let entry = readdir(stream) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                    String(decoding: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+                // Decoded strictly: a repaired name would be shown, digested and opened as
+                // a file that is not the one on disk.
+                let decoded = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+                    String(validating: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
+                }
+                guard let name = decoded else {
+                    throw problem("", "has a file whose name is not valid UTF-8", "rename it")
                 }
                 if name == "." || name == ".." { continue }
                 names.append(name)
@@ -239,9 +243,10 @@ package struct BundleContents: Sendable, Hashable {
 
         private func checkName(_ name: String, _ path: String) throws(Problem) {
             // Names are shown to the owner and written one per line into the digest: no control
-            // characters, valid UTF-8.
-            let valid = name.utf8.count <= Limits.nameBytes && String(validatingUTF8: Array(name.utf8CString)) != nil
-            guard valid, !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || InertText.isHidden($0) }) else {
+            // characters (UTF-8 validity is checked when the directory is read).
+            guard name.utf8.count <= Limits.nameBytes,
+                !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F || InertText.isHidden($0) })
+            else {
                 throw problem(path, "has a name with control or invisible characters", "rename it")
             }
         }

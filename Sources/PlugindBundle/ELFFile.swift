@@ -142,7 +142,6 @@ package struct ELFFile: Sendable {
         let bytes = [UInt8](data)
         let header = try parseHeader(bytes)
         try validate(header)
-        var file = ELFFile(header: header)
         return try inspect(bytes: bytes, header: header)
     }
 

@@ -1,5 +1,5 @@
 import Foundation
-package import PlugindBundle
+import PlugindBundle
 
 /// What approving a plugin now would pin, and how that differs from the approval it had before:
 /// what `plugind approve` (and the browser's review screen) shows the owner before asking, and
