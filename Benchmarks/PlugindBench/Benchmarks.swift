@@ -11,11 +11,15 @@ enum Benchmarks {
     static let swiftFilter = "org.plugind.examples.text-filter-swift"
     static let functions = "org.plugind.examples.function-library"
 
-    /// AppExtensionProcess(configuration:) until ready.
-    static func launch(_ bench: BenchHost, identifier: String, name: String, iterations: Int) async throws {
+    /// AppExtensionProcess(configuration:) until ready. Unless `backToBack`, each launch starts
+    /// once the host's spares are ready (as for a host that launches now and then; untimed);
+    /// back to back, each launch also competes with the making of the spare that replaces the
+    /// one it took.
+    static func launch(_ bench: BenchHost, identifier: String, name: String, iterations: Int, backToBack: Bool = false) async throws {
         let configuration = try bench.configuration(identifier)
         var samples: [Double] = []
         for index in 0..<(iterations + 5) {
+            if !backToBack { await PreforkedLauncher.settleAll() }
             var process: AppExtensionProcess?
             let elapsed = try await microseconds { process = try await AppExtensionProcess(configuration: configuration) }
             await process?.invalidateAndWait()
@@ -30,6 +34,7 @@ enum Benchmarks {
         var samples: [Double] = []
         var firstRequests: [Double] = []
         for index in 0..<(iterations + 5) {
+            await PreforkedLauncher.settleAll()
             var process: AppExtensionProcess?
             var firstRequest = 0.0
             let elapsed = try await microseconds {

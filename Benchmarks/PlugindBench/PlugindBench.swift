@@ -30,8 +30,11 @@ enum PlugindBench {
                 // --spawn: without the pre-forked launcher, for comparison.
                 let spawn = arguments.contains("--spawn")
                 if spawn { bench.host.launchStrategy = .spawn }
+                let backToBack = arguments.contains("--back-to-back")
                 try await Benchmarks.launch(
-                    bench, identifier: Benchmarks.echo, name: spawn ? "launch-c-spawn" : "launch-c", iterations: iterations)
+                    bench, identifier: Benchmarks.echo,
+                    name: spawn ? "launch-c-spawn" : backToBack ? "launch-c-back-to-back" : "launch-c", iterations: iterations,
+                    backToBack: backToBack)
             case "launch-swift":
                 let bench = try BenchHost()
                 defer { bench.remove() }

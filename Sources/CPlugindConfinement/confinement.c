@@ -135,13 +135,19 @@ enum {
     syscall_open_tree_attr = 467,
 };
 
-#define FILTER_VARIANTS 4
+// The filters come in two stages, so that the expensive part of installing one (the kernel
+// checks a new filter against every system call of every architecture, in time that grows with
+// its length) is paid by a spare before its launch: the base filter holds every refusal the view
+// does not need, the final one the mount API, keyrings, openat2 and the plugin's options. The
+// kernel runs both on every system call.
+#define FINAL_VARIANTS 4
+#define BASE_FILTER FINAL_VARIANTS
 
-// The compiled filters, one per combination of options, kept by
+// The compiled filters, one per combination of options and the base, kept by
 // plugind_confinement_prepare_filters so that workers forked afterwards install them without
 // compiling them again. Written once, before any fork.
-static struct sock_filter *prepared_filters[FILTER_VARIANTS];
-static unsigned short prepared_lengths[FILTER_VARIANTS];
+static struct sock_filter *prepared_filters[FINAL_VARIANTS + 1];
+static unsigned short prepared_lengths[FINAL_VARIANTS + 1];
 
 /// The number libseccomp uses for `name` on this architecture, or `fallback` when this
 /// libseccomp does not know it.
@@ -152,6 +158,12 @@ static int syscall_number(const char *name, int fallback) {
 
 static int deny(scmp_filter_ctx filter, int error, int number) {
     return seccomp_rule_add(filter, SCMP_ACT_ERRNO(error), number, 0);
+}
+
+static int deny_all(scmp_filter_ctx filter, int error, const int *numbers, size_t count) {
+    int result = 0;
+    for (size_t index = 0; result == 0 && index < count; index++) result = deny(filter, error, numbers[index]);
+    return result;
 }
 
 /// Denies `number` when argument `argument` has any bit of `mask` set; one rule per bit, since
@@ -167,40 +179,39 @@ static int deny_bits(scmp_filter_ctx filter, int number, unsigned argument, uint
     return 0;
 }
 
-static scmp_filter_ctx worker_filter(int options) {
+static scmp_filter_ctx new_filter(void) {
     scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+    // A binary tree of system call numbers: shorter paths for the kernel's check at install time
+    // and for every call afterwards. Older libseccomp keeps the linear list.
+    if (filter != NULL) (void)seccomp_attr_set(filter, SCMP_FLTATR_CTL_OPTIMIZE, 2);
+    return filter;
+}
+
+static scmp_filter_ctx finished(scmp_filter_ctx filter, int result) {
+    if (result == 0) return filter;
+    seccomp_release(filter);
+    return NULL;
+}
+
+/// Every refusal that does not depend on the plugin and that building the view does not need.
+static scmp_filter_ctx base_filter(void) {
+    scmp_filter_ctx filter = new_filter();
     if (filter == NULL) return NULL;
-    int result = 0;
-    if (!(options & PLUGIND_CONFINEMENT_ALLOW_NETWORK)) {
-        const int socket_calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
-        for (size_t index = 0; result == 0 && index < 2; index++) {
-            result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), socket_calls[index], 1,
-                                      SCMP_A0_32(SCMP_CMP_NE, AF_UNIX));
-        }
-    }
     // ENOSYS: io_uring would bypass every check below; without clone3, glibc uses clone.
     const int unsupported[] = {SCMP_SYS(io_uring_setup), SCMP_SYS(io_uring_enter), SCMP_SYS(io_uring_register),
-                               syscall_number("clone3", syscall_clone3), syscall_number("openat2", syscall_openat2),
-                               syscall_number("fchmodat2", syscall_fchmodat2)};
-    for (size_t index = 0; result == 0 && index < sizeof unsupported / sizeof unsupported[0]; index++) {
-        result = deny(filter, ENOSYS, unsupported[index]);
-    }
+                               syscall_number("clone3", syscall_clone3), syscall_number("fchmodat2", syscall_fchmodat2)};
+    int result = deny_all(filter, ENOSYS, unsupported, sizeof unsupported / sizeof unsupported[0]);
     const int refused[] = {
-        SCMP_SYS(keyctl), SCMP_SYS(add_key), SCMP_SYS(request_key), SCMP_SYS(bpf), SCMP_SYS(perf_event_open),
-        SCMP_SYS(userfaultfd), SCMP_SYS(clock_settime), SCMP_SYS(clock_adjtime), SCMP_SYS(adjtimex),
-        SCMP_SYS(settimeofday), SCMP_SYS(syslog), SCMP_SYS(mount), SCMP_SYS(umount2), SCMP_SYS(pivot_root),
-        syscall_number("open_tree", syscall_open_tree), syscall_number("move_mount", syscall_move_mount),
+        SCMP_SYS(bpf), SCMP_SYS(perf_event_open), SCMP_SYS(userfaultfd), SCMP_SYS(clock_settime),
+        SCMP_SYS(clock_adjtime), SCMP_SYS(adjtimex), SCMP_SYS(settimeofday), SCMP_SYS(syslog),
         syscall_number("fsopen", syscall_fsopen), syscall_number("fsconfig", syscall_fsconfig),
-        syscall_number("fsmount", syscall_fsmount), syscall_number("fspick", syscall_fspick),
-        syscall_number("mount_setattr", syscall_mount_setattr), syscall_number("open_tree_attr", syscall_open_tree_attr),
-        SCMP_SYS(setns), SCMP_SYS(unshare), SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
+        syscall_number("fsmount", syscall_fsmount), syscall_number("fspick", syscall_fspick), SCMP_SYS(setns),
+        SCMP_SYS(unshare), SCMP_SYS(ptrace), SCMP_SYS(process_vm_readv), SCMP_SYS(process_vm_writev),
         syscall_number("pidfd_getfd", syscall_pidfd_getfd), SCMP_SYS(kcmp), SCMP_SYS(fanotify_init),
         SCMP_SYS(inotify_init), SCMP_SYS(inotify_init1), SCMP_SYS(inotify_add_watch),
         syscall_number("memfd_secret", syscall_memfd_secret), SCMP_SYS(acct), SCMP_SYS(chroot),
     };
-    for (size_t index = 0; result == 0 && index < sizeof refused / sizeof refused[0]; index++) {
-        result = deny(filter, EPERM, refused[index]);
-    }
+    if (result == 0) result = deny_all(filter, EPERM, refused, sizeof refused / sizeof refused[0]);
     // No new namespaces, whatever else the plugin may do.
     const uint64_t namespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                                 CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */;
@@ -213,6 +224,32 @@ static scmp_filter_ctx worker_filter(int options) {
     if (result == 0) result = deny_bits(filter, SCMP_SYS(creat), 1, set_id);
     if (result == 0) result = deny_bits(filter, SCMP_SYS(open), 2, set_id);
     if (result == 0) result = deny_bits(filter, SCMP_SYS(openat), 3, set_id);
+    return finished(filter, result);
+}
+
+/// What the view needed (the mount API, the session keyring, openat2) and what depends on the
+/// plugin's options.
+static scmp_filter_ctx final_filter(int options) {
+    scmp_filter_ctx filter = new_filter();
+    if (filter == NULL) return NULL;
+    int result = 0;
+    if (!(options & PLUGIND_CONFINEMENT_ALLOW_NETWORK)) {
+        const int socket_calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
+        for (size_t index = 0; result == 0 && index < 2; index++) {
+            result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), socket_calls[index], 1,
+                                      SCMP_A0_32(SCMP_CMP_NE, AF_UNIX));
+        }
+    }
+    // ENOSYS: openat2 passes its mode in a structure the filter cannot read (a setuid file could
+    // be created with it); the view needed it, the plugin's libc falls back to openat.
+    if (result == 0) result = deny(filter, ENOSYS, syscall_number("openat2", syscall_openat2));
+    const int refused[] = {
+        SCMP_SYS(keyctl), SCMP_SYS(add_key), SCMP_SYS(request_key), SCMP_SYS(mount), SCMP_SYS(umount2),
+        SCMP_SYS(pivot_root), syscall_number("open_tree", syscall_open_tree),
+        syscall_number("move_mount", syscall_move_mount), syscall_number("mount_setattr", syscall_mount_setattr),
+        syscall_number("open_tree_attr", syscall_open_tree_attr),
+    };
+    if (result == 0) result = deny_all(filter, EPERM, refused, sizeof refused / sizeof refused[0]);
     if (!(options & PLUGIND_CONFINEMENT_ALLOW_PROCESSES)) {
         // Threads only: clone must carry CLONE_THREAD.
         if (result == 0) {
@@ -221,21 +258,19 @@ static scmp_filter_ctx worker_filter(int options) {
         }
         const int spawning[] = {SCMP_SYS(fork), SCMP_SYS(vfork), SCMP_SYS(memfd_create), SCMP_SYS(shmget),
                                 SCMP_SYS(msgget), SCMP_SYS(mq_open)};
-        for (size_t index = 0; result == 0 && index < sizeof spawning / sizeof spawning[0]; index++) {
-            result = deny(filter, EPERM, spawning[index]);
-        }
+        if (result == 0) result = deny_all(filter, EPERM, spawning, sizeof spawning / sizeof spawning[0]);
     }
-    if (result != 0) {
-        seccomp_release(filter);
-        return NULL;
-    }
-    return filter;
+    return finished(filter, result);
 }
 
-/// Compiles the filter for `options` into BPF kept in `prepared_filters`.
-static int prepare_filter(int options) {
-    if (prepared_filters[options] != NULL) return 0;
-    scmp_filter_ctx filter = worker_filter(options);
+static scmp_filter_ctx filter_for(int variant) {
+    return variant == BASE_FILTER ? base_filter() : final_filter(variant);
+}
+
+/// Compiles the filter `variant` into BPF kept in `prepared_filters`.
+static int prepare_filter(int variant) {
+    if (prepared_filters[variant] != NULL) return 0;
+    scmp_filter_ctx filter = filter_for(variant);
     if (filter == NULL) return ENOMEM;
     // libseccomp 2.5 exports BPF to a descriptor only.
     int fd = memfd_create("plugind-seccomp", MFD_CLOEXEC);
@@ -251,8 +286,8 @@ static int prepare_filter(int options) {
                 free(program);
                 result = EIO;
             } else {
-                prepared_filters[options] = program;
-                prepared_lengths[options] = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
+                prepared_filters[variant] = program;
+                prepared_lengths[variant] = (unsigned short)(size / (off_t)sizeof(struct sock_filter));
             }
         }
     }
@@ -261,24 +296,32 @@ static int prepare_filter(int options) {
 }
 
 int plugind_confinement_prepare_filters(void) {
-    for (int options = 0; options < FILTER_VARIANTS; options++) {
-        int result = prepare_filter(options);
+    for (int variant = 0; variant <= BASE_FILTER; variant++) {
+        int result = prepare_filter(variant);
         if (result != 0) return result;
     }
     return 0;
 }
 
-int plugind_confinement_install_filter(int options) {
-    if (options < 0 || options >= FILTER_VARIANTS) return EINVAL;
-    if (prepared_filters[options] != NULL) {
-        struct sock_fprog program = {.len = prepared_lengths[options], .filter = prepared_filters[options]};
+static int install(int variant) {
+    if (prepared_filters[variant] != NULL) {
+        struct sock_fprog program = {.len = prepared_lengths[variant], .filter = prepared_filters[variant]};
         return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &program, 0, 0) == 0 ? 0 : errno;
     }
-    scmp_filter_ctx filter = worker_filter(options);
+    scmp_filter_ctx filter = filter_for(variant);
     if (filter == NULL) return ENOMEM;
     int result = seccomp_load(filter);
     seccomp_release(filter);
     return result < 0 ? -result : result;
+}
+
+int plugind_confinement_install_base_filter(void) {
+    return install(BASE_FILTER);
+}
+
+int plugind_confinement_install_filter(int options) {
+    if (options < 0 || options >= FINAL_VARIANTS) return EINVAL;
+    return install(options);
 }
 
 int plugind_confinement_get_seccomp_mode(int *mode) {

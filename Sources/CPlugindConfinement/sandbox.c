@@ -85,12 +85,11 @@ static int make_parents(const char *path) {
 }
 
 int plugind_sandbox_set_identity(uid_t uid, gid_t gid, int clear_groups) {
-    // The parent-death signal is cleared by a change of ids; it is armed again afterwards.
+    // The parent-death signal is cleared by a change of ids; it is armed again afterwards. The
+    // capabilities survive the change: plugind_sandbox_limit_capabilities set
+    // SECBIT_NO_SETUID_FIXUP, and plugind_sandbox_clear_capabilities ends them explicitly.
     int death_signal = 0;
     if (prctl(PR_GET_PDEATHSIG, &death_signal, 0, 0, 0) != 0) return errno;
-    // Keep the capabilities of the user namespace across the identity change:
-    // plugind_sandbox_drop_capabilities ends them explicitly.
-    if (prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) != 0) return errno;
     if (clear_groups && setgroups(0, NULL) != 0) return errno;
     if (setresgid(gid, gid, gid) != 0) return errno;
     if (setresuid(uid, uid, uid) != 0) return errno;
@@ -236,10 +235,10 @@ int plugind_sandbox_complete(int keep_writable) {
     if (!keep_writable && mount(NULL, NEW_ROOT, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) {
         return errno;
     }
-    // Unmounting the old root must not send unmount events to the host's tree.
+    // Detaching the old root must not send unmount events to the host's tree.
     if (mount(NULL, OLD_ROOT, NULL, MS_REC | MS_PRIVATE, NULL) != 0) return errno;
-    if (umount2(OLD_ROOT, MNT_DETACH) != 0) return errno;
-    // Pivot into the new root with the temporary root stacked beneath it, then detach that.
+    // Pivot into the new root with the temporary root (and the old root mounted in it) stacked
+    // beneath, then detach both at once: every unmount waits for an RCU grace period.
     int temporary_root = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
     if (temporary_root < 0) return errno;
     int error = 0;
@@ -251,19 +250,10 @@ int plugind_sandbox_complete(int keep_writable) {
     return error;
 }
 
-int plugind_sandbox_drop_capabilities(void) {
-    // A change of ids clears the effective set (the permitted one is kept): raise it again from
-    // the permitted set, since locking the securebits and emptying the bounding set need
-    // CAP_SETPCAP.
-    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
-    struct __user_cap_data_struct data[2];
-    memset(data, 0, sizeof data);
-    if (syscall(SYS_capget, &header, data) != 0) return errno;
-    data[0].effective = data[0].permitted;
-    data[1].effective = data[1].permitted;
-    if (syscall(SYS_capset, &header, data) != 0) return errno;
-    // Locked before the capabilities go (setting them needs CAP_SETPCAP): no way back to
-    // capabilities through uid 0, setuid fix-ups or ambient capabilities.
+int plugind_sandbox_limit_capabilities(void) {
+    // Locked while CAP_SETPCAP is held: no way back to capabilities through uid 0, setuid
+    // fix-ups or ambient capabilities. Without setuid fix-ups, the change of ids that follows
+    // keeps the capabilities the view still needs.
     unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | SECBIT_NO_SETUID_FIXUP_LOCKED |
                          SECBIT_KEEP_CAPS_LOCKED | SECBIT_NO_CAP_AMBIENT_RAISE | SECBIT_NO_CAP_AMBIENT_RAISE_LOCKED;
     if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) != 0) return errno;
@@ -274,19 +264,27 @@ int plugind_sandbox_drop_capabilities(void) {
         }
     }
     if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) != 0 && errno != EINVAL) return errno;
-    memset(data, 0, sizeof data);
-    if (syscall(SYS_capset, &header, data) != 0) return errno;
-    if (prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) != 0 && errno != EPERM) return errno;
     return 0;
 }
 
-int plugind_sandbox_capabilities(uint64_t *effective, uint64_t *permitted, uint64_t *bounding) {
+int plugind_sandbox_clear_capabilities(void) {
+    struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+    struct __user_cap_data_struct data[2];
+    memset(data, 0, sizeof data);
+    return syscall(SYS_capset, &header, data) == 0 ? 0 : errno;
+}
+
+int plugind_sandbox_capabilities(uint64_t *effective, uint64_t *permitted) {
     struct __user_cap_header_struct header = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
     struct __user_cap_data_struct data[2];
     memset(data, 0, sizeof data);
     if (syscall(SYS_capget, &header, data) != 0) return errno;
     *effective = (uint64_t)data[1].effective << 32 | data[0].effective;
     *permitted = (uint64_t)data[1].permitted << 32 | data[0].permitted;
+    return 0;
+}
+
+int plugind_sandbox_bounding_set(uint64_t *bounding) {
     uint64_t held = 0;
     for (int capability = 0; capability <= 63; capability++) {
         int result = prctl(PR_CAPBSET_READ, capability, 0, 0, 0);

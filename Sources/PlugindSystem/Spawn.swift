@@ -15,6 +15,8 @@ package struct SpawnRequest: Sendable {
         package static let newMountNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_MOUNT_NAMESPACE)
         package static let newIPCNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_IPC_NAMESPACE)
         package static let sibling = Options(rawValue: PLUGIND_SHIM_SPAWN_SIBLING)
+        /// For the pre-forked launcher only: see PLUGIND_SHIM_SPAWN_NO_ADVANCE_RESTRICTIONS.
+        package static let noAdvanceRestrictions = Options(rawValue: PLUGIND_SHIM_SPAWN_NO_ADVANCE_RESTRICTIONS)
 
         /// Every namespace a worker gets.
         package static let namespaces: Options = [.newPIDNamespace, .newUserNamespace, .newMountNamespace, .newIPCNamespace]

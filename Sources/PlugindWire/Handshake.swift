@@ -213,6 +213,10 @@ package struct ConfinementRequest: Equatable, Sendable {
     /// Layers the host turned off for measurement (`plugind-bench` only; reported as such).
     package var skippedLayers: [String] = []
 
+    /// Whether a worker may apply what every plugin gets before it knows its plugin (a spare
+    /// does): not when confinement, or the system-call layer that is part of it, is off.
+    package var permitsAdvanceRestrictions: Bool { !disabled && !skippedLayers.contains("system-calls") }
+
     package init(
         allowsNetwork: Bool = false,
         allowsProcesses: Bool = false,

@@ -33,6 +33,31 @@ enum Confinement {
         var view: Result<WorkerView.Prepared, WorkerView.Failure>
         /// The Landlock ruleset with the rules of the common view, when Landlock is available.
         var rulesets: PreparedRulesets?
+        /// The restrictions already in force; nil when the process restricted nothing ahead
+        /// (the host may turn its confinement off).
+        var advance: AdvanceRestrictions?
+    }
+
+    /// What every plugin gets, applied while the process waits for its plugin, so that a launch
+    /// pays only for the plugin's own part: the half of the privilege drop the view does not
+    /// need, no-new-privileges and the first stage of the seccomp filter. Each is an errno (0 when
+    /// it holds); the launch reports them in their layers.
+    struct AdvanceRestrictions {
+        var capabilityLimit: CInt
+        /// The bounding set read back afterwards.
+        var bounding: UInt64
+        var noNewPrivileges: CInt
+        var baseFilter: CInt
+
+        static func apply() -> AdvanceRestrictions {
+            let limited = plugind_sandbox_limit_capabilities()
+            var bounding: UInt64 = .max
+            _ = plugind_sandbox_bounding_set(&bounding)
+            let noNewPrivileges = plugind_confinement_set_no_new_privileges()
+            return AdvanceRestrictions(
+                capabilityLimit: limited, bounding: bounding, noNewPrivileges: noNewPrivileges,
+                baseFilter: plugind_confinement_install_base_filter())
+        }
     }
 
     /// Facts that do not change between workers, computed once: in the pre-forked launcher before
@@ -44,8 +69,9 @@ enum Confinement {
         LauncherWarmUp.run()
     }
 
-    /// Begins the view (when the process has namespaces of its own) and the Landlock ruleset.
-    static func prepare(hasNamespaces: Bool) -> Prepared {
+    /// Begins the view (when the process has namespaces of its own) and the Landlock ruleset;
+    /// with `restrictingAhead`, applies the restrictions every plugin gets.
+    static func prepare(hasNamespaces: Bool, restrictingAhead: Bool) -> Prepared {
         let view: Result<WorkerView.Prepared, WorkerView.Failure>
         if hasNamespaces {
             view = WorkerView.prepare()
@@ -53,13 +79,19 @@ enum Confinement {
             view = .failure(WorkerView.Failure(step: "create user and mount namespaces", errno: .operationNotPermitted))
         }
         let inNewRoot = (try? view.get()) != nil
-        return Prepared(view: view, rulesets: PreparedRulesets.prepare(inNewRoot: inNewRoot))
+        let rulesets = PreparedRulesets.prepare(inNewRoot: inNewRoot)
+        return Prepared(view: view, rulesets: rulesets, advance: restrictingAhead ? .apply() : nil)
     }
 
     static func apply(_ load: LoadConfiguration, prepared: Prepared) throws(LoadFailure) -> [ConfinementLayerReport] {
         let request = load.confinement
         if request.disabled {
             prepared.rulesets?.discard()
+            guard prepared.advance == nil else {
+                throw LoadFailure(
+                    kind: .confinementFailed,
+                    message: "this worker restricted itself before its launch and cannot run with confinement turned off")
+            }
             // A spare began its view before it knew; it ends it showing the host's whole tree.
             if case .success(let begun) = prepared.view,
                 case .failure(let failure) = WorkerView.complete(
@@ -92,12 +124,12 @@ enum Confinement {
         try record(session())
         let view = skipped(Layer.filesystemView) ? nil : try filesystemView(load, prepared: prepared.view)
         try record(view?.report ?? notRequested(Layer.filesystemView, "turned off by the host for measurement"))
-        try record(privileges(inUserNamespace: (try? prepared.view.get()) != nil))
-        try record(noNewPrivileges())
+        try record(privileges(inUserNamespace: (try? prepared.view.get()) != nil, advance: prepared.advance))
+        try record(noNewPrivileges(advance: prepared.advance))
         try record(notDumpable())
         try record(noCoreFiles())
         try record(resourceLimits(load.limits))
-        let filter = skipped(Layer.systemCalls) ? nil : systemCalls(request)
+        let filter = skipped(Layer.systemCalls) ? nil : systemCalls(request, advance: prepared.advance)
         try record(filter ?? notRequested(Layer.systemCalls, "turned off by the host for measurement"))
         try record(network(request, filterApplied: filter?.state == .applied))
         if skipped(Layer.filesystem) {
@@ -165,28 +197,34 @@ enum Confinement {
         }
     }
 
-    /// Ends every privilege: the worker's unprivileged ids (a root host's worker built its view as
-    /// root of its namespace), a new, empty session keyring, then no capability in any set.
-    /// Verified from the kernel's own view of the thread.
-    private static func privileges(inUserNamespace: Bool) -> ConfinementLayerReport {
+    /// Ends every privilege: the securebits locked and the bounding set emptied (ahead, when the
+    /// process restricted itself before its launch), the worker's unprivileged ids (a root host's
+    /// worker built its view as root of its namespace), a new, empty session keyring, then no
+    /// capability in any set. Verified from the kernel's own view of the thread.
+    private static func privileges(inUserNamespace: Bool, advance: AdvanceRestrictions?) -> ConfinementLayerReport {
+        var limited = advance?.capabilityLimit ?? plugind_sandbox_limit_capabilities()
+        var bounding: UInt64 = .max
+        if let advance {
+            bounding = advance.bounding
+        } else {
+            _ = plugind_sandbox_bounding_set(&bounding)
+        }
         let identity = WorkerIdentity.current
         if inUserNamespace {
-            let result = plugind_sandbox_set_identity(identity.uid, identity.gid, 0)
+            let result = limited == 0 ? plugind_sandbox_set_identity(identity.uid, identity.gid, 0) : limited
             guard result == 0, getuid() == identity.uid, geteuid() == identity.uid, getgid() == identity.gid else {
                 return unavailable(Layer.privileges, "cannot take uid \(identity.uid) and gid \(identity.gid): \(describe(result))")
             }
         }
         let keyring = plugind_sandbox_join_new_session_keyring()
-        let dropped = plugind_sandbox_drop_capabilities()
+        if limited == 0 { limited = plugind_sandbox_clear_capabilities() }
         var effective: UInt64 = 1
         var permitted: UInt64 = 1
-        var bounding: UInt64 = 1
-        guard dropped == 0, plugind_sandbox_capabilities(&effective, &permitted, &bounding) == 0,
-            effective == 0, permitted == 0, bounding == 0
+        guard limited == 0, plugind_sandbox_capabilities(&effective, &permitted) == 0, effective == 0, permitted == 0, bounding == 0
         else {
             return unavailable(
                 Layer.privileges,
-                "capabilities remain (effective \(hex(effective)), permitted \(hex(permitted)), bounding \(hex(bounding))): \(describe(dropped))"
+                "capabilities remain (effective \(hex(effective)), permitted \(hex(permitted)), bounding \(hex(bounding))): \(describe(limited))"
             )
         }
         var detail = "no capabilities (effective, permitted and bounding sets empty, securebits locked)"
@@ -199,8 +237,8 @@ enum Confinement {
         "0x" + String(value, radix: 16)
     }
 
-    private static func noNewPrivileges() -> ConfinementLayerReport {
-        let result = plugind_confinement_set_no_new_privileges()
+    private static func noNewPrivileges(advance: AdvanceRestrictions?) -> ConfinementLayerReport {
+        let result = advance?.noNewPrivileges ?? plugind_confinement_set_no_new_privileges()
         var enabled: CInt = 0
         guard result == 0, plugind_confinement_get_no_new_privileges(&enabled) == 0, enabled == 1 else {
             return unavailable(Layer.noNewPrivileges, "prctl(PR_SET_NO_NEW_PRIVS) failed: \(describe(result))")
@@ -288,12 +326,14 @@ enum Confinement {
         return Self.applied(Layer.resourceLimits, applied.joined(separator: ", "))
     }
 
-    /// Installs the seccomp filter and checks one refusal of each kind it promises.
-    private static func systemCalls(_ request: ConfinementRequest) -> ConfinementLayerReport {
+    /// Installs the seccomp filter's second stage (and its first, unless the process did ahead)
+    /// and checks one refusal of each kind it promises.
+    private static func systemCalls(_ request: ConfinementRequest, advance: AdvanceRestrictions?) -> ConfinementLayerReport {
         var options: CInt = 0
         if request.allowsNetwork { options |= PLUGIND_CONFINEMENT_ALLOW_NETWORK }
         if request.allowsProcesses { options |= PLUGIND_CONFINEMENT_ALLOW_PROCESSES }
-        let result = plugind_confinement_install_filter(options)
+        var result = advance?.baseFilter ?? plugind_confinement_install_base_filter()
+        if result == 0 { result = plugind_confinement_install_filter(options) }
         guard result == 0 else {
             return unavailable(Layer.systemCalls, "the seccomp filter could not be installed: \(describe(result))")
         }

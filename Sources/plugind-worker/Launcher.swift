@@ -110,8 +110,11 @@ enum Launcher {
             options: options
         )
         request.cgroupFiles = cgroupFiles
+        // The host turns confinement (or a layer of it) off for this worker: nothing ahead.
+        let restrictingAhead = !options.contains(.noAdvanceRestrictions)
+        request.options.remove(.noAdvanceRestrictions)
         switch withNamespaceFallback(
-            options,
+            request.options,
             { options throws(SystemError) in
                 var adjusted = request
                 adjusted.options = options
@@ -119,7 +122,8 @@ enum Launcher {
             })
         {
         case .success((nil, let effective)):
-            return .child(WorkerMain.run(prepared: Confinement.prepare(hasNamespaces: effective.isSuperset(of: .namespaces))))
+            let prepared = Confinement.prepare(hasNamespaces: effective.isSuperset(of: .namespaces), restrictingAhead: restrictingAhead)
+            return .child(WorkerMain.run(prepared: prepared))
         case .success((let pid?, _)): return .parent(pid, nil)
         case .failure(let error): return .parent(-error.errno.rawValue, nil)
         }
@@ -148,19 +152,30 @@ enum Launcher {
     }
 
     /// The spare: gets ready while it waits (its copy-on-write pages written, the view every
-    /// plugin starts from built, the common Landlock rules made), then takes a worker's
-    /// descriptors and serves the host. Ends quietly when the host goes away.
+    /// plugin starts from built, the common Landlock rules made, the restrictions every plugin
+    /// gets in force), then takes a worker's descriptors and serves the host. The host gives a
+    /// spare only to launches with every layer on. Ends quietly when the host goes away.
     private static func serveAsSpare(_ socket: FileDescriptor, hasNamespaces: Bool) -> Int32 {
         LauncherWarmUp.run()
-        let prepared = Confinement.prepare(hasNamespaces: hasNamespaces)
+        let prepared = Confinement.prepare(hasNamespaces: hasNamespaces, restrictingAhead: true)
+        // Ready: the host prefers a spare that says so, and waits for it when it settles. The host
+        // may have handed this spare its work already (and closed its end): then the send fails
+        // and the work is read all the same.
+        var ready: UInt8 = 1
+        _ = send(socket.rawValue, &ready, 1, Int32(MSG_NOSIGNAL))
         var message = [UInt8](repeating: 0, count: 4)
         var received = [CInt](repeating: -1, count: Int(PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS))
         var length = 0
         var count: CInt = 0
-        let status = message.withUnsafeMutableBytes { bytes in
-            plugind_shim_receive_descriptors(
-                socket.rawValue, bytes.baseAddress!, bytes.count, &length, &received, CInt(received.count), &count)
-        }
+        var status: CInt
+        repeat {
+            // A host that closed its end before reading that byte leaves ECONNRESET, reported
+            // once, ahead of the message it sent before closing.
+            status = message.withUnsafeMutableBytes { bytes in
+                plugind_shim_receive_descriptors(
+                    socket.rawValue, bytes.baseAddress!, bytes.count, &length, &received, CInt(received.count), &count)
+            }
+        } while status == ECONNRESET
         guard status == 0, length > 0, count >= workerDescriptorCount else { return 0 }
         let passed = received.prefix(Int(count)).map(FileDescriptor.init(rawValue:))
         // Descriptor 0 is /dev/null already (inherited from the launcher); the prepared rulesets

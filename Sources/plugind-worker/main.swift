@@ -17,5 +17,6 @@ if arguments.first == "--launcher" && arguments.count == 1 {
 if !arguments.isEmpty {
     WorkerUsage.fail("unexpected argument '\(arguments.first ?? "")'")
 }
-// Started directly (not forked by the launcher), the worker has no namespaces, so no view.
-exit(WorkerMain.run(prepared: Confinement.prepare(hasNamespaces: false)))
+// Started directly (not forked by the launcher), the worker has no namespaces, so no view; its
+// host may turn confinement off, so it restricts nothing before the hello.
+exit(WorkerMain.run(prepared: Confinement.prepare(hasNamespaces: false, restrictingAhead: false)))

@@ -29,6 +29,37 @@ struct ProcessLifecycleTests {
         #expect(interruptions.count == 1)
     }
 
+    @Test("launches back to back each get a worker, whether their spare has finished getting ready or not")
+    func backToBackLaunches() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        try test.install(PluginFixture(library: "Echo"))
+        let configuration = try test.configuration("org.plugind.tests.echo")
+        // Each launch takes a spare and asks for the next: some find one still getting ready, some
+        // hand one its work just as it says it is ready. Every launch must answer.
+        for round in 0..<24 {
+            let process = try await AppExtensionProcess(configuration: configuration)
+            let answer = try await process.makeConnection().send([UInt8(round)])
+            #expect(answer == [UInt8(round)])
+            await process.invalidateAndWait()
+        }
+    }
+
+    @Test("a host that turns confinement off gets a worker that restricted nothing ahead, though spares are ready")
+    func unconfinedLaunchSkipsSpares() async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        try test.install(PluginFixture(library: "Echo"))
+        // Spares ready and restricted ahead: they must not be handed to this launch.
+        _ = try await AppExtensionProcess(configuration: test.configuration("org.plugind.tests.echo")).invalidateAndWait()
+        await PreforkedLauncher.settleAll()
+        test.host.confinement = .disabled
+        let process = try await AppExtensionProcess(configuration: test.configuration("org.plugind.tests.echo"))
+        #expect(process.confinement.map(\.state) == [.notRequested])
+        #expect(try await process.makeConnection().send([7]) == [7])
+        await process.invalidateAndWait()
+    }
+
     @Test("abort() is reported as SIGABRT even though the worker is pid 1 of its namespace")
     func abort() async throws {
         let test = try TestHost()

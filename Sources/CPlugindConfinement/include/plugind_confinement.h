@@ -48,18 +48,22 @@ int plugind_confinement_get_limit(plugind_confinement_limit limit, uint64_t *_No
 #define PLUGIND_CONFINEMENT_ALLOW_NETWORK (1 << 0)
 #define PLUGIND_CONFINEMENT_ALLOW_PROCESSES (1 << 1)
 
-/// Installs the worker's seccomp filter (built with libseccomp). Always: io_uring and clone3
-/// fail with ENOSYS (glibc then falls back to clone, whose flags the filter can see); keyrings,
-/// bpf, perf events, userfaultfd, setting clocks, the kernel log, the mount API, setns and
-/// unshare, namespace flags on clone, ptrace and cross-process memory access, fanotify and
-/// inotify, and setuid or setgid mode bits fail with EPERM; a foreign architecture's system call
-/// kills the process. Without PLUGIND_CONFINEMENT_ALLOW_NETWORK, sockets other than AF_UNIX fail
-/// with EACCES. Without PLUGIND_CONFINEMENT_ALLOW_PROCESSES, fork, vfork, clone without
-/// CLONE_THREAD, memfd_create, System V shared memory and message queues, and POSIX message
-/// queues fail with EPERM, so that per-process limits bound everything the plugin can hold.
-/// Requires no-new-privileges.
+/// Installs the first stage of the worker's seccomp filter (built with libseccomp), which building
+/// the view does not need: io_uring and clone3 fail with ENOSYS (glibc then falls back to clone,
+/// whose flags the filter can see); bpf, perf events, userfaultfd, setting clocks, the kernel log,
+/// the new mount API's fsopen family, setns and unshare, namespace flags on clone, ptrace and
+/// cross-process memory access, fanotify and inotify, chroot, and setuid or setgid mode bits fail
+/// with EPERM. Requires no-new-privileges or CAP_SYS_ADMIN in the user namespace.
+int plugind_confinement_install_base_filter(void);
+
+/// Installs the second stage, after the view: keyrings, mount, umount, pivot_root and the mount
+/// API fail with EPERM, openat2 with ENOSYS. Without PLUGIND_CONFINEMENT_ALLOW_NETWORK, sockets
+/// other than AF_UNIX fail with EACCES. Without PLUGIND_CONFINEMENT_ALLOW_PROCESSES, fork, vfork,
+/// clone without CLONE_THREAD, memfd_create, System V shared memory and message queues, and POSIX
+/// message queues fail with EPERM, so that per-process limits bound everything the plugin can
+/// hold. Requires no-new-privileges.
 int plugind_confinement_install_filter(int options);
-/// Compiles the filters of `plugind_confinement_install_filter` once and keeps them, so that
+/// Compiles the filters of both stages once and keeps them, so that
 /// processes forked afterwards install them without compiling (the pre-forked launcher).
 int plugind_confinement_prepare_filters(void);
 /// What `plugind_confinement_probe_filter` found refused.
@@ -97,8 +101,9 @@ int plugind_confinement_landlock_enforce(int ruleset);
 /// Keeps device nodes usable (no MOUNT_ATTR_NODEV): for /dev/null and friends.
 #define PLUGIND_SANDBOX_BIND_DEVICE (1 << 1)
 
-/// Sets the process's uid and gid (all three of each) inside its user namespace, keeping its
-/// capabilities there; with `clear_groups`, drops every supplementary group first.
+/// Sets the process's uid and gid (all three of each) inside its user namespace; with
+/// `clear_groups`, drops every supplementary group first. Capabilities are kept only after
+/// `plugind_sandbox_limit_capabilities`.
 int plugind_sandbox_set_identity(uid_t uid, gid_t gid, int clear_groups);
 
 /// Starts the view, in a process that owns its mount namespace: stops mount propagation to the
@@ -130,13 +135,19 @@ int plugind_sandbox_make_directory(const char *_Nonnull path);
 /// into the new root. Afterwards nothing but the view exists for the process.
 int plugind_sandbox_complete(int keep_writable);
 
-/// Gives up every capability for good: securebits locked (no root fix-ups, no ambient raise),
-/// the bounding set emptied, ambient, inheritable, permitted and effective sets cleared.
-int plugind_sandbox_drop_capabilities(void);
+/// The first half of giving up every capability, done before the worker knows its plugin (it
+/// still needs CAP_SYS_ADMIN for its view): securebits locked (no root or setuid fix-ups, no
+/// ambient raise), the bounding set and the ambient set emptied.
+int plugind_sandbox_limit_capabilities(void);
 
-/// The effective, permitted and bounding capability sets of the calling thread.
-int plugind_sandbox_capabilities(uint64_t *_Nonnull effective, uint64_t *_Nonnull permitted,
-                                 uint64_t *_Nonnull bounding);
+/// The second half: clears the effective, permitted and inheritable sets.
+int plugind_sandbox_clear_capabilities(void);
+
+/// The effective and permitted capability sets of the calling thread.
+int plugind_sandbox_capabilities(uint64_t *_Nonnull effective, uint64_t *_Nonnull permitted);
+
+/// The bounding set of the calling thread.
+int plugind_sandbox_bounding_set(uint64_t *_Nonnull bounding);
 
 /// Joins a new, empty, anonymous session keyring.
 int plugind_sandbox_join_new_session_keyring(void);

@@ -45,6 +45,9 @@ extern "C" {
 #define PLUGIND_SHIM_SPAWN_NEW_MOUNT_NAMESPACE (1 << 5)
 /// A new IPC namespace: no System V IPC or POSIX message queue of the host is reachable.
 #define PLUGIND_SHIM_SPAWN_NEW_IPC_NAMESPACE (1 << 6)
+/// Not a spawn option: tells the pre-forked launcher that the worker must restrict nothing
+/// before it knows its plugin (the host turned its confinement, or a layer of it, off).
+#define PLUGIND_SHIM_SPAWN_NO_ADVANCE_RESTRICTIONS (1 << 7)
 
 /// The most descriptors a spawn request, or a message on a unix socket, may carry: the worker's
 /// five and up to 64 sealed files.

@@ -17,6 +17,10 @@ final class DependencyDirectories: Sendable {
 
     /// Each library's own needed libraries, resolved, by the library's path and identity.
     private let resolved = Locked<[Key: [String]]>([:])
+    /// Canonical paths of the system directories dependencies live in (/lib/x86_64-linux-gnu →
+    /// /usr/lib/x86_64-linux-gnu): resolving them took most of a launch's planning. Kept for the
+    /// life of the process; a directory that became a symlink since costs a failed load.
+    private let canonicalDirectories = Locked<[String: String]>([:])
     private let resolver = LibraryResolver()
 
     /// The directories `bundle` needs beyond itself, sorted.
@@ -31,7 +35,7 @@ final class DependencyDirectories: Sendable {
             guard seen.insert(path).inserted else { continue }
             for dependency in dependencies(of: path) {
                 if !dependency.hasPrefix(bundle.bundlePath + "/"),
-                    let canonical = canonicalPath((dependency as NSString).deletingLastPathComponent)
+                    let canonical = canonicalDirectory((dependency as NSString).deletingLastPathComponent)
                 {
                     // Canonical: the worker binds without following symlinks.
                     directories.insert(canonical)
@@ -40,6 +44,13 @@ final class DependencyDirectories: Sendable {
             }
         }
         return directories.sorted()
+    }
+
+    private func canonicalDirectory(_ directory: String) -> String? {
+        if let known = canonicalDirectories.withLock({ $0[directory] }) { return known }
+        guard let canonical = canonicalPath(directory) else { return nil }
+        canonicalDirectories.withLock { $0[directory] = canonical }
+        return canonical
     }
 
     private func dependencies(of path: String) -> [String] {

@@ -16,6 +16,9 @@ package final class PreforkedLauncher: EventLoopHandler {
     private struct Spare {
         var process: SpawnedProcess
         var socket: FileDescriptor
+        /// The spare said it finished getting ready (one byte on its socket); until then its
+        /// socket is watched.
+        var isPrepared = false
     }
 
     private struct State {
@@ -33,7 +36,16 @@ package final class PreforkedLauncher: EventLoopHandler {
         var spareFailed = false
 
         var isSettled: Bool {
-            stopped || (spareRequest == nil && (spares.count >= PreforkedLauncher.spareCount || spareFailed))
+            stopped
+                || (spareRequest == nil && (spares.count >= PreforkedLauncher.spareCount || spareFailed)
+                    && spares.allSatisfy(\.isPrepared))
+        }
+
+        /// The spare to hand out: the first one that is ready, else the oldest (the likeliest to
+        /// be ready by the time it reads).
+        mutating func takeSpare() -> Spare? {
+            guard !spares.isEmpty else { return nil }
+            return spares.remove(at: spares.firstIndex(where: \.isPrepared) ?? 0)
         }
     }
 
@@ -129,7 +141,10 @@ package final class PreforkedLauncher: EventLoopHandler {
     /// With `cgroup`, the worker joins that control group before it runs any code of its own.
     func start(descriptors: [FileDescriptor], options: SpawnRequest.Options, cgroup: WorkerCgroup? = nil) async throws -> SpawnedProcess {
         let raw = descriptors.map(\.rawValue)
-        while let spare = state.withLock({ $0.spares.popLast() }) {
+        // Spares restricted themselves ahead, for launches with every layer on.
+        let spareUsable = !options.contains(.noAdvanceRestrictions)
+        while spareUsable, let spare = state.withLock({ $0.takeSpare() }) {
+            if !spare.isPrepared { loop.deregister(spare.socket) }
             // A spare runs only plugind's code until it has its descriptors.
             if let cgroup, (try? cgroup.add(spare.process.processIdentifier)) == nil {
                 discard(spare)
@@ -141,6 +156,7 @@ package final class PreforkedLauncher: EventLoopHandler {
                     plugind_shim_send_descriptors(spare.socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
                 }
             }
+            if !spare.isPrepared { Self.drainReadiness(spare.socket) }
             spare.socket.close()
             loop.deregister(spare.process.processDescriptor)
             if sent == 0 { return spare.process }
@@ -203,7 +219,7 @@ package final class PreforkedLauncher: EventLoopHandler {
             return
         }
         if descriptor != socket.rawValue {
-            spareExited(descriptor)
+            if !sparePrepared(socket: descriptor) { spareExited(descriptor) }
             return
         }
         var message = [UInt8](repeating: 0, count: 16)
@@ -303,12 +319,37 @@ package final class PreforkedLauncher: EventLoopHandler {
             processDescriptor.close()
             return false
         }
-        state.withLock { $0.spares.append(spare) }
+        // Watched until the spare says it is ready; a spare that cannot be watched is used anyway.
+        let watched = (try? loop.register(spareSocket, events: Epoll.readable, handler: self)) != nil
+        state.withLock { $0.spares.append(Spare(process: spare.process, socket: spareSocket, isPrepared: !watched)) }
         return true
+    }
+
+    /// The spare whose socket is `descriptor` has finished getting ready (or died, which its
+    /// process descriptor reports). False when `descriptor` is no spare's socket.
+    private func sparePrepared(socket descriptor: Int32) -> Bool {
+        let found = state.withLock { state -> FileDescriptor? in
+            guard let index = state.spares.firstIndex(where: { $0.socket.rawValue == descriptor && !$0.isPrepared }) else { return nil }
+            state.spares[index].isPrepared = true
+            return state.spares[index].socket
+        }
+        guard let found else { return false }
+        loop.deregister(found)
+        Self.drainReadiness(found)
+        resumeSettledWaiters()
+        return true
+    }
+
+    /// Reads a spare's ready byte: a socket closed with unread data would make the spare's next
+    /// read fail once (it retries, but need not).
+    private static func drainReadiness(_ socket: FileDescriptor) {
+        var byte: UInt8 = 0
+        _ = recv(socket.rawValue, &byte, 1, Int32(MSG_DONTWAIT))
     }
 
     /// Kills a spare that cannot be used and reaps it on the loop thread.
     private func discard(_ spare: Spare) {
+        if !spare.isPrepared { loop.deregister(spare.socket) }
         spare.socket.close()
         loop.deregister(spare.process.processDescriptor)
         try? spare.process.processDescriptor.sendSignal(SIGKILL)
@@ -337,6 +378,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         }
         guard let spare else { return }
         loop.deregister(spare.process.processDescriptor)
+        if !spare.isPrepared { loop.deregister(spare.socket) }
         spare.socket.close()
         _ = try? spare.process.processDescriptor.waitForProcessExit()
         spare.process.processDescriptor.close()
@@ -370,7 +412,10 @@ package final class PreforkedLauncher: EventLoopHandler {
         let end: @Sendable () -> Void = {
             loop.deregister(socket)
             socket.close()
-            for spare in stopped.spares { spare.socket.close() }
+            for spare in stopped.spares {
+                if !spare.isPrepared { loop.deregister(spare.socket) }
+                spare.socket.close()
+            }
             for child in [process.processDescriptor] + stopped.spares.map(\.process.processDescriptor) {
                 loop.deregister(child)
                 try? child.sendSignal(SIGKILL)

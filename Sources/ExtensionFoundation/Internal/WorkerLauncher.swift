@@ -93,7 +93,7 @@ enum WorkerLauncher {
             pending = try writeWithoutBlocking(hello.header.bytes + hello.payload, to: pipes.toWorker.writeEnd)
             started = try await start(
                 executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, sealed: sealed, cgroup: cgroup,
-                sharedLauncher: sharedLauncher, loop: loop)
+                confinement: plan.load.confinement, sharedLauncher: sharedLauncher, loop: loop)
         } catch {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(error)", underlying: error)
@@ -136,6 +136,7 @@ enum WorkerLauncher {
         sharedMemory: FileDescriptor?,
         sealed: [FileDescriptor],
         cgroup: WorkerCgroup?,
+        confinement: ConfinementRequest,
         sharedLauncher: Bool,
         loop: WorkerEventLoop
     ) async throws -> (SpawnedProcess, PreforkedLauncher?)? {
@@ -146,10 +147,14 @@ enum WorkerLauncher {
         }
         // Always four before the sealed files: the shared memory, or /dev/null in its place.
         let descriptors = childEnds + [sharedMemory ?? pipes.null] + sealed
+        var options = isolatingOptions()
+        // A spare has restricted itself ahead; a worker whose host turns confinement (or its
+        // system-call layer) off is forked on the spot, restricting nothing before it knows.
+        if !confinement.permitsAdvanceRestrictions { options.insert(.noAdvanceRestrictions) }
         #if PLUGIND_THREAD_SANITIZER
             // ThreadSanitizer cannot follow the launcher's forks: the worker is executed directly,
             // without namespaces (the tests that run under it turn confinement off).
-            _ = (sharedLauncher, cgroup)
+            _ = (sharedLauncher, cgroup, options)
             let request = SpawnRequest(
                 executablePath: executable, arguments: [executable], environment: environment(),
                 descriptors: [pipes.null, pipes.output.writeEnd, pipes.output.writeEnd] + descriptors.dropFirst(),
@@ -163,7 +168,7 @@ enum WorkerLauncher {
             if sharedLauncher {
                 do {
                     let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
-                    return (try await launcher.start(descriptors: descriptors, options: isolatingOptions(), cgroup: cgroup), launcher)
+                    return (try await launcher.start(descriptors: descriptors, options: options, cgroup: cgroup), launcher)
                 } catch {
                     return nil
                 }
@@ -178,7 +183,7 @@ enum WorkerLauncher {
             }
             defer { launcher.stop() }
             do {
-                return (try await launcher.start(descriptors: descriptors, options: isolatingOptions(), cgroup: cgroup), nil)
+                return (try await launcher.start(descriptors: descriptors, options: options, cgroup: cgroup), nil)
             } catch {
                 return nil
             }
