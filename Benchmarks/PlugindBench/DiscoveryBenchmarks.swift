@@ -7,10 +7,11 @@ import Synchronization
 
 /// Discovery of many bundles, and how fast a monitor sees a change.
 enum DiscoveryBenchmarks {
-    /// Creates `count` bundles of the echo plugin (hard links to one library) under `root`.
+    /// Creates `count` bundles of the echo plugin under `root`, each with its own copy of the
+    /// library (a bundle may not hold hard links).
     static func populate(_ root: String, count: Int) throws {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
-        let library = BenchHost.productsDirectory + "/libEcho.so"
+        let library = try Data(contentsOf: URL(fileURLWithPath: BenchHost.productsDirectory + "/libEcho.so"))
         for index in 0..<count {
             let bundle = root + "/bundle-\(index).appex"
             try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
@@ -19,7 +20,7 @@ enum DiscoveryBenchmarks {
                  "version": "1.0.0", "extensionPoint": "org.plugind.bench.point", "library": "libEcho.so"}
                 """
             try Data(manifest.utf8).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
-            link(library, bundle + "/libEcho.so")
+            try library.write(to: URL(fileURLWithPath: bundle + "/libEcho.so"))
         }
     }
 
@@ -38,6 +39,7 @@ enum DiscoveryBenchmarks {
         let host = host(root: root, state: state)
         var found = 0
         let elapsed = await microseconds { found = Inventory.take(host: host).items.count }
+        guard found > 0 else { throw BenchError("no usable bundle under \(root): \(Inventory.take(host: host).problems.prefix(3))") }
         Measurement(name: name, values: [elapsed], extra: ["bundles": Double(found)]).report()
         // The same process again: what a monitor pays for each rescan.
         var rescans: [Double] = []
@@ -57,7 +59,9 @@ enum DiscoveryBenchmarks {
         let host = host(root: root, state: bench.directory)
         let monitor = AppExtensionPoint.Monitor(host: host)
         try await monitor.addAppExtensionPoint(AppExtensionPoint(identifier: "org.plugind.bench.point"))
-        guard let entry = Inventory.take(host: host).item("org.plugind.bench.plugin0")?.entry else { return }
+        guard let entry = Inventory.take(host: host).item("org.plugind.bench.plugin0")?.entry else {
+            throw BenchError("the populated bundle was not discovered: \(Inventory.take(host: host).problems)")
+        }
         let editor = PolicyEditor(directory: host.policyDirectory)
         let identities = AsyncStream<Int>.makeStream()
         let observer = Task {

@@ -38,3 +38,13 @@ func microseconds(_ body: () async throws -> Void) async rethrows -> Double {
     let (seconds, attoseconds) = start.duration(to: .now).components
     return Double(seconds) * 1e6 + Double(attoseconds) / 1e12
 }
+
+/// A benchmark that could not measure what it is for (so that it fails instead of reporting a
+/// figure of something else).
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+
+    init(_ description: String) {
+        self.description = description
+    }
+}
