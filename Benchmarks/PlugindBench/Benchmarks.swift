@@ -65,7 +65,7 @@ enum Benchmarks {
     static func roundTrip(_ bench: BenchHost, size: Int, iterations: Int, workerCPU: Int?, caller: Caller, name: String) async throws {
         let process = try await AppExtensionProcess(configuration: try bench.configuration(echo))
         if let workerCPU { pin(process: process.processIdentifier, to: workerCPU) }
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let payload = [UInt8](repeating: 0x61, count: size)
         @Sendable func loop() async throws -> [Double] {
             var samples: [Double] = []
@@ -92,8 +92,8 @@ enum Benchmarks {
     static func typedCall(_ bench: BenchHost, iterations: Int) async throws {
         let functions = try await AppExtensionProcess(configuration: try bench.configuration(Self.functions))
         let echoProcess = try await AppExtensionProcess(configuration: try bench.configuration(echo))
-        let callConnection = try functions.makeConnection()
-        let requestConnection = try echoProcess.makeConnection()
+        let callConnection = try await functions.makeConnection()
+        let requestConnection = try await echoProcess.makeConnection()
         var calls: [Double] = []
         var requests: [Double] = []
         for index in 0..<(iterations + iterations / 10) {

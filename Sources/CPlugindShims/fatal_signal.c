@@ -86,6 +86,15 @@ static void report_fatal_signal(int signal_number, siginfo_t *info, void *contex
     errno = saved_errno;
 }
 
+int plugind_shim_install_alternate_signal_stack(void) {
+    stack_t alternate;
+    memset(&alternate, 0, sizeof alternate);
+    alternate.ss_sp = malloc(alternate_stack_size);
+    if (alternate.ss_sp == NULL) return ENOMEM;
+    alternate.ss_size = alternate_stack_size;
+    return sigaltstack(&alternate, NULL) == 0 ? 0 : errno;
+}
+
 int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *frame_header, size_t header_length) {
     if (header_length > max_header) return EINVAL;
     memcpy(header_template, frame_header, header_length);
@@ -94,12 +103,8 @@ int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *frame_header
     statm_fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
     descriptor_directory_fd = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-    stack_t alternate;
-    memset(&alternate, 0, sizeof alternate);
-    alternate.ss_sp = malloc(alternate_stack_size);
-    if (alternate.ss_sp == NULL) return ENOMEM;
-    alternate.ss_size = alternate_stack_size;
-    if (sigaltstack(&alternate, NULL) != 0) return errno;
+    int result = plugind_shim_install_alternate_signal_stack();
+    if (result != 0) return result;
 
     struct sigaction action;
     memset(&action, 0, sizeof action);

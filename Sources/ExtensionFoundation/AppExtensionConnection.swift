@@ -1,25 +1,67 @@
 public import Foundation
+import PlugindSystem
 
 @_exported public import struct PlugindWire.FunctionSignature
 @_exported public import enum PlugindWire.FunctionValue
 @_exported public import enum PlugindWire.FunctionValueType
 
-/// Requests, typed calls and unprompted messages to and from one running plugin (the Linux
-/// stand-in for an XPC connection). Many requests may be in flight at once; each gets its own
-/// answer. Cheap to copy; all copies talk to the same process.
-public struct AppExtensionConnection: Sendable {
+/// One logical connection to a running plugin (the Linux stand-in for an XPC connection):
+/// requests to the plugin and, when the host gave a request handler, the plugin's asks to the
+/// host, plus typed calls and the plugin's unprompted messages. The plugin accepted it and may
+/// keep state for it. Many requests may be in flight at once; each gets its own answer. `close()`
+/// (or releasing the connection) closes it and tells the plugin.
+public final class AppExtensionConnection: Sendable {
     let process: AppExtensionProcess
+    /// The connection's number on the worker's channel.
+    let identifier: UInt32
+    private let closed = Locked(false)
 
     private var channel: WorkerChannel { process.channel }
     private var pluginIdentifier: String { process.plan.pluginIdentifier }
+
+    init(process: AppExtensionProcess, identifier: UInt32) {
+        self.process = process
+        self.identifier = identifier
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Closes the connection: requests waiting on it fail with `connectionClosed`, the plugin's
+    /// asks on it fail, its request handler stops, and the plugin hears of it. Idempotent.
+    public func close() {
+        let first = closed.withLock { closed -> Bool in
+            defer { closed = true }
+            return !closed
+        }
+        if first { channel.closeConnection(identifier) }
+    }
+
+    /// Thrown by a request handler to answer the plugin's ask with an error code and message of
+    /// its choosing (any other error reaches the plugin as code 1 with its description).
+    public struct RequestFailure: Error, Sendable, CustomStringConvertible {
+        public var code: Int32
+        public var message: String
+
+        public init(code: Int32 = 1, _ message: String) {
+            self.code = code
+            self.message = message
+        }
+
+        public var description: String { message }
+    }
 
     /// Sends `request` to the plugin's handler and returns its response bytes.
     ///
     /// - Parameters:
     ///   - request: The bytes, passed to the plugin unchanged.
     ///   - timeout: The deadline; nil for the plugin's default (manifest, capped by the host).
+    ///   The deadline counts from the call: time the request waits for one of the plugin's
+    ///   threads (see the manifest's `concurrency`) is part of it.
     /// - Throws: `AppExtensionError`: `pluginError` with the plugin's code and message;
-    ///   `timedOut`; `cancelled` when the task is cancelled; `limitExceeded`; `workerCrashed`,
+    ///   `timedOut`; `cancelled` when the task is cancelled; `connectionClosed`; `limitExceeded`;
+    ///   `disabledByOwner` when the owner disables the plugin meanwhile; `workerCrashed`,
     ///   `workerExited` or `protocolViolation` when the worker dies meanwhile; `unsupported` for a
     ///   function-only plugin; `invalidated` after `invalidate()`.
     public func send(_ request: [UInt8], timeout: Duration? = nil) async throws -> [UInt8] {
@@ -35,7 +77,7 @@ public struct AppExtensionConnection: Sendable {
                 exceededLimit: .init(kind: .messageSize, value: limit)
             )
         }
-        return try await channel.request(request, timeout: timeout ?? process.defaultRequestTimeout)
+        return try await channel.request(request, connection: identifier, timeout: timeout ?? process.defaultRequestTimeout)
     }
 
     /// Sends `request` and returns the response, as `Data`.

@@ -66,6 +66,14 @@ public struct AppExtensionError: Error, Sendable, CustomStringConvertible, Local
         /// The bundle's bytes, read for loading, are not the bytes the owner approved (they
         /// changed on disk since). Nothing was loaded; it does not count as a crash.
         public static let bundleChanged = Code("bundleChanged")
+        /// The plugin refused the connection; the description carries its reason.
+        public static let connectionRefused = Code("connectionRefused")
+        /// The connection was closed (by the host, or because its process ended) while the
+        /// request waited.
+        public static let connectionClosed = Code("connectionClosed")
+        /// The machine's owner (or administrator) disabled or revoked the plugin, or it was
+        /// quarantined, while it ran: its process was ended.
+        public static let disabledByOwner = Code("disabledByOwner")
     }
 
     /// How a worker process ended.

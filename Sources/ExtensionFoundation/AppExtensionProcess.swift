@@ -1,3 +1,4 @@
+import Foundation
 import PlugindBundle
 import PlugindSystem
 import PlugindWire
@@ -5,6 +6,12 @@ import PlugindWire
 /// A running plugin: a `plugind-worker` process that has loaded the plugin's library and
 /// answered the handshake. The plugin never runs in the host's process, so its crashes and hangs
 /// surface as errors, not as a dead host.
+///
+/// Like Apple's, a process is shared: a second `AppExtensionProcess` for the same identity (the
+/// same approved bytes) in this host process attaches to the worker already running instead of
+/// starting another. Each instance is a claim on the worker; `invalidate()` (or releasing the
+/// instance) gives it back, and the last claim ends the worker. Ask for a worker of its own with
+/// `Configuration.sharing = .dedicated`.
 ///
 /// Talk to it through `makeConnection()`. End it with `invalidate()`, or use
 /// `withProcess(configuration:_:)`, which always ends it.
@@ -14,19 +21,32 @@ public final class AppExtensionProcess: Sendable {
         /// The plugin to launch, from `AppExtensionPoint.Monitor`.
         public var appExtensionIdentity: AppExtensionIdentity
         /// Called once, on an arbitrary thread, when the worker exits without `invalidate()`
-        /// having been called: crash, limit, protocol violation or unexpected exit.
+        /// having been called: crash, limit, protocol violation, the owner disabling the plugin,
+        /// or an unexpected exit. Every live process sharing the worker gets the call.
         public var onInterruption: @Sendable () -> Void
         /// The host configuration (search paths, policy, limits, worker). Linux addition.
         public var host: AppExtensionHost
         /// Requires every confinement layer for this process, whatever `host.confinement` says.
         public var requiresEnhancedSecurity: Bool
+        /// Whether this process may share a running worker (the default, as on Apple platforms)
+        /// or gets one of its own, say one per document. Linux addition.
+        public var sharing: Sharing
 
         public init(appExtensionIdentity: AppExtensionIdentity, onInterruption: @escaping @Sendable () -> Void) {
             self.appExtensionIdentity = appExtensionIdentity
             self.onInterruption = onInterruption
             self.host = .current
             self.requiresEnhancedSecurity = false
+            self.sharing = .shared
         }
+    }
+
+    /// How a process gets its worker.
+    public enum Sharing: Sendable, Hashable {
+        /// Attach to the worker already running the same approved plugin, else start one.
+        case shared
+        /// Always start a worker of its own.
+        case dedicated
     }
 
     /// One confinement layer of the worker, as the worker verified it after applying it.
@@ -45,11 +65,15 @@ public final class AppExtensionProcess: Sendable {
     }
 
     public let configuration: Configuration
-    let channel: WorkerChannel
-    let ready: Ready
-    let plan: LaunchPlan
+    let session: WorkerSession
+    private let claim: Int
 
-    /// Launches the plugin and returns once it is loaded and has answered the handshake.
+    var channel: WorkerChannel { session.channel }
+    var ready: Ready { session.ready }
+    var plan: LaunchPlan { session.plan }
+
+    /// Launches the plugin (or attaches to its running worker) and returns once it is loaded and
+    /// has answered the handshake.
     ///
     /// - Throws: `AppExtensionError` with code `notFound`, `notApproved` or `quarantined` when the
     ///   identity may not be used; `workerNotFound` or `spawnFailed` when no worker starts;
@@ -59,8 +83,39 @@ public final class AppExtensionProcess: Sendable {
     public init(configuration: Configuration) async throws {
         let host = configuration.host
         let (entry, approval) = try PluginResolution.entry(for: configuration.appExtensionIdentity, host: host)
-        let plan = LaunchPlan(
-            entry: entry, host: host, approval: approval, requiresEnhancedSecurity: configuration.requiresEnhancedSecurity)
+        let key: WorkerSession.Key? =
+            configuration.sharing == .dedicated
+            ? nil
+            : WorkerSession.Key(
+                host: host, bundle: entry.bundle, approvedDigest: approval?.bundleDigest,
+                requiresEnhancedSecurity: configuration.requiresEnhancedSecurity)
+        let requiresEnhancedSecurity = configuration.requiresEnhancedSecurity
+        let launch: @Sendable () async throws -> WorkerSession = {
+            try await Self.launch(
+                entry: entry, approval: approval, host: host, requiresEnhancedSecurity: requiresEnhancedSecurity, key: key)
+        }
+        // A shared worker may end between the attach and the claim; then attach (or launch) again.
+        for _ in 0..<3 {
+            let session: WorkerSession
+            if let key {
+                session = try await WorkerSessions.session(for: key, launch: launch)
+            } else {
+                session = try await launch()
+            }
+            if let claim = session.claim(onInterruption: configuration.onInterruption) {
+                self.configuration = configuration
+                self.session = session
+                self.claim = claim
+                return
+            }
+        }
+        throw AppExtensionError(.workerExited, plugin: entry.identifier, "its worker ended each time as it was attached to")
+    }
+
+    private static func launch(
+        entry: CatalogEntry, approval: Approval?, host: AppExtensionHost, requiresEnhancedSecurity: Bool, key: WorkerSession.Key?
+    ) async throws -> WorkerSession {
+        let plan = LaunchPlan(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
         let channel: WorkerChannel
         let ready: Ready
         do {
@@ -69,17 +124,14 @@ public final class AppExtensionProcess: Sendable {
             CrashRecorder.recordLaunchFailure(error, entry: entry, host: host)
             throw error
         }
-        self.configuration = configuration
-        self.channel = channel
-        self.ready = ready
-        self.plan = plan
-        let onInterruption = configuration.onInterruption
-        channel.setInterruptionHandler(onInterruption)
+        let session = WorkerSession(channel: channel, ready: ready, plan: plan, entry: entry, host: host, key: key)
         CrashRecorder.watch(channel, entry: entry, host: host)
+        WorkerSessions.track(session)
+        return session
     }
 
     deinit {
-        channel.invalidate(grace: plan.shutdownGracePeriod)
+        session.release(claim)
     }
 
     /// Runs `body` with a launched process and ends the process when `body` returns or throws,
@@ -99,27 +151,58 @@ public final class AppExtensionProcess: Sendable {
         }
     }
 
-    /// Ends the process: pending requests fail with `cancelled`, the worker is asked to shut
-    /// down and killed if it has not exited after the host's grace period. `onInterruption` is
-    /// not called. Idempotent.
+    /// Gives this process's claim on the worker back. When it was the last claim, the worker
+    /// ends: pending requests fail with `cancelled`, the worker is asked to shut down and killed
+    /// if it has not exited after the host's grace period. `onInterruption` is not called for
+    /// this process any more. Idempotent.
     public func invalidate() {
-        channel.invalidate(grace: plan.shutdownGracePeriod)
+        session.release(claim)
     }
 
-    /// `invalidate()`, then waits until the worker has exited and been reaped.
+    /// `invalidate()`, then, when that ended the worker, waits until it has exited and been
+    /// reaped. (A worker other processes still claim keeps running.)
     public func invalidateAndWait() async {
-        invalidate()
-        _ = await channel.termination()
+        if session.release(claim) || channel.isInvalidated { _ = await channel.termination() }
     }
 
-    /// A connection for requests, typed calls and messages from the plugin.
+    /// Opens a connection to the plugin, which may accept or refuse it. The plugin cannot ask
+    /// the host anything on it (its asks fail with "unsupported").
     ///
-    /// - Throws: `AppExtensionError` with code `invalidated` once the process has ended.
-    public func makeConnection() throws -> AppExtensionConnection {
+    /// - Throws: `AppExtensionError` with code `connectionRefused` (the plugin's reason in the
+    ///   description), `invalidated` once the process has ended.
+    public func makeConnection() async throws -> AppExtensionConnection {
+        try await openConnection(handler: nil)
+    }
+
+    /// Opens a connection whose `requestHandler` answers what the plugin asks the host on it.
+    /// The handler runs in a task of its own for each ask; it may itself send requests to the
+    /// plugin (the plugin's thread that asked runs them). An error it throws reaches the plugin
+    /// with its code (`AppExtensionConnection.RequestFailure`, else 1) and description. Closing
+    /// the connection, or the end of the process, cancels the handlers still running and fails
+    /// the plugin's waiting asks at once.
+    public func makeConnection(
+        requestHandler: @escaping @Sendable (_ request: [UInt8]) async throws -> [UInt8]
+    ) async throws -> AppExtensionConnection {
+        try await openConnection(handler: requestHandler)
+    }
+
+    /// `makeConnection(requestHandler:)` with JSON: the plugin's ask is decoded as `Request`,
+    /// the handler's result encoded as the answer.
+    public func makeConnection<Request: Decodable & Sendable, Response: Encodable & Sendable>(
+        requestHandler: @escaping @Sendable (_ request: Request) async throws -> Response
+    ) async throws -> AppExtensionConnection {
+        try await openConnection { bytes in
+            let request = try JSONDecoder().decode(Request.self, from: Data(bytes))
+            return [UInt8](try JSONEncoder().encode(try await requestHandler(request)))
+        }
+    }
+
+    private func openConnection(handler: WorkerChannel.RequestHandler?) async throws -> AppExtensionConnection {
         if channel.isTerminated || channel.isInvalidated {
             throw AppExtensionError(.invalidated, plugin: plan.pluginIdentifier, "the process has ended")
         }
-        return AppExtensionConnection(process: self)
+        let identifier = try await channel.openConnection(handler: handler)
+        return AppExtensionConnection(process: self, identifier: identifier)
     }
 
     /// The worker's process identifier in the host's pid namespace.

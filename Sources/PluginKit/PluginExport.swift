@@ -46,7 +46,15 @@ private struct Registration: @unchecked Sendable {
                     PluginBridge.initialize(host: host, state: state, errorResponse: errorResponse)
                 },
                 handle: { state, request, response in PluginBridge.handle(state: state, request: request, response: response) },
-                deinit: { state in PluginBridge.shutdown(state: state) }
+                deinit: { state in PluginBridge.shutdown(state: state) },
+                concurrency: UInt32(clamping: max(type.concurrency, 1)),
+                reserved: 0,
+                accept: { state, connection, connectionState, refusal in
+                    PluginBridge.accept(state: state, connection: connection, connectionState: connectionState, refusal: refusal)
+                },
+                close: { state, connection, connectionState in
+                    PluginBridge.close(state: state, connection: connection, connectionState: connectionState)
+                }
             )
         )
     }
@@ -68,6 +76,12 @@ private final class PluginInstance {
         self.plugin = plugin
         self.host = host
     }
+}
+
+/// What the worker keeps for an accepted connection (its `connection_state`).
+private final class ConnectionState {
+    let connection: PluginConnection
+    init(_ connection: PluginConnection) { self.connection = connection }
 }
 
 /// The C entry points of the descriptor, translating between the ABI and the `Plugin` protocol.
@@ -99,10 +113,14 @@ private enum PluginBridge {
         guard let state else { return 1 }
         let instance = Unmanaged<PluginInstance>.fromOpaque(state).takeUnretainedValue()
         let table = instance.host.table
+        let connection = request.pointee.connection_state.map { state in
+            Unmanaged<ConnectionState>.fromOpaque(state).takeUnretainedValue().connection
+        }
         let pluginRequest = PluginRequest(
             identifier: request.pointee.identifier,
             bytes: UnsafeRawBufferPointer(start: request.pointee.bytes, count: request.pointee.length),
-            host: instance.host
+            host: instance.host,
+            connection: connection
         )
         do {
             let output = try instance.plugin.handle(pluginRequest)
@@ -117,6 +135,37 @@ private enum PluginBridge {
         } catch {
             return report(error, on: error as? PluginError, table: table, response: response)
         }
+    }
+
+    static func accept(
+        state: UnsafeMutableRawPointer?,
+        connection: UnsafePointer<plugind_plugin_connection>,
+        connectionState: UnsafeMutablePointer<UnsafeMutableRawPointer?>,
+        refusal: OpaquePointer
+    ) -> Int32 {
+        guard let state else { return 1 }
+        let instance = Unmanaged<PluginInstance>.fromOpaque(state).takeUnretainedValue()
+        let accepted = PluginConnection(
+            identifier: connection.pointee.identifier, hostIdentifier: String(cString: connection.pointee.host_identifier),
+            host: instance.host)
+        do {
+            try instance.plugin.accept(accepted)
+        } catch {
+            return report(error, on: error as? PluginError, table: instance.host.table, response: refusal)
+        }
+        connectionState.pointee = Unmanaged.passRetained(ConnectionState(accepted)).toOpaque()
+        return PLUGIND_PLUGIN_OK
+    }
+
+    static func close(
+        state: UnsafeMutableRawPointer?,
+        connection: UnsafePointer<plugind_plugin_connection>,
+        connectionState: UnsafeMutableRawPointer?
+    ) {
+        guard let state, let connectionState else { return }
+        let instance = Unmanaged<PluginInstance>.fromOpaque(state).takeUnretainedValue()
+        let closed = Unmanaged<ConnectionState>.fromOpaque(connectionState).takeRetainedValue()
+        instance.plugin.close(closed.connection)
     }
 
     static func shutdown(state: UnsafeMutableRawPointer?) {

@@ -1,3 +1,4 @@
+import Glibc
 internal import PlugindPluginABI
 
 /// What the worker offers a Swift plugin: logging and unprompted messages to the host. Valid for
@@ -50,11 +51,14 @@ public struct PluginRequest {
     /// The request bytes; valid until `handle` returns.
     public let bytes: UnsafeRawBufferPointer
     let host: PluginHost
+    /// The connection the request came on, to ask the host on; nil for none.
+    public let connection: PluginConnection?
 
-    init(identifier: UInt64, bytes: UnsafeRawBufferPointer, host: PluginHost) {
+    init(identifier: UInt64, bytes: UnsafeRawBufferPointer, host: PluginHost, connection: PluginConnection?) {
         self.identifier = identifier
         self.bytes = bytes
         self.host = host
+        self.connection = connection
     }
 
     /// True once the host cancelled the request or stopped waiting; stop early when it is.
@@ -72,5 +76,85 @@ public struct PluginRequest {
     @discardableResult
     public func post(_ bytes: [UInt8]) -> Bool {
         host.post(bytes, requestIdentifier: identifier)
+    }
+}
+
+/// A connection a host opened to the plugin. Ask the host on it from any thread, also while
+/// handling one of its requests.
+public struct PluginConnection: Sendable {
+    /// Unique among the worker's connections.
+    public let identifier: UInt32
+    /// The host application that opened it.
+    public let hostIdentifier: String
+    let host: PluginHost
+
+    init(identifier: UInt32, hostIdentifier: String, host: PluginHost) {
+        self.identifier = identifier
+        self.hostIdentifier = hostIdentifier
+        self.host = host
+    }
+
+    /// Why an ask got no answer.
+    public enum AskError: Error, Equatable, CustomStringConvertible {
+        /// The host gave this connection no request handler.
+        case unsupported
+        /// The host's handler failed with this code and message.
+        case failed(code: Int32, message: String)
+        /// No answer before the deadline.
+        case timedOut
+        /// The connection closed, or the host is going away.
+        case closed
+        /// Too many asks of this connection wait already.
+        case tooManyAsks
+        /// The ask is over the message limit.
+        case tooLarge
+        /// Another errno value.
+        case system(Int32)
+
+        public var description: String {
+            switch self {
+            case .unsupported: "the host has no request handler on this connection"
+            case .failed(let code, let message): "the host's handler failed with code \(code): \(message)"
+            case .timedOut: "the host did not answer in time"
+            case .closed: "the connection is closed"
+            case .tooManyAsks: "too many asks of this connection are waiting"
+            case .tooLarge: "the ask is over the message limit"
+            case .system(let errno): "ask failed with errno \(errno)"
+            }
+        }
+    }
+
+    /// Asks the host and waits for its answer; a request the host sends meanwhile on this worker
+    /// runs on this thread before the answer comes (`handle` is re-entered). `timeout`: nil for
+    /// the host's request timeout.
+    public func ask(_ bytes: [UInt8], timeout: Duration? = nil) throws(AskError) -> [UInt8] {
+        guard let ask = host.table.pointee.ask, let release = host.table.pointee.release_answer else { throw .unsupported }
+        var milliseconds: UInt32 = 0
+        if let timeout {
+            let (seconds, attoseconds) = timeout.components
+            milliseconds = UInt32(clamping: max(seconds * 1000 + attoseconds / 1_000_000_000_000_000, 1))
+        }
+        var answer = plugind_plugin_answer(bytes: nil, length: 0, code: 0, message: nil)
+        let status = bytes.withUnsafeBufferPointer { buffer in
+            ask(host.table.pointee.context, identifier, buffer.baseAddress, buffer.count, milliseconds, &answer)
+        }
+        defer { release(host.table.pointee.context, &answer) }
+        switch status {
+        case 0:
+            guard let start = answer.bytes else { return [] }
+            return Array(UnsafeBufferPointer(start: start, count: answer.length))
+        case ENOTSUP: throw .unsupported
+        case EREMOTEIO: throw .failed(code: answer.code, message: answer.message.map { String(cString: $0) } ?? "")
+        case ETIMEDOUT: throw .timedOut
+        case ECONNRESET, EINVAL: throw .closed
+        case EBUSY: throw .tooManyAsks
+        case EMSGSIZE: throw .tooLarge
+        default: throw .system(status)
+        }
+    }
+
+    /// `ask` with UTF-8 text both ways.
+    public func ask(_ text: String, timeout: Duration? = nil) throws(AskError) -> String {
+        String(decoding: try ask(Array(text.utf8), timeout: timeout), as: UTF8.self)
     }
 }

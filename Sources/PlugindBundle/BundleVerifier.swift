@@ -37,7 +37,7 @@ package struct BundleVerification: Sendable {
 
 package enum BundleVerifier {
     /// The plugin ABI versions this plugind's worker loads.
-    package static let supportedABIVersions: ClosedRange<UInt32> = 1...1
+    package static let supportedABIVersions: ClosedRange<UInt32> = 1...2
 
     package static func verify(bundleAt path: String, resolver: LibraryResolver = LibraryResolver()) -> BundleVerification {
         var result = BundleVerification(bundlePath: path)

@@ -33,6 +33,7 @@ extension PayloadWriter {
         for text in [manifest.identifier, manifest.name, manifest.version, manifest.extensionPoint, manifest.library] { write(text) }
         write(optional: manifest.description)
         write(optional: manifest.minimumHostVersion)
+        write(UInt32(manifest.concurrency ?? 0))
         write(manifest.functions) { $0.write($1) }
         let limits = manifest.limits
         for limit in [
@@ -110,6 +111,8 @@ extension PayloadReader {
         )
         manifest.description = try readOptionalString()
         manifest.minimumHostVersion = try readOptionalString()
+        let concurrency = try readUInt32()
+        manifest.concurrency = concurrency > 0 ? Int(concurrency) : nil
         manifest.functions = try readArray { (reader) throws(WireError) in try reader.readFunctionSignature() }
         var limits: [UInt64?] = []
         for _ in 0..<7 {

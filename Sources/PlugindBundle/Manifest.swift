@@ -20,6 +20,11 @@ package struct Manifest: Equatable, Sendable {
     package var limits: Limits
     package var permissions: Permissions
     package var minimumHostVersion: String?
+    /// How many requests the plugin handles at once, each on a thread of its own; nil: what its
+    /// descriptor says, else 1.
+    package var concurrency: Int?
+
+    package static let maximumConcurrency: UInt64 = 64
 
     /// Resource limits the plugin asks for; the host caps each one.
     package struct Limits: Equatable, Sendable, Hashable {

@@ -12,7 +12,7 @@ package enum ManifestParser {
 
     static let knownKeys: Set<String> = [
         "manifestVersion", "identifier", "name", "version", "extensionPoint", "library", "description",
-        "functions", "limits", "permissions", "minimumHostVersion",
+        "functions", "limits", "permissions", "minimumHostVersion", "concurrency",
     ]
     static let limitKeys: Set<String> = [
         "memoryBytes", "cpuSeconds", "openFiles", "requestTimeoutMilliseconds", "maxMessageBytes", "threads", "scratchBytes",
@@ -239,6 +239,12 @@ private struct ObjectReader {
             throw error("minimumHostVersion", "must be a version such as 1.2.0, found '\(minimum)'")
         }
         manifest.functions = try readFunctions()
+        if let concurrency = try positiveInteger("concurrency") {
+            guard concurrency <= Manifest.maximumConcurrency else {
+                throw error("concurrency", "is \(concurrency); at most \(Manifest.maximumConcurrency) requests run at once")
+            }
+            manifest.concurrency = Int(concurrency)
+        }
         manifest.limits = try readLimits()
         manifest.permissions = try readPermissions()
         return ManifestParser.Result(manifest: manifest, warnings: warnings)

@@ -7,25 +7,28 @@
 ///          6     2  flags (`FrameFlags`)
 ///          8     8  request identifier (0 when the message belongs to no request)
 ///         16     4  payload length in bytes
-///         20     4  reserved, zero
+///         20     4  connection identifier (0: the process itself, not one connection)
 ///
 /// The payload follows immediately. Data payloads (requests, responses, events) are the caller's
 /// bytes, never re-encoded.
 package struct FrameHeader: Equatable, Sendable {
     package static let size = 24
     package static let magic: UInt32 = 0x4447_4C50  // "PLGD" read as little-endian
-    package static let formatVersion: UInt8 = 1
+    /// 2 since connections: the last four bytes name one.
+    package static let formatVersion: UInt8 = 2
 
     package var kind: FrameKind
     package var flags: FrameFlags
     package var requestID: UInt64
     package var payloadLength: Int
+    package var connection: UInt32
 
-    package init(kind: FrameKind, flags: FrameFlags = [], requestID: UInt64 = 0, payloadLength: Int) {
+    package init(kind: FrameKind, flags: FrameFlags = [], requestID: UInt64 = 0, payloadLength: Int, connection: UInt32 = 0) {
         self.kind = kind
         self.flags = flags
         self.requestID = requestID
         self.payloadLength = payloadLength
+        self.connection = connection
     }
 
     /// Writes the header into the first `size` bytes of `buffer`.
@@ -37,7 +40,7 @@ package struct FrameHeader: Equatable, Sendable {
         buffer.storeBytes(of: flags.rawValue.littleEndian, toByteOffset: 6, as: UInt16.self)
         buffer.storeBytes(of: requestID.littleEndian, toByteOffset: 8, as: UInt64.self)
         buffer.storeBytes(of: UInt32(payloadLength).littleEndian, toByteOffset: 16, as: UInt32.self)
-        buffer.storeBytes(of: UInt32(0), toByteOffset: 20, as: UInt32.self)
+        buffer.storeBytes(of: connection.littleEndian, toByteOffset: 20, as: UInt32.self)
     }
 
     /// The header as bytes.
@@ -69,11 +72,12 @@ package struct FrameHeader: Equatable, Sendable {
         }
         let requestID = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
         let length = Int(UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: 16, as: UInt32.self)))
-        guard buffer.loadUnaligned(fromByteOffset: 20, as: UInt32.self) == 0 else {
-            throw .invalidHeader("reserved field is not zero")
+        let connection = UInt32(littleEndian: buffer.loadUnaligned(fromByteOffset: 20, as: UInt32.self))
+        guard kind.carriesConnection || connection == 0 else {
+            throw .invalidHeader("a \(kind) message belongs to no connection, found connection \(connection)")
         }
         guard length <= maximumPayload else { throw .frameTooLarge(length: length, maximum: maximumPayload) }
-        return FrameHeader(kind: kind, flags: flags, requestID: requestID, payloadLength: length)
+        return FrameHeader(kind: kind, flags: flags, requestID: requestID, payloadLength: length, connection: connection)
     }
 }
 

@@ -12,6 +12,18 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     case cancel = 0x04
     /// Orderly shutdown: the worker calls the plugin's deinit, answers `goodbye` and exits.
     case shutdown = 0x05
+    /// Opens the connection named in the header (payload: the host's identifier); the worker
+    /// answers `connectionAccepted` or `connectionRefused`.
+    case openConnection = 0x06
+    /// Closes the connection named in the header; the plugin's asks on it fail.
+    case closeConnection = 0x07
+    /// The answer to the plugin's ask with this identifier: raw bytes.
+    case answer = 0x08
+    /// The host could not answer the ask with this identifier (`AskFailure`).
+    case askFailed = 0x09
+    /// A request the host's handler of an ask sends while the plugin waits for its answer:
+    /// the ask's identifier (8 bytes), then the request bytes. The thread that asked runs it.
+    case nestedRequest = 0x0A
 
     // Worker → host
     /// The plugin is loaded and the worker is serving (`Ready`).
@@ -38,6 +50,14 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     case fatalSignal = 0x8B
     /// Answer to `shutdown`; the worker exits next.
     case goodbye = 0x8C
+    /// The plugin accepted the connection named in the header.
+    case connectionAccepted = 0x8D
+    /// The plugin refused the connection named in the header (payload: its reason).
+    case connectionRefused = 0x8E
+    /// The plugin asks the host, on the connection named in the header: raw bytes.
+    case ask = 0x8F
+    /// The plugin stopped waiting for the answer to this ask (its deadline passed).
+    case askCancelled = 0x90
 
     package enum Direction: Sendable {
         case hostToWorker
@@ -53,8 +73,24 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     /// request".)
     package var carriesRequestID: Bool {
         switch self {
-        case .request, .call, .cancel, .response, .failure, .callResult, .callFailed, .cancelled, .event, .progress: true
-        case .hello, .shutdown, .ready, .loadFailed, .log, .fatalSignal, .goodbye: false
+        case .request, .call, .cancel, .response, .failure, .callResult, .callFailed, .cancelled, .event, .progress, .answer,
+            .askFailed, .nestedRequest, .ask, .askCancelled:
+            true
+        case .hello, .shutdown, .ready, .loadFailed, .log, .fatalSignal, .goodbye, .openConnection, .closeConnection,
+            .connectionAccepted, .connectionRefused:
+            false
+        }
+    }
+
+    /// Whether frames of this kind may name a connection; the others carry 0. A request names
+    /// the connection it was sent on (0 for a process-wide one, such as a typed call).
+    package var carriesConnection: Bool {
+        switch self {
+        case .request, .nestedRequest, .openConnection, .closeConnection, .connectionAccepted, .connectionRefused, .ask:
+            true
+        case .hello, .call, .cancel, .shutdown, .answer, .askFailed, .ready, .loadFailed, .response, .failure, .callResult,
+            .callFailed, .cancelled, .event, .progress, .log, .fatalSignal, .goodbye, .askCancelled:
+            false
         }
     }
 }

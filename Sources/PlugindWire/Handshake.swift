@@ -24,6 +24,12 @@ package struct LoadConfiguration: Equatable, Sendable {
     package var confinement: ConfinementRequest
     /// What the worker does with the library.
     package var mode: LoadMode = .serve
+    /// How many requests the manifest says the plugin handles at once; 0 when it does not say
+    /// (the plugin's descriptor decides, else 1).
+    package var concurrency: UInt32 = 0
+    /// How long the plugin's asks wait for the host when they name no deadline: the host's
+    /// request timeout.
+    package var askTimeoutMilliseconds: UInt32 = 30_000
 
     package init(
         pluginIdentifier: String,
@@ -290,6 +296,8 @@ package struct Ready: Equatable, Sendable {
     package var confinement: [ConfinementLayerReport]
     /// The worker's pid as the worker sees it (1 inside its own pid namespace).
     package var workerProcessIdentifier: Int32
+    /// How many requests the worker runs at once.
+    package var concurrency: UInt32
 
     package init(
         protocolVersion: UInt16,
@@ -299,8 +307,10 @@ package struct Ready: Equatable, Sendable {
         pluginVersion: String,
         hasRequestHandler: Bool,
         confinement: [ConfinementLayerReport],
-        workerProcessIdentifier: Int32
+        workerProcessIdentifier: Int32,
+        concurrency: UInt32 = 1
     ) {
+        self.concurrency = concurrency
         self.protocolVersion = protocolVersion
         self.pluginABIVersion = pluginABIVersion
         self.features = features
@@ -383,5 +393,31 @@ public enum PluginLogLevel: UInt8, Sendable, Hashable, CaseIterable, CustomStrin
         case .warning: "warning"
         case .error: "error"
         }
+    }
+}
+
+/// Why the host did not answer a plugin's ask.
+package struct AskFailure: Error, Equatable, Sendable {
+    package enum Reason: UInt8, Sendable {
+        /// The connection has no request handler.
+        case unsupported = 1
+        /// The handler threw: `code` and `message` are what it threw.
+        case handlerFailed = 2
+        /// Too many asks of the connection are waiting already.
+        case tooManyAsks = 3
+        /// The ask or its answer is over the message limit.
+        case tooLarge = 4
+        /// The connection was closed (or its process is ending) before the answer.
+        case closed = 5
+    }
+
+    package var reason: Reason
+    package var code: Int32
+    package var message: String
+
+    package init(reason: Reason, code: Int32 = 0, message: String) {
+        self.reason = reason
+        self.code = code
+        self.message = message
     }
 }

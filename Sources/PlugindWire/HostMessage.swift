@@ -1,12 +1,18 @@
 /// A message from the host to the worker. See `FrameKind` for the meaning of each.
 package enum HostMessage: Equatable, Sendable {
     case hello(Hello)
-    case request(id: UInt64, bytes: [UInt8])
+    case request(id: UInt64, connection: UInt32, bytes: [UInt8])
     /// A request whose bytes lie in the host's shared-memory region.
-    case sharedRequest(id: UInt64, SharedMemoryLocation)
+    case sharedRequest(id: UInt64, connection: UInt32, SharedMemoryLocation)
     case call(id: UInt64, function: UInt32, arguments: [FunctionValue])
     case cancel(id: UInt64)
     case shutdown
+    case openConnection(UInt32, hostIdentifier: String)
+    case closeConnection(UInt32)
+    case answer(ask: UInt64, bytes: [UInt8])
+    case askFailed(ask: UInt64, AskFailure)
+    /// A request sent while the plugin waits for the answer to `ask`, for the thread that asked.
+    case nestedRequest(id: UInt64, connection: UInt32, ask: UInt64, bytes: [UInt8])
 
     /// The frame for this message.
     package func encode() -> Frame {
@@ -20,12 +26,36 @@ package enum HostMessage: Equatable, Sendable {
             writer.write(hello.maximumProtocolVersion)
             writer.write(hello.features)
             writer.write(hello.load)
-        case .request(let id, let bytes):
-            return Frame(header: FrameHeader(kind: .request, requestID: id, payloadLength: bytes.count), payload: bytes)
-        case .sharedRequest(let id, let location):
+        case .request(let id, let connection, let bytes):
+            return Frame(
+                header: FrameHeader(kind: .request, requestID: id, payloadLength: bytes.count, connection: connection), payload: bytes)
+        case .sharedRequest(let id, let connection, let location):
             let payload = location.encoded
             return Frame(
-                header: FrameHeader(kind: .request, flags: .sharedMemory, requestID: id, payloadLength: payload.count), payload: payload)
+                header: FrameHeader(
+                    kind: .request, flags: .sharedMemory, requestID: id, payloadLength: payload.count, connection: connection),
+                payload: payload)
+        case .openConnection(let connection, let hostIdentifier):
+            writer.write(hostIdentifier)
+            return Frame(
+                header: FrameHeader(kind: .openConnection, payloadLength: writer.bytes.count, connection: connection),
+                payload: writer.bytes)
+        case .closeConnection(let connection):
+            return Frame(header: FrameHeader(kind: .closeConnection, payloadLength: 0, connection: connection), payload: [])
+        case .answer(let ask, let bytes):
+            return Frame(header: FrameHeader(kind: .answer, requestID: ask, payloadLength: bytes.count), payload: bytes)
+        case .askFailed(let ask, let failure):
+            kind = .askFailed
+            requestID = ask
+            writer.write(failure.reason.rawValue)
+            writer.write(failure.code)
+            writer.write(failure.message)
+        case .nestedRequest(let id, let connection, let ask, let bytes):
+            writer.write(ask)
+            let payload = writer.bytes + bytes
+            return Frame(
+                header: FrameHeader(kind: .nestedRequest, requestID: id, payloadLength: payload.count, connection: connection),
+                payload: payload)
         case .call(let id, let function, let arguments):
             kind = .call
             requestID = id
@@ -51,7 +81,7 @@ package enum HostMessage: Equatable, Sendable {
             guard frame.header.kind == .request else {
                 throw .invalidHeader("the shared-memory flag is only allowed on requests, found it on \(frame.header.kind)")
             }
-            self = .sharedRequest(id: id, try SharedMemoryLocation(frame.payload))
+            self = .sharedRequest(id: id, connection: frame.header.connection, try SharedMemoryLocation(frame.payload))
             return
         }
         switch frame.header.kind {
@@ -62,7 +92,24 @@ package enum HostMessage: Equatable, Sendable {
             let load = try reader.readLoadConfiguration()
             self = .hello(Hello(minimumProtocolVersion: minimum, maximumProtocolVersion: maximum, features: features, load: load))
         case .request:
-            self = .request(id: id, bytes: frame.payload)
+            self = .request(id: id, connection: frame.header.connection, bytes: frame.payload)
+            return
+        case .openConnection:
+            self = .openConnection(frame.header.connection, hostIdentifier: try reader.readString())
+        case .closeConnection:
+            self = .closeConnection(frame.header.connection)
+        case .answer:
+            self = .answer(ask: id, bytes: frame.payload)
+            return
+        case .askFailed:
+            let rawReason = try reader.readUInt8()
+            guard let reason = AskFailure.Reason(rawValue: rawReason) else {
+                throw .malformedPayload("unknown ask failure reason \(rawReason)")
+            }
+            self = .askFailed(ask: id, AskFailure(reason: reason, code: try reader.readInt32(), message: try reader.readString()))
+        case .nestedRequest:
+            let ask = try reader.readUInt64()
+            self = .nestedRequest(id: id, connection: frame.header.connection, ask: ask, bytes: Array(frame.payload.dropFirst(8)))
             return
         case .call:
             let function = try reader.readUInt32()
@@ -101,6 +148,8 @@ extension PayloadWriter {
         write(load.confinement.disabled)
         write(load.confinement.skippedLayers)
         write(load.mode.rawValue)
+        write(load.concurrency)
+        write(load.askTimeoutMilliseconds)
     }
 
     mutating func write(_ operation: ViewOperation) {
@@ -156,6 +205,8 @@ extension PayloadReader {
         let rawMode = try readUInt8()
         guard let mode = LoadMode(rawValue: rawMode) else { throw .malformedPayload("unknown load mode \(rawMode)") }
         load.mode = mode
+        load.concurrency = try readUInt32()
+        load.askTimeoutMilliseconds = try readUInt32()
         return load
     }
 

@@ -5,8 +5,9 @@
 /// named capabilities either side may lack; a side uses one only when both list it.
 package enum ProtocolVersion {
     /// The versions this build speaks.
-    package static let minimum: UInt16 = 2
-    package static let current: UInt16 = 2
+    /// 3: connections, plugin asks, nested requests (frame format 2).
+    package static let minimum: UInt16 = 3
+    package static let current: UInt16 = 3
 
     /// The highest version in both ranges, if any.
     package static func negotiate(
@@ -31,5 +32,8 @@ package enum ProtocolFeature {
     /// Large payloads may travel in shared memory.
     package static let sharedMemory = "shared-memory"
 
-    package static let all = [cancellation, progress, functionCalls, sharedMemory]
+    /// Connections the plugin accepts or refuses, and asks from the plugin to the host.
+    package static let connections = "connections"
+
+    package static let all = [cancellation, progress, functionCalls, sharedMemory, connections]
 }

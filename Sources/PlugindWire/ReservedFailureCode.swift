@@ -5,4 +5,6 @@ package enum ReservedFailureCode {
     package static let responseTooLarge: Int32 = -1
     /// A request reached a function-only plugin, which has no request handler.
     package static let noRequestHandler: Int32 = -2
+    /// A request arrived for a connection that is closed (or was never accepted).
+    package static let connectionClosed: Int32 = -3
 }

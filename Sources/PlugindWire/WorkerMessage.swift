@@ -14,6 +14,10 @@ package enum WorkerMessage: Equatable, Sendable {
     case log(level: PluginLogLevel, message: String)
     case fatalSignal(FatalSignalReport)
     case goodbye
+    case connectionAccepted(UInt32)
+    case connectionRefused(UInt32, reason: String)
+    case ask(id: UInt64, connection: UInt32, bytes: [UInt8])
+    case askCancelled(id: UInt64)
 
     /// The frame for this message.
     package func encode() -> Frame {
@@ -35,6 +39,7 @@ package enum WorkerMessage: Equatable, Sendable {
                 writer.write(layer.detail)
             }
             writer.write(ready.workerProcessIdentifier)
+            writer.write(ready.concurrency)
         case .loadFailed(let failure):
             kind = .loadFailed
             writer.write(failure.kind.rawValue)
@@ -82,6 +87,18 @@ package enum WorkerMessage: Equatable, Sendable {
             writer.write(report.openDescriptors)
         case .goodbye:
             kind = .goodbye
+        case .connectionAccepted(let connection):
+            return Frame(header: FrameHeader(kind: .connectionAccepted, payloadLength: 0, connection: connection), payload: [])
+        case .connectionRefused(let connection, let reason):
+            writer.write(reason)
+            return Frame(
+                header: FrameHeader(kind: .connectionRefused, payloadLength: writer.bytes.count, connection: connection),
+                payload: writer.bytes)
+        case .ask(let id, let connection, let bytes):
+            return Frame(header: FrameHeader(kind: .ask, requestID: id, payloadLength: bytes.count, connection: connection), payload: bytes)
+        case .askCancelled(let id):
+            kind = .askCancelled
+            requestID = id
         }
         return Frame(header: FrameHeader(kind: kind, requestID: requestID, payloadLength: writer.bytes.count), payload: writer.bytes)
     }
@@ -117,6 +134,7 @@ package enum WorkerMessage: Equatable, Sendable {
                 return ConfinementLayerReport(layer: layer, state: state, detail: try reader.readString())
             }
             let pid = try reader.readInt32()
+            let concurrency = try reader.readUInt32()
             self = .ready(
                 Ready(
                     protocolVersion: version,
@@ -126,7 +144,8 @@ package enum WorkerMessage: Equatable, Sendable {
                     pluginVersion: pluginVersion,
                     hasRequestHandler: hasHandler,
                     confinement: layers,
-                    workerProcessIdentifier: pid
+                    workerProcessIdentifier: pid,
+                    concurrency: concurrency
                 )
             )
         case .loadFailed:
@@ -169,6 +188,15 @@ package enum WorkerMessage: Equatable, Sendable {
             )
         case .goodbye:
             self = .goodbye
+        case .connectionAccepted:
+            self = .connectionAccepted(frame.header.connection)
+        case .connectionRefused:
+            self = .connectionRefused(frame.header.connection, reason: try reader.readString())
+        case .ask:
+            self = .ask(id: id, connection: frame.header.connection, bytes: frame.payload)
+            return
+        case .askCancelled:
+            self = .askCancelled(id: id)
         default:
             throw .unknownKind(frame.header.kind.rawValue)
         }

@@ -25,7 +25,8 @@ enum LauncherWarmUp {
         let hello = HostMessage.hello(Hello(load: load)).encode()
         _ = try? HostMessage(hello)
         let requests: [HostMessage] = [
-            .request(id: 1, bytes: [1]), .sharedRequest(id: 1, SharedMemoryLocation(offset: 0, length: 1)),
+            .request(id: 1, connection: 1, bytes: [1]), .sharedRequest(id: 1, connection: 1, SharedMemoryLocation(offset: 0, length: 1)),
+            .openConnection(1, hostIdentifier: "h"), .answer(ask: 1, bytes: [1]), .nestedRequest(id: 2, connection: 1, ask: 1, bytes: [1]),
             .call(id: 2, function: 0, arguments: [.int32(1), .bytes([1]), .string("s")]), .cancel(id: 3),
             .shutdown,
         ]
@@ -48,6 +49,7 @@ enum LauncherWarmUp {
             .failure(id: 1, PluginFailure(code: 1, message: "m")), .callResult(id: 2, .double(1)),
             .cancelled(id: 3), .progress(requestID: 1, completed: 1, total: 2), .log(level: .info, message: "l"),
             .loadFailed(LoadFailure(kind: .symbolMissing, message: "m")),
+            .connectionAccepted(1), .ask(id: 1, connection: 1, bytes: [1]),
         ]
         for message in answers { _ = message.encode() }
         _ = Errno(rawValue: 2).description

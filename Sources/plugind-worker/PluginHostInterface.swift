@@ -38,6 +38,29 @@ enum PluginHostInterface {
                 },
                 set_error: { response, message in
                     ResponseBuffer.from(response).setError(String(cString: message))
+                },
+                ask: { context, connection, bytes, length, timeout, answer in
+                    guard let session = PluginServer.from(context) else { return EINVAL }
+                    let request = UnsafeRawBufferPointer(start: bytes, count: bytes == nil ? 0 : length)
+                    answer.pointee = plugind_plugin_answer(bytes: nil, length: 0, code: 0, message: nil)
+                    switch session.ask(connection: connection, bytes: request, timeoutMilliseconds: timeout) {
+                    case .answered(let reply):
+                        // malloc'd, so that release_answer frees it whatever thread calls it.
+                        guard let copy = malloc(max(reply.count, 1)) else { return ENOMEM }
+                        reply.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress ?? UnsafeRawPointer(copy), byteCount: reply.count) }
+                        answer.pointee.bytes = UnsafePointer(copy.assumingMemoryBound(to: UInt8.self))
+                        answer.pointee.length = reply.count
+                        return 0
+                    case .failed(let error, let code, let message):
+                        answer.pointee.code = code
+                        answer.pointee.message = message.flatMap { UnsafePointer(strdup($0)) }
+                        return error
+                    }
+                },
+                release_answer: { _, answer in
+                    free(UnsafeMutableRawPointer(mutating: answer.pointee.bytes))
+                    free(UnsafeMutableRawPointer(mutating: answer.pointee.message))
+                    answer.pointee = plugind_plugin_answer(bytes: nil, length: 0, code: 0, message: nil)
                 }
             )
         )

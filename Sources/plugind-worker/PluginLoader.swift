@@ -14,7 +14,34 @@ struct LoadedPlugin {
 
     var abiVersion: UInt32 { descriptor?.pointee.abi_version ?? UInt32(PLUGIND_PLUGIN_ABI_VERSION) }
     var hasRequestHandler: Bool { descriptor != nil }
+
+    /// The fields of ABI 2, read only from a descriptor of that version (an ABI 1 descriptor
+    /// ends before them).
+    private var version2: plugind_plugin? {
+        guard let descriptor, descriptor.pointee.abi_version >= 2 else { return nil }
+        return descriptor.pointee
+    }
+
+    var accept: PluginAccept? { version2?.accept }
+    var close: PluginClose? { version2?.close }
+
+    /// How many requests the plugin can handle at once: the manifest's value when it gives one,
+    /// never more than the descriptor's (when that gives one), at least 1, at most `maximum`.
+    func concurrency(manifest: UInt32, maximum: UInt32) -> UInt32 {
+        let declared = version2?.concurrency ?? 0
+        var value = manifest > 0 ? manifest : max(declared, 1)
+        if declared > 0 { value = min(value, declared) }
+        return min(max(value, 1), maximum)
+    }
 }
+
+typealias PluginAccept =
+    @convention(c) (
+        UnsafeMutableRawPointer?, UnsafePointer<plugind_plugin_connection>, UnsafeMutablePointer<UnsafeMutableRawPointer?>, OpaquePointer
+    ) -> Int32
+typealias PluginClose =
+    @convention(c) (UnsafeMutableRawPointer?, UnsafePointer<plugind_plugin_connection>, UnsafeMutableRawPointer?) ->
+    Void
 
 enum PluginLoader {
     /// Opens the sealed copy of the library the host hashed, finds the entry point, checks the ABI
@@ -37,7 +64,7 @@ enum PluginLoader {
             guard let returned = entryFunction() else {
                 throw LoadFailure(kind: .abiMismatch, message: "\(PLUGIND_PLUGIN_ENTRY_SYMBOL) in \(path) returned NULL")
             }
-            try checkABI(returned.pointee, path: path)
+            try checkABI(returned, path: path)
             descriptor = returned
         } else if load.requiresEntryPoint || load.functions.isEmpty {
             throw LoadFailure(
@@ -52,22 +79,30 @@ enum PluginLoader {
         return LoadedPlugin(handle: handle, descriptor: descriptor, functions: functions, name: name, version: version)
     }
 
-    private static func checkABI(_ plugin: plugind_plugin, path: String) throws(LoadFailure) {
-        let expected = UInt32(PLUGIND_PLUGIN_ABI_VERSION)
-        guard plugin.abi_version == expected else {
+    /// The plugin ABI versions this worker loads.
+    static let supportedABIVersions: ClosedRange<UInt32> = 1...UInt32(PLUGIND_PLUGIN_ABI_VERSION)
+
+    /// Reads the descriptor field by field: one of ABI 1 is shorter than this worker's struct.
+    private static func checkABI(_ plugin: UnsafePointer<plugind_plugin>, path: String) throws(LoadFailure) {
+        let header = UnsafeRawPointer(plugin)
+        let version = header.load(as: UInt32.self)
+        let size = header.load(fromByteOffset: 4, as: UInt32.self)
+        guard supportedABIVersions.contains(version) else {
             throw LoadFailure(
                 kind: .abiMismatch,
-                message: "\(path) was built for plugin ABI \(plugin.abi_version); this worker supports ABI \(expected)"
+                message:
+                    "\(path) was built for plugin ABI \(version); this worker supports ABI \(supportedABIVersions.lowerBound) to \(supportedABIVersions.upperBound)"
             )
         }
-        guard plugin.size >= UInt32(MemoryLayout<plugind_plugin>.size) else {
+        let needed = version == 1 ? MemoryLayout<plugind_plugin>.offset(of: \.concurrency) ?? 0 : MemoryLayout<plugind_plugin>.size
+        guard size >= UInt32(needed) else {
             throw LoadFailure(
                 kind: .abiMismatch,
-                message: "\(path) declares a descriptor of \(plugin.size) bytes; ABI \(expected) needs \(MemoryLayout<plugind_plugin>.size)"
+                message: "\(path) declares a descriptor of \(size) bytes; ABI \(version) needs \(needed)"
             )
         }
         // `handle` is declared non-null in the header, but the library is not trusted to honour it.
-        let handlePointer = unsafeBitCast(plugin.handle, to: UnsafeRawPointer?.self)
+        let handlePointer = unsafeBitCast(plugin.pointee.handle, to: UnsafeRawPointer?.self)
         guard handlePointer != nil else {
             throw LoadFailure(kind: .abiMismatch, message: "\(path) has no handle function in its descriptor")
         }

@@ -1,35 +1,43 @@
+import CPlugindShims
 import Glibc
 import PlugindPluginABI
 import PlugindSystem
 import PlugindWire
 import Synchronization
 
-/// Serves one loaded plugin: runs requests one at a time on the main thread, answers typed calls,
-/// honours cancellation, and forwards what the plugin sends unprompted.
-final class PluginServer {
-    private let plugin: LoadedPlugin
-    private let load: LoadConfiguration
-    private let transport: PipeTransport
+/// Serves one loaded plugin. The main thread reads what the host sends and routes it: requests,
+/// typed calls, connections opened and closed go to a queue that `concurrency` request threads
+/// take work from; cancels mark a running request; answers to the plugin's asks wake the thread
+/// that asked, and a request nested in an ask runs on that thread. Everything shared lives under
+/// one `ThreadCondition`; no plugin code runs while it is held.
+final class PluginServer: @unchecked Sendable {
+    // @unchecked: the mutable state is `book`, guarded by `condition`; the rest is immutable
+    // after `start`, or is the plugin's state pointer, which only plugin code touches.
+    let plugin: LoadedPlugin
+    let load: LoadConfiguration
+    let transport: PipeTransport
+    let sharedMemory: WorkerSharedMemory?
+    let concurrency: Int
     private var state: UnsafeMutableRawPointer?
     private var hostInterface: UnsafeMutablePointer<plugind_host>?
-    private let response: ResponseBuffer
-    private var sharedMemory: WorkerSharedMemory?
 
-    /// Frames read while looking for cancellations during a request, handled afterwards in order.
-    private var backlog: [Frame] = []
-    private var backlogStart = 0
-    private var runningRequest: UInt64 = 0
-    private var runningRequestCancelled = false
+    private let condition = ThreadCondition()
+    private var book = Book()
     /// Set when a write to the host failed or the host closed its end; plugin threads set it too
     /// (through `log` and `post_message`), hence atomic.
     private let hostHungUp = Atomic(false)
+
+    /// The most asks of one connection that may wait at once; the host allows as many.
+    static let asksPerConnection = 64
 
     init(plugin: LoadedPlugin, load: LoadConfiguration, transport: PipeTransport, sharedMemory: WorkerSharedMemory?) {
         self.plugin = plugin
         self.load = load
         self.transport = transport
         self.sharedMemory = sharedMemory
-        self.response = ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
+        // Two threads of the task limit stay free: the reader and one for the plugin.
+        let threadRoom = load.limits.tasks > 3 ? UInt32(clamping: load.limits.tasks - 2) : 1
+        self.concurrency = Int(plugin.concurrency(manifest: load.concurrency, maximum: min(64, threadRoom)))
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> PluginServer? {
@@ -42,7 +50,7 @@ final class PluginServer {
         let interface = PluginHostInterface.make(for: self)
         hostInterface = interface
         guard let initialize = descriptor.pointee.`init` else { return }
-        response.reset()
+        let response = ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
         var pluginState: UnsafeMutableRawPointer?
         let status = initialize(interface, &pluginState, response.opaque)
         guard status == PLUGIND_PLUGIN_OK else {
@@ -52,96 +60,304 @@ final class PluginServer {
         state = pluginState
     }
 
+    // MARK: The reader
+
     /// Serves until the host closes the channel or asks to shut down. Returns the exit status.
     func serve() -> Int32 {
-        while true {
+        var threads: [pthread_t] = []
+        for _ in 0..<concurrency {
+            guard let thread = WorkerThread.start({ [self] in runRequests() }) else { break }
+            threads.append(thread)
+        }
+        guard !threads.isEmpty else {
+            WorkerMain.report("cannot start a request thread: \(Errno(rawValue: errno))")
+            return 2
+        }
+        var status: Int32 = 0
+        var orderly = false
+        reading: while !hostHungUp.load(ordering: .acquiring) {
             let frame: Frame
-            if let queued = dequeueBacklog() {
-                frame = queued
-            } else {
-                if hostHungUp.load(ordering: .acquiring) { return finish() }
-                do {
-                    guard let received = try transport.receive() else { return finish() }
-                    frame = received
-                } catch {
-                    PluginServerLog.protocolError(error)
-                    return 2
-                }
+            do {
+                guard let received = try transport.receive() else { break }
+                frame = received
+            } catch {
+                PluginServerLog.protocolError(error)
+                status = 2
+                break
             }
             let message: HostMessage
             do {
                 message = try HostMessage(frame)
             } catch {
                 PluginServerLog.protocolError(error)
-                return 2
+                status = 2
+                break
             }
-            switch message {
-            case .request(let id, let bytes):
-                bytes.withUnsafeBytes { handleRequest(id: id, bytes: $0) }
-            case .sharedRequest(let id, let location):
-                guard let bytes = sharedMemory?.request(at: location) else {
-                    PluginServerLog.protocolError(WireError.malformedPayload("request \(id) lies outside the shared-memory region"))
-                    return 2
-                }
-                handleRequest(id: id, bytes: bytes)
-            case .call(let id, let function, let arguments):
-                handleCall(id: id, function: function, arguments: arguments)
-            case .cancel(let id):
-                cancelQueued(id)
+            switch route(message) {
+            case .continue: continue
             case .shutdown:
-                let status = finish()
-                try? transport.send(.goodbye)
-                return status
-            case .hello:
-                PluginServerLog.protocolError(WireError.unexpectedMessage("second hello"))
-                return 2
+                orderly = true
+                break reading
+            case .violation(let error):
+                PluginServerLog.protocolError(error)
+                status = 2
+                break reading
+            }
+        }
+        stopRequests()
+        for thread in threads { WorkerThread.join(thread) }
+        if status == 0 { finish() }
+        if orderly { try? transport.send(.goodbye) }
+        return status
+    }
+
+    private enum Routing {
+        case `continue`
+        case shutdown
+        case violation(WireError)
+    }
+
+    private func route(_ message: HostMessage) -> Routing {
+        switch message {
+        case .request(let id, let connection, let bytes):
+            enqueue(.request(id: id, connection: connection, bytes: .owned(bytes)))
+        case .sharedRequest(let id, let connection, let location):
+            guard let bytes = sharedMemory?.request(at: location) else {
+                return .violation(.malformedPayload("request \(id) lies outside the shared-memory region"))
+            }
+            enqueue(.request(id: id, connection: connection, bytes: .shared(bytes)))
+        case .nestedRequest(let id, let connection, let ask, let bytes):
+            let job = Job.request(id: id, connection: connection, bytes: .owned(bytes))
+            let delivered = condition.withLock { () -> Bool in
+                guard book.asks[ask] != nil else { return false }
+                book.asks[ask]?.nested.append(job)
+                book.queuedRequests.insert(id)
+                return true
+            }
+            // Nobody waits for that answer any more: an ordinary request, then.
+            if delivered { condition.broadcast() } else { enqueue(job) }
+        case .call(let id, let function, let arguments):
+            enqueue(.call(id: id, function: function, arguments: arguments))
+        case .cancel(let id):
+            cancel(id)
+        case .openConnection(let connection, let hostIdentifier):
+            enqueue(.accept(connection: connection, hostIdentifier: hostIdentifier))
+        case .closeConnection(let connection):
+            closeConnection(connection)
+        case .answer(let ask, let bytes):
+            deliver(ask, .answered(bytes))
+        case .askFailed(let ask, let failure):
+            deliver(ask, .failed(failure))
+        case .shutdown:
+            return .shutdown
+        case .hello:
+            return .violation(.unexpectedMessage("second hello"))
+        }
+        return .continue
+    }
+
+    // MARK: Work for the request threads
+
+    /// Where a request's bytes are: its own array, or the host's shared region (valid until the
+    /// answer is sent).
+    enum RequestBytes {
+        case owned([UInt8])
+        case shared(UnsafeRawBufferPointer)
+    }
+
+    enum Job {
+        case request(id: UInt64, connection: UInt32, bytes: RequestBytes)
+        case call(id: UInt64, function: UInt32, arguments: [FunctionValue])
+        case accept(connection: UInt32, hostIdentifier: String)
+        case close(connection: UInt32)
+
+        var requestID: UInt64? {
+            switch self {
+            case .request(let id, _, _), .call(let id, _, _): id
+            case .accept, .close: nil
             }
         }
     }
 
-    private func finish() -> Int32 {
-        if let deinitialize = plugin.descriptor?.pointee.deinit {
-            deinitialize(state)
-            state = nil
-        }
-        return 0
+    /// The answer to an ask, once it came.
+    enum AskResult {
+        case answered([UInt8])
+        case failed(AskFailure)
+        case closed
     }
 
-    // MARK: Requests
+    struct AskWaiter {
+        let connection: UInt32
+        var result: AskResult?
+        /// Requests the host sent while this ask waits, for the thread that asked.
+        var nested: [Job] = []
+    }
+
+    /// A connection the plugin accepted. `record` is what the plugin sees, valid until `close`
+    /// returned for it.
+    struct Connection {
+        let record: UnsafeMutablePointer<plugind_plugin_connection>
+        let state: UnsafeMutableRawPointer?
+        var running = 0
+        var closing = false
+        var asks = 0
+    }
+
+    struct Book {
+        var queue: [Job] = []
+        var queueStart = 0
+        var stopping = false
+        /// Requests queued or running, and those the host cancelled.
+        var queuedRequests: Set<UInt64> = []
+        var running: Set<UInt64> = []
+        var cancelled: Set<UInt64> = []
+        var connections: [UInt32: Connection] = [:]
+        var asks: [UInt64: AskWaiter] = [:]
+        var nextAsk: UInt64 = 1
+
+        mutating func pop() -> Job? {
+            guard queueStart < queue.count else { return nil }
+            defer {
+                queueStart += 1
+                if queueStart == queue.count {
+                    queue.removeAll(keepingCapacity: true)
+                    queueStart = 0
+                }
+            }
+            return queue[queueStart]
+        }
+    }
+
+    private func enqueue(_ job: Job) {
+        condition.withLock {
+            if let id = job.requestID { book.queuedRequests.insert(id) }
+            book.queue.append(job)
+        }
+        condition.broadcast()
+    }
+
+    /// A request thread: takes jobs until the server stops.
+    private func runRequests() {
+        _ = plugind_shim_install_alternate_signal_stack()
+        let response = ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
+        while true {
+            condition.lock()
+            var job = book.pop()
+            while job == nil && !book.stopping {
+                condition.wait()
+                job = book.pop()
+            }
+            condition.unlock()
+            guard let job else { return }
+            run(job, response: response)
+        }
+    }
+
+    private func run(_ job: Job, response: ResponseBuffer) {
+        switch job {
+        case .request(let id, let connection, let bytes):
+            guard let started = begin(id, connection: connection) else { return }
+            switch bytes {
+            case .owned(let array): array.withUnsafeBytes { handle(id, connection: started, bytes: $0, response: response) }
+            case .shared(let buffer): handle(id, connection: started, bytes: buffer, response: response)
+            }
+            end(id, connection: connection)
+        case .call(let id, let function, let arguments):
+            guard begin(id, connection: 0) != nil else { return }
+            switch plugin.functions.call(function, arguments: arguments) {
+            case .success(let value): send(.callResult(id: id, value))
+            case .failure(let refusal): send(.callFailed(id: id, message: refusal.message))
+            }
+            end(id, connection: 0)
+        case .accept(let connection, let hostIdentifier):
+            accept(connection, hostIdentifier: hostIdentifier, response: response)
+        case .close(let connection):
+            close(connection)
+        }
+    }
+
+    /// Marks a request running; nil (and the host told) when it was cancelled while queued or
+    /// its connection is closing. The connection's record and state, for the plugin.
+    private func begin(_ id: UInt64, connection: UInt32) -> (UnsafeMutablePointer<plugind_plugin_connection>?, UnsafeMutableRawPointer?)? {
+        enum Start {
+            case run(UnsafeMutablePointer<plugind_plugin_connection>?, UnsafeMutableRawPointer?)
+            case cancelled
+            case noConnection
+        }
+        let start: Start = condition.withLock {
+            book.queuedRequests.remove(id)
+            if book.cancelled.remove(id) != nil || book.stopping { return .cancelled }
+            var record: UnsafeMutablePointer<plugind_plugin_connection>?
+            var connectionState: UnsafeMutableRawPointer?
+            if connection != 0 {
+                guard var open = book.connections[connection], !open.closing else { return .noConnection }
+                open.running += 1
+                book.connections[connection] = open
+                record = open.record
+                connectionState = open.state
+            }
+            book.running.insert(id)
+            return .run(record, connectionState)
+        }
+        switch start {
+        case .run(let record, let connectionState): return (record, connectionState)
+        case .cancelled:
+            send(.cancelled(id: id))
+            return nil
+        case .noConnection:
+            send(.failure(id: id, PluginFailure(code: ReservedFailureCode.connectionClosed, message: "connection \(connection) is closed")))
+            return nil
+        }
+    }
+
+    private func end(_ id: UInt64, connection: UInt32) {
+        let closeNow = condition.withLock { () -> Bool in
+            book.running.remove(id)
+            book.cancelled.remove(id)
+            guard connection != 0, var open = book.connections[connection] else { return false }
+            open.running -= 1
+            book.connections[connection] = open
+            return open.closing && open.running == 0
+        }
+        if closeNow { enqueue(.close(connection: connection)) }
+    }
 
     /// `bytes` may lie in shared memory: valid until the answer is sent, like the plugin's view.
-    private func handleRequest(id: UInt64, bytes: UnsafeRawBufferPointer) {
+    private func handle(
+        _ id: UInt64,
+        connection: (record: UnsafeMutablePointer<plugind_plugin_connection>?, state: UnsafeMutableRawPointer?),
+        bytes: UnsafeRawBufferPointer,
+        response: ResponseBuffer
+    ) {
         guard let descriptor = plugin.descriptor else {
-            send(
-                .failure(
-                    id: id,
-                    PluginFailure(
-                        code: ReservedFailureCode.noRequestHandler, message: "the plugin is function-only; it has no request handler")))
+            let message = "the plugin is function-only; it has no request handler"
+            send(.failure(id: id, PluginFailure(code: ReservedFailureCode.noRequestHandler, message: message)))
             return
         }
-        response.reset(sharedRegion: sharedMemory?.freeResponseRegion)
-        runningRequest = id
-        runningRequestCancelled = false
+        let region = sharedMemory?.claimResponseRegion()
+        response.reset(sharedRegion: region)
         var empty: UInt8 = 0
         let status = withUnsafePointer(to: &empty) { emptyPointer -> Int32 in
             var request = plugind_plugin_request(
                 identifier: id,
                 bytes: bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) ?? emptyPointer,
-                length: bytes.count
+                length: bytes.count,
+                connection: connection.record?.pointee.identifier ?? 0,
+                connection_state: connection.state
             )
             return descriptor.pointee.handle(state, &request, response.opaque)
         }
-        runningRequest = 0
-        if runningRequestCancelled {
+        var placed = false
+        defer { if region != nil && !placed { sharedMemory?.release() } }
+        if isCancelled(id) {
             send(.cancelled(id: id))
         } else if let attempted = response.attemptedSize {
             let message = "response of \(attempted) bytes exceeds the message limit of \(response.limit) bytes"
             send(.failure(id: id, PluginFailure(code: ReservedFailureCode.responseTooLarge, message: message)))
         } else if status == PLUGIND_PLUGIN_OK {
-            if response.isInSharedRegion && response.count >= SharedMemoryLayout.threshold,
-                let location = sharedMemory?.placedResponse(length: response.count)
-            {
-                send(.sharedResponse(id: id, location))
+            if response.isInSharedRegion && response.count >= SharedMemoryLayout.threshold, let sharedMemory {
+                placed = true
+                send(.sharedResponse(id: id, sharedMemory.placedResponse(length: response.count)))
             } else {
                 let header = FrameHeader(kind: .response, requestID: id, payloadLength: response.count)
                 sendChecked { () throws(SystemError) in try transport.send(header, payload: response.bytes) }
@@ -153,65 +369,198 @@ final class PluginServer {
         }
     }
 
-    private func handleCall(id: UInt64, function: UInt32, arguments: [FunctionValue]) {
-        switch plugin.functions.call(function, arguments: arguments) {
-        case .success(let value): send(.callResult(id: id, value))
-        case .failure(let refusal): send(.callFailed(id: id, message: refusal.message))
+    // MARK: Connections
+
+    private func accept(_ connection: UInt32, hostIdentifier: String, response: ResponseBuffer) {
+        let alreadyOpen = condition.withLock { book.connections[connection] != nil || book.stopping }
+        guard !alreadyOpen, connection != 0 else {
+            send(.connectionRefused(connection, reason: "connection \(connection) is already open"))
+            return
         }
-    }
-
-    // MARK: Cancellation
-
-    /// Called by the plugin (through `is_cancelled`) while it handles `id`: reads whatever the
-    /// host has sent meanwhile, without blocking, so a cancel can reach a running request.
-    func isCancelled(_ id: UInt64) -> Bool {
-        pollForCancellations()
-        return hostHungUp.load(ordering: .acquiring) || (id == runningRequest && runningRequestCancelled)
-    }
-
-    private func pollForCancellations() {
-        while !hostHungUp.load(ordering: .acquiring) {
-            var descriptor = pollfd(fd: transport.input.rawValue, events: Int16(POLLIN), revents: 0)
-            guard poll(&descriptor, 1, 0) > 0 else { return }
-            do {
-                guard let frame = try transport.receive() else {
-                    hostHungUp.store(true, ordering: .releasing)
-                    return
-                }
-                if frame.header.kind == .cancel {
-                    if frame.header.requestID == runningRequest {
-                        runningRequestCancelled = true
-                    } else {
-                        cancelQueued(frame.header.requestID)
-                    }
-                } else {
-                    backlog.append(frame)
-                }
-            } catch {
-                PluginServerLog.protocolError(error)
-                hostHungUp.store(true, ordering: .releasing)
+        guard let hostName = strdup(hostIdentifier) else {
+            send(.connectionRefused(connection, reason: "the worker is out of memory"))
+            return
+        }
+        let record = UnsafeMutablePointer<plugind_plugin_connection>.allocate(capacity: 1)
+        record.initialize(to: plugind_plugin_connection(identifier: connection, host_identifier: hostName))
+        var connectionState: UnsafeMutableRawPointer?
+        if let accept = plugin.accept {
+            response.reset()
+            let status = accept(state, record, &connectionState, response.opaque)
+            guard status == PLUGIND_PLUGIN_OK else {
+                free(UnsafeMutableRawPointer(mutating: record.pointee.host_identifier))
+                record.deallocate()
+                let reason = response.errorMessage ?? "the plugin refused the connection (code \(status))"
+                send(.connectionRefused(connection, reason: reason))
                 return
             }
         }
+        condition.withLock { book.connections[connection] = Connection(record: record, state: connectionState) }
+        send(.connectionAccepted(connection))
     }
 
-    /// Drops a request that has not started yet and confirms it to the host.
-    private func cancelQueued(_ id: UInt64) {
-        let pending = backlog[backlogStart...]
-        if let index = pending.firstIndex(where: { $0.header.requestID == id && $0.header.kind != .cancel }) {
-            backlog.remove(at: index)
-            send(.cancelled(id: id))
+    /// The host closed `connection`: its asks fail now, its queued requests are dropped, and the
+    /// plugin hears of it once no request of it runs.
+    private func closeConnection(_ connection: UInt32) {
+        var dropped: [UInt64] = []
+        let closeNow = condition.withLock { () -> Bool in
+            guard var open = book.connections[connection], !open.closing else { return false }
+            open.closing = true
+            book.connections[connection] = open
+            for (id, waiter) in book.asks where waiter.connection == connection && waiter.result == nil {
+                book.asks[id]?.result = .closed
+            }
+            var kept: [Job] = []
+            for job in book.queue[book.queueStart...] {
+                if case .request(let id, connection, _) = job {
+                    dropped.append(id)
+                    book.queuedRequests.remove(id)
+                } else {
+                    kept.append(job)
+                }
+            }
+            book.queue = kept
+            book.queueStart = 0
+            return open.running == 0
+        }
+        condition.broadcast()
+        for id in dropped { send(.cancelled(id: id)) }
+        if closeNow { enqueue(.close(connection: connection)) }
+    }
+
+    private func close(_ connection: UInt32) {
+        guard let open = condition.withLock({ book.connections.removeValue(forKey: connection) }) else { return }
+        plugin.close?(state, open.record, open.state)
+        free(UnsafeMutableRawPointer(mutating: open.record.pointee.host_identifier))
+        open.record.deallocate()
+    }
+
+    // MARK: Cancellation and the end
+
+    /// Called by the plugin (through `is_cancelled`), from any thread.
+    func isCancelled(_ id: UInt64) -> Bool {
+        if hostHungUp.load(ordering: .acquiring) { return true }
+        return condition.withLock { book.stopping || book.cancelled.contains(id) }
+    }
+
+    /// Running: the plugin sees it through `is_cancelled`. Queued: the thread that takes it
+    /// answers `cancelled` without running it. Unknown: answered already.
+    private func cancel(_ id: UInt64) {
+        condition.withLock {
+            if book.running.contains(id) || book.queuedRequests.contains(id) { book.cancelled.insert(id) }
         }
     }
 
-    private func dequeueBacklog() -> Frame? {
-        guard backlogStart < backlog.count else {
-            backlog.removeAll(keepingCapacity: true)
-            backlogStart = 0
-            return nil
+    /// No more work: running requests see themselves cancelled, every waiting ask fails.
+    private func stopRequests() {
+        condition.withLock {
+            book.stopping = true
+            for id in book.asks.keys where book.asks[id]?.result == nil { book.asks[id]?.result = .closed }
         }
-        defer { backlogStart += 1 }
-        return backlog[backlogStart]
+        condition.broadcast()
+    }
+
+    /// After the request threads ended: the plugin hears every connection close, then `deinit`.
+    private func finish() {
+        let open = condition.withLock { () -> [Connection] in
+            defer { book.connections.removeAll() }
+            return Array(book.connections.values)
+        }
+        for connection in open {
+            plugin.close?(state, connection.record, connection.state)
+            free(UnsafeMutableRawPointer(mutating: connection.record.pointee.host_identifier))
+            connection.record.deallocate()
+        }
+        if let deinitialize = plugin.descriptor?.pointee.deinit {
+            deinitialize(state)
+            state = nil
+        }
+    }
+
+    // MARK: Asks
+
+    /// What `ask` returns: the answer bytes, or an errno value with, for EREMOTEIO, the host's
+    /// code and message.
+    enum AskOutcome {
+        case answered([UInt8])
+        case failed(Int32, code: Int32, message: String?)
+    }
+
+    /// Asks the host on `connection` and blocks until the answer. Runs the requests the host
+    /// nests in this ask on the way, with a response buffer of their own.
+    func ask(connection: UInt32, bytes: UnsafeRawBufferPointer, timeoutMilliseconds: UInt32) -> AskOutcome {
+        guard bytes.count <= Int(load.limits.maxMessageBytes) else { return .failed(EMSGSIZE, code: 0, message: nil) }
+        let registered: Result<UInt64, Errno> = condition.withLock {
+            if book.stopping { return .failure(Errno(rawValue: ECONNRESET)) }
+            guard var open = book.connections[connection] else { return .failure(Errno(rawValue: EINVAL)) }
+            if open.closing { return .failure(Errno(rawValue: ECONNRESET)) }
+            guard open.asks < Self.asksPerConnection else { return .failure(Errno(rawValue: EBUSY)) }
+            open.asks += 1
+            book.connections[connection] = open
+            let id = book.nextAsk
+            book.nextAsk += 1
+            book.asks[id] = AskWaiter(connection: connection)
+            return .success(id)
+        }
+        let id: UInt64
+        switch registered {
+        case .success(let registeredID): id = registeredID
+        case .failure(let error): return .failed(error.rawValue, code: 0, message: nil)
+        }
+        let sent =
+            (try? transport.send(FrameHeader(kind: .ask, requestID: id, payloadLength: bytes.count, connection: connection), payload: bytes))
+            != nil
+        if !sent { hostHungUp.store(true, ordering: .releasing) }
+        let timeout = timeoutMilliseconds > 0 ? UInt64(timeoutMilliseconds) : UInt64(load.askTimeoutMilliseconds)
+        let deadline = ThreadCondition.deadline(afterMilliseconds: timeout)
+        var nestedResponse: ResponseBuffer?
+        var result: AskResult? = sent ? nil : .closed
+        condition.lock()
+        while result == nil {
+            if let done = book.asks[id]?.result {
+                result = done
+                break
+            }
+            if let job = book.asks[id]?.nested.first {
+                book.asks[id]?.nested.removeFirst()
+                condition.unlock()
+                let buffer = nestedResponse ?? ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
+                nestedResponse = buffer
+                run(job, response: buffer)
+                condition.lock()
+                continue
+            }
+            if !condition.wait(until: deadline) && book.asks[id]?.result == nil && book.asks[id]?.nested.isEmpty != false {
+                break
+            }
+        }
+        let leftovers = book.asks.removeValue(forKey: id)?.nested ?? []
+        book.connections[connection]?.asks -= 1
+        condition.unlock()
+        // Requests nested in an ask nobody waits for any more run like any other.
+        for job in leftovers { enqueue(job) }
+        switch result {
+        case .answered(let bytes)?: return .answered(bytes)
+        case .failed(let failure)?:
+            switch failure.reason {
+            case .unsupported: return .failed(ENOTSUP, code: 0, message: failure.message)
+            case .handlerFailed: return .failed(EREMOTEIO, code: failure.code, message: failure.message)
+            case .tooManyAsks: return .failed(EBUSY, code: 0, message: failure.message)
+            case .tooLarge: return .failed(EMSGSIZE, code: 0, message: failure.message)
+            case .closed: return .failed(ECONNRESET, code: 0, message: failure.message)
+            }
+        case .closed?: return .failed(ECONNRESET, code: 0, message: nil)
+        case nil:
+            try? transport.send(.askCancelled(id: id))
+            return .failed(ETIMEDOUT, code: 0, message: nil)
+        }
+    }
+
+    private func deliver(_ ask: UInt64, _ result: AskResult) {
+        condition.withLock {
+            if book.asks[ask] != nil && book.asks[ask]?.result == nil { book.asks[ask]?.result = result }
+        }
+        condition.broadcast()
     }
 
     // MARK: Messages to the host (thread-safe: the transport serialises writes)

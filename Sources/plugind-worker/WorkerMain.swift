@@ -73,7 +73,9 @@ enum WorkerMain {
             let features = hello.features.filter {
                 ProtocolFeature.all.contains($0) && ($0 != ProtocolFeature.sharedMemory || usesSharedMemory)
             }
-            try transport.send(.ready(ready(version: version, plugin: plugin, confinement: confinement, features: features)))
+            var answer = ready(version: version, plugin: plugin, confinement: confinement, features: features)
+            answer.concurrency = UInt32(server.concurrency)
+            try transport.send(.ready(answer))
         } catch let failure as LoadFailure {
             try? transport.send(.loadFailed(failure))
             return 3

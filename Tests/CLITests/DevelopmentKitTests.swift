@@ -27,9 +27,9 @@ struct DevelopmentKitTests {
         let verified = try await plugind("verify", bundle, in: test)
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(verified.stdout.contains(": ok ("))
-        #expect(verified.stdout.contains("abi (1)"))
+        #expect(verified.stdout.contains("abi (2)"))
         let loaded = try await plugind("verify", "--load", bundle, in: test)
-        #expect(loaded.stdout.contains("load (plugin ABI 1)"), "\(loaded.stdout)")
+        #expect(loaded.stdout.contains("load (plugin ABI 2)"), "\(loaded.stdout)")
 
         let installed = try await plugind("install", bundle, in: test)
         #expect(installed.status == 0, "\(installed.stderr)")
@@ -117,7 +117,7 @@ struct VerifyCommandTests {
         #expect(text.contains("error: [functions] function 'absent' declared in the manifest is not exported by libEcho.so"))
         #expect(
             text.contains(
-                "org.plugind.tests.good (\(good)): ok (manifest, contents, library, permissions, elf, dependencies, entry-point, abi (1))"
+                "org.plugind.tests.good (\(good)): ok (manifest, contents, library, permissions, elf, dependencies, entry-point, abi (2))"
             ))
 
         let json = try await plugind("verify", good, missingSymbol, "--json", in: test)

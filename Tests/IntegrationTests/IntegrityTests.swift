@@ -178,7 +178,7 @@ struct IntegrityTests {
         #expect(!listener.receivedAnything)
         // Asked for, a load test runs the constructor, with none of the permissions asked for.
         let loaded = try await CommandRunner.run(try BuiltProducts.plugind(), ["verify", "--load", bundle], environment: test.environment)
-        #expect(loaded.stdout.contains("load (plugin ABI 1)"), "\(loaded.stdout)")
+        #expect(loaded.stdout.contains("load (plugin ABI 2)"), "\(loaded.stdout)")
         #expect(!FileManager.default.fileExists(atPath: marker))
         #expect(!listener.receivedAnything)
     }

@@ -97,7 +97,7 @@ struct ProcessLifecycleTests {
         let test = try TestHost()
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Countdown"))
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let messages = connection.messages()
         let request = Task { try await connection.send(Array("1000".utf8)) }
         // Cancel once the plugin reports it is working on the request.
@@ -120,7 +120,7 @@ struct ProcessLifecycleTests {
         let interruptions = InterruptionCounter()
         let process = try await test.launch(PluginFixture(library: "FaultyHang"), onInterruption: interruptions.handler)
         let pid = process.processIdentifier
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let pending = Task { try await connection.send([]) }
         process.invalidate()
         let error = await #expect(throws: AppExtensionError.self) { try await pending.value }
@@ -128,7 +128,7 @@ struct ProcessLifecycleTests {
         _ = await process.waitForTermination()
         #expect(!ProcessInspection.exists(pid))
         #expect(interruptions.count == 0)
-        #expect(throws: AppExtensionError.self) { try process.makeConnection() }
+        await #expect(throws: AppExtensionError.self) { try await process.makeConnection() }
     }
 
     @Test(

@@ -45,7 +45,7 @@ struct RequestTests {
         let test = try TestHost()
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Echo"))
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let answers = try await withThrowingTaskGroup(of: (Int, [UInt8]).self) { group in
             for index in 0..<100 {
                 group.addTask {
@@ -70,7 +70,7 @@ struct RequestTests {
         let test = try TestHost()
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Echo"))
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let threads = try await withTaskExecutorPreference(process.taskExecutor) {
             var threads: Set<String> = []
             for index in 0..<50 {
@@ -122,7 +122,7 @@ struct RequestTests {
         let test = try TestHost()
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "FaultyFlood"))
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let answer = try await connection.send(Array("100".utf8), timeout: .seconds(60))
         #expect(String(decoding: answer, as: UTF8.self) == "flooded 100 MiB")
         // The channel still works afterwards.
@@ -135,7 +135,7 @@ struct RequestTests {
         let test = try TestHost()
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Countdown"))
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let messages = connection.messages()
         let answer = try await connection.send(Array("4".utf8))
         #expect(String(decoding: answer, as: UTF8.self) == "counted down 4 steps\n")
@@ -189,7 +189,7 @@ struct ThreadedCallbackTests {
         #endif
         for _ in 0..<3 {
             let process = try await test.launch(PluginFixture(library: "FaultyThreadedCallbacks"))
-            let connection = try process.makeConnection()
+            let connection = try await process.makeConnection()
             let messages = connection.messages()
             #expect(try await connection.send([]) == Array("done".utf8))
             await process.invalidateAndWait()

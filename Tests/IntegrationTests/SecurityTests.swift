@@ -289,7 +289,7 @@ struct SlowReaderTests {
         let test = try TestHost()
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "FaultyHostileProbe", extra: ["limits": ["maxMessageBytes": 2 << 20]]))
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let messages = connection.messages()
         let answer = try await connection.send(Array("post-events 256 1048576".utf8))
         #expect(String(decoding: answer, as: UTF8.self) == "done 256")

@@ -24,7 +24,7 @@ struct SharedMemoryTests {
         let test = try TestHost()
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Echo"))
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let threshold = SharedMemoryLayout.threshold
         let region = SharedMemoryLayout.maximumRegionSize
         let pattern = Self.pattern(region + 1, seed: 5)
@@ -49,7 +49,7 @@ struct SharedMemoryTests {
         let test = try TestHost()
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Echo"))
-        let connection = try process.makeConnection()
+        let connection = try await process.makeConnection()
         let mismatches = try await withThrowingTaskGroup(of: Bool.self) { group in
             for index in 0..<24 {
                 group.addTask {

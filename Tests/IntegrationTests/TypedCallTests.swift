@@ -18,7 +18,7 @@ struct TypedCallTests {
         let fixture = PluginFixture(library: "FunctionLibrary", extra: ["functions": try Self.manifestFunctions()])
         let process = try await test.launch(fixture)
         #expect(!process.acceptsRequests)
-        try await body(try process.makeConnection())
+        try await body(try await process.makeConnection())
         await process.invalidateAndWait()
     }
 

@@ -69,12 +69,20 @@ struct FrameTests {
         #expect(throws: WireError.badMagic(0x7369_6874)) { try receiver.receive() }
     }
 
-    @Test("non-zero reserved bits and unknown flags are rejected")
-    func reservedBits() {
+    @Test("a connection on a kind that names none, and unknown flags, are rejected; a request keeps its connection")
+    func reservedBits() throws {
         var reserved = FrameHeader(kind: .response, payloadLength: 0).bytes
         reserved[21] = 1
-        #expect(throws: WireError.invalidHeader("reserved field is not zero")) {
+        #expect(throws: WireError.invalidHeader("a response message belongs to no connection, found connection 256")) {
             try reserved.withUnsafeBytes { try FrameHeader.decode($0, direction: .workerToHost, maximumPayload: 10) }
+        }
+        let request = FrameHeader(kind: .request, requestID: 4, payloadLength: 0, connection: 0xDEAD_BEEF).bytes
+        let decoded = try request.withUnsafeBytes { try FrameHeader.decode($0, direction: .hostToWorker, maximumPayload: 10) }
+        #expect(decoded.connection == 0xDEAD_BEEF)
+        var oldFormat = FrameHeader(kind: .response, payloadLength: 0).bytes
+        oldFormat[4] = 1
+        #expect(throws: WireError.unsupportedFrameVersion(1)) {
+            try oldFormat.withUnsafeBytes { try FrameHeader.decode($0, direction: .workerToHost, maximumPayload: 10) }
         }
         var flags = FrameHeader(kind: .response, payloadLength: 0).bytes
         flags[6] = 0x02
@@ -113,7 +121,7 @@ struct FrameTests {
         #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 5, supportedMinimum: 1, supportedMaximum: 3) == 3)
         #expect(ProtocolVersion.negotiate(offeredMinimum: 2, offeredMaximum: 2, supportedMinimum: 1, supportedMaximum: 3) == 2)
         #expect(ProtocolVersion.negotiate(offeredMinimum: 4, offeredMaximum: 6, supportedMinimum: 1, supportedMaximum: 3) == nil)
-        #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 1) == nil)
-        #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 2) == 2)
+        #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 2) == nil)
+        #expect(ProtocolVersion.negotiate(offeredMinimum: 1, offeredMaximum: 3) == 3)
     }
 }

@@ -39,7 +39,7 @@ struct FuzzCorpusTests {
         }
         let plugin = try ELFFile.inspect(bytes: [UInt8](Data(contentsOf: URL(fileURLWithPath: try BuiltProducts.library("Echo")))))
         #expect(plugin.exportedSymbols.contains("plugind_plugin_entry"))
-        #expect(plugin.pluginABIVersion == 1)
+        #expect(plugin.pluginABIVersion == 2)
     }
 
     @Test("the NaN call result the fuzzer found round-trips by its bytes")

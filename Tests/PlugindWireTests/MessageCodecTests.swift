@@ -24,8 +24,13 @@ struct MessageCodecTests {
 
     static let hostMessages: [HostMessage] = [
         .hello(Hello(load: load)),
-        .request(id: 7, bytes: [1, 2, 3]),
-        .request(id: 8, bytes: []),
+        .request(id: 7, connection: 3, bytes: [1, 2, 3]),
+        .request(id: 8, connection: 0, bytes: []),
+        .openConnection(3, hostIdentifier: "org.example.host"),
+        .closeConnection(3),
+        .answer(ask: 4, bytes: [9, 8]),
+        .askFailed(ask: 5, AskFailure(reason: .handlerFailed, code: 42, message: "no such document")),
+        .nestedRequest(id: 11, connection: 3, ask: 4, bytes: [1, 2]),
         .call(
             id: 9, function: 3,
             arguments: [.int64(.min), .uint64(.max), .double(-0.0), .string("héllo"), .bytes([0, 255]), .bool(true), .float(1.5)]),
@@ -43,9 +48,14 @@ struct MessageCodecTests {
                 pluginVersion: "1.0",
                 hasRequestHandler: true,
                 confinement: [ConfinementLayerReport(layer: "network", state: .applied, detail: "seccomp")],
-                workerProcessIdentifier: 1
+                workerProcessIdentifier: 1,
+                concurrency: 4
             )
         ),
+        .connectionAccepted(3),
+        .connectionRefused(4, reason: "only one editor at a time"),
+        .ask(id: 5, connection: 3, bytes: Array("which document?".utf8)),
+        .askCancelled(id: 5),
         .loadFailed(LoadFailure(kind: .abiMismatch, message: "built for ABI 999", pluginCode: 0)),
         .response(id: 1, bytes: Array("answer".utf8)),
         .failure(id: 2, PluginFailure(code: 42, message: "no")),
@@ -82,7 +92,9 @@ struct MessageCodecTests {
     @Test("data payloads travel as raw bytes, not re-encoded")
     func rawPayload() {
         let bytes: [UInt8] = [0x7B, 0x22, 0x00, 0xFF]
-        #expect(HostMessage.request(id: 1, bytes: bytes).encode().payload == bytes)
+        #expect(HostMessage.request(id: 1, connection: 2, bytes: bytes).encode().payload == bytes)
+        #expect(HostMessage.answer(ask: 1, bytes: bytes).encode().payload == bytes)
+        #expect(WorkerMessage.ask(id: 1, connection: 2, bytes: bytes).encode().payload == bytes)
         #expect(WorkerMessage.response(id: 1, bytes: bytes).encode().payload == bytes)
     }
 

@@ -9,10 +9,10 @@ struct SharedMemoryTests {
     @Test("shared requests and responses round-trip and carry only their location")
     func frames() throws {
         let location = SharedMemoryLocation(offset: 4096, length: 1 << 20)
-        let request = HostMessage.sharedRequest(id: 7, location).encode()
+        let request = HostMessage.sharedRequest(id: 7, connection: 2, location).encode()
         #expect(request.header.flags == .sharedMemory)
         #expect(request.payload.count == SharedMemoryLocation.encodedSize)
-        #expect(try HostMessage(request) == .sharedRequest(id: 7, location))
+        #expect(try HostMessage(request) == .sharedRequest(id: 7, connection: 2, location))
         let response = WorkerMessage.sharedResponse(id: 7, location).encode()
         #expect(try WorkerMessage(response) == .sharedResponse(id: 7, location))
     }

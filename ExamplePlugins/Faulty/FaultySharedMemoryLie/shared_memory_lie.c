@@ -10,7 +10,7 @@ static void put_le(uint8_t *destination, uint64_t value, int bytes) {
 
 static int32_t handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
     (void)state;
-    uint8_t frame[24 + 16] = {'P', 'L', 'G', 'D', 1, 0x83};
+    uint8_t frame[24 + 16] = {'P', 'L', 'G', 'D', 2, 0x83};
     put_le(frame + 6, 1, 2);                      // flags: shared memory
     put_le(frame + 8, request->identifier, 8);    // request identifier
     put_le(frame + 16, 16, 4);                    // payload: one location

@@ -180,6 +180,10 @@ int plugind_shim_raise_open_file_limit(uint64_t *_Nonnull limit);
 int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *_Nonnull frame_header,
                                              size_t header_length);
 
+/// Gives the calling thread an alternate signal stack of its own (the stack is per thread), so
+/// that the report also runs for a stack overflow on a thread the worker started.
+int plugind_shim_install_alternate_signal_stack(void);
+
 /// Creates an anonymous shared-memory file (memfd) of `size` bytes for the messages between
 /// host and worker, sealed so that neither side can shrink or grow it: a peer that truncated it
 /// would make the other side's reads fault (SIGBUS). Close-on-exec. Returns 0 or an errno.

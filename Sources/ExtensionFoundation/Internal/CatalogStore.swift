@@ -13,7 +13,7 @@ struct CatalogStore {
     static let fileName = "catalog.cache"
     private static let magic = Array("PLGDCAT".utf8) + [0]
     /// Bumped whenever the layout of a stored bundle changes.
-    private static let formatVersion: UInt32 = 5
+    private static let formatVersion: UInt32 = 6
     /// A store larger than this is not read (10,000 bundles take about 4 MB).
     private static let maximumSize = 256 << 20
     /// Names resolved by soname depend on the loader's cache: a new one invalidates everything.

@@ -32,6 +32,8 @@ package struct LaunchPlan: Sendable {
     /// In the order of the worker's descriptors, from `firstSealedDescriptor` on.
     package var sealedFiles: [SealedSource]
     package let requestTimeout: Duration
+    /// The host application, named to the plugin when it opens a connection.
+    package let hostIdentifier: String
     let launchTimeout: Duration
     let shutdownGracePeriod: Duration
     let cancellationGracePeriod: Duration
@@ -116,7 +118,11 @@ package struct LaunchPlan: Sendable {
             limits: limits,
             confinement: confinement
         )
+        self.load.concurrency = UInt32(manifest.concurrency ?? 0)
+        let (seconds, attoseconds) = requestTimeout.components
+        self.load.askTimeoutMilliseconds = UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         self.requestTimeout = requestTimeout
+        self.hostIdentifier = host.identifier
         self.launchTimeout = host.launchTimeout
         self.shutdownGracePeriod = host.shutdownGracePeriod
         self.cancellationGracePeriod = host.cancellationGracePeriod

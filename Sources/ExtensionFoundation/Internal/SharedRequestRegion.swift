@@ -19,17 +19,28 @@ package struct SharedRequestRegion {
         self.layout = layout
     }
 
-    /// Copies `bytes` into the region for request `id`; nil when there is no room right now
-    /// (the request then takes the pipe).
-    package mutating func place(_ bytes: UnsafeRawBufferPointer, for id: UInt64) -> SharedMemoryLocation? {
-        let aligned = (bytes.count + 63) & ~63
-        guard aligned <= layout.regionSize - top, memory.copy(bytes, to: layout.toWorkerOffset + top) else { return nil }
+    /// Where the payload of request `id` goes: space for `count` bytes, taken now, to be filled
+    /// by the caller (with no lock held: the copy can be large). The memory stays mapped while the
+    /// caller holds it. Nil when there is no room right now (the request then takes the pipe).
+    package mutating func reserve(_ count: Int, for id: UInt64) -> (memory: SharedMemory, offset: Int, location: SharedMemoryLocation)? {
+        let aligned = (count + 63) & ~63
+        guard aligned <= layout.regionSize - top else { return nil }
         defer {
             top += aligned
             outstanding.insert(id)
             placedCount += 1
         }
-        return SharedMemoryLocation(offset: UInt64(top), length: UInt64(bytes.count))
+        return (memory, layout.toWorkerOffset + top, SharedMemoryLocation(offset: UInt64(top), length: UInt64(count)))
+    }
+
+    /// Copies `bytes` into the region for request `id`; nil when there is no room right now.
+    package mutating func place(_ bytes: UnsafeRawBufferPointer, for id: UInt64) -> SharedMemoryLocation? {
+        guard let reserved = reserve(bytes.count, for: id) else { return nil }
+        guard reserved.memory.copy(bytes, to: reserved.offset) else {
+            release(id)
+            return nil
+        }
+        return reserved.location
     }
 
     /// The worker answered request `id`: it no longer reads its payload.

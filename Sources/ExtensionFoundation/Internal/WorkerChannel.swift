@@ -2,20 +2,12 @@ import Foundation
 import Glibc
 import PlugindSystem
 import PlugindWire
-import Synchronization
 
-/// What the worker answered to a request or a typed call.
-enum WorkerReply: Sendable {
-    case bytes([UInt8])
-    case value(FunctionValue)
-}
-
-/// The host's side of one worker: frames out and in, the table of requests waiting for answers,
-/// deadlines, the tail of the worker's output, and the end of the process.
-///
-/// All descriptor I/O runs on the `WorkerEventLoop` thread, except that a caller sending a frame
-/// first tries one non-blocking write itself (the common case costs no thread hop). State lives
-/// in one `Mutex`; continuations are always resumed after the lock is released.
+/// The host's side of one worker: carries out what `ChannelProtocol` decides. It owns the
+/// continuations of callers waiting for answers, the timers, the handlers of the plugin's asks,
+/// the descriptors and the process. Frames are queued on the `FrameWriter` in the order the
+/// protocol decided, under the lock; they are written, large copies made and continuations
+/// resumed after it is released. Reading runs on the `WorkerEventLoop` thread.
 final class WorkerChannel: EventLoopHandler {
     let pluginIdentifier: String
     let limits: ResourceLimits
@@ -25,7 +17,8 @@ final class WorkerChannel: EventLoopHandler {
     let fromWorker: FileDescriptor
     let diagnostics: FileDescriptor
     let loop: WorkerEventLoop
-    let state: Locked<State>
+    let writer: FrameWriter
+    private let state: Locked<State>
 
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
@@ -34,18 +27,23 @@ final class WorkerChannel: EventLoopHandler {
     /// one): its CPU time is watched here, and it is removed once the worker is gone.
     let cgroup: WorkerCgroup?
 
-    struct State {
-        var phase: Phase = .handshaking(nil)
-        var nextRequestID: UInt64 = 1
-        var pending: [UInt64: PendingRequest] = [:]
-        /// Requests the host gave up on (deadline or cancellation) and told the worker to drop,
-        /// with the timer that kills the worker if it does not confirm in time.
-        var abandoned: [UInt64: UInt64] = [:]
-        var outbound = OutboundQueue()
+    /// Answers the plugin's asks on one connection.
+    typealias RequestHandler = @Sendable ([UInt8]) async throws -> [UInt8]
+
+    private struct State {
+        var machine: ChannelProtocol
+        var handshake: CheckedContinuation<Ready, any Error>?
+        var requests: [UInt64: CheckedContinuation<WorkerReply, any Error>] = [:]
+        var connections: [UInt32: CheckedContinuation<Void, any Error>] = [:]
+        var handlers: [UInt32: RequestHandler] = [:]
+        var askTasks: [UInt64: Task<Void, Never>] = [:]
+        var timers: [ChannelProtocol.Timer: UInt64] = [:]
+        /// Timers decided but not scheduled yet (that happens after the lock is released; a
+        /// cancel before then removes them here).
+        var pendingTimers: Set<ChannelProtocol.Timer> = []
+        /// The pipe to the worker is watched for room.
         var writeInterest = false
-        /// No more writes: the end is closed or broken.
-        var writeClosed = false
-        /// The descriptor itself has been closed (once, on the loop thread).
+        /// The descriptor to the worker has been closed (once, on the loop thread).
         var writeDescriptorClosed = false
         var readClosed = false
         var decoder: FrameDecoder
@@ -55,9 +53,9 @@ final class WorkerChannel: EventLoopHandler {
         /// The worker's `ready`, kept after it ends: a worker that only inspects or probes may exit
         /// before anyone asked for its answer.
         var ready: Ready?
+        var termination: WorkerTermination?
         /// Why the host stopped the worker itself, if it did.
         var stopCause: StopCause?
-        var invalidated = false
         var interruptionHandler: (@Sendable () -> Void)?
         var terminationObserver: (@Sendable (WorkerTermination) -> Void)?
         var subscribers: [Int: AppExtensionMessages.Buffer] = [:]
@@ -68,34 +66,14 @@ final class WorkerChannel: EventLoopHandler {
         /// answers `ready`: then it becomes `sharedRequests` if the worker agreed to it.
         var sharedMemoryOffered: (memory: SharedMemory, layout: SharedMemoryLayout)?
         /// Where large requests go; nil until the worker agreed to shared memory, and again once
-        /// it ended (which unmaps the memory).
+        /// it ended.
         var sharedRequests: SharedRequestRegion?
         /// Responses read from the worker's shared region; the worker reuses it when this
         /// count, published in the region's header, reaches the number it placed there.
         var sharedResponsesRead: UInt64 = 0
     }
 
-    enum Phase {
-        case handshaking(CheckedContinuation<Ready, any Error>?)
-        case ready(Ready)
-        case terminated(WorkerTermination)
-    }
-
-    struct PendingRequest {
-        enum Slot {
-            /// Registered; the caller has not suspended yet.
-            case reserved
-            /// Cancelled before the caller suspended.
-            case cancelledEarly(AppExtensionError)
-            case waiting(CheckedContinuation<WorkerReply, any Error>)
-        }
-
-        var slot: Slot
-        var timer: UInt64?
-        var timeout: Duration?
-    }
-
-    enum StopCause: Sendable {
+    enum StopCause: Sendable, Equatable {
         case protocolViolation(String)
         case unresponsive(requestID: UInt64, after: Duration)
         case launchTimedOut(Duration)
@@ -105,10 +83,13 @@ final class WorkerChannel: EventLoopHandler {
         case exceededLimit(AppExtensionError.ExceededLimit)
         /// The host could not go on serving the worker (its event loop failed).
         case hostFailure(String)
+        /// The owner disabled or revoked the plugin, or it was quarantined, while it ran.
+        case disabledByOwner(String)
     }
 
     init(
         pluginIdentifier: String,
+        hostIdentifier: String,
         limits: ResourceLimits,
         process: SpawnedProcess,
         toWorker: FileDescriptor,
@@ -127,10 +108,14 @@ final class WorkerChannel: EventLoopHandler {
         self.fromWorker = fromWorker
         self.diagnostics = diagnostics
         self.loop = loop
+        self.writer = FrameWriter(descriptor: toWorker)
         self.cancellationGracePeriod = cancellationGracePeriod
         self.cgroup = cgroup
         self.state = Locked(
             State(
+                machine: ChannelProtocol(
+                    pluginIdentifier: pluginIdentifier, hostIdentifier: hostIdentifier, maximumMessageBytes: limits.maxMessageBytes,
+                    cancellationGracePeriod: cancellationGracePeriod),
                 decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096),
                 output: TailBuffer(capacity: 16 << 10),
                 sharedMemoryOffered: sharedMemory
@@ -145,15 +130,11 @@ final class WorkerChannel: EventLoopHandler {
         for descriptor in [toWorker, fromWorker, diagnostics] {
             try descriptor.setNonBlocking()
         }
-        if !pending.isEmpty {
-            state.withLock { state in
-                pending.withUnsafeBytes { state.outbound.append($0, UnsafeRawBufferPointer(start: nil, count: 0), skipping: 0) }
-                state.writeInterest = true
-            }
-        }
+        writer.enqueue(raw: pending)
         try loop.register(fromWorker, events: Epoll.readable, handler: self)
         try loop.register(diagnostics, events: Epoll.readable, handler: self)
         try loop.register(toWorker, events: pending.isEmpty ? 0 : Epoll.writable, handler: self)
+        if !pending.isEmpty { state.withLock { $0.writeInterest = true } }
         try loop.register(processDescriptor, events: Epoll.readable, handler: self)
         if cgroup != nil && limits.cpuSeconds > 0 { watchCPUTime() }
     }
@@ -174,6 +155,147 @@ final class WorkerChannel: EventLoopHandler {
         loop.schedule(after: .nanoseconds(Int64(clamping: wait))) { [weak self] in self?.watchCPUTime() }
     }
 
+    // MARK: Carrying out the protocol's decisions
+
+    /// Runs `body` on the protocol under the lock, then carries out its effects without it.
+    private func decide(_ body: (inout ChannelProtocol) -> [ChannelProtocol.Effect]) {
+        var actions = Actions()
+        state.withLock { state in
+            let effects = body(&state.machine)
+            collect(effects, into: &actions, state: &state)
+        }
+        perform(actions)
+    }
+
+    /// What to do once the lock is released.
+    private struct Actions {
+        var write = false
+        var requests: [(CheckedContinuation<WorkerReply, any Error>, Result<WorkerReply, AppExtensionError>)] = []
+        var connections: [(CheckedContinuation<Void, any Error>, Result<Void, AppExtensionError>)] = []
+        var handshake: (CheckedContinuation<Ready, any Error>, Ready)?
+        var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?)] = []
+        var cancelledAsks: [Task<Void, Never>] = []
+        var broadcasts: [AppExtensionMessage] = []
+        var subscribers: [AppExtensionMessages.Buffer] = []
+        var stop: StopCause?
+        var sharedResponses: [(UInt64, SharedMemoryLocation)] = []
+        var timers: [(ChannelProtocol.Timer, Duration)] = []
+    }
+
+    /// Turns effects into state changes (under the lock) and actions (for after it). Frames are
+    /// queued here, so that they leave in the order decided.
+    private func collect(_ effects: [ChannelProtocol.Effect], into actions: inout Actions, state: inout State) {
+        for effect in effects {
+            switch effect {
+            case .send(let message):
+                writer.enqueue(message)
+                actions.write = true
+            case .completeRequest(let id, let result):
+                state.sharedRequests?.release(id)
+                if let continuation = state.requests.removeValue(forKey: id) { actions.requests.append((continuation, result)) }
+            case .completeConnection(let id, let result):
+                if case .failure = result { state.handlers[id] = nil }
+                if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
+            case .handshakeDone(let ready):
+                state.ready = ready
+                if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
+                    state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
+                }
+                state.sharedMemoryOffered = nil
+                if let continuation = state.handshake {
+                    state.handshake = nil
+                    actions.handshake = (continuation, ready)
+                }
+            case .startTimer(let timer, let duration):
+                state.pendingTimers.insert(timer)
+                actions.timers.append((timer, duration))
+            case .cancelTimer(let timer):
+                if let token = state.timers.removeValue(forKey: timer) {
+                    loop.cancelTimer(token)
+                } else {
+                    state.pendingTimers.remove(timer)
+                }
+            case .runAskHandler(let connection, let ask, let bytes):
+                actions.askHandlers.append((ask, connection, bytes, state.handlers[connection]))
+            case .cancelAskHandler(let ask):
+                if let task = state.askTasks.removeValue(forKey: ask) { actions.cancelledAsks.append(task) }
+            case .broadcast(let message):
+                actions.broadcasts.append(message)
+            case .stop(let cause):
+                if actions.stop == nil { actions.stop = cause }
+            case .loadFailed(let failure):
+                state.loadFailure = failure
+            case .fatalSignal(let report):
+                if state.fatalReport == nil { state.fatalReport = report }
+            case .sharedResponse(let id, let location):
+                actions.sharedResponses.append((id, location))
+            }
+        }
+        if !actions.broadcasts.isEmpty { actions.subscribers = Array(state.subscribers.values) }
+    }
+
+    private func perform(_ actions: Actions) {
+        if actions.write { flush() }
+        for (timer, duration) in actions.timers { start(timer, after: duration) }
+        if let (continuation, ready) = actions.handshake { continuation.resume(returning: ready) }
+        for (continuation, result) in actions.requests { continuation.resume(with: result.mapError { $0 as any Error }) }
+        for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
+        for task in actions.cancelledAsks { task.cancel() }
+        for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
+        for message in actions.broadcasts {
+            for subscriber in actions.subscribers { subscriber.yield(message) }
+        }
+        for (id, location) in actions.sharedResponses {
+            let bytes = readSharedResponse(at: location)
+            decide { $0.complete(sharedResponse: id, bytes: bytes) }
+        }
+        if let cause = actions.stop { stop(cause) }
+    }
+
+    /// Schedules a timer the protocol asked for (scheduling may wake the loop: a system call, so
+    /// not under the lock), unless it was cancelled meanwhile. A timer that fires after all is
+    /// harmless: the protocol ignores one whose request is settled.
+    private func start(_ timer: ChannelProtocol.Timer, after duration: Duration) {
+        let token = loop.schedule(after: duration) { [weak self] in
+            self?.decide { $0.timerFired(timer) }
+        }
+        let kept = state.withLock { state -> Bool in
+            guard state.pendingTimers.remove(timer) != nil, state.termination == nil else { return false }
+            state.timers[timer] = token
+            return true
+        }
+        if !kept { loop.cancelTimer(token) }
+    }
+
+    /// Writes what is queued; when the pipe is full, the loop thread watches it for room.
+    private func flush() {
+        switch writer.flush() {
+        case .done, .busy: break
+        case .closed:
+            loop.execute { [weak self] in self?.closeWriteEnd() }
+        case .blocked:
+            loop.execute { [weak self] in self?.watchWritable() }
+        }
+    }
+
+    /// Loop thread only: watches the pipe for room while frames wait, and stops watching when
+    /// none do. When epoll refuses, nothing queued would ever be written: the worker is stopped.
+    private func watchWritable() {
+        let wanted = !writer.isEmpty
+        let change = state.withLock { state -> Bool in
+            guard !state.writeDescriptorClosed, state.writeInterest != wanted else { return false }
+            state.writeInterest = wanted
+            return true
+        }
+        guard change else { return }
+        do {
+            try loop.modify(toWorker, events: wanted ? Epoll.writable : 0)
+        } catch {
+            writer.close()
+            stop(.hostFailure("cannot watch the pipe to the worker: \(error)"))
+        }
+    }
+
     // MARK: Handshake
 
     /// Waits for `ready`, the answer to the `hello` the launcher wrote into the pipe before the
@@ -188,15 +310,11 @@ final class WorkerChannel: EventLoopHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Ready, any Error>) in
                 let immediate: Result<Ready, any Error>? = state.withLock { state in
                     if let ready = state.ready { return .success(ready) }
-                    switch state.phase {
-                    case .handshaking:
-                        state.phase = .handshaking(continuation)
-                        return nil
-                    case .ready(let ready):
-                        return .success(ready)
-                    case .terminated(let termination):
+                    if let termination = state.termination {
                         return .failure(termination.launchError(plugin: pluginIdentifier, limits: limits))
                     }
+                    state.handshake = continuation
+                    return nil
                 }
                 if let immediate { continuation.resume(with: immediate) }
             }
@@ -207,24 +325,23 @@ final class WorkerChannel: EventLoopHandler {
 
     // MARK: Requests
 
-    /// Sends request bytes and waits for the response.
-    func request(_ bytes: [UInt8], timeout: Duration?) async throws -> [UInt8] {
-        let reply = try await perform(timeout: timeout) { id in
-            FrameHeader(kind: .request, requestID: id, payloadLength: bytes.count)
-        } payload: { header, state in
-            bytes.withUnsafeBytes { bytes in
-                // Large payloads go through shared memory when there is room; the pipe carries
-                // only where they are. The copy happens here, under the lock, so that the region
-                // is never written once the worker has ended.
-                if bytes.count >= SharedMemoryLayout.threshold, !state.writeClosed,
-                    let location = state.sharedRequests?.place(bytes, for: header.requestID)
-                {
-                    let frame = HostMessage.sharedRequest(id: header.requestID, location).encode()
-                    frame.payload.withUnsafeBytes { enqueue(frame.header, $0, in: &state) }
-                } else {
-                    enqueue(header, bytes, in: &state)
-                }
+    /// Sends request bytes on `connection` and waits for the response. Inside the handler of an
+    /// ask of this worker, the request is nested in the ask: the plugin's thread that asked runs it.
+    func request(_ bytes: [UInt8], connection: UInt32, timeout: Duration?) async throws -> [UInt8] {
+        let nestedIn = AskContext.current.flatMap { $0.channel == ObjectIdentifier(self) ? $0.ask : nil }
+        let reply = try await perform(connection: connection, timeout: timeout) { id in
+            if let ask = nestedIn { return .nestedRequest(id: id, connection: connection, ask: ask, bytes: bytes) }
+            guard bytes.count >= SharedMemoryLayout.threshold,
+                let reserved = state.withLock({ $0.sharedRequests?.reserve(bytes.count, for: id) })
+            else { return .request(id: id, connection: connection, bytes: bytes) }
+            // Large payloads go through shared memory when there is room; the pipe carries only
+            // where they are. The copy holds the mapping, not the lock.
+            let copied = bytes.withUnsafeBytes { reserved.memory.copy($0, to: reserved.offset) }
+            guard copied else {
+                state.withLock { $0.sharedRequests?.release(id) }
+                return .request(id: id, connection: connection, bytes: bytes)
             }
+            return .sharedRequest(id: id, connection: connection, reserved.location)
         }
         guard case .bytes(let response) = reply else {
             throw AppExtensionError(.protocolViolation, plugin: pluginIdentifier, "answered a request with a call result")
@@ -234,14 +351,8 @@ final class WorkerChannel: EventLoopHandler {
 
     /// Calls the manifest-declared function at `index`.
     func call(function index: UInt32, arguments: [FunctionValue], timeout: Duration?) async throws -> FunctionValue {
-        // Encoded once; only the header carries the request's identifier.
-        let frame = HostMessage.call(id: 0, function: index, arguments: arguments).encode()
-        let reply = try await perform(timeout: timeout) { id in
-            var header = frame.header
-            header.requestID = id
-            return header
-        } payload: { header, state in
-            frame.payload.withUnsafeBytes { enqueue(header, $0, in: &state) }
+        let reply = try await perform(connection: 0, timeout: timeout) { id in
+            .call(id: id, function: index, arguments: arguments)
         }
         guard case .value(let value) = reply else {
             throw AppExtensionError(.protocolViolation, plugin: pluginIdentifier, "answered a call with response bytes")
@@ -250,87 +361,91 @@ final class WorkerChannel: EventLoopHandler {
     }
 
     private func perform(
+        connection: UInt32,
         timeout: Duration?,
-        header makeHeader: (UInt64) -> FrameHeader,
-        payload enqueuePayload: (FrameHeader, inout State) -> Void
+        message makeMessage: (UInt64) -> HostMessage
     ) async throws -> WorkerReply {
-        let reservation: Result<UInt64, AppExtensionError> = state.withLock { state in
-            guard case .ready = state.phase, !state.invalidated else { return .failure(unavailableError(state)) }
-            let id = state.nextRequestID
-            state.nextRequestID += 1
-            state.pending[id] = PendingRequest(slot: .reserved, timeout: timeout)
-            return .success(id)
-        }
-        let id = try reservation.get()
-        let header = makeHeader(id)
+        let id = try state.withLock { $0.machine.reserveRequest(connection: connection, timeout: timeout) }.get()
+        let message = makeMessage(id)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerReply, any Error>) in
-                let failure: AppExtensionError? = state.withLock { state in
-                    guard var pending = state.pending[id] else { return unavailableError(state) }
-                    if case .cancelledEarly(let error) = pending.slot {
-                        state.pending[id] = nil
-                        return error
-                    }
-                    pending.slot = .waiting(continuation)
-                    if let timeout {
-                        pending.timer = loop.schedule(after: timeout) { [weak self] in
-                            self?.abandon(id, because: .timedOut)
-                        }
-                    }
-                    state.pending[id] = pending
-                    enqueuePayload(header, &state)
-                    return nil
+                var actions = Actions()
+                state.withLock { state in
+                    state.requests[id] = continuation
+                    collect(state.machine.sendRequest(id, message), into: &actions, state: &state)
                 }
-                if let failure { continuation.resume(throwing: failure) }
+                perform(actions)
             }
         } onCancel: {
-            abandon(id, because: .cancelled)
+            decide { $0.abandon(id, because: .cancelled) }
         }
     }
 
-    enum AbandonReason {
-        case timedOut
-        case cancelled
-    }
+    // MARK: Connections
 
-    /// Fails a request now and tells the worker to drop it. If the worker neither answers nor
-    /// confirms within the grace period, it is stuck in plugin code and is killed.
-    func abandon(_ id: UInt64, because reason: AbandonReason) {
-        let resume: (CheckedContinuation<WorkerReply, any Error>, AppExtensionError)? = state.withLock { state in
-            guard var pending = state.pending[id] else { return nil }
-            let error: AppExtensionError
-            switch reason {
-            case .timedOut:
-                let limit = pending.timeout.map { DurationText($0).description } ?? "its deadline"
-                error = AppExtensionError(.timedOut, plugin: pluginIdentifier, "request did not finish within \(limit)")
-            case .cancelled:
-                error = AppExtensionError(.cancelled, plugin: pluginIdentifier, "request was cancelled")
-            }
-            switch pending.slot {
-            case .reserved:
-                pending.slot = .cancelledEarly(error)
-                state.pending[id] = pending
-                return nil
-            case .cancelledEarly:
-                return nil
-            case .waiting(let continuation):
-                state.pending[id] = nil
-                if let timer = pending.timer { loop.cancelTimer(timer) }
-                let cancel = HostMessage.cancel(id: id).encode()
-                enqueue(cancel.header, UnsafeRawBufferPointer(start: nil, count: 0), in: &state)
-                let grace = cancellationGracePeriod
-                state.abandoned[id] = loop.schedule(after: grace) { [weak self] in
-                    self?.abandonedRequestExpired(id, grace: grace)
+    /// Opens a connection and waits until the plugin accepts it; `handler` answers its asks.
+    func openConnection(handler: RequestHandler?) async throws -> UInt32 {
+        let (id, effects) = try state.withLock { $0.machine.openConnection(hasHandler: handler != nil) }.get()
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                var actions = Actions()
+                state.withLock { state in
+                    state.connections[id] = continuation
+                    state.handlers[id] = handler
+                    collect(effects, into: &actions, state: &state)
                 }
-                return (continuation, error)
+                perform(actions)
             }
+        } onCancel: {
+            closeConnection(id)
         }
-        if let (continuation, error) = resume { continuation.resume(throwing: error) }
+        return id
     }
 
-    private func abandonedRequestExpired(_ id: UInt64, grace: Duration) {
-        let stuck = state.withLock { $0.abandoned.removeValue(forKey: id) != nil }
-        if stuck { stop(.unresponsive(requestID: id, after: grace)) }
+    /// Closes a connection: its waiting requests fail, the plugin's asks on it stop, the plugin
+    /// is told. Idempotent.
+    func closeConnection(_ id: UInt32) {
+        var actions = Actions()
+        state.withLock { state in
+            collect(state.machine.closeConnection(id), into: &actions, state: &state)
+            state.handlers[id] = nil
+        }
+        perform(actions)
+    }
+
+    /// Runs the connection's handler for an ask, in a task of its own, and answers.
+    private func runHandler(_ handler: RequestHandler?, ask: UInt64, connection: UInt32, bytes: [UInt8]) {
+        guard let handler else {
+            answer(ask, .failure(AskFailure(reason: .unsupported, message: "the host has no request handler on this connection")))
+            return
+        }
+        let context = AskContext(channel: ObjectIdentifier(self), ask: ask)
+        let task = Task { [weak self] in
+            let result: Result<[UInt8], AskFailure>
+            do {
+                result = .success(try await AskContext.$current.withValue(context) { try await handler(bytes) })
+            } catch let failure as AppExtensionConnection.RequestFailure {
+                result = .failure(AskFailure(reason: .handlerFailed, code: failure.code, message: failure.message))
+            } catch {
+                result = .failure(AskFailure(reason: .handlerFailed, code: 1, message: String(describing: error)))
+            }
+            self?.answer(ask, result)
+        }
+        let stale = state.withLock { state -> Bool in
+            guard state.machine.connection(ofAsk: ask) != nil else { return true }
+            state.askTasks[ask] = task
+            return false
+        }
+        if stale { task.cancel() }
+    }
+
+    private func answer(_ ask: UInt64, _ result: Result<[UInt8], AskFailure>) {
+        var actions = Actions()
+        state.withLock { state in
+            state.askTasks[ask] = nil
+            collect(state.machine.answerAsk(ask, result, maximumBytes: Int(limits.maxMessageBytes)), into: &actions, state: &state)
+        }
+        perform(actions)
     }
 
     // MARK: Messages the plugin sends unprompted
@@ -340,7 +455,7 @@ final class WorkerChannel: EventLoopHandler {
     func messages() -> AppExtensionMessages {
         let buffer = AppExtensionMessages.Buffer()
         let accepted = state.withLock { state -> Bool in
-            if case .terminated = state.phase { return false }
+            if state.termination != nil { return false }
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
             state.subscribers[id] = buffer
@@ -357,7 +472,7 @@ final class WorkerChannel: EventLoopHandler {
     /// Called on the loop thread with the termination, before anyone waiting for it resumes.
     func setTerminationObserver(_ observer: @escaping @Sendable (WorkerTermination) -> Void) {
         let ended: WorkerTermination? = state.withLock { state in
-            if case .terminated(let termination) = state.phase { return termination }
+            if let termination = state.termination { return termination }
             state.terminationObserver = observer
             return nil
         }
@@ -370,40 +485,30 @@ final class WorkerChannel: EventLoopHandler {
     /// end-of-file, and is killed if it has not exited after `grace`. The interruption handler
     /// will not run. Idempotent.
     func invalidate(grace: Duration) {
-        let failed: [CheckedContinuation<WorkerReply, any Error>] = state.withLock { state in
-            guard !state.invalidated else { return [] }
-            state.invalidated = true
-            if case .terminated = state.phase { return [] }
-            var continuations: [CheckedContinuation<WorkerReply, any Error>] = []
-            for (id, pending) in state.pending {
-                if let timer = pending.timer { loop.cancelTimer(timer) }
-                if case .waiting(let continuation) = pending.slot {
-                    continuations.append(continuation)
-                    state.pending[id] = nil
-                } else {
-                    state.pending[id]?.slot = .cancelledEarly(invalidatedError)
-                }
-            }
-            if state.outbound.isEmpty {
-                let shutdown = HostMessage.shutdown.encode()
-                enqueue(shutdown.header, UnsafeRawBufferPointer(start: nil, count: 0), in: &state)
-            }
-            state.killTimer = loop.schedule(after: grace) { [weak self] in self?.kill() }
-            return continuations
+        var actions = Actions()
+        let first = state.withLock { state -> Bool in
+            guard !state.machine.invalidated else { return false }
+            collect(state.machine.invalidate(), into: &actions, state: &state)
+            return true
         }
-        for continuation in failed { continuation.resume(throwing: invalidatedError) }
-        loop.execute { [self] in closeWriteEnd() }
-    }
-
-    private var invalidatedError: AppExtensionError {
-        AppExtensionError(.cancelled, plugin: pluginIdentifier, "the process was invalidated")
+        guard first else { return }
+        perform(actions)
+        let timer = loop.schedule(after: grace) { [weak self] in self?.kill() }
+        let kept = state.withLock { state -> Bool in
+            guard state.termination == nil else { return false }
+            state.killTimer = timer
+            return true
+        }
+        if !kept { loop.cancelTimer(timer) }
+        // End of file once the shutdown is written.
+        loop.execute { [weak self] in self?.closeWhenWritten() }
     }
 
     /// Waits until the worker has exited and been reaped.
     func termination() async -> WorkerTermination {
         await withCheckedContinuation { continuation in
             let ended: WorkerTermination? = state.withLock { state in
-                if case .terminated(let termination) = state.phase { return termination }
+                if let termination = state.termination { return termination }
                 state.terminationWaiters.append(continuation)
                 return nil
             }
@@ -412,21 +517,17 @@ final class WorkerChannel: EventLoopHandler {
     }
 
     var isInvalidated: Bool {
-        state.withLock { $0.invalidated }
+        state.withLock { $0.machine.invalidated }
     }
 
     var isTerminated: Bool {
-        state.withLock { state in
-            if case .terminated = state.phase { return true }
-            return false
-        }
+        state.withLock { $0.termination != nil }
     }
 
     /// Kills the worker because of `cause`, which the errors of pending requests will name.
     func stop(_ cause: StopCause) {
         let first = state.withLock { state -> Bool in
-            if case .terminated = state.phase { return false }
-            guard state.stopCause == nil else { return false }
+            guard state.termination == nil, state.stopCause == nil else { return false }
             state.stopCause = cause
             return true
         }
@@ -453,11 +554,26 @@ final class WorkerChannel: EventLoopHandler {
             if events & (Epoll.error | Epoll.hangUp) != 0 {
                 closeWriteEnd()
             } else {
-                state.withLock { flushOutbound(&$0) }
+                flushFromLoop()
             }
         case processDescriptor.rawValue: processExited()
         default: break
         }
+    }
+
+    /// The pipe has room: write, and stop watching once nothing waits.
+    private func flushFromLoop() {
+        switch writer.flush() {
+        case .closed: closeWriteEnd()
+        case .done, .blocked, .busy: watchWritable()
+        }
+        if state.withLock({ $0.machine.invalidated }) { closeWhenWritten() }
+    }
+
+    /// After `invalidate`: closes the pipe once the shutdown left, so that the worker reads
+    /// end-of-file after it.
+    private func closeWhenWritten() {
+        if writer.isEmpty { closeWriteEnd() } else { watchWritable() }
     }
 
     private func readFromWorker() {
@@ -511,6 +627,17 @@ final class WorkerChannel: EventLoopHandler {
         }
     }
 
+    private func dispatch(_ frame: Frame) {
+        let message: WorkerMessage
+        do {
+            message = try WorkerMessage(frame)
+        } catch {
+            stop(.protocolViolation(error.description))
+            return
+        }
+        decide { $0.receive(message) }
+    }
+
     private func readDiagnostics() {
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         var closed = false
@@ -531,9 +658,8 @@ final class WorkerChannel: EventLoopHandler {
 
     /// Closes the descriptor to the worker, which reads end-of-file. Loop thread only.
     private func closeWriteEnd() {
+        writer.close()
         let close = state.withLock { state -> Bool in
-            state.writeClosed = true
-            state.outbound.removeAll()
             guard !state.writeDescriptorClosed else { return false }
             state.writeDescriptorClosed = true
             return true
@@ -559,51 +685,45 @@ final class WorkerChannel: EventLoopHandler {
     }
 
     private func finish(_ exit: ProcessExit) {
-        var continuations: [CheckedContinuation<WorkerReply, any Error>] = []
+        var actions = Actions()
         var handshake: CheckedContinuation<Ready, any Error>?
         var subscribers: [AppExtensionMessages.Buffer] = []
         var waiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var interruption: (@Sendable () -> Void)?
         var observer: (@Sendable (WorkerTermination) -> Void)?
-        var wasReady = false
         var closeWriteDescriptor = false
         // Read before the lock: a file of the kernel's.
         let hitMemoryLimit = cgroup?.hitMemoryLimit ?? false
         let termination: WorkerTermination? = state.withLock { state in
-            if case .terminated = state.phase { return nil }
+            guard state.termination == nil else { return nil }
             var termination = WorkerTermination(
                 exit: exit,
                 fatalReport: state.fatalReport,
                 stopCause: state.stopCause,
                 loadFailure: state.loadFailure,
                 output: state.output.text,
-                wasInvalidated: state.invalidated
+                wasInvalidated: state.machine.invalidated
             )
             termination.cgroupHitMemoryLimit = hitMemoryLimit
-            switch state.phase {
-            case .handshaking(let continuation): handshake = continuation
-            case .ready: wasReady = true
-            case .terminated: break
-            }
-            state.phase = .terminated(termination)
-            for pending in state.pending.values {
-                if let timer = pending.timer { loop.cancelTimer(timer) }
-                if case .waiting(let continuation) = pending.slot { continuations.append(continuation) }
-            }
-            state.pending.removeAll()
-            for timer in state.abandoned.values { loop.cancelTimer(timer) }
-            state.abandoned.removeAll()
+            state.termination = termination
+            let wasReady = state.ready != nil
+            handshake = state.handshake
+            state.handshake = nil
+            collect(
+                state.machine.ended(failure: termination.error(plugin: pluginIdentifier, limits: limits)), into: &actions, state: &state)
+            for token in state.timers.values { loop.cancelTimer(token) }
+            state.timers.removeAll()
+            state.pendingTimers.removeAll()
             if let timer = state.killTimer { loop.cancelTimer(timer) }
             subscribers = Array(state.subscribers.values)
             state.subscribers.removeAll()
             waiters = state.terminationWaiters
             state.terminationWaiters.removeAll()
-            if !state.invalidated && wasReady { interruption = state.interruptionHandler }
+            if !state.machine.invalidated && wasReady { interruption = state.interruptionHandler }
             state.interruptionHandler = nil
             observer = state.terminationObserver
             state.terminationObserver = nil
-            state.outbound.removeAll()
-            state.writeClosed = true
+            state.handlers.removeAll()
             // Unmapped here rather than with the channel, which the caller may keep long after.
             state.sharedRequests = nil
             state.sharedMemoryOffered = nil
@@ -612,6 +732,8 @@ final class WorkerChannel: EventLoopHandler {
             return termination
         }
         guard let termination else { return }
+        writer.close()
+        actions.write = false
         if let cgroup { removeWhenEmpty(cgroup, attempts: 100) }
 
         var descriptors = [fromWorker, diagnostics, processDescriptor]
@@ -622,13 +744,8 @@ final class WorkerChannel: EventLoopHandler {
         }
 
         observer?(termination)
-        if let handshake {
-            handshake.resume(throwing: termination.launchError(plugin: pluginIdentifier, limits: limits))
-        }
-        if !continuations.isEmpty {
-            let error = termination.error(plugin: pluginIdentifier, limits: limits)
-            for continuation in continuations { continuation.resume(throwing: error) }
-        }
+        handshake?.resume(throwing: termination.launchError(plugin: pluginIdentifier, limits: limits))
+        perform(actions)
         for subscriber in subscribers { subscriber.finish() }
         for waiter in waiters { waiter.resume(returning: termination) }
         if let interruption {
@@ -645,65 +762,6 @@ final class WorkerChannel: EventLoopHandler {
     private static func retryRemoval(_ cgroup: WorkerCgroup, attempts: Int, loop: WorkerEventLoop) {
         guard !cgroup.remove(), attempts > 1 else { return }
         loop.schedule(after: .milliseconds(20)) { retryRemoval(cgroup, attempts: attempts - 1, loop: loop) }
-    }
-
-    // MARK: Incoming frames
-
-    private func dispatch(_ frame: Frame) {
-        let message: WorkerMessage
-        do {
-            message = try WorkerMessage(frame)
-        } catch {
-            stop(.protocolViolation(error.description))
-            return
-        }
-        switch message {
-        case .ready(let ready):
-            let continuation: CheckedContinuation<Ready, any Error>?? = state.withLock { state in
-                guard case .handshaking(let continuation) = state.phase else { return .none }
-                state.phase = .ready(ready)
-                state.ready = ready
-                if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
-                    state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
-                }
-                state.sharedMemoryOffered = nil
-                return .some(continuation)
-            }
-            switch continuation {
-            case .none: stop(.protocolViolation("sent ready twice"))
-            case .some(let waiting): waiting?.resume(returning: ready)
-            }
-        case .loadFailed(let failure):
-            state.withLock { $0.loadFailure = failure }
-        case .response(let id, let bytes):
-            complete(id, with: .success(.bytes(bytes)))
-        case .sharedResponse(let id, let location):
-            guard let bytes = readSharedResponse(at: location) else {
-                stop(.protocolViolation("response \(id) lies outside the shared-memory region or exceeds the message limit"))
-                return
-            }
-            complete(id, with: .success(.bytes(bytes)))
-        case .callResult(let id, let value):
-            complete(id, with: .success(.value(value)))
-        case .failure(let id, let failure):
-            complete(id, with: .failure(pluginFailureError(failure)))
-        case .callFailed(let id, let message):
-            complete(id, with: .failure(AppExtensionError(.invalidArguments, plugin: pluginIdentifier, message)))
-        case .cancelled(let id):
-            complete(id, with: .failure(AppExtensionError(.cancelled, plugin: pluginIdentifier, "request was cancelled")))
-        case .event(let id, let bytes):
-            broadcast(.event(requestIdentifier: id == 0 ? nil : id, bytes: bytes))
-        case .progress(let id, let completed, let total):
-            broadcast(.progress(requestIdentifier: id == 0 ? nil : id, completed: completed, total: total))
-        case .log(let level, let text):
-            broadcast(.log(level: level, message: text))
-        case .fatalSignal(let report):
-            state.withLock { state in
-                if state.fatalReport == nil { state.fatalReport = report }
-            }
-        case .goodbye:
-            break
-        }
     }
 
     /// Copies a response out of the worker's region and tells the worker it may reuse it. Loop
@@ -727,98 +785,11 @@ final class WorkerChannel: EventLoopHandler {
         state.withLock { ($0.sharedRequests?.placedCount ?? 0, $0.sharedResponsesRead) }
     }
 
-    private func pluginFailureError(_ failure: PluginFailure) -> AppExtensionError {
-        if failure.code == ReservedFailureCode.responseTooLarge {
-            return AppExtensionError(
-                .limitExceeded,
-                plugin: pluginIdentifier,
-                failure.message,
-                exceededLimit: .init(kind: .messageSize, value: limits.maxMessageBytes)
-            )
-        }
-        if failure.code == ReservedFailureCode.noRequestHandler {
-            return AppExtensionError(.unsupported, plugin: pluginIdentifier, failure.message)
-        }
-        return AppExtensionError(
-            .pluginError,
-            plugin: pluginIdentifier,
-            "failed with code \(failure.code): \(failure.message)",
-            pluginErrorCode: failure.code
-        )
-    }
-
-    /// Delivers an answer, or drops a late one for a request the host already gave up on.
-    private func complete(_ id: UInt64, with result: Result<WorkerReply, AppExtensionError>) {
-        let outcome: Result<CheckedContinuation<WorkerReply, any Error>?, WireError> = state.withLock { state in
-            // Answered, so the worker is done reading the request's payload.
-            state.sharedRequests?.release(id)
-            if let timer = state.abandoned.removeValue(forKey: id) {
-                loop.cancelTimer(timer)
-                return .success(nil)
-            }
-            guard let pending = state.pending[id], case .waiting(let continuation) = pending.slot else {
-                return id < state.nextRequestID
-                    ? .success(nil) : .failure(.unexpectedMessage("answer to request \(id), which was never sent"))
-            }
-            if let timer = pending.timer { loop.cancelTimer(timer) }
-            state.pending[id] = nil
-            return .success(continuation)
-        }
-        switch outcome {
-        case .success(let continuation): continuation?.resume(with: result.mapError { $0 as any Error })
-        case .failure(let violation): stop(.protocolViolation(violation.description))
-        }
-    }
-
-    private func broadcast(_ message: AppExtensionMessage) {
-        let subscribers = state.withLock { Array($0.subscribers.values) }
-        for subscriber in subscribers { subscriber.yield(message) }
-    }
-
-    // MARK: Outgoing bytes
-
-    /// Writes a frame now if nothing is queued and the pipe has room; queues the rest for the
-    /// loop to write when the pipe drains.
-    private func enqueue(_ header: FrameHeader, _ payload: UnsafeRawBufferPointer, in state: inout State) {
-        guard !state.writeClosed else { return }
-        var headerBytes = (UInt64(0), UInt64(0), UInt64(0))
-        withUnsafeMutableBytes(of: &headerBytes) { headerBuffer in
-            header.encode(into: headerBuffer)
-            let headerView = UnsafeRawBufferPointer(headerBuffer)
-            var written = 0
-            if state.outbound.isEmpty {
-                written = writeVectored(headerView, payload)
-                if written < 0 {
-                    state.writeClosed = true
-                    return
-                }
-            }
-            state.outbound.append(headerView, payload, skipping: written)
-        }
-        if !state.outbound.isEmpty && !state.writeInterest {
-            state.writeInterest = true
-            watchWritable(true, in: &state)
-        }
-    }
-
-    /// Watches the pipe to the worker for room (or stops). When epoll refuses, nothing queued
-    /// would ever be written: the worker is stopped, naming the cause, instead of hanging.
-    private func watchWritable(_ writable: Bool, in state: inout State) {
-        do {
-            try loop.modify(toWorker, events: writable ? Epoll.writable : 0)
-        } catch {
-            state.writeClosed = true
-            state.outbound.removeAll()
-            let cause = "cannot watch the pipe to the worker: \(error)"
-            loop.execute { [weak self] in self?.stop(.hostFailure(cause)) }
-        }
-    }
-
     /// The loop gave up: nothing will be read or written any more. The worker is killed and
     /// reaped here, and everyone waiting learns why.
     func loopFailed(_ error: SystemError) {
         let first = state.withLock { state -> Bool in
-            if case .terminated = state.phase { return false }
+            guard state.termination == nil else { return false }
             if state.stopCause == nil { state.stopCause = .hostFailure("the host's event loop failed: \(error)") }
             return true
         }
@@ -827,52 +798,16 @@ final class WorkerChannel: EventLoopHandler {
         let exit = (try? processDescriptor.waitForProcessExit()) ?? ProcessExit(reason: .signaled(signal: SIGKILL, coreDumped: false))
         finish(exit)
     }
+}
 
-    /// Writes as much of both buffers as the pipe takes without blocking. Returns the count,
-    /// or -1 when the worker's end is closed.
-    private func writeVectored(_ header: UnsafeRawBufferPointer, _ payload: UnsafeRawBufferPointer) -> Int {
-        var vectors = [
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: header.baseAddress), iov_len: header.count),
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: payload.baseAddress), iov_len: payload.count),
-        ]
-        while true {
-            let written = vectors.withUnsafeMutableBufferPointer { writev(toWorker.rawValue, $0.baseAddress, 2) }
-            if written >= 0 { return written }
-            if errno == EINTR { continue }
-            return errno == EAGAIN ? 0 : -1
-        }
-    }
+/// The ask whose handler the current task runs, so that a request it sends to the same worker is
+/// nested in the ask (run by the plugin thread that waits for the answer) instead of queued
+/// behind it.
+struct AskContext: Sendable {
+    let channel: ObjectIdentifier
+    let ask: UInt64
 
-    private func flushOutbound(_ state: inout State) {
-        while !state.outbound.isEmpty {
-            let written = state.outbound.withFirstChunk { chunk in Glibc.write(toWorker.rawValue, chunk.baseAddress, chunk.count) }
-            if written > 0 {
-                state.outbound.consume(written)
-                continue
-            }
-            if written < 0 && errno == EINTR { continue }
-            if written < 0 && errno != EAGAIN {
-                state.writeClosed = true
-                state.outbound.removeAll()
-            }
-            break
-        }
-        if state.outbound.isEmpty && state.writeInterest && !state.writeClosed {
-            state.writeInterest = false
-            watchWritable(false, in: &state)
-        }
-    }
-
-    // MARK: Errors
-
-    private func unavailableError(_ state: State) -> AppExtensionError {
-        // After invalidate() the caller ended the process: say so, whatever the worker did next.
-        if state.invalidated { return invalidatedError }
-        if case .terminated(let termination) = state.phase {
-            return termination.error(plugin: pluginIdentifier, limits: limits)
-        }
-        return AppExtensionError(.invalidated, plugin: pluginIdentifier, "the worker is not ready")
-    }
+    @TaskLocal static var current: AskContext?
 }
 
 /// "250 ms", "2 s", "1.5 s".

@@ -105,6 +105,7 @@ enum WorkerLauncher {
 
         let channel = WorkerChannel(
             pluginIdentifier: plan.pluginIdentifier,
+            hostIdentifier: plan.hostIdentifier,
             limits: plan.load.limits,
             process: process,
             toWorker: pipes.toWorker.writeEnd,

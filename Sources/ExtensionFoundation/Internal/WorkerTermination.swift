@@ -128,6 +128,8 @@ struct WorkerTermination: Sendable {
             return make(.cancelled, plugin, "the launch was cancelled")
         case .hostFailure(let detail):
             return make(.workerExited, plugin, "\(detail); its worker was stopped")
+        case .disabledByOwner(let reason):
+            return make(.disabledByOwner, plugin, "\(reason); its process was ended")
         }
     }
 

@@ -7,7 +7,12 @@
  *
  * Rules that hold for every function in this file:
  *  - All strings are NUL-terminated UTF-8.
- *  - The worker calls `init`, `handle` and `deinit` from one thread, one call at a time.
+ *  - The worker calls `init` and `deinit` once each. It calls `handle` (and `accept` and `close`)
+ *    from as many threads at once as the plugin's concurrency (`plugind_plugin.concurrency`, or
+ *    the manifest's `concurrency`; 1 by default: one call at a time).
+ *  - While a plugin waits in `ask`, the host may send a request on the same connection that the
+ *    host's answer depends on: the worker runs it on the waiting thread, calling `handle` again
+ *    (re-entered) before `ask` returns. A plugin that holds a lock across `ask` must allow that.
  *  - The host callbacks in `plugind_host` may be called from any thread the plugin creates.
  *  - Nothing crosses this boundary but C types and byte buffers; the owner of every buffer is
  *    written beside its field.
@@ -32,8 +37,9 @@ extern "C" {
 #endif
 
 /// The ABI version this header describes. Bumped on any change to the layout of a struct below.
-/// The worker refuses a plugin whose descriptor carries another version.
-#define PLUGIND_PLUGIN_ABI_VERSION 1
+/// The worker loads plugins built for version 1 (requests only, one connection) and 2
+/// (connections, asks, concurrency); it refuses any other version.
+#define PLUGIND_PLUGIN_ABI_VERSION 2
 
 /// The name of the one symbol a plugin exports.
 #define PLUGIND_PLUGIN_ENTRY_SYMBOL "plugind_plugin_entry"
@@ -55,6 +61,15 @@ typedef enum plugind_plugin_log_level {
 /// Opaque: owned by the worker, valid only until the call it was passed to returns.
 typedef struct plugind_plugin_response plugind_plugin_response;
 
+/// A connection a host opened to the plugin (ABI 2). Owned by the worker; valid until `close`
+/// returns for it.
+typedef struct plugind_plugin_connection {
+    /// Unique among the connections of one worker; pass it to `ask`.
+    uint32_t identifier;
+    /// The identifier of the host application that opened it (`AppExtensionHost.identifier`).
+    const char *_Nonnull host_identifier;
+} plugind_plugin_connection;
+
 /// One request from the host.
 typedef struct plugind_plugin_request {
     /// Unique among the requests of one worker; pass it to `post_message` and `is_cancelled`.
@@ -63,7 +78,21 @@ typedef struct plugind_plugin_request {
     /// (points to an empty buffer when `length` is 0).
     const uint8_t *_Nonnull bytes;
     size_t length;
+    /// ABI 2: the connection the request came on (0 for none), to `ask` on; and the state the
+    /// plugin's `accept` stored for it (NULL without `accept`).
+    uint32_t connection;
+    void *_Nullable connection_state;
 } plugind_plugin_request;
+
+/// The host's answer to an `ask` (ABI 2). Owned by the worker until `release_answer`.
+typedef struct plugind_plugin_answer {
+    /// The answer bytes when `ask` returned 0; never NULL then.
+    const uint8_t *_Nullable bytes;
+    size_t length;
+    /// When `ask` returned EREMOTEIO: the code and message the host's handler failed with.
+    int32_t code;
+    const char *_Nullable message;
+} plugind_plugin_answer;
 
 /// What the worker offers the plugin. Passed to `init`; the pointer and everything it points to
 /// stays valid until `deinit` returns, so a plugin may keep it in its state.
@@ -108,10 +137,29 @@ typedef struct plugind_host {
     uint8_t *_Nullable (*_Nonnull reserve)(plugind_plugin_response *_Nonnull response,
                                            size_t length);
 
-    /// Sets the human-readable message that accompanies a non-zero return from `init` or
-    /// `handle`. `message` is copied before the call returns.
+    /// Sets the human-readable message that accompanies a non-zero return from `init`, `handle`
+    /// or `accept`. `message` is copied before the call returns.
     void (*_Nonnull set_error)(plugind_plugin_response *_Nonnull response,
                                const char *_Nonnull message);
+
+    /// ABI 2 (present when `size` covers it). Asks the host on `connection` and blocks the
+    /// calling thread until the answer, an error, or `timeout_milliseconds` (0: the request
+    /// timeout of the plugin's limits). Callable from any thread, also while handling a request.
+    /// Returns 0 with the answer in `*answer` (release it with `release_answer`), or:
+    ///  - ENOTSUP: the host gave this connection no request handler;
+    ///  - EREMOTEIO: the host's handler failed; `answer->code` and `answer->message` say how
+    ///    (release the answer too);
+    ///  - ETIMEDOUT: no answer in time;
+    ///  - ECONNRESET: the connection was closed, or the host is going away;
+    ///  - EBUSY: too many asks of this connection are waiting already (the host allows 64);
+    ///  - EMSGSIZE: `length` is over the message limit;
+    ///  - EINVAL: no such connection.
+    int32_t (*_Nullable ask)(void *_Nullable context, uint32_t connection,
+                             const uint8_t *_Nullable bytes, size_t length,
+                             uint32_t timeout_milliseconds, plugind_plugin_answer *_Nonnull answer);
+
+    /// ABI 2. Frees what `ask` put in `*answer`.
+    void (*_Nullable release_answer)(void *_Nullable context, plugind_plugin_answer *_Nonnull answer);
 } plugind_host;
 
 /// The descriptor a plugin's entry symbol returns. It must stay valid (usually `static const`)
@@ -138,10 +186,35 @@ typedef struct plugind_plugin {
                                const plugind_plugin_request *_Nonnull request,
                                plugind_plugin_response *_Nonnull response);
 
-    /// Optional. Called once when the host closes the connection in an orderly way; releases
+    /// Optional. Called once when the host ends the process in an orderly way; releases
     /// `state`. Not called when the worker is killed.
     void (*_Nullable deinit)(void *_Nullable state);
+
+    // ABI 2 (read only when `abi_version` is 2).
+
+    /// How many requests `handle` may run at once, on as many threads; 0 or 1: one at a time.
+    /// The manifest's `concurrency` may lower it. Every request's deadline counts the time it
+    /// waits for a free thread.
+    uint32_t concurrency;
+    uint32_t reserved;
+
+    /// Optional. A host opened `connection`: return PLUGIND_PLUGIN_OK to accept it, storing any
+    /// state of its own in `*connection_state` (passed back in each request and to `close`),
+    /// or a positive code with a reason set through `host->set_error(refusal, …)`: the host's
+    /// `makeConnection` then throws `connectionRefused` with that reason. Without it every
+    /// connection is accepted.
+    int32_t (*_Nullable accept)(void *_Nullable state, const plugind_plugin_connection *_Nonnull connection,
+                                void *_Nullable *_Nonnull connection_state,
+                                plugind_plugin_response *_Nonnull refusal);
+
+    /// Optional. The host closed `connection` (or dropped it, or the process is ending in an
+    /// orderly way): release its state. No request of it runs any more.
+    void (*_Nullable close)(void *_Nullable state, const plugind_plugin_connection *_Nonnull connection,
+                            void *_Nullable connection_state);
 } plugind_plugin;
+
+/// `sizeof(plugind_plugin)` of ABI 1, which ended with `deinit`.
+#define PLUGIND_PLUGIN_ABI1_SIZE (offsetof(plugind_plugin, concurrency))
 
 /// Marks the entry point (and any function declared in a manifest) as exported from the library.
 #define PLUGIND_PLUGIN_EXPORT __attribute__((visibility("default")))

@@ -48,7 +48,7 @@ struct RunCommand: PlugindCommand {
         var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity, onInterruption: {})
         configuration.host = context.host
         return try await AppExtensionProcess.withProcess(configuration: configuration) { process in
-            let connection = try process.makeConnection()
+            let connection = try await process.makeConnection()
             let display = quiet ? nil : ProgressDisplay(console: context.console)
             let messages = connection.messages()
             let reporter = Task {

@@ -1,0 +1,411 @@
+import PlugindWire
+
+/// What the worker answered to a request or a typed call.
+enum WorkerReply: Sendable, Equatable {
+    case bytes([UInt8])
+    case value(FunctionValue)
+}
+
+/// The host's side of the conversation with one worker, as a state machine with no system calls:
+/// the handshake, requests and their deadlines, cancellation, connections, the plugin's asks and
+/// the end. Each input returns the effects to carry out, in order; `WorkerChannel` carries them
+/// out (writes, resumes, timers) after releasing its lock. Tests drive it directly, over an
+/// in-memory transport.
+struct ChannelProtocol {
+    enum Phase: Equatable {
+        case handshaking
+        case ready(Ready)
+        case ended
+    }
+
+    /// Timers the machine asks for; `timerFired` reports them back.
+    enum Timer: Hashable {
+        /// A request's deadline.
+        case deadline(UInt64)
+        /// The time a worker has to confirm an abandoned request before it is judged stuck.
+        case grace(UInt64)
+    }
+
+    enum Effect {
+        /// Writes a frame to the worker, in this order.
+        case send(HostMessage)
+        case completeRequest(UInt64, Result<WorkerReply, AppExtensionError>)
+        case completeConnection(UInt32, Result<Void, AppExtensionError>)
+        case handshakeDone(Ready)
+        case startTimer(Timer, Duration)
+        case cancelTimer(Timer)
+        /// Runs the connection's request handler for the plugin's ask.
+        case runAskHandler(connection: UInt32, ask: UInt64, bytes: [UInt8])
+        case cancelAskHandler(UInt64)
+        case broadcast(AppExtensionMessage)
+        /// Kills the worker, naming why.
+        case stop(WorkerChannel.StopCause)
+        case loadFailed(LoadFailure)
+        case fatalSignal(FatalSignalReport)
+        case sharedResponse(UInt64, SharedMemoryLocation)
+    }
+
+    enum Abandonment {
+        case timedOut(Duration?)
+        case cancelled
+        case connectionClosed
+    }
+
+    private struct Request {
+        enum Slot {
+            /// Registered; the caller has not handed over its continuation yet.
+            case reserved
+            /// Abandoned before the caller suspended.
+            case cancelledEarly(AppExtensionError)
+            case sent
+        }
+
+        var connection: UInt32
+        var slot: Slot
+        var timeout: Duration?
+    }
+
+    private enum ConnectionState {
+        case opening
+        case open
+    }
+
+    private struct Connection {
+        var state: ConnectionState
+        var hasHandler: Bool
+        var asks: Set<UInt64> = []
+    }
+
+    let pluginIdentifier: String
+    let hostIdentifier: String
+    let maximumMessageBytes: UInt64
+    /// How many of the plugin's asks may wait on one connection; more get `tooManyAsks`.
+    let asksPerConnection: Int
+    let cancellationGracePeriod: Duration
+
+    private(set) var phase: Phase = .handshaking
+    private(set) var invalidated = false
+    private var requests: [UInt64: Request] = [:]
+    /// Requests the host gave up on and told the worker to drop.
+    private var abandoned: Set<UInt64> = []
+    private var connections: [UInt32: Connection] = [:]
+    /// Asks whose handler runs, by ask identifier: their connection.
+    private var asks: [UInt64: UInt32] = [:]
+    private var nextRequestID: UInt64 = 1
+    private var nextConnectionID: UInt32 = 1
+
+    init(
+        pluginIdentifier: String, hostIdentifier: String, maximumMessageBytes: UInt64, asksPerConnection: Int = 64,
+        cancellationGracePeriod: Duration
+    ) {
+        self.pluginIdentifier = pluginIdentifier
+        self.hostIdentifier = hostIdentifier
+        self.maximumMessageBytes = maximumMessageBytes
+        self.asksPerConnection = asksPerConnection
+        self.cancellationGracePeriod = cancellationGracePeriod
+    }
+
+    var isEnded: Bool { phase == .ended }
+    var pendingRequestCount: Int { requests.count }
+    var openConnectionCount: Int { connections.count }
+
+    private func error(_ code: AppExtensionError.Code, _ reason: String) -> AppExtensionError {
+        AppExtensionError(code, plugin: pluginIdentifier, reason)
+    }
+
+    private var notReady: AppExtensionError {
+        if invalidated { return error(.cancelled, "the process was invalidated") }
+        return error(.invalidated, phase == .ended ? "the process has ended" : "the worker is not ready")
+    }
+
+    // MARK: Handshake
+
+    /// The worker's `ready`: once, and only first.
+    private mutating func received(_ ready: Ready) -> [Effect] {
+        guard phase == .handshaking else { return [.stop(.protocolViolation("sent ready twice"))] }
+        phase = .ready(ready)
+        return [.handshakeDone(ready)]
+    }
+
+    // MARK: Requests
+
+    /// Reserves an identifier for a request on `connection` (0: none, for typed calls).
+    mutating func reserveRequest(connection: UInt32, timeout: Duration?) -> Result<UInt64, AppExtensionError> {
+        guard case .ready = phase, !invalidated else { return .failure(notReady) }
+        if connection != 0 {
+            guard let open = connections[connection], open.state == .open else {
+                return .failure(error(.connectionClosed, "the connection is closed"))
+            }
+        }
+        let id = nextRequestID
+        nextRequestID += 1
+        requests[id] = Request(connection: connection, slot: .reserved, timeout: timeout)
+        return .success(id)
+    }
+
+    /// Sends a reserved request (`message` carries its identifier), now that its caller waits.
+    mutating func sendRequest(_ id: UInt64, _ message: HostMessage) -> [Effect] {
+        guard var request = requests[id] else { return [.completeRequest(id, .failure(notReady))] }
+        if case .cancelledEarly(let failure) = request.slot {
+            requests[id] = nil
+            return [.completeRequest(id, .failure(failure))]
+        }
+        request.slot = .sent
+        requests[id] = request
+        var effects: [Effect] = [.send(message)]
+        if let timeout = request.timeout { effects.append(.startTimer(.deadline(id), timeout)) }
+        return effects
+    }
+
+    /// Fails a request now and tells the worker to drop it; if the worker neither answers nor
+    /// confirms within the grace period, it is judged stuck.
+    mutating func abandon(_ id: UInt64, because reason: Abandonment) -> [Effect] {
+        guard var request = requests[id] else { return [] }
+        let failure: AppExtensionError
+        switch reason {
+        case .timedOut(let limit):
+            failure = error(.timedOut, "request did not finish within \(limit.map { DurationText($0).description } ?? "its deadline")")
+        case .cancelled:
+            failure = error(.cancelled, "request was cancelled")
+        case .connectionClosed:
+            failure = error(.connectionClosed, "the connection was closed while the request waited")
+        }
+        switch request.slot {
+        case .reserved:
+            request.slot = .cancelledEarly(failure)
+            requests[id] = request
+            return []
+        case .cancelledEarly:
+            return []
+        case .sent:
+            requests[id] = nil
+            abandoned.insert(id)
+            return [
+                .cancelTimer(.deadline(id)), .send(.cancel(id: id)), .startTimer(.grace(id), cancellationGracePeriod),
+                .completeRequest(id, .failure(failure)),
+            ]
+        }
+    }
+
+    mutating func timerFired(_ timer: Timer) -> [Effect] {
+        switch timer {
+        case .deadline(let id):
+            return abandon(id, because: .timedOut(requests[id]?.timeout))
+        case .grace(let id):
+            guard abandoned.remove(id) != nil else { return [] }
+            return [.stop(.unresponsive(requestID: id, after: cancellationGracePeriod))]
+        }
+    }
+
+    /// An answer from the worker: delivered, dropped when the host gave up on it, a violation
+    /// when it answers what was never sent.
+    private mutating func complete(_ id: UInt64, _ result: Result<WorkerReply, AppExtensionError>) -> [Effect] {
+        if abandoned.remove(id) != nil { return [.cancelTimer(.grace(id))] }
+        guard let request = requests[id], case .sent = request.slot else {
+            return id < nextRequestID ? [] : [.stop(.protocolViolation("answer to request \(id), which was never sent"))]
+        }
+        requests[id] = nil
+        return [.cancelTimer(.deadline(id)), .completeRequest(id, result)]
+    }
+
+    // MARK: Connections
+
+    /// Opens a connection; `completeConnection` follows when the plugin accepts or refuses it.
+    mutating func openConnection(hasHandler: Bool) -> Result<(UInt32, [Effect]), AppExtensionError> {
+        guard case .ready = phase, !invalidated else { return .failure(notReady) }
+        let id = nextConnectionID
+        nextConnectionID &+= 1
+        if nextConnectionID == 0 { nextConnectionID = 1 }
+        connections[id] = Connection(state: .opening, hasHandler: hasHandler)
+        return .success((id, [.send(.openConnection(id, hostIdentifier: hostIdentifier))]))
+    }
+
+    /// Closes a connection: its waiting requests fail, its asks stop, the plugin is told.
+    mutating func closeConnection(_ id: UInt32) -> [Effect] {
+        guard let connection = connections.removeValue(forKey: id) else { return [] }
+        var effects: [Effect] = []
+        if connection.state == .opening {
+            effects.append(.completeConnection(id, .failure(error(.connectionClosed, "the connection was closed while it opened"))))
+        }
+        for requestID in requests.keys.sorted() where requests[requestID]?.connection == id {
+            effects += abandon(requestID, because: .connectionClosed)
+        }
+        for ask in connection.asks.sorted() {
+            asks[ask] = nil
+            effects.append(.cancelAskHandler(ask))
+        }
+        if !isEnded { effects.append(.send(.closeConnection(id))) }
+        return effects
+    }
+
+    // MARK: The plugin's asks
+
+    private mutating func received(ask id: UInt64, connection: UInt32, bytes: [UInt8]) -> [Effect] {
+        guard asks[id] == nil else { return [.stop(.protocolViolation("sent ask \(id) twice"))] }
+        guard var open = connections[connection], open.state == .open else {
+            return [.send(.askFailed(ask: id, AskFailure(reason: .closed, message: "connection \(connection) is closed")))]
+        }
+        guard open.hasHandler else {
+            return [
+                .send(.askFailed(ask: id, AskFailure(reason: .unsupported, message: "the host has no request handler on this connection")))
+            ]
+        }
+        guard open.asks.count < asksPerConnection else {
+            let message = "\(asksPerConnection) asks of this connection are waiting already"
+            return [.send(.askFailed(ask: id, AskFailure(reason: .tooManyAsks, message: message)))]
+        }
+        open.asks.insert(id)
+        connections[connection] = open
+        asks[id] = connection
+        return [.runAskHandler(connection: connection, ask: id, bytes: bytes)]
+    }
+
+    /// The host's handler finished: its answer goes to the plugin, unless the ask was cancelled or
+    /// its connection closed meanwhile.
+    mutating func answerAsk(_ id: UInt64, _ result: Result<[UInt8], AskFailure>, maximumBytes: Int) -> [Effect] {
+        guard let connection = asks.removeValue(forKey: id) else { return [] }
+        connections[connection]?.asks.remove(id)
+        switch result {
+        case .success(let bytes) where bytes.count > maximumBytes:
+            let message = "the answer of \(bytes.count) bytes exceeds the message limit of \(maximumBytes) bytes"
+            return [.send(.askFailed(ask: id, AskFailure(reason: .tooLarge, message: message)))]
+        case .success(let bytes):
+            return [.send(.answer(ask: id, bytes: bytes))]
+        case .failure(let failure):
+            return [.send(.askFailed(ask: id, failure))]
+        }
+    }
+
+    /// The connection an ask arrived on, while its handler runs.
+    func connection(ofAsk id: UInt64) -> UInt32? {
+        asks[id]
+    }
+
+    // MARK: What the worker sends
+
+    mutating func receive(_ message: WorkerMessage) -> [Effect] {
+        switch message {
+        case .ready(let ready):
+            return received(ready)
+        case .loadFailed(let failure):
+            return [.loadFailed(failure)]
+        case .response(let id, let bytes):
+            return complete(id, .success(.bytes(bytes)))
+        case .sharedResponse(let id, let location):
+            // The bytes are read outside, then handed back through `complete(sharedResponse:)`.
+            if abandoned.contains(id) || requests[id] != nil { return [.sharedResponse(id, location)] }
+            return complete(id, .success(.bytes([])))
+        case .callResult(let id, let value):
+            return complete(id, .success(.value(value)))
+        case .failure(let id, let failure):
+            return complete(id, .failure(pluginFailureError(failure)))
+        case .callFailed(let id, let message):
+            return complete(id, .failure(error(.invalidArguments, message)))
+        case .cancelled(let id):
+            return complete(id, .failure(error(.cancelled, "request was cancelled")))
+        case .event(let id, let bytes):
+            return [.broadcast(.event(requestIdentifier: id == 0 ? nil : id, bytes: bytes))]
+        case .progress(let id, let completed, let total):
+            return [.broadcast(.progress(requestIdentifier: id == 0 ? nil : id, completed: completed, total: total))]
+        case .log(let level, let text):
+            return [.broadcast(.log(level: level, message: text))]
+        case .fatalSignal(let report):
+            return [.fatalSignal(report)]
+        case .goodbye:
+            return []
+        case .connectionAccepted(let id):
+            guard let connection = connections[id], connection.state == .opening else {
+                // Closed by the host while the plugin accepted it: the close is on its way.
+                return id < nextConnectionID ? [] : [.stop(.protocolViolation("accepted connection \(id), which was never opened"))]
+            }
+            connections[id]?.state = .open
+            return [.completeConnection(id, .success(()))]
+        case .connectionRefused(let id, let reason):
+            guard let connection = connections[id], connection.state == .opening else {
+                return id < nextConnectionID ? [] : [.stop(.protocolViolation("refused connection \(id), which was never opened"))]
+            }
+            connections[id] = nil
+            return [.completeConnection(id, .failure(error(.connectionRefused, "refused the connection: \(reason)")))]
+        case .ask(let id, let connection, let bytes):
+            return received(ask: id, connection: connection, bytes: bytes)
+        case .askCancelled(let id):
+            guard let connection = asks.removeValue(forKey: id) else { return [] }
+            connections[connection]?.asks.remove(id)
+            return [.cancelAskHandler(id)]
+        }
+    }
+
+    /// A response read from shared memory (nil: outside the region or over the limit).
+    mutating func complete(sharedResponse id: UInt64, bytes: [UInt8]?) -> [Effect] {
+        guard let bytes else {
+            return [.stop(.protocolViolation("response \(id) lies outside the shared-memory region or exceeds the message limit"))]
+        }
+        return complete(id, .success(.bytes(bytes)))
+    }
+
+    private func pluginFailureError(_ failure: PluginFailure) -> AppExtensionError {
+        switch failure.code {
+        case ReservedFailureCode.responseTooLarge:
+            return AppExtensionError(
+                .limitExceeded, plugin: pluginIdentifier, failure.message,
+                exceededLimit: .init(kind: .messageSize, value: maximumMessageBytes))
+        case ReservedFailureCode.noRequestHandler:
+            return error(.unsupported, failure.message)
+        case ReservedFailureCode.connectionClosed:
+            return error(.connectionClosed, failure.message)
+        default:
+            return AppExtensionError(
+                .pluginError, plugin: pluginIdentifier, "failed with code \(failure.code): \(failure.message)",
+                pluginErrorCode: failure.code)
+        }
+    }
+
+    // MARK: The end
+
+    /// The host ends the process in an orderly way: everything waiting fails, the worker gets
+    /// `shutdown`.
+    mutating func invalidate() -> [Effect] {
+        guard !invalidated else { return [] }
+        invalidated = true
+        guard phase != .ended else { return [] }
+        let failure = error(.cancelled, "the process was invalidated")
+        var effects = failEverything(with: failure, connectionError: failure)
+        effects.append(.send(.shutdown))
+        return effects
+    }
+
+    /// The worker is gone: everything waiting fails with `failure`.
+    mutating func ended(failure: AppExtensionError) -> [Effect] {
+        guard phase != .ended else { return [] }
+        phase = .ended
+        var effects = failEverything(with: failure, connectionError: failure)
+        for id in abandoned.sorted() { effects.append(.cancelTimer(.grace(id))) }
+        abandoned.removeAll()
+        return effects
+    }
+
+    private mutating func failEverything(with failure: AppExtensionError, connectionError: AppExtensionError) -> [Effect] {
+        var effects: [Effect] = []
+        for id in requests.keys.sorted() {
+            guard let request = requests[id] else { continue }
+            switch request.slot {
+            case .reserved:
+                requests[id]?.slot = .cancelledEarly(failure)
+            case .cancelledEarly:
+                break
+            case .sent:
+                requests[id] = nil
+                effects.append(.cancelTimer(.deadline(id)))
+                effects.append(.completeRequest(id, .failure(failure)))
+            }
+        }
+        for id in connections.keys.sorted() where connections[id]?.state == .opening {
+            effects.append(.completeConnection(id, .failure(connectionError)))
+            connections[id] = nil
+        }
+        for ask in asks.keys.sorted() { effects.append(.cancelAskHandler(ask)) }
+        asks.removeAll()
+        for id in connections.keys { connections[id]?.asks.removeAll() }
+        return effects
+    }
+}

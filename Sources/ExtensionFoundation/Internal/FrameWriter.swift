@@ -1,0 +1,139 @@
+import Glibc
+import PlugindSystem
+import PlugindWire
+
+/// Frames on their way to a worker, in the order they were queued, and the one writer among the
+/// threads that queue them. Queuing makes no system call and copies no payload (the arrays are
+/// shared), so a caller may queue under its own lock and keep its frames in the order it decided;
+/// `flush` then writes with no lock held while it writes: whoever finds nobody writing takes the
+/// turn and writes until the queue is empty or the pipe is full.
+final class FrameWriter: Sendable {
+    private struct Pending {
+        var header: [UInt8]
+        var payload: [UInt8]
+        /// Bytes of header and payload together already written.
+        var written = 0
+
+        var total: Int { header.count + payload.count }
+    }
+
+    private struct State {
+        var queue: [Pending] = []
+        var head = 0
+        var writing = false
+        var closed = false
+    }
+
+    enum Outcome: Equatable {
+        /// Everything queued is written.
+        case done
+        /// The pipe is full: flush again when it has room.
+        case blocked
+        /// Another thread is writing; it will write this caller's frames too.
+        case busy
+        /// The worker's end is gone; nothing more will be written.
+        case closed
+    }
+
+    let descriptor: FileDescriptor
+    private let state = Locked(State())
+
+    init(descriptor: FileDescriptor) {
+        self.descriptor = descriptor
+    }
+
+    func enqueue(_ message: HostMessage) {
+        let frame = message.encode()
+        enqueue(raw: frame.header.bytes, payload: frame.payload)
+    }
+
+    /// Queues bytes already framed (the rest of a `hello` the pipe did not take at once).
+    func enqueue(raw bytes: [UInt8], payload: [UInt8] = []) {
+        state.withLock { state in
+            guard !state.closed, !(bytes.isEmpty && payload.isEmpty) else { return }
+            state.queue.append(Pending(header: bytes, payload: payload))
+        }
+    }
+
+    var isEmpty: Bool {
+        state.withLock { $0.head == $0.queue.count }
+    }
+
+    /// Nothing more is written; what is queued is dropped.
+    func close() {
+        state.withLock { state in
+            state.closed = true
+            state.queue.removeAll()
+            state.head = 0
+        }
+    }
+
+    /// Writes what is queued, unless another thread is at it.
+    func flush() -> Outcome {
+        let turn = state.withLock { state -> Outcome? in
+            if state.closed { return .closed }
+            if state.writing { return .busy }
+            state.writing = true
+            return nil
+        }
+        if let turn { return turn }
+        while true {
+            let next = state.withLock { state -> Pending? in
+                guard state.head < state.queue.count else {
+                    state.writing = false
+                    state.queue.removeAll(keepingCapacity: true)
+                    state.head = 0
+                    return nil
+                }
+                return state.queue[state.head]
+            }
+            guard let next else { return .done }
+            let written = write(next)
+            let outcome = state.withLock { state -> Outcome? in
+                if written < 0 {
+                    state.closed = true
+                    state.writing = false
+                    state.queue.removeAll()
+                    state.head = 0
+                    return .closed
+                }
+                guard !state.closed, state.head < state.queue.count else {
+                    state.writing = false
+                    return .closed
+                }
+                state.queue[state.head].written += written
+                if state.queue[state.head].written == state.queue[state.head].total {
+                    state.queue[state.head] = Pending(header: [], payload: [])
+                    state.head += 1
+                    return nil
+                }
+                state.writing = false
+                return .blocked
+            }
+            if let outcome { return outcome }
+        }
+    }
+
+    /// Writes what the pipe takes of `pending` without blocking: the count, 0 when full, -1 when
+    /// the worker's end is gone.
+    private func write(_ pending: Pending) -> Int {
+        pending.header.withUnsafeBytes { header in
+            pending.payload.withUnsafeBytes { payload in
+                var parts: [UnsafeRawBufferPointer] = []
+                if pending.written < header.count {
+                    parts.append(UnsafeRawBufferPointer(rebasing: header[pending.written...]))
+                    parts.append(payload)
+                } else {
+                    parts.append(UnsafeRawBufferPointer(rebasing: payload[(pending.written - header.count)...]))
+                }
+                var vectors = parts.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
+                while true {
+                    let count = vectors.withUnsafeMutableBufferPointer { writev(descriptor.rawValue, $0.baseAddress, CInt($0.count)) }
+                    if count >= 0 { return count }
+                    if errno == EINTR { continue }
+                    return errno == EAGAIN ? 0 : -1
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import PlugindBundle
+import PlugindSystem
+import PlugindWire
+
+/// One running worker and the `AppExtensionProcess` handles that claim it. Like Apple's
+/// extension processes, a worker is shared by every handle of the same identity in this host
+/// process (unless one asks for a dedicated worker): each handle is a claim, the last release
+/// ends the worker, and every live handle hears of an interruption.
+final class WorkerSession: Sendable {
+    let channel: WorkerChannel
+    let ready: Ready
+    let plan: LaunchPlan
+    /// What was launched, for the policy checks while it runs.
+    let entry: CatalogEntry
+    let host: AppExtensionHost
+    /// Where the session is registered for sharing; nil for a dedicated worker.
+    let key: Key?
+
+    /// Identifies the worker a new handle may attach to: the same host configuration, the same
+    /// bundle (the same files, by identity) under the same approval.
+    struct Key: Hashable, Sendable {
+        var host: AppExtensionHost
+        var bundle: InspectedBundle
+        var approvedDigest: String?
+        var requiresEnhancedSecurity: Bool
+    }
+
+    private struct Claims {
+        var handlers: [Int: @Sendable () -> Void] = [:]
+        var nextClaim = 0
+        /// No new claims: the worker is ending (or ended).
+        var closed = false
+    }
+
+    private let claims = Locked(Claims())
+
+    init(channel: WorkerChannel, ready: Ready, plan: LaunchPlan, entry: CatalogEntry, host: AppExtensionHost, key: Key?) {
+        self.channel = channel
+        self.ready = ready
+        self.plan = plan
+        self.entry = entry
+        self.host = host
+        self.key = key
+        channel.setInterruptionHandler { [weak self] in self?.interrupted() }
+    }
+
+    /// A new claim with its interruption handler; nil when the worker is ending.
+    func claim(onInterruption: @escaping @Sendable () -> Void) -> Int? {
+        if channel.isTerminated || channel.isInvalidated { return nil }
+        return claims.withLock { claims -> Int? in
+            guard !claims.closed else { return nil }
+            let id = claims.nextClaim
+            claims.nextClaim += 1
+            claims.handlers[id] = onInterruption
+            return id
+        }
+    }
+
+    /// Gives a claim back; the last one ends the worker. True when this was the last.
+    @discardableResult
+    func release(_ claim: Int) -> Bool {
+        let last = claims.withLock { claims -> Bool in
+            guard claims.handlers.removeValue(forKey: claim) != nil, claims.handlers.isEmpty, !claims.closed else { return false }
+            claims.closed = true
+            return true
+        }
+        if last {
+            WorkerSessions.forget(self)
+            channel.invalidate(grace: plan.shutdownGracePeriod)
+        }
+        return last
+    }
+
+    var isUsable: Bool {
+        !channel.isTerminated && !channel.isInvalidated && !claims.withLock(\.closed)
+    }
+
+    /// The worker died without being asked to: every live handle hears of it, once.
+    private func interrupted() {
+        let handlers = claims.withLock { claims -> [@Sendable () -> Void] in
+            claims.closed = true
+            defer { claims.handlers.removeAll() }
+            return claims.handlers.keys.sorted().compactMap { claims.handlers[$0] }
+        }
+        WorkerSessions.forget(self)
+        for handler in handlers { handler() }
+    }
+}
