@@ -19,6 +19,12 @@ let cExamplePlugins: [(name: String, path: String)] = [
     ("Echo", "ExamplePlugins/Echo"),
     ("FunctionLibrary", "ExamplePlugins/FunctionLibrary"),
     ("Countdown", "ExamplePlugins/Countdown"),
+    ("Greeter", "ExamplePlugins/Greeter"),
+]
+
+/// Plugins that exist for the tests and the benchmarks: (product and target name, directory).
+let testPlugins: [(name: String, path: String)] = [
+    ("ConversationProbe", "ExamplePlugins/Testing/ConversationProbe"),
 ]
 
 /// Plugins that misbehave on purpose, one per behaviour, for the fault-isolation tests.
@@ -42,6 +48,9 @@ let pluginTargets: [Target] =
             cSettings: gnuSource
         )
     }
+    + testPlugins.map { plugin in
+        .target(name: plugin.name, dependencies: ["PlugindPluginABI"], path: plugin.path, publicHeadersPath: ".", cSettings: gnuSource)
+    }
     + faultyPlugins.map { name in
         .target(
             name: name,
@@ -60,10 +69,17 @@ let pluginTargets: [Target] =
             exclude: ["manifest.json"],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "SwiftGreeter",
+            dependencies: ["PluginKit"],
+            path: "ExamplePlugins/SwiftGreeter",
+            exclude: ["manifest.json"],
+            swiftSettings: swiftSettings
+        ),
     ]
 
 let pluginProducts: [Product] =
-    (cExamplePlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter"]).map { name in
+    (cExamplePlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter", "SwiftGreeter"]).map { name in
         .library(name: name, type: .dynamic, targets: [name])
     }
 

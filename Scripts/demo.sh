@@ -47,7 +47,8 @@ plugind run org.plugind.examples.text-filter-c "hello" || echo "(exit status $?:
 
 step "The owner approves them (pinned to their SHA-256 and requested permissions)"
 for id in org.plugind.examples.text-filter-c org.plugind.examples.text-filter-swift \
-          org.plugind.examples.echo org.plugind.examples.function-library org.plugind.examples.countdown; do
+          org.plugind.examples.echo org.plugind.examples.function-library org.plugind.examples.countdown \
+          org.plugind.examples.greeter org.plugind.examples.greeter-swift; do
     plugind approve "$id" --yes
 done
 run plugind list
@@ -65,6 +66,10 @@ run plugind call org.plugind.examples.function-library add_int64 -92233720368547
 run plugind call org.plugind.examples.function-library reverse_string "plugind"
 run plugind call org.plugind.examples.function-library identity_uint64 18446744073709551615 --json
 
+step "Plugins that ask their host: the greeter asks whom to greet"
+run plugind run org.plugind.examples.greeter --answer "Ada" "good morning"; echo
+run plugind run org.plugind.examples.greeter-swift --answer "Grace" "good evening"; echo
+
 step "A long-running plugin reporting progress"
 run plugind run org.plugind.examples.countdown 5
 
@@ -76,8 +81,8 @@ run plugind disable org.plugind.examples.echo
 plugind run org.plugind.examples.echo "x" || echo "(exit status $?: disabled)"
 run plugind enable org.plugind.examples.echo
 
-step "The example host runs every available text filter"
-run plugind-example-host "The quick brown fox"
+step "The example host runs every available text filter, then lets every greeter greet it"
+run plugind-example-host --name "Linus" "The quick brown fox"
 
 echo
 echo "demo: done (state kept in $demo)"

@@ -88,12 +88,6 @@ public struct PluginConnection: Sendable {
     public let hostIdentifier: String
     let host: PluginHost
 
-    init(identifier: UInt32, hostIdentifier: String, host: PluginHost) {
-        self.identifier = identifier
-        self.hostIdentifier = hostIdentifier
-        self.host = host
-    }
-
     /// Why an ask got no answer.
     public enum AskError: Error, Equatable, CustomStringConvertible {
         /// The host gave this connection no request handler.

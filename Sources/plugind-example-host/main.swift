@@ -2,14 +2,22 @@ import ExtensionFoundation
 import Foundation
 import Observation
 
-// The shortest real host: it declares an extension point, watches it with a Monitor, and runs
-// every available plugin on its input. Run it with text as arguments (or on stdin); add --watch
-// to keep listing the available filters as plugins are installed, approved or disabled.
+// The shortest real host: it declares two extension points, watches them with Monitors, runs
+// every available text filter on its input, and lets every available greeter greet it — a
+// greeter asks the host whom to greet, and this host answers through its connection's request
+// handler. Run it with text as arguments (or on stdin); add --watch to keep listing the
+// available filters as plugins are installed, approved or disabled.
 
 extension AppExtensionPoint {
     @Definition
     static var textFilters: AppExtensionPoint {
         Name("text-filters")
+        Scope(restriction: .none)
+    }
+
+    @Definition
+    static var greeters: AppExtensionPoint {
+        Name("greeters")
         Scope(restriction: .none)
     }
 }
@@ -22,15 +30,18 @@ let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains("--help") || arguments.contains("-h") {
     print(
         """
-        OVERVIEW: Example plugind host: runs every available text filter on its input.
+        OVERVIEW: Example plugind host: runs every available text filter on its input, then lets
+        every available greeter greet it.
 
-        USAGE: plugind-example-host [<text> ...] [--watch]
+        USAGE: plugind-example-host [<text> ...] [--name <name>] [--watch]
 
-        Filters are plugins for the extension point org.plugind.examples.text-filters that the
-        owner approved ('plugind approve ID'). Plugins are searched in $PLUGIND_PATH and the
-        usual plugind directories.
+        Filters are plugins for the extension point org.plugind.examples.text-filters, greeters
+        for org.plugind.examples.greeters, that the owner approved ('plugind approve ID'). A
+        greeter asks the host whom to greet; this host answers with --name. Plugins are searched
+        in $PLUGIND_PATH and the usual plugind directories.
 
         OPTIONS:
+          --name <name>           Whom the greeters greet (default: world).
           --watch                 Keep running and print the available filters on every change.
           -h, --help              Show help information.
         """
@@ -38,9 +49,22 @@ if arguments.contains("--help") || arguments.contains("-h") {
     exit(0)
 }
 
+var options = arguments
+var name = "world"
+if let index = options.firstIndex(of: "--name") {
+    guard index + 1 < options.count else {
+        FileHandle.standardError.write(Data("plugind-example-host: --name needs a value\n".utf8))
+        exit(64)
+    }
+    name = options[index + 1]
+    options.removeSubrange(index...(index + 1))
+}
+let watching = options.contains("--watch")
+options.removeAll { $0 == "--watch" }
+
 let monitor = try await AppExtensionPoint.Monitor(appExtensionPoint: .textFilters)
 
-if arguments.contains("--watch") {
+if watching {
     for await identities in Observations({ monitor.identities }) {
         let names = identities.map(\.localizedName).sorted()
         print("available filters: \(names.isEmpty ? "none" : names.joined(separator: ", "))")
@@ -48,7 +72,7 @@ if arguments.contains("--watch") {
 }
 
 let text =
-    arguments.isEmpty ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : arguments.joined(separator: " ")
+    options.isEmpty ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : options.joined(separator: " ")
 let state = monitor.state
 if state.identities.isEmpty {
     print("No text filters are available (\(state.unapprovedCount) unapproved, \(state.disabledCount) disabled).")
@@ -64,6 +88,27 @@ for identity in state.identities.sorted(by: { $0.bundleIdentifier < $1.bundleIde
     do {
         let output = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
             try await process.makeConnection().send(Array(text.utf8))
+        }
+        print("\(identity.localizedName): \(String(decoding: output, as: UTF8.self))")
+    } catch {
+        failures += 1
+        print("\(identity.localizedName): error: \(error)")
+    }
+}
+
+// Greeters ask the host whom to greet, on the connection the request came on: the handler given
+// to makeConnection answers.
+let greeters = try await AppExtensionPoint.Monitor(appExtensionPoint: .greeters)
+for identity in greeters.identities.sorted(by: { $0.bundleIdentifier < $1.bundleIdentifier }) {
+    let configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity) {
+        print("\(identity.localizedName) stopped unexpectedly")
+    }
+    let answer = Array(name.utf8)
+    do {
+        let output = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
+            let connection = try await process.makeConnection(requestHandler: { _ in answer })
+            defer { connection.close() }
+            return try await connection.send(Array(text.utf8))
         }
         print("\(identity.localizedName): \(String(decoding: output, as: UTF8.self))")
     } catch {

@@ -8,19 +8,22 @@ struct RunCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "run",
         abstract: "Send input to a plugin and print its response.",
-        usage: "<id> [<input>] [--input <file>] [--timeout <seconds>] [--quiet]",
+        usage: "<id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet]",
         discussion: """
             The input is INPUT as given, or the contents of --input FILE, or all of stdin. The
             response bytes go to stdout unchanged; errors, progress and the plugin's log go to
             stderr. Progress shows as a bar when stderr is a terminal, as plain lines otherwise.
+            A plugin that asks its host questions (plugin ABI 2) gets --answer TEXT to each one;
+            without --answer its questions fail as unsupported.
             """,
         arguments: [("<id>", "The plugin's identifier."), ("<input>", "The request, as text.")],
         options: [
             ("--input <file>", "Read the request from a file."),
+            ("--answer <text>", "Answer every question the plugin asks with this text."),
             ("--timeout <seconds>", "Deadline for the answer (default: the plugin's, at most the host's cap)."),
             ("--quiet", "Do not show progress or the plugin's log."),
         ],
-        valueOptions: ["input", "timeout"],
+        valueOptions: ["input", "timeout", "answer"],
         flagOptions: ["quiet"]
     )
 
@@ -29,6 +32,7 @@ struct RunCommand: PlugindCommand {
     let inputFile: String?
     let timeout: Duration?
     let quiet: Bool
+    let answer: String?
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         let positionals = try arguments.positionals(["id"], optional: ["input"])
@@ -40,6 +44,7 @@ struct RunCommand: PlugindCommand {
         }
         timeout = try arguments.seconds("timeout")
         quiet = arguments.flag("quiet")
+        answer = arguments.value("answer")
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
@@ -48,7 +53,13 @@ struct RunCommand: PlugindCommand {
         var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity, onInterruption: {})
         configuration.host = context.host
         return try await AppExtensionProcess.withProcess(configuration: configuration) { process in
-            let connection = try await process.makeConnection()
+            let connection: AppExtensionConnection
+            if let answer {
+                let bytes = Array(answer.utf8)
+                connection = try await process.makeConnection(requestHandler: { _ in bytes })
+            } else {
+                connection = try await process.makeConnection()
+            }
             let display = quiet ? nil : ProgressDisplay(console: context.console)
             let messages = connection.messages()
             let reporter = Task {
