@@ -50,6 +50,9 @@ public struct AppExtensionHost: Sendable, Hashable {
     /// Confinement layers turned off to measure what each costs (`plugind-bench` only; a worker
     /// reports each as not requested).
     package var skippedConfinementLayers: [String] = []
+    /// How many of a plugin's asks may wait for this host's answer on one connection; more fail
+    /// at once with "too many asks". Tests lower it.
+    package var asksPerConnection = 64
 
     public enum LaunchStrategy: String, Sendable, Hashable {
         /// Forked by a pre-forked launcher (`plugind-worker --launcher`, one per host) that has

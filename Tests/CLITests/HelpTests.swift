@@ -32,8 +32,10 @@ struct HelpTests {
             The input is INPUT as given, or the contents of --input FILE, or all of stdin. The
             response bytes go to stdout unchanged; errors, progress and the plugin's log go to
             stderr. Progress shows as a bar when stderr is a terminal, as plain lines otherwise.
+            A plugin that asks its host questions (plugin ABI 2) gets --answer TEXT to each one;
+            without --answer its questions fail as unsupported.
 
-            USAGE: plugind run <id> [<input>] [--input <file>] [--timeout <seconds>] [--quiet]
+            USAGE: plugind run <id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet]
 
             ARGUMENTS:
               <id>                    The plugin's identifier.
@@ -41,6 +43,7 @@ struct HelpTests {
 
             OPTIONS:
               --input <file>          Read the request from a file.
+              --answer <text>         Answer every question the plugin asks with this text.
               --timeout <seconds>     Deadline for the answer (default: the plugin's, at most the host's cap).
               --quiet                 Do not show progress or the plugin's log.
               -h, --help              Show help information.
@@ -81,7 +84,7 @@ struct HelpTests {
         #expect(missing.status == 64)
         #expect(
             missing.stderr
-                == "error: missing ID\nUsage: plugind run <id> [<input>] [--input <file>] [--timeout <seconds>] [--quiet]\n  See 'plugind help run'.\n"
+                == "error: missing ID\nUsage: plugind run <id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet]\n  See 'plugind help run'.\n"
         )
         let option = try await plugind("list", "--colour", in: test)
         #expect(option.status == 64)

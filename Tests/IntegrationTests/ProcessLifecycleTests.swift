@@ -164,8 +164,12 @@ struct ProcessLifecycleTests {
         #expect(ProcessInspection.readProcFile("/proc/\(process.processIdentifier)/cmdline").contains("--launcher"))
         await process.invalidateAndWait()
         await PreforkedLauncher.settleAll()
+        // Workers and spares carry the launcher's command line too, but live in pid namespaces of
+        // their own (two pids in NSpid); the launcher does not.
         let launchers = ProcessInspection.children(of: getpid()).filter {
-            ProcessInspection.readProcFile("/proc/\($0)/cmdline").contains("--launcher")
+            let nsPID = ProcessInspection.readProcFile("/proc/\($0)/status").split(separator: "\n").first { $0.hasPrefix("NSpid:") }
+            return ProcessInspection.readProcFile("/proc/\($0)/cmdline").contains("--launcher")
+                && nsPID?.split(separator: "\t").count == 2
         }
         #expect(!launchers.isEmpty)
         for launcher in launchers {

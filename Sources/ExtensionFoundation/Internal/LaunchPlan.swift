@@ -34,6 +34,8 @@ package struct LaunchPlan: Sendable {
     package let requestTimeout: Duration
     /// The host application, named to the plugin when it opens a connection.
     package let hostIdentifier: String
+    /// How many of the plugin's asks may wait on one connection.
+    package let asksPerConnection: Int
     let launchTimeout: Duration
     let shutdownGracePeriod: Duration
     let cancellationGracePeriod: Duration
@@ -123,6 +125,7 @@ package struct LaunchPlan: Sendable {
         self.load.askTimeoutMilliseconds = UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         self.requestTimeout = requestTimeout
         self.hostIdentifier = host.identifier
+        self.asksPerConnection = host.asksPerConnection
         self.launchTimeout = host.launchTimeout
         self.shutdownGracePeriod = host.shutdownGracePeriod
         self.cancellationGracePeriod = host.cancellationGracePeriod

@@ -90,6 +90,7 @@ final class WorkerChannel: EventLoopHandler {
     init(
         pluginIdentifier: String,
         hostIdentifier: String,
+        asksPerConnection: Int = 64,
         limits: ResourceLimits,
         process: SpawnedProcess,
         toWorker: FileDescriptor,
@@ -115,7 +116,7 @@ final class WorkerChannel: EventLoopHandler {
             State(
                 machine: ChannelProtocol(
                     pluginIdentifier: pluginIdentifier, hostIdentifier: hostIdentifier, maximumMessageBytes: limits.maxMessageBytes,
-                    cancellationGracePeriod: cancellationGracePeriod),
+                    asksPerConnection: asksPerConnection, cancellationGracePeriod: cancellationGracePeriod),
                 decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096),
                 output: TailBuffer(capacity: 16 << 10),
                 sharedMemoryOffered: sharedMemory

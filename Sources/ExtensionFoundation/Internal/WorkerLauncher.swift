@@ -106,6 +106,7 @@ enum WorkerLauncher {
         let channel = WorkerChannel(
             pluginIdentifier: plan.pluginIdentifier,
             hostIdentifier: plan.hostIdentifier,
+            asksPerConnection: plan.asksPerConnection,
             limits: plan.load.limits,
             process: process,
             toWorker: pipes.toWorker.writeEnd,

@@ -1,0 +1,243 @@
+import PlugindWire
+import Testing
+
+@testable import ExtensionFoundation
+
+/// The host's protocol state machine, driven without a process: what it sends goes through an
+/// in-memory byte stream to a pretend worker, what the worker answers comes back the same way.
+private struct Conversation {
+    var machine = ChannelProtocol(
+        pluginIdentifier: "org.plugind.tests.machine", hostIdentifier: "org.plugind.tests.host", maximumMessageBytes: 1024,
+        asksPerConnection: 2, cancellationGracePeriod: .milliseconds(500))
+    private let toWorker = InMemoryConnection()
+    private var atWorker: InMemoryFrameReceiver
+    private let toHost = InMemoryConnection()
+    private var atHost: InMemoryFrameReceiver
+
+    var requests: [UInt64: Result<WorkerReply, AppExtensionError>] = [:]
+    var connections: [UInt32: Result<Void, AppExtensionError>] = [:]
+    var timers: Set<ChannelProtocol.Timer> = []
+    var stops: [WorkerChannel.StopCause] = []
+    var handlers: [UInt64: [UInt8]] = [:]
+    var cancelledHandlers: [UInt64] = []
+    var readyCount = 0
+
+    init() {
+        atWorker = InMemoryFrameReceiver(toWorker, direction: .hostToWorker)
+        atHost = InMemoryFrameReceiver(toHost, direction: .workerToHost)
+    }
+
+    mutating func apply(_ effects: [ChannelProtocol.Effect]) {
+        for effect in effects {
+            switch effect {
+            case .send(let message): toWorker.send(message.encode())
+            case .completeRequest(let id, let result):
+                #expect(requests[id] == nil, "request \(id) completed twice")
+                requests[id] = result
+            case .completeConnection(let id, let result): connections[id] = result
+            case .handshakeDone: readyCount += 1
+            case .startTimer(let timer, _): timers.insert(timer)
+            case .cancelTimer(let timer): timers.remove(timer)
+            case .runAskHandler(_, let ask, let bytes): handlers[ask] = bytes
+            case .cancelAskHandler(let ask): cancelledHandlers.append(ask)
+            case .stop(let cause): stops.append(cause)
+            case .broadcast, .loadFailed, .fatalSignal, .sharedResponse: break
+            }
+        }
+    }
+
+    /// What the worker has been sent since the last call, decoded as the worker decodes it.
+    mutating func sentToWorker() throws -> [HostMessage] {
+        var messages: [HostMessage] = []
+        while let frame = try atWorker.receive() { messages.append(try HostMessage(frame)) }
+        return messages
+    }
+
+    /// The worker sends `message`; the machine receives it from the byte stream.
+    mutating func worker(_ message: WorkerMessage) throws {
+        toHost.send(message.encode())
+        while let frame = try atHost.receive() { apply(machine.receive(try WorkerMessage(frame))) }
+    }
+
+    mutating func ready() throws {
+        try worker(
+            .ready(
+                Ready(
+                    protocolVersion: ProtocolVersion.current, pluginABIVersion: 2, features: ProtocolFeature.all, pluginName: "p",
+                    pluginVersion: "1", hasRequestHandler: true, confinement: [], workerProcessIdentifier: 1)))
+    }
+
+    /// Opens a connection the worker accepts.
+    mutating func open(handler: Bool = true) throws -> UInt32 {
+        let (id, effects) = try machine.openConnection(hasHandler: handler).get()
+        apply(effects)
+        #expect(try sentToWorker() == [.openConnection(id, hostIdentifier: "org.plugind.tests.host")])
+        try worker(.connectionAccepted(id))
+        #expect(try connections[id]?.get() != nil)
+        return id
+    }
+
+    /// Reserves and sends a request.
+    mutating func send(_ bytes: [UInt8], on connection: UInt32, timeout: Duration? = .seconds(1)) throws -> UInt64 {
+        let id = try machine.reserveRequest(connection: connection, timeout: timeout).get()
+        apply(machine.sendRequest(id, .request(id: id, connection: connection, bytes: bytes)))
+        return id
+    }
+}
+
+@Suite("Host protocol state machine, over an in-memory transport")
+struct ChannelProtocolTests {
+    @Test("a request cancelled before it was sent fails without a frame")
+    func cancelBeforeSend() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let connection = try conversation.open()
+        let id = try conversation.machine.reserveRequest(connection: connection, timeout: nil).get()
+        conversation.apply(conversation.machine.abandon(id, because: .cancelled))
+        #expect(conversation.requests[id] == nil)
+        conversation.apply(conversation.machine.sendRequest(id, .request(id: id, connection: connection, bytes: [1])))
+        #expect(failureCode(conversation.requests[id]) == .cancelled)
+        #expect(try conversation.sentToWorker().isEmpty)
+    }
+
+    @Test("a late answer after the deadline is dropped; the worker is judged stuck only if it never confirms")
+    func lateAnswer() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let connection = try conversation.open()
+        let id = try conversation.send([1], on: connection)
+        #expect(try conversation.sentToWorker() == [.request(id: id, connection: connection, bytes: [1])])
+        conversation.apply(conversation.machine.timerFired(.deadline(id)))
+        guard case .failure(let error)? = conversation.requests[id] else {
+            Issue.record("the request did not fail at its deadline")
+            return
+        }
+        #expect(error.code == .timedOut)
+        #expect(error.reason == "request did not finish within 1 s")
+        #expect(try conversation.sentToWorker() == [.cancel(id: id)])
+        #expect(conversation.timers == [.grace(id)])
+        try conversation.worker(.response(id: id, bytes: [2]))
+        #expect(conversation.stops.isEmpty)
+        #expect(conversation.timers.isEmpty)
+
+        let stuck = try conversation.send([3], on: connection)
+        conversation.apply(conversation.machine.timerFired(.deadline(stuck)))
+        conversation.apply(conversation.machine.timerFired(.grace(stuck)))
+        #expect(conversation.stops == [.unresponsive(requestID: stuck, after: .milliseconds(500))])
+    }
+
+    @Test("an answer to a request never sent, and a second ready, are protocol violations")
+    func violations() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        #expect(conversation.readyCount == 1)
+        try conversation.worker(.response(id: 99, bytes: []))
+        #expect(conversation.stops == [.protocolViolation("answer to request 99, which was never sent")])
+        try conversation.ready()
+        #expect(conversation.stops.last == .protocolViolation("sent ready twice"))
+        #expect(conversation.readyCount == 1)
+    }
+
+    @Test("the plugin asks while the host's request runs: the handler runs, its answer goes back, the request completes")
+    func askDuringRequest() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let connection = try conversation.open()
+        let id = try conversation.send(Array("greet".utf8), on: connection)
+        _ = try conversation.sentToWorker()
+        try conversation.worker(.ask(id: 1, connection: connection, bytes: Array("name?".utf8)))
+        #expect(conversation.handlers[1] == Array("name?".utf8))
+        conversation.apply(conversation.machine.answerAsk(1, .success(Array("Ada".utf8)), maximumBytes: 1024))
+        #expect(try conversation.sentToWorker() == [.answer(ask: 1, bytes: Array("Ada".utf8))])
+        try conversation.worker(.response(id: id, bytes: Array("Hello, Ada".utf8)))
+        #expect(try conversation.requests[id]?.get() == .bytes(Array("Hello, Ada".utf8)))
+        // An answer over the limit is refused as such.
+        try conversation.worker(.ask(id: 2, connection: connection, bytes: []))
+        conversation.apply(conversation.machine.answerAsk(2, .success([UInt8](repeating: 0, count: 2048)), maximumBytes: 1024))
+        guard case .askFailed(2, let failure)? = try conversation.sentToWorker().first else {
+            Issue.record("an answer over the limit was sent")
+            return
+        }
+        #expect(failure.reason == .tooLarge)
+    }
+
+    @Test("closing a connection mid-ask cancels the handler, fails its requests, tells the worker; a late answer goes nowhere")
+    func closeMidAsk() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let connection = try conversation.open()
+        let id = try conversation.send([1], on: connection)
+        _ = try conversation.sentToWorker()
+        try conversation.worker(.ask(id: 7, connection: connection, bytes: [2]))
+        conversation.apply(conversation.machine.closeConnection(connection))
+        #expect(conversation.cancelledHandlers == [7])
+        #expect(failureCode(conversation.requests[id]) == .connectionClosed)
+        #expect(try conversation.sentToWorker() == [.cancel(id: id), .closeConnection(connection)])
+        conversation.apply(conversation.machine.answerAsk(7, .success([3]), maximumBytes: 1024))
+        #expect(try conversation.sentToWorker().isEmpty)
+        // New requests on it fail before anything is sent.
+        let refused = conversation.machine.reserveRequest(connection: connection, timeout: nil)
+        #expect(throws: AppExtensionError.self) { try refused.get() }
+    }
+
+    @Test("a refused connection fails with the plugin's reason; asks without a handler, or beyond the bound, fail at once")
+    func refusalsAndBounds() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let (refused, effects) = try conversation.machine.openConnection(hasHandler: true).get()
+        conversation.apply(effects)
+        #expect(try conversation.sentToWorker() == [.openConnection(refused, hostIdentifier: "org.plugind.tests.host")])
+        try conversation.worker(.connectionRefused(refused, reason: "one editor at a time"))
+        guard case .failure(let error)? = conversation.connections[refused] else {
+            Issue.record("the refused connection opened")
+            return
+        }
+        #expect(error.code == .connectionRefused)
+        #expect(error.reason == "refused the connection: one editor at a time")
+
+        let silent = try conversation.open(handler: false)
+        _ = try conversation.sentToWorker()
+        try conversation.worker(.ask(id: 1, connection: silent, bytes: []))
+        #expect(try conversation.sentToWorker().map(\.askFailureReason) == [.unsupported])
+
+        let busy = try conversation.open()
+        for ask in UInt64(2)...5 { try conversation.worker(.ask(id: ask, connection: busy, bytes: [])) }
+        #expect(conversation.handlers.keys.sorted() == [2, 3])
+        #expect(try conversation.sentToWorker().map(\.askFailureReason) == [.tooManyAsks, .tooManyAsks])
+        try conversation.worker(.askCancelled(id: 2))
+        #expect(conversation.cancelledHandlers == [2])
+        try conversation.worker(.ask(id: 6, connection: busy, bytes: []))
+        #expect(conversation.handlers[6] != nil)
+    }
+
+    @Test("the end of the worker fails every waiting request and opening connection, and stops the handlers")
+    func endFailsEverything() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let connection = try conversation.open()
+        let id = try conversation.send([1], on: connection)
+        let (opening, effects) = try conversation.machine.openConnection(hasHandler: false).get()
+        conversation.apply(effects)
+        try conversation.worker(.ask(id: 4, connection: connection, bytes: []))
+        let failure = AppExtensionError(.workerCrashed, plugin: "org.plugind.tests.machine", "crashed with SIGSEGV")
+        conversation.apply(conversation.machine.ended(failure: failure))
+        #expect(failureCode(conversation.requests[id]) == .workerCrashed)
+        #expect(failureCode(conversation.connections[opening]) == .workerCrashed)
+        #expect(conversation.cancelledHandlers == [4])
+        #expect(conversation.timers.isEmpty)
+        #expect(throws: AppExtensionError.self) { try conversation.machine.reserveRequest(connection: connection, timeout: nil).get() }
+    }
+}
+
+/// The code a failed result carries; nil for a success or no result.
+private func failureCode<Success>(_ result: Result<Success, AppExtensionError>?) -> AppExtensionError.Code? {
+    guard case .failure(let error)? = result else { return nil }
+    return error.code
+}
+
+extension HostMessage {
+    fileprivate var askFailureReason: AskFailure.Reason? {
+        if case .askFailed(_, let failure) = self { return failure.reason }
+        return nil
+    }
+}

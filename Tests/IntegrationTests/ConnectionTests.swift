@@ -1,0 +1,306 @@
+import ExtensionFoundation
+import Foundation
+import Glibc
+import PlugindSystem
+import TestSupport
+import Testing
+
+/// Signals from a request handler to the test: each call, and a way to hold calls until released.
+private final class HandlerProbe: Sendable {
+    private let calls = AsyncStream<String>.makeStream()
+    private let cancelled = AsyncStream<String>.makeStream()
+
+    /// A handler that reports each ask, then waits until its task is cancelled (and reports that).
+    var holding: @Sendable ([UInt8]) async throws -> [UInt8] {
+        { [calls, cancelled] bytes in
+            let text = String(decoding: bytes, as: UTF8.self)
+            calls.continuation.yield(text)
+            do {
+                try await Task.sleep(for: .seconds(600))
+            } catch {
+                cancelled.continuation.yield(text)
+                throw error
+            }
+            return []
+        }
+    }
+
+    func nextCall() async -> String? {
+        var iterator = calls.stream.makeAsyncIterator()
+        return await iterator.next()
+    }
+
+    func nextCancellation() async -> String? {
+        var iterator = cancelled.stream.makeAsyncIterator()
+        return await iterator.next()
+    }
+}
+
+@Suite("Connections: the plugin asks the host, accepts or refuses, runs requests at once", .serialized, .timeLimit(.minutes(3)))
+struct ConnectionTests {
+    static let probe = "org.plugind.tests.conversationprobe"
+
+    func launch(
+        _ test: TestHost, concurrency: Int? = nil, extra: [String: Any] = [:], sharing: AppExtensionProcess.Sharing = .dedicated,
+        onInterruption: @escaping @Sendable () -> Void = {}
+    ) async throws -> AppExtensionProcess {
+        var manifest = extra
+        if let concurrency { manifest["concurrency"] = concurrency }
+        try test.install(PluginFixture(library: "ConversationProbe", extra: manifest))
+        var configuration = try test.configuration(Self.probe, onInterruption: onInterruption)
+        configuration.sharing = sharing
+        return try await AppExtensionProcess(configuration: configuration)
+    }
+
+    func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
+
+    @Test("the greeter asks its host on the request's connection and greets the answer, in C and in Swift")
+    func greeters() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        for library in ["Greeter", "SwiftGreeter"] {
+            try test.install(PluginFixture(library: library, extensionPoint: "org.plugind.examples.greeters"))
+            let process = try await AppExtensionProcess(configuration: test.configuration("org.plugind.tests.\(library.lowercased())"))
+            let asked = Locked<[String]>([])
+            let connection = try await process.makeConnection(requestHandler: { question in
+                asked.withLock { $0.append(String(decoding: question, as: UTF8.self)) }
+                return Array("Ada".utf8)
+            })
+            #expect(text(try await connection.send(Array("good morning".utf8))) == "Hello, Ada: good morning")
+            #expect(asked.withLock { $0 } == ["name?"])
+            // Without a handler the host answers "unsupported"; the greeter says so.
+            let silent = try await process.makeConnection()
+            let error = await #expect(throws: AppExtensionError.self) { try await silent.send(Array("hi".utf8)) }
+            #expect(error?.code == .pluginError)
+            #expect(error?.reason.contains("could not ask the host whom to greet") == true, "\(error?.reason ?? "")")
+            await process.invalidateAndWait()
+        }
+    }
+
+    @Test("a handler's error reaches the plugin with its code and message; JSON handlers decode and encode")
+    func handlerErrors() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await launch(test)
+        defer { process.invalidate() }
+        let failing = try await process.makeConnection(requestHandler: { _ in
+            throw AppExtensionConnection.RequestFailure(code: 42, "no such document")
+        })
+        #expect(text(try await failing.send(Array("ask:open".utf8))) == "ask failed: \(EREMOTEIO) 42 no such document")
+
+        struct Question: Codable, Sendable { var text: String }
+        struct Answer: Codable, Sendable { var length: Int }
+        let typed = try await process.makeConnection(requestHandler: { (question: Question) in Answer(length: question.text.count) })
+        #expect(text(try await typed.send(Array(#"ask:{"text":"four"}"#.utf8))) == #"{"length":4}"#)
+    }
+
+    @Test("asks from a thread the plugin started, and a request nested in an ask runs on the asking thread")
+    func threadsAndNesting() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        // One request at a time: a nested request could not run otherwise.
+        let process = try await launch(test, concurrency: 1)
+        defer { process.invalidate() }
+        let echoing = try await process.makeConnection(requestHandler: { question in Array("re: ".utf8) + question })
+        #expect(text(try await echoing.send(Array("ask-thread:from a thread".utf8))) == "re: from a thread")
+
+        let box = Locked<AppExtensionConnection?>(nil)
+        let nesting = try await process.makeConnection(requestHandler: { _ in
+            // The handler asks the plugin back, on the same connection, while the plugin waits.
+            guard let connection = box.withLock({ $0 }) else { return [] }
+            return try await connection.send(Array("count".utf8))
+        })
+        box.withLock { $0 = nesting }
+        #expect(text(try await nesting.send(Array("ask:how many?".utf8))) == "1")
+        #expect(text(try await nesting.send(Array("count".utf8))) == "2")
+        box.withLock { $0 = nil }
+    }
+
+    @Test("a plugin refuses a connection with its reason; accepted ones keep state of their own and the plugin hears them close")
+    func acceptRefuseClose() async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        let process = try await launch(test, concurrency: 1)
+        defer { process.invalidate() }
+        let first = try await process.makeConnection()
+        let second = try await process.makeConnection()
+        #expect(text(try await first.send(Array("count".utf8))) == "1")
+        #expect(text(try await first.send(Array("count".utf8))) == "2")
+        #expect(text(try await second.send(Array("count".utf8))) == "1")
+        first.close()
+        // One request at a time, in order: the close runs before this request.
+        #expect(text(try await second.send(Array("closed".utf8))) == "1")
+        let closed = await #expect(throws: AppExtensionError.self) { try await first.send(Array("count".utf8)) }
+        #expect(closed?.code == .connectionClosed)
+        // Dropping a connection closes it too.
+        do { _ = try await process.makeConnection() }
+        #expect(text(try await second.send(Array("closed".utf8))) == "2")
+
+        test.host.identifier = "org.plugind.tests.refused"
+        let refusedProcess = try await launch(test)
+        defer { refusedProcess.invalidate() }
+        let refusal = await #expect(throws: AppExtensionError.self) { _ = try await refusedProcess.makeConnection() }
+        #expect(refusal?.code == .connectionRefused)
+        #expect(refusal?.reason == "refused the connection: this plugin does not talk to org.plugind.tests.refused")
+    }
+
+    @Test("closing a connection fails the plugin's waiting ask at once and cancels the handler")
+    func closeMidAsk() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await launch(test)
+        defer { process.invalidate() }
+        let handler = HandlerProbe()
+        let asking = try await process.makeConnection(requestHandler: handler.holding)
+        let other = try await process.makeConnection()
+        let request = Task { try await asking.send(Array("ask-wait:are you there?".utf8), timeout: .seconds(60)) }
+        #expect(await handler.nextCall() == "are you there?")
+        asking.close()
+        let error = await #expect(throws: AppExtensionError.self) { try await request.value }
+        #expect(error?.code == .connectionClosed)
+        #expect(await handler.nextCancellation() == "are you there?")
+        // The plugin's ask failed with ECONNRESET, not after its minute: it records the error.
+        try await Deadline.wait("the plugin's ask to fail") {
+            while try await self.text(other.send(Array("last-ask-error".utf8))) != "\(ECONNRESET)" {}
+        }
+    }
+
+    @Test("an ask past its deadline fails with ETIMEDOUT and cancels the handler; an ask over the message limit fails at once")
+    func askDeadlineAndSize() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await launch(test, extra: ["limits": ["maxMessageBytes": 1 << 20]])
+        defer { process.invalidate() }
+        let handler = HandlerProbe()
+        let connection = try await process.makeConnection(requestHandler: handler.holding)
+        #expect(text(try await connection.send(Array("ask-slow:late".utf8))) == "ask failed: \(ETIMEDOUT) 0 ")
+        #expect(await handler.nextCancellation() == "late")
+        #expect(text(try await connection.send(Array("ask-big".utf8))) == "\(EMSGSIZE)")
+    }
+
+    @Test("a flood of asks meets 'too many asks' beyond the host's bound, and the host stays responsive")
+    func askFlood() async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        test.host.asksPerConnection = 4
+        // Held asks end at the plugin's deadline (the request timeout, here one second).
+        let process = try await launch(test, extra: ["limits": ["requestTimeoutMilliseconds": 1000]])
+        defer { process.invalidate() }
+        let handler = HandlerProbe()
+        let connection = try await process.makeConnection(requestHandler: handler.holding)
+        let answer = try await connection.send(Array("ask-many:6:hold".utf8), timeout: .seconds(30))
+        #expect(text(answer) == "answered=0 busy=2 other=4")
+        #expect(text(try await connection.send(Array("count".utf8))) == "1")
+    }
+
+    @Test("requests run at once up to the declared concurrency", arguments: [(2, "together"), (1, "alone")])
+    func concurrency(declared: Int, outcome: String) async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await launch(test, concurrency: declared)
+        defer { process.invalidate() }
+        let connection = try await process.makeConnection()
+        async let first = connection.send(Array("together".utf8))
+        async let second = connection.send(Array("together".utf8))
+        #expect(try await [text(first), text(second)] == [outcome, outcome])
+    }
+
+    @Test("processes of one identity share a worker until the last lets go; a dedicated one gets its own; every live one hears a crash")
+    func sharing() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let first = try await launch(test, sharing: .shared)
+        // The same bundle, untouched since: the same worker.
+        var shared = try test.configuration(Self.probe)
+        shared.sharing = .shared
+        let second = try await AppExtensionProcess(configuration: shared)
+        #expect(first.processIdentifier == second.processIdentifier)
+        var own = shared
+        own.sharing = .dedicated
+        let dedicated = try await AppExtensionProcess(configuration: own)
+        #expect(dedicated.processIdentifier != first.processIdentifier)
+        await dedicated.invalidateAndWait()
+        await first.invalidateAndWait()
+        #expect(ProcessInspection.exists(second.processIdentifier))
+        #expect(text(try await second.makeConnection().send(Array("count".utf8))) == "1")
+        let pid = second.processIdentifier
+        await second.invalidateAndWait()
+        #expect(!ProcessInspection.exists(pid))
+
+        try test.install(PluginFixture(library: "FaultySegfault"))
+        let interruptions = InterruptionCounter()
+        var configuration = try test.configuration("org.plugind.tests.faultysegfault", onInterruption: interruptions.handler)
+        configuration.sharing = .shared
+        let crashing = try await AppExtensionProcess(configuration: configuration)
+        let alsoCrashing = try await AppExtensionProcess(configuration: configuration)
+        #expect(crashing.processIdentifier == alsoCrashing.processIdentifier)
+        _ = try? await crashing.makeConnection().send([1])
+        try await Deadline.wait("both interruptions") { await interruptions.calls(2) }
+        #expect(interruptions.count == 2)
+    }
+
+    @Test(
+        "the owner disabling or revoking a running plugin ends its process: disabledByOwner, onInterruption",
+        arguments: ["disable", "revoke"])
+    func policyReachesRunningProcesses(change: String) async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let bundle = try test.install(PluginFixture(library: "ConversationProbe"), bundled: false)
+        let editor = PolicyEditor(directory: test.host.policyDirectory)
+        let entry = try #require(Inventory.take(host: test.host, catalog: Catalog()).item(Self.probe)?.entry)
+        try editor.approve(entry)
+        let interruptions = InterruptionCounter()
+        let process = try await AppExtensionProcess(configuration: test.configuration(Self.probe, onInterruption: interruptions.handler))
+        let handler = HandlerProbe()
+        let connection = try await process.makeConnection(requestHandler: handler.holding)
+        // A new library on disk ends nothing: the worker runs the bytes approved at its launch.
+        var library = try Data(contentsOf: URL(fileURLWithPath: bundle + "/libConversationProbe.so"))
+        library.append(0)
+        try library.write(to: URL(fileURLWithPath: bundle + "/libConversationProbe.so"))
+        #expect(text(try await connection.send(Array("count".utf8))) == "1")
+
+        let pending = Task { try await connection.send(Array("ask-wait:still there?".utf8), timeout: .seconds(60)) }
+        #expect(await handler.nextCall() == "still there?")
+        if change == "disable" { try editor.disable(Self.probe) } else { try editor.revoke(Self.probe) }
+        let error = await #expect(throws: AppExtensionError.self) { try await pending.value }
+        #expect(error?.code == .disabledByOwner, "\(error.map { "\($0)" } ?? "")")
+        #expect(error?.reason.contains(change == "disable" ? "was disabled by its owner" : "its approval was revoked") == true)
+        try await Deadline.wait("onInterruption") { await interruptions.firstCall() }
+    }
+
+    @Test("a plugin built for ABI 1 keeps working: connections are accepted for it, requests answered")
+    func abi1Plugin() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let header = BuiltProducts.packageRoot + "/Tests/Fixtures/ABI1"
+        let bundle = test.bundledRoot + "/abi1.appex"
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        try await CCompiler.sharedLibrary(
+            """
+            #include "plugind_plugin_abi1.h"
+            #include <string.h>
+            static const plugind_host *host;
+            static int32_t init(const plugind_host *given, void **state, plugind_plugin_response *error) {
+                (void)state; (void)error; host = given; return PLUGIND_PLUGIN_OK;
+            }
+            static int32_t handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
+                (void)state;
+                host->append(response, (const uint8_t *)"v1:", 3);
+                return host->append(response, request->bytes, request->length);
+            }
+            static const plugind_plugin descriptor = {PLUGIND_PLUGIN_ABI_VERSION, sizeof(plugind_plugin), "ABI 1", "1.0", init, handle, 0};
+            PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &descriptor; }
+            """, output: bundle + "/libABI1.so", flags: ["-I", header])
+        let manifest: [String: Any] = [
+            "manifestVersion": 1, "identifier": "org.plugind.tests.abi1", "name": "ABI 1", "version": "1.0.0",
+            "extensionPoint": "org.plugind.tests.point", "library": "libABI1.so",
+        ]
+        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
+        let process = try await AppExtensionProcess(configuration: test.configuration("org.plugind.tests.abi1"))
+        defer { process.invalidate() }
+        let first = try await process.makeConnection()
+        let second = try await process.makeConnection(requestHandler: { _ in [] })
+        #expect(text(try await first.send(Array("one".utf8))) == "v1:one")
+        #expect(text(try await second.send(Array("two".utf8))) == "v1:two")
+    }
+}
