@@ -47,6 +47,22 @@ struct BenchHost {
         host.workerExecutable = URL(fileURLWithPath: Self.productsDirectory + "/plugind-worker")
     }
 
+    /// Installs the test suite's conversation probe as a bundled plugin declaring `concurrency`;
+    /// returns its identifier.
+    func installProbe(concurrency: Int) throws -> String {
+        let identifier = "org.plugind.bench.probe\(concurrency)"
+        let bundle = directory + "/bundled/probe\(concurrency).appex"
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        let manifest: [String: Any] = [
+            "manifestVersion": 1, "identifier": identifier, "name": "Probe \(concurrency)", "version": "1.0.0",
+            "extensionPoint": "org.plugind.bench.point", "library": "libConversationProbe.so", "concurrency": concurrency,
+        ]
+        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
+        try FileManager.default.copyItem(
+            atPath: Self.productsDirectory + "/libConversationProbe.so", toPath: bundle + "/libConversationProbe.so")
+        return identifier
+    }
+
     func configuration(_ identifier: String) throws -> AppExtensionProcess.Configuration {
         guard let item = Inventory.take(host: host).item(identifier) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: identifier])

@@ -210,4 +210,83 @@ enum Benchmarks {
         }
         return kilobytes * 1024
     }
+
+    // MARK: Connections
+
+    /// The plugin asks the host (64 bytes each way) `iterations` times inside one request; each
+    /// sample is one batch's time per ask.
+    static func hostRequest(_ bench: BenchHost, iterations: Int) async throws {
+        let process = try await AppExtensionProcess(configuration: try bench.configuration(try bench.installProbe(concurrency: 1)))
+        let answer = [UInt8](repeating: 0x61, count: 64)
+        let connection = try await process.makeConnection(requestHandler: { _ in answer })
+        let batch = 200
+        var samples: [Double] = []
+        for index in 0..<(iterations / batch + 2) {
+            let elapsed = try await microseconds { _ = try await connection.send(Array("ask-loop:\(batch)".utf8)) }
+            if index >= 2 { samples.append(elapsed / Double(batch)) }
+        }
+        await process.invalidateAndWait()
+        Measurement(name: "host-request-64", values: samples).report()
+    }
+
+    /// A second `AppExtensionProcess` for an identity whose worker runs: attach, and release.
+    static func attach(_ bench: BenchHost, iterations: Int) async throws {
+        let configuration = try bench.configuration(echo)
+        let running = try await AppExtensionProcess(configuration: configuration)
+        var samples: [Double] = []
+        for index in 0..<(iterations + 10) {
+            var attached: AppExtensionProcess?
+            let elapsed = try await microseconds { attached = try await AppExtensionProcess(configuration: configuration) }
+            guard attached?.processIdentifier == running.processIdentifier else { throw BenchError("the second process did not attach") }
+            attached?.invalidate()
+            if index >= 10 { samples.append(elapsed) }
+        }
+        await running.invalidateAndWait()
+        Measurement(name: "attach", values: samples).report()
+    }
+
+    /// The owner disables a plugin whose worker runs: until the worker has ended and
+    /// `onInterruption` fired.
+    static func policyToTermination(_ bench: BenchHost, iterations: Int) async throws {
+        let identifier = try bench.installProbe(concurrency: 1)
+        let editor = PolicyEditor(directory: bench.host.policyDirectory)
+        // Bundled plugins need no approval, but the owner disables one through an entry of its own.
+        guard let entry = Inventory.take(host: bench.host).item(identifier)?.entry else { throw BenchError("\(identifier) is not installed") }
+        _ = try editor.approve(entry)
+        var samples: [Double] = []
+        for _ in 0..<iterations {
+            let interrupted = AsyncStream<Void>.makeStream()
+            var configuration = try bench.configuration(identifier)
+            configuration.onInterruption = { interrupted.continuation.yield() }
+            let process = try await AppExtensionProcess(configuration: configuration)
+            let elapsed = try await microseconds {
+                try editor.disable(identifier)
+                var iterator = interrupted.stream.makeAsyncIterator()
+                await iterator.next()
+                _ = await process.waitForTermination()
+            }
+            samples.append(elapsed)
+            try editor.enable(identifier)
+        }
+        Measurement(name: "policy-to-termination", values: samples).report()
+    }
+
+    /// Eight requests of 20 ms of CPU each, all at once, to a plugin declaring `concurrency`:
+    /// the time for all of them.
+    static func concurrentRequests(_ bench: BenchHost, concurrency: Int, iterations: Int) async throws {
+        let process = try await AppExtensionProcess(configuration: try bench.configuration(try bench.installProbe(concurrency: concurrency)))
+        let connection = try await process.makeConnection()
+        var samples: [Double] = []
+        for _ in 0..<iterations {
+            samples.append(
+                try await microseconds {
+                    try await withThrowingTaskGroup(of: [UInt8].self) { group in
+                        for _ in 0..<8 { group.addTask { try await connection.send(Array("spin:20".utf8), timeout: .seconds(30)) } }
+                        for try await _ in group {}
+                    }
+                })
+        }
+        await process.invalidateAndWait()
+        Measurement(name: "concurrent-requests-\(concurrency)", values: samples).report()
+    }
 }

@@ -59,6 +59,22 @@ enum PlugindBench {
                 let bench = try BenchHost()
                 defer { bench.remove() }
                 try await Benchmarks.typedCall(bench, iterations: iterations)
+            case "host-request":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.hostRequest(bench, iterations: iterations)
+            case "attach":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.attach(bench, iterations: iterations)
+            case "policy-to-termination":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.policyToTermination(bench, iterations: iterations)
+            case "concurrent-requests":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.concurrentRequests(bench, concurrency: option("concurrency", 1), iterations: iterations)
             case "swift-plugin-server":
                 try await Benchmarks.swiftPluginServer(iterations: iterations)
             case "live-workers":

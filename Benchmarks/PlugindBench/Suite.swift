@@ -66,6 +66,12 @@ struct Suite {
         bench(["first-response", "--iterations", "\(count(200))"])
         bench(["swift-plugin-server", "--iterations", "\(count(30))"])
         bench(["typed-call", "--iterations", "\(count(10000))"])
+        section("connections")
+        bench(["host-request", "--iterations", "\(count(20000))"])
+        bench(["attach", "--iterations", "\(count(1000))"])
+        bench(["policy-to-termination", "--iterations", "\(count(50))"])
+        bench(["concurrent-requests", "--concurrency", "1", "--iterations", "\(count(20))"])
+        bench(["concurrent-requests", "--concurrency", "2", "--iterations", "\(count(20))"])
         // Discovery before the 1000 workers, whose teardown would still be going on.
         let bundles = scratch + "/bundles"
         bench(["populate", "--root", bundles, "--count", quick ? "500" : "10000"], times: 1)
@@ -225,6 +231,18 @@ struct Suite {
                     figure: "live C workers at once, unique memory each",
                     value: "\(count) workers, median \(format(workers.median, "KiB")), max \(format(maximum, "KiB"))",
                     baseline: "", goal: "1000, each ≤ 2 MiB", met: count >= (quick ? 50 : 1000) && maximum <= 2048))
+        }
+        ratioRow("plugin → host ask and answer, 64 B", "host-request-64", "round-trip-64-unpinned", atMost: 1.5)
+        ratioRow("attach to a running worker vs launch", "attach", "launch-c-unpinned", atMost: 0.1)
+        absoluteRow("owner disables → worker ended and onInterruption fired", "policy-to-termination", atMost: 100_000, unit: "us")
+        if let one = median("concurrent-requests-1"), let two = median("concurrent-requests-2"), two > 0 {
+            let speedup = one / two
+            rows.append(
+                Row(
+                    figure: "CPU-bound requests, concurrency 2 vs 1 (throughput)", value: format(two, "us"),
+                    baseline: "\(format(one, "us")) (concurrency 1)", ratio: speedup, goal: "≥ 1.7×", met: speedup >= 1.7))
+        } else {
+            rows.append(Row(figure: "CPU-bound requests, concurrency 2 vs 1 (throughput)", value: "missing", baseline: "", goal: "≥ 1.7×"))
         }
         absoluteRow("discovery of 10,000 bundles, first scan", "discovery-first", atMost: 1_000_000, unit: "us")
         absoluteRow("discovery of 10,000 bundles, new process with warm cache", "discovery-warm", atMost: 150_000, unit: "us")

@@ -90,7 +90,7 @@ public final class AppExtensionProcess: Sendable {
                 host: host, bundle: entry.bundle, approvedDigest: approval?.bundleDigest,
                 requiresEnhancedSecurity: configuration.requiresEnhancedSecurity)
         let requiresEnhancedSecurity = configuration.requiresEnhancedSecurity
-        let launch: @Sendable () async throws -> WorkerSession = {
+        let launch: () async throws -> WorkerSession = {
             try await Self.launch(
                 entry: entry, approval: approval, host: host, requiresEnhancedSecurity: requiresEnhancedSecurity, key: key)
         }

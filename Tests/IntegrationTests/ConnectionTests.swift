@@ -266,6 +266,10 @@ struct ConnectionTests {
         #expect(error?.code == .disabledByOwner, "\(error.map { "\($0)" } ?? "")")
         #expect(error?.reason.contains(change == "disable" ? "was disabled by its owner" : "its approval was revoked") == true)
         try await Deadline.wait("onInterruption") { await interruptions.firstCall() }
+        // The owner's decision is no crash of the plugin's: nothing counts toward quarantine.
+        await CrashRecorder.waitForPendingRecords()
+        let crashes = try CrashLog(host: test.host).read().get().plugins[Self.probe]?.crashes ?? []
+        #expect(crashes.isEmpty)
     }
 
     @Test("a plugin built for ABI 1 keeps working: connections are accepted for it, requests answered")

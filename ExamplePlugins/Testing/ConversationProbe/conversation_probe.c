@@ -11,6 +11,8 @@
 //   ask-big               asks with 2 MiB, over the message limit
 //   last-ask-error        the errno of the last ask that failed on any connection
 //   together              waits up to 1 s for another request to run at the same time
+//   ask-loop:N            asks the host N times with 64 bytes; answers how many were answered
+//   spin:MS               uses MS milliseconds of CPU time, then answers "spun"
 // A failed ask answers "ask failed: ERRNO CODE MESSAGE".
 #include <errno.h>
 #include <plugind_plugin.h>
@@ -167,6 +169,30 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         free(big);
         snprintf(out, sizeof out, "%d", status);
         return reply(response, out);
+    }
+    if (starts_with(command, "ask-loop:")) {
+        int count = atoi(command + strlen("ask-loop:"));
+        uint8_t question[64];
+        memset(question, 'q', sizeof question);
+        int answered = 0;
+        for (int index = 0; index < count; index++) {
+            plugind_plugin_answer answer;
+            if (host->ask(host->context, request->connection, question, sizeof question, 0, &answer) == 0) answered++;
+            host->release_answer(host->context, &answer);
+        }
+        snprintf(out, sizeof out, "%d", answered);
+        return reply(response, out);
+    }
+    if (starts_with(command, "spin:")) {
+        long milliseconds = atol(command + strlen("spin:"));
+        struct timespec start, now;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &start);
+        volatile unsigned long counter = 0;
+        do {
+            for (int index = 0; index < 10000; index++) counter++;
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+        } while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < milliseconds);
+        return reply(response, "spun");
     }
     if (strcmp(command, "together") == 0) {
         struct timespec deadline;

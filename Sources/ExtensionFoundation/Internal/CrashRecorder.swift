@@ -11,7 +11,9 @@ package enum CrashRecorder {
     static func watch(_ channel: WorkerChannel, entry: CatalogEntry, host: AppExtensionHost) {
         let limits = channel.limits
         channel.setTerminationObserver { termination in
+            // Ended by the host or the owner: no crash of the plugin's.
             guard !termination.wasInvalidated else { return }
+            if case .disabledByOwner = termination.stopCause { return }
             record(termination.error(plugin: entry.identifier, limits: limits), entry: entry, host: host)
         }
     }

@@ -10,7 +10,8 @@ enum WorkerSessions {
 
     private struct Registry {
         var sessions: [WorkerSession.Key: WeakSession] = [:]
-        var launching: [WorkerSession.Key: Task<WorkerSession, any Error>] = [:]
+        /// Launches under way, with the callers waiting for them.
+        var launching: [WorkerSession.Key: [CheckedContinuation<WorkerSession?, Never>]] = [:]
         /// Every running session, shared or dedicated, for the policy checks.
         var tracked: [ObjectIdentifier: WeakSession] = [:]
     }
@@ -24,38 +25,52 @@ enum WorkerSessions {
     private static let registry = Locked(Registry())
 
     /// The running session for `key`, or the one `launch` makes (once, however many callers ask
-    /// at the same time).
+    /// at the same time: the first launches, in its own task, the others wait for it).
     static func session(
         for key: WorkerSession.Key,
-        launch: @escaping @Sendable () async throws -> WorkerSession
+        launch: () async throws -> WorkerSession
     ) async throws -> WorkerSession {
         while true {
             enum Found {
                 case running(WorkerSession)
-                case launching(Task<WorkerSession, any Error>)
-                case launched(Task<WorkerSession, any Error>)
+                case launching
+                case mine
             }
             let found = registry.withLock { registry -> Found in
                 if let running = registry.sessions[key]?.session, running.isUsable { return .running(running) }
                 registry.sessions[key] = nil
-                if let inFlight = registry.launching[key] { return .launching(inFlight) }
-                let task = Task { try await launch() }
-                registry.launching[key] = task
-                return .launched(task)
+                if registry.launching[key] != nil { return .launching }
+                registry.launching[key] = []
+                return .mine
             }
             switch found {
             case .running(let session):
                 return session
-            case .launching(let task):
+            case .launching:
                 // Someone else's launch: its failure is theirs to report; this caller tries anew.
-                if let session = try? await task.value, session.isUsable { return session }
-                try Task.checkCancellation()
-            case .launched(let task):
-                let result = await task.result
-                registry.withLock { registry in
-                    registry.launching[key] = nil
-                    if case .success(let session) = result { registry.sessions[key] = WeakSession(session) }
+                let launched = await withCheckedContinuation { (continuation: CheckedContinuation<WorkerSession?, Never>) in
+                    let finished = registry.withLock { registry -> Bool in
+                        guard registry.launching[key] != nil else { return true }
+                        registry.launching[key]?.append(continuation)
+                        return false
+                    }
+                    if finished { continuation.resume(returning: nil) }
                 }
+                if let launched, launched.isUsable { return launched }
+                try Task.checkCancellation()
+            case .mine:
+                let result: Result<WorkerSession, any Error>
+                do {
+                    result = .success(try await launch())
+                } catch {
+                    result = .failure(error)
+                }
+                let waiters = registry.withLock { registry -> [CheckedContinuation<WorkerSession?, Never>] in
+                    if case .success(let session) = result { registry.sessions[key] = WeakSession(session) }
+                    return registry.launching.removeValue(forKey: key) ?? []
+                }
+                let session = try? result.get()
+                for waiter in waiters { waiter.resume(returning: session) }
                 return try result.get()
             }
         }
