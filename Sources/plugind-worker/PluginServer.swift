@@ -60,59 +60,145 @@ final class PluginServer: @unchecked Sendable {
         state = pluginState
     }
 
-    // MARK: The reader
+    // MARK: Reading and running: leader and followers
 
     /// Serves until the host closes the channel or asks to shut down. Returns the exit status.
+    ///
+    /// `concurrency + 1` threads take turns: one at a time reads what the host sends (the
+    /// leader); a request it reads it runs itself, when a request may start and none waits before
+    /// it, handing the reading to another thread first — so a request starts on the thread that
+    /// read it, with no wake-up of another thread in between. Everything else it handles and
+    /// reads on. One thread more than requests may run means one is always free to read the
+    /// cancels and answers meant for the running ones.
     func serve() -> Int32 {
         var threads: [pthread_t] = []
-        for _ in 0..<concurrency {
-            guard let thread = WorkerThread.start({ [self] in runRequests() }) else { break }
+        for _ in 0...concurrency {
+            guard let thread = WorkerThread.start({ [self] in participate() }) else { break }
             threads.append(thread)
         }
-        guard !threads.isEmpty else {
-            WorkerMain.report("cannot start a request thread: \(Errno(rawValue: errno))")
+        guard threads.count > 1 else {
+            WorkerMain.report("cannot start the request threads: \(Errno(rawValue: errno))")
+            stopRequests()
+            for thread in threads { WorkerThread.join(thread) }
             return 2
         }
-        var status: Int32 = 0
-        var orderly = false
-        reading: while !hostHungUp.load(ordering: .acquiring) {
-            let frame: Frame
-            do {
-                guard let received = try transport.receive() else { break }
-                frame = received
-            } catch {
-                PluginServerLog.protocolError(error)
-                status = 2
-                break
-            }
-            let message: HostMessage
-            do {
-                message = try HostMessage(frame)
-            } catch {
-                PluginServerLog.protocolError(error)
-                status = 2
-                break
-            }
-            switch route(message) {
-            case .continue: continue
-            case .shutdown:
-                orderly = true
-                break reading
-            case .violation(let error):
-                PluginServerLog.protocolError(error)
-                status = 2
-                break reading
-            }
-        }
-        stopRequests()
         for thread in threads { WorkerThread.join(thread) }
+        let (status, orderly) = condition.withLock { (book.exitStatus, book.orderly) }
         if status == 0 { finish() }
         if orderly { try? transport.send(.goodbye) }
         return status
     }
 
+    /// One thread's turns: run a queued job when one may start, else lead (read) when nobody
+    /// does, else wait.
+    private func participate() {
+        _ = plugind_shim_install_alternate_signal_stack()
+        let response = ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
+        condition.lock()
+        while true {
+            if book.jobs < concurrency, let job = book.pop() {
+                startJob(job, response: response)
+                continue
+            }
+            if book.stopping { break }
+            if !book.reading {
+                book.reading = true
+                condition.unlock()
+                let outcome = readOne()
+                condition.lock()
+                book.reading = false
+                if case .job(let job) = outcome, book.jobs < concurrency && book.isQueueEmpty {
+                    // This thread runs what it read. With room for more requests, another
+                    // thread reads meanwhile; with one at a time, the request itself reads when
+                    // it needs to (a cancel check, an ask), and this thread again afterwards.
+                    if concurrency > 1 { condition.broadcast() }
+                    startJob(job, response: response)
+                } else if absorb(outcome) {
+                    condition.broadcast()
+                }
+                continue
+            }
+            condition.wait()
+        }
+        condition.unlock()
+    }
+
+    /// Takes in what a read brought (lock held): a job joins the queue, the end stops
+    /// everything. True when other threads should look again.
+    private func absorb(_ outcome: ReadOutcome) -> Bool {
+        switch outcome {
+        case .handled:
+            return false
+        case .job(let job):
+            book.append(job)
+            return true
+        case .end(let status, let orderly):
+            book.exitStatus = status
+            book.orderly = orderly
+            stopRequestsLocked()
+            return true
+        }
+    }
+
+    /// With the reader's turn held and the lock released: waits up to `milliseconds` for a frame
+    /// and takes in what arrives. False when nothing came.
+    private func pump(waitingMilliseconds milliseconds: Int32) -> Bool {
+        var descriptor = pollfd(fd: transport.input.rawValue, events: Int16(POLLIN), revents: 0)
+        guard poll(&descriptor, 1, milliseconds) > 0 else { return false }
+        let outcome = readOne()
+        let wake = condition.withLock { absorb(outcome) }
+        if wake { condition.broadcast() }
+        return true
+    }
+
+    /// Runs `job` with the lock released; the lock is held again afterwards.
+    private func startJob(_ job: Job, response: ResponseBuffer) {
+        book.jobs += 1
+        condition.unlock()
+        run(job, response: response)
+        condition.lock()
+        book.jobs -= 1
+        // A queued job may start now, on whichever thread waits.
+        if !book.isQueueEmpty { condition.broadcast() }
+    }
+
+    private enum ReadOutcome {
+        case handled
+        case job(Job)
+        case end(status: Int32, orderly: Bool)
+    }
+
+    /// Reads one frame and routes it: a job for a thread, or handled here.
+    private func readOne() -> ReadOutcome {
+        if hostHungUp.load(ordering: .acquiring) { return .end(status: 0, orderly: false) }
+        let frame: Frame
+        do {
+            guard let received = try transport.receive() else { return .end(status: 0, orderly: false) }
+            frame = received
+        } catch {
+            PluginServerLog.protocolError(error)
+            return .end(status: 2, orderly: false)
+        }
+        let message: HostMessage
+        do {
+            message = try HostMessage(frame)
+        } catch {
+            PluginServerLog.protocolError(error)
+            return .end(status: 2, orderly: false)
+        }
+        switch route(message) {
+        case .handled: return .handled
+        case .job(let job): return .job(job)
+        case .shutdown: return .end(status: 0, orderly: true)
+        case .violation(let error):
+            PluginServerLog.protocolError(error)
+            return .end(status: 2, orderly: false)
+        }
+    }
+
     private enum Routing {
-        case `continue`
+        case handled
+        case job(Job)
         case shutdown
         case violation(WireError)
     }
@@ -120,12 +206,12 @@ final class PluginServer: @unchecked Sendable {
     private func route(_ message: HostMessage) -> Routing {
         switch message {
         case .request(let id, let connection, let bytes):
-            enqueue(.request(id: id, connection: connection, bytes: .owned(bytes)))
+            return queued(.request(id: id, connection: connection, bytes: .owned(bytes)))
         case .sharedRequest(let id, let connection, let location):
             guard let bytes = sharedMemory?.request(at: location) else {
                 return .violation(.malformedPayload("request \(id) lies outside the shared-memory region"))
             }
-            enqueue(.request(id: id, connection: connection, bytes: .shared(bytes)))
+            return queued(.request(id: id, connection: connection, bytes: .shared(bytes)))
         case .nestedRequest(let id, let connection, let ask, let bytes):
             let job = Job.request(id: id, connection: connection, bytes: .owned(bytes))
             let delivered = condition.withLock { () -> Bool in
@@ -135,13 +221,14 @@ final class PluginServer: @unchecked Sendable {
                 return true
             }
             // Nobody waits for that answer any more: an ordinary request, then.
-            if delivered { condition.broadcast() } else { enqueue(job) }
+            guard delivered else { return queued(job) }
+            condition.broadcast()
         case .call(let id, let function, let arguments):
-            enqueue(.call(id: id, function: function, arguments: arguments))
+            return queued(.call(id: id, function: function, arguments: arguments))
         case .cancel(let id):
             cancel(id)
         case .openConnection(let connection, let hostIdentifier):
-            enqueue(.accept(connection: connection, hostIdentifier: hostIdentifier))
+            return .job(.accept(connection: connection, hostIdentifier: hostIdentifier))
         case .closeConnection(let connection):
             closeConnection(connection)
         case .answer(let ask, let bytes):
@@ -153,7 +240,13 @@ final class PluginServer: @unchecked Sendable {
         case .hello:
             return .violation(.unexpectedMessage("second hello"))
         }
-        return .continue
+        return .handled
+    }
+
+    /// A request, known as queued from now on (a cancel finds it).
+    private func queued(_ job: Job) -> Routing {
+        if let id = job.requestID { condition.withLock { _ = book.queuedRequests.insert(id) } }
+        return .job(job)
     }
 
     // MARK: Work for the request threads
@@ -207,6 +300,18 @@ final class PluginServer: @unchecked Sendable {
         var queue: [Job] = []
         var queueStart = 0
         var stopping = false
+        /// A thread is reading from the host.
+        var reading = false
+        /// Jobs running now (requests, calls, accepts and closes).
+        var jobs = 0
+        var exitStatus: Int32 = 0
+        var orderly = false
+
+        var isQueueEmpty: Bool { queueStart == queue.count }
+
+        mutating func append(_ job: Job) {
+            queue.append(job)
+        }
         /// Requests queued or running, and those the host cancelled.
         var queuedRequests: Set<UInt64> = []
         var running: Set<UInt64> = []
@@ -234,23 +339,6 @@ final class PluginServer: @unchecked Sendable {
             book.queue.append(job)
         }
         condition.broadcast()
-    }
-
-    /// A request thread: takes jobs until the server stops.
-    private func runRequests() {
-        _ = plugind_shim_install_alternate_signal_stack()
-        let response = ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
-        while true {
-            condition.lock()
-            var job = book.pop()
-            while job == nil && !book.stopping {
-                condition.wait()
-                job = book.pop()
-            }
-            condition.unlock()
-            guard let job else { return }
-            run(job, response: response)
-        }
     }
 
     private func run(_ job: Job, response: ResponseBuffer) {
@@ -437,9 +525,19 @@ final class PluginServer: @unchecked Sendable {
 
     // MARK: Cancellation and the end
 
-    /// Called by the plugin (through `is_cancelled`), from any thread.
+    /// Called by the plugin (through `is_cancelled`), from any thread. When nobody reads from the
+    /// host (one request at a time, and this is it), reads what has arrived first.
     func isCancelled(_ id: UInt64) -> Bool {
         if hostHungUp.load(ordering: .acquiring) { return true }
+        let mayRead = condition.withLock { () -> Bool in
+            guard !book.reading, !book.stopping else { return false }
+            book.reading = true
+            return true
+        }
+        if mayRead {
+            while pump(waitingMilliseconds: 0) {}
+            condition.withLock { book.reading = false }
+        }
         return condition.withLock { book.stopping || book.cancelled.contains(id) }
     }
 
@@ -453,11 +551,13 @@ final class PluginServer: @unchecked Sendable {
 
     /// No more work: running requests see themselves cancelled, every waiting ask fails.
     private func stopRequests() {
-        condition.withLock {
-            book.stopping = true
-            for id in book.asks.keys where book.asks[id]?.result == nil { book.asks[id]?.result = .closed }
-        }
+        condition.withLock { stopRequestsLocked() }
         condition.broadcast()
+    }
+
+    private func stopRequestsLocked() {
+        book.stopping = true
+        for id in book.asks.keys where book.asks[id]?.result == nil { book.asks[id]?.result = .closed }
     }
 
     /// After the request threads ended: the plugin hears every connection close, then `deinit`.
@@ -530,13 +630,24 @@ final class PluginServer: @unchecked Sendable {
                 condition.lock()
                 continue
             }
-            if !condition.wait(until: deadline) && book.asks[id]?.result == nil && book.asks[id]?.nested.isEmpty != false {
-                break
+            let remaining = ThreadCondition.milliseconds(until: deadline)
+            if remaining <= 0 { break }
+            if !book.reading && !book.stopping {
+                // Nobody reads: this thread reads its own answer, with no other thread to wake.
+                book.reading = true
+                condition.unlock()
+                _ = pump(waitingMilliseconds: Int32(min(remaining, 100)))
+                condition.lock()
+                book.reading = false
+                continue
             }
+            _ = condition.wait(until: deadline)
         }
         let leftovers = book.asks.removeValue(forKey: id)?.nested ?? []
         book.connections[connection]?.asks -= 1
         condition.unlock()
+        // Whoever waits may read now, or run what this thread's reading queued.
+        condition.broadcast()
         // Requests nested in an ask nobody waits for any more run like any other.
         for job in leftovers { enqueue(job) }
         switch result {

@@ -51,6 +51,13 @@ final class ThreadCondition: @unchecked Sendable {
         pthread_cond_broadcast(condition)
     }
 
+    /// Milliseconds from now until `deadline` (CLOCK_MONOTONIC); 0 or less when it passed.
+    static func milliseconds(until deadline: timespec) -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return Int64(deadline.tv_sec - now.tv_sec) * 1000 + Int64(deadline.tv_nsec - now.tv_nsec) / 1_000_000
+    }
+
     /// CLOCK_MONOTONIC `milliseconds` from now.
     static func deadline(afterMilliseconds milliseconds: UInt64) -> timespec {
         var now = timespec()
