@@ -22,8 +22,8 @@ bin=$(swift build -c release --show-bin-path)
 
 out="$PWD/.build/bench"
 mkdir -p "$out"
-for program in pingpong spawn first_byte; do
-    cc -O2 -o "$out/$program" "Benchmarks/Baselines/$program.c"
+for program in pingpong spawn first_byte load; do
+    cc -O2 -pthread -o "$out/$program" "Benchmarks/Baselines/$program.c"
 done
 
 exec "$bin/plugind-bench" suite --baselines "$out" --output "$out/results.json" "$@"

@@ -27,6 +27,9 @@ struct BenchHost {
             throw CocoaError(.fileWriteUnknown)
         }
         directory = String(cString: created)
+        // Readable by the worker's unprivileged user, which sees it directly when the benchmark
+        // turns the filesystem view off.
+        chmod(directory, 0o755)
         let bundled = directory + "/bundled"
         try FileManager.default.createDirectory(atPath: bundled, withIntermediateDirectories: true)
         for name in ["Echo", "CTextFilter", "SwiftTextFilter", "FunctionLibrary"] {

@@ -171,7 +171,9 @@ enum Benchmarks {
 
     /// `count` live workers of the C echo plugin at once, and the unique memory of each.
     static func liveWorkers(_ bench: BenchHost, count: Int) async throws {
-        let configuration = try bench.configuration(echo)
+        var configuration = try bench.configuration(echo)
+        // A worker each: shared, they would all be one.
+        configuration.sharing = .dedicated
         var processes: [AppExtensionProcess] = []
         let start = ContinuousClock.now
         for _ in 0..<count {
@@ -288,5 +290,100 @@ enum Benchmarks {
         }
         await process.invalidateAndWait()
         Measurement(name: "concurrent-requests-\(concurrency)", values: samples).report()
+    }
+
+    // MARK: Load
+
+    /// `tasks` host tasks send 64-byte requests to `workers` echo workers (task t to worker
+    /// t % workers), `requests` in all. Each sample is one request's latency; the extras hold the
+    /// throughput, the 99th percentile and the host's CPU time per request.
+    static func load(_ bench: BenchHost, tasks: Int, workers: Int, requests: Int) async throws {
+        var configuration = try bench.configuration(echo)
+        configuration.sharing = .dedicated
+        var processes: [AppExtensionProcess] = []
+        var connections: [AppExtensionConnection] = []
+        for _ in 0..<workers {
+            let process = try await AppExtensionProcess(configuration: configuration)
+            processes.append(process)
+            connections.append(try await process.makeConnection())
+        }
+        let payload = [UInt8](repeating: 0x61, count: 64)
+        let perTask = max(requests / tasks, 1)
+        // Warm every connection first.
+        for connection in connections { _ = try await connection.send(payload) }
+        let cpuBefore = DiscoveryBenchmarks.cpuMicroseconds()
+        let started = ContinuousClock.now
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for task in 0..<tasks {
+                let connection = connections[task % workers]
+                group.addTask {
+                    var samples: [Double] = []
+                    samples.reserveCapacity(perTask)
+                    for _ in 0..<perTask { samples.append(try await microseconds { _ = try await connection.send(payload) }) }
+                    return samples
+                }
+            }
+            var all: [Double] = []
+            for try await samples in group { all += samples }
+            return all
+        }
+        let (seconds, attoseconds) = started.duration(to: .now).components
+        let elapsed = Double(seconds) + Double(attoseconds) / 1e18
+        let cpu = Double(DiscoveryBenchmarks.cpuMicroseconds() - cpuBefore)
+        let sorted = latencies.sorted()
+        Measurement(
+            name: "load-\(tasks)-\(workers)",
+            values: latencies,
+            extra: [
+                "throughput": Double(latencies.count) / elapsed, "p99": sorted[sorted.count * 99 / 100],
+                "hostCPUPerRequest": cpu / Double(latencies.count),
+            ]
+        ).report()
+        for process in processes { await process.invalidateAndWait() }
+    }
+
+    /// `count` cycles of launch, one request, invalidate: the host's descriptors, threads and
+    /// resident memory after a warm-up and at the end.
+    static func cycles(_ bench: BenchHost, count: Int) async throws {
+        var configuration = try bench.configuration(echo)
+        configuration.sharing = .dedicated
+        func cycle() async throws {
+            let process = try await AppExtensionProcess(configuration: configuration)
+            _ = try await process.makeConnection().send([1])
+            await process.invalidateAndWait()
+        }
+        for _ in 0..<100 { try await cycle() }
+        await PreforkedLauncher.settleAll()
+        let before = HostFootprint.current()
+        var samples: [Double] = []
+        for _ in 0..<count { samples.append(try await microseconds { try await cycle() }) }
+        await PreforkedLauncher.settleAll()
+        let after = HostFootprint.current()
+        Measurement(
+            name: "launch-cycles",
+            values: samples,
+            extra: [
+                "cycles": Double(count), "descriptorGrowth": Double(after.descriptors - before.descriptors),
+                "threadGrowth": Double(after.threads - before.threads), "rssGrowthKiB": Double(after.residentKiB - before.residentKiB),
+                "descriptorsAfter": Double(after.descriptors), "threadsAfter": Double(after.threads),
+            ]
+        ).report()
+    }
+}
+
+/// This process's descriptors, threads and resident memory, from /proc.
+struct HostFootprint {
+    var descriptors: Int
+    var threads: Int
+    var residentKiB: Int
+
+    static func current() -> HostFootprint {
+        let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? 0
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
+            return Int(line.split(whereSeparator: { $0 == " " || $0 == "\t" }).dropFirst().first ?? "") ?? 0
+        }
+        return HostFootprint(descriptors: descriptors, threads: field("Threads"), residentKiB: field("VmRSS"))
     }
 }

@@ -83,6 +83,42 @@ enum DiscoveryBenchmarks {
         Measurement(name: "approve-to-observation", values: samples).report()
     }
 
+    /// Scans a monitor makes for one install, done as `plugind install` does it (copied into a
+    /// hidden staging directory in the root, then renamed into place): counted once the monitor
+    /// lists the plugin and 100 ms passed for any further scan to show.
+    static func scansPerInstall(iterations: Int) async throws {
+        let bench = try BenchHost()
+        defer { bench.remove() }
+        let root = bench.directory + "/external"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let host = host(root: root, state: bench.directory)
+        let engine = MonitorEngine(host: host)
+        let inventories = AsyncStream<Int>.makeStream()
+        engine.onInventory = { inventory in inventories.continuation.yield(inventory.items.count) }
+        try await engine.refreshNow()
+        var iterator = inventories.stream.makeAsyncIterator()
+        _ = await iterator.next()
+        let library = try Data(contentsOf: URL(fileURLWithPath: BenchHost.productsDirectory + "/libEcho.so"))
+        var samples: [Double] = []
+        for index in 0..<iterations {
+            let before = engine.scanCount
+            let staging = root + "/.bundle-\(index).installing"
+            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: false)
+            let manifest = """
+                {"manifestVersion": 1, "identifier": "org.plugind.bench.plugin\(index)", "name": "Plugin \(index)",
+                 "version": "1.0.0", "extensionPoint": "org.plugind.bench.point", "library": "libEcho.so"}
+                """
+            try Data(manifest.utf8).write(to: URL(fileURLWithPath: staging + "/manifest.json"))
+            try library.write(to: URL(fileURLWithPath: staging + "/libEcho.so"))
+            try FileManager.default.moveItem(atPath: staging, toPath: root + "/bundle-\(index).appex")
+            while let count = await iterator.next(), count < index + 1 {}
+            try await Task.sleep(for: .milliseconds(100))
+            samples.append(Double(engine.scanCount - before))
+        }
+        engine.stop()
+        Measurement(name: "scans-per-install", unit: "scans", values: samples).report()
+    }
+
     /// CPU time an idle monitor uses over `seconds`.
     static func idleMonitor(seconds: Int) async throws {
         let bench = try BenchHost()

@@ -30,6 +30,8 @@ enum PlugindBench {
                 // --spawn: without the pre-forked launcher, for comparison.
                 let spawn = arguments.contains("--spawn")
                 if spawn { bench.host.launchStrategy = .spawn }
+                // --skip LAYER: that confinement layer off, to show what it costs.
+                if let layer = text("skip") { bench.host.skippedConfinementLayers = [layer] }
                 let backToBack = arguments.contains("--back-to-back")
                 try await Benchmarks.launch(
                     bench, identifier: Benchmarks.echo,
@@ -90,6 +92,17 @@ enum PlugindBench {
                     name: text("name") ?? "discovery",
                     rescanCount: option("rescans", 1)
                 )
+            case "load":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.load(
+                    bench, tasks: option("tasks", 1), workers: option("workers", 1), requests: option("requests", 20000))
+            case "cycles":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.cycles(bench, count: option("count", 10000))
+            case "scans-per-install":
+                try await DiscoveryBenchmarks.scansPerInstall(iterations: iterations)
             case "monitor-latency":
                 try await DiscoveryBenchmarks.monitorLatency(iterations: iterations)
             case "suite":
@@ -109,6 +122,9 @@ enum PlugindBench {
             }
         } catch {
             print("{\"error\": \"\(error)\"}")
+            if let failure = error as? AppExtensionError, !failure.standardErrorTail.isEmpty {
+                FileHandle.standardError.write(Data(failure.standardErrorTail.utf8))
+            }
             exit(1)
         }
     }

@@ -108,9 +108,13 @@ enum Confinement {
             ]
         }
         var reports: [ConfinementLayerReport] = []
+        // The prepared rulesets until the Landlock layer takes them: a failure before closes them,
+        // a failure after must not close them again.
+        var unusedRulesets = prepared.rulesets
         func record(_ report: ConfinementLayerReport) throws(LoadFailure) {
             if report.state == .unavailable && request.requiresEveryLayer {
-                prepared.rulesets?.discard()
+                unusedRulesets?.discard()
+                unusedRulesets = nil
                 throw LoadFailure(
                     kind: .confinementFailed,
                     message: "confinement layer '\(report.layer)' cannot be applied: \(report.detail)"
@@ -123,6 +127,14 @@ enum Confinement {
         try record(processTree())
         try record(session())
         let view = skipped(Layer.filesystemView) ? nil : try filesystemView(load, prepared: prepared.view)
+        if skipped(Layer.filesystemView), case .success(let begun) = prepared.view {
+            // A spare began its view before it knew: it ends it showing the host's whole tree.
+            if case .failure(let failure) = WorkerView.complete(
+                [.bind(source: "/", path: "/", writable: true)], prepared: begun, grants: [])
+            {
+                throw LoadFailure(kind: .confinementFailed, message: "cannot show the host's filesystem: \(failure)")
+            }
+        }
         try record(view?.report ?? notRequested(Layer.filesystemView, "turned off by the host for measurement"))
         try record(privileges(inUserNamespace: (try? prepared.view.get()) != nil, advance: prepared.advance))
         try record(noNewPrivileges(advance: prepared.advance))
@@ -131,12 +143,19 @@ enum Confinement {
         try record(resourceLimits(load.limits))
         let filter = skipped(Layer.systemCalls) ? nil : systemCalls(request, advance: prepared.advance)
         try record(filter ?? notRequested(Layer.systemCalls, "turned off by the host for measurement"))
-        try record(network(request, filterApplied: filter?.state == .applied))
+        if skipped(Layer.systemCalls) {
+            try record(notRequested(Layer.network, "turned off with the system-call layer, for measurement"))
+        } else {
+            try record(network(request, filterApplied: filter?.state == .applied))
+        }
         if skipped(Layer.filesystem) {
-            prepared.rulesets?.discard()
+            unusedRulesets?.discard()
+            unusedRulesets = nil
             try record(notRequested(Layer.filesystem, "turned off by the host for measurement"))
         } else {
-            let landlock = filesystem(load, request: request, prepared: prepared.rulesets, inView: view?.report.state == .applied)
+            let rulesets = unusedRulesets
+            unusedRulesets = nil
+            let landlock = filesystem(load, request: request, prepared: rulesets, inView: view?.report.state == .applied)
             try record(landlock.filesystem)
             try record(landlock.signals)
         }

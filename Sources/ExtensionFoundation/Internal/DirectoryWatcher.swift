@@ -1,4 +1,5 @@
 import CPlugindShims
+import Dispatch
 import Foundation
 import Glibc
 import PlugindSystem
@@ -14,6 +15,9 @@ final class DirectoryWatcher: EventLoopHandler {
 
     private struct State {
         var watches: [String: Int32] = [:]
+        /// Files whose events are no change to report: (directory, name prefix) pairs, such as
+        /// plugind's own catalog cache in the state directory.
+        var ignored: [(directory: String, namePrefix: String)] = []
         var changePending = false
         var closed = false
     }
@@ -24,12 +28,16 @@ final class DirectoryWatcher: EventLoopHandler {
         UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM) | UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE)
         | UInt32(IN_ATTRIB) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF)
 
-    init(loop: WorkerEventLoop, quietPeriod: Duration = .milliseconds(5), onChange: @escaping @Sendable () -> Void) throws(SystemError) {
+    init(
+        loop: WorkerEventLoop, quietPeriod: Duration = .milliseconds(5), ignoring ignored: [(directory: String, namePrefix: String)] = [],
+        onChange: @escaping @Sendable () -> Void
+    ) throws(SystemError) {
         let fd = try retryingInterrupts("inotify_init1") { inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC)) }
         descriptor = FileDescriptor(rawValue: fd)
         self.loop = loop
         self.quietPeriod = quietPeriod
         self.onChange = onChange
+        state.withLock { $0.ignored = ignored }
         do {
             try loop.register(descriptor, events: Epoll.readable, handler: self)
         } catch {
@@ -42,7 +50,7 @@ final class DirectoryWatcher: EventLoopHandler {
     /// is replaced by its nearest existing ancestor, so its creation is noticed too. Returns
     /// whether a path is watched that was not before.
     @discardableResult
-    func watch(_ paths: Set<String>) -> Bool {
+    func watch(_ paths: Set<String>, ignoring ignored: [(directory: String, namePrefix: String)]? = nil) -> Bool {
         var wanted: Set<String> = []
         for path in paths {
             var candidate = path
@@ -53,6 +61,7 @@ final class DirectoryWatcher: EventLoopHandler {
         }
         return state.withLock { state in
             guard !state.closed else { return false }
+            if let ignored { state.ignored = ignored }
             for (path, watch) in state.watches where !wanted.contains(path) {
                 inotify_rm_watch(descriptor.rawValue, watch)
                 state.watches[path] = nil
@@ -79,7 +88,7 @@ final class DirectoryWatcher: EventLoopHandler {
         while true {
             let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor.rawValue, $0.baseAddress, $0.count) }
             if count > 0 {
-                sawEvent = true
+                if !sawEvent && !onlyIgnored(buffer.prefix(count)) { sawEvent = true }
                 continue
             }
             if count < 0 && errno == EINTR { continue }
@@ -103,6 +112,41 @@ final class DirectoryWatcher: EventLoopHandler {
         }
     }
 
+    /// Whether every event in `bytes` (a read from inotify) concerns an ignored file.
+    private func onlyIgnored(_ bytes: ArraySlice<UInt8>) -> Bool {
+        let (directories, ignored) = state.withLock { state in
+            (Dictionary(state.watches.map { ($1, $0) }, uniquingKeysWith: { first, _ in first }), state.ignored)
+        }
+        guard !ignored.isEmpty else { return false }
+        return Self.onlyIgnored(bytes, directories: directories, ignored: ignored)
+    }
+
+    /// Whether every event in `bytes` names a file of `ignored`, its directory found by watch
+    /// descriptor in `directories`.
+    static func onlyIgnored(
+        _ bytes: ArraySlice<UInt8>, directories: [Int32: String], ignored: [(directory: String, namePrefix: String)]
+    ) -> Bool {
+        let headerSize = MemoryLayout<inotify_event>.size
+        var offset = bytes.startIndex
+        while offset + headerSize <= bytes.endIndex {
+            let (watch, nameLength) = bytes.withUnsafeBytes { raw in
+                let start = offset - bytes.startIndex
+                return (
+                    raw.loadUnaligned(fromByteOffset: start, as: Int32.self),
+                    Int(raw.loadUnaligned(fromByteOffset: start + 12, as: UInt32.self))
+                )
+            }
+            let nameBytes = bytes[(offset + headerSize)..<min(offset + headerSize + nameLength, bytes.endIndex)]
+            let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
+            let directory = directories[watch] ?? ""
+            guard !name.isEmpty, ignored.contains(where: { $0.directory == directory && name.hasPrefix($0.namePrefix) }) else {
+                return false
+            }
+            offset += headerSize + nameLength
+        }
+        return offset == bytes.endIndex
+    }
+
     /// The loop gave up: stop, and tell the owner, whose next refresh makes a new watcher.
     func loopFailed(_ error: SystemError) {
         let wasOpen = state.withLock { state -> Bool in
@@ -116,7 +160,9 @@ final class DirectoryWatcher: EventLoopHandler {
 
     var isClosed: Bool { state.withLock { $0.closed } }
 
-    /// Stops watching; the descriptor is closed on the loop thread.
+    /// Stops watching: the descriptor leaves the loop on the loop thread, and is closed on
+    /// another, because closing an inotify descriptor waits for the kernel's grace period
+    /// (measured: 17 ms), which would stall every worker's I/O.
     func close() {
         let wasOpen = state.withLock { state -> Bool in
             defer { state.closed = true }
@@ -126,7 +172,9 @@ final class DirectoryWatcher: EventLoopHandler {
         let descriptor = descriptor
         loop.execute { [loop] in
             loop.deregister(descriptor)
-            descriptor.close()
+            Self.closing.async { descriptor.close() }
         }
     }
+
+    private static let closing = DispatchQueue(label: "plugind.inotify-close", qos: .utility)
 }

@@ -15,8 +15,21 @@ package final class MonitorEngine: Sendable {
 
     package init(host: AppExtensionHost) {
         self.host = host
-        self.makeWatcher = { onChange in try DirectoryWatcher(loop: try WorkerEventLoop.shared(), onChange: onChange) }
+        let ignored = Self.ignoredFiles(host: host)
+        self.makeWatcher = { onChange in try DirectoryWatcher(loop: try WorkerEventLoop.shared(), ignoring: ignored, onChange: onChange) }
     }
+
+    /// Changes that are no change to the plugins: plugind's own catalog cache (and its temporary
+    /// files) in the state directory, which every scan may write — each scan caused another —
+    /// and hidden entries of a root, such as `plugind install`'s staging directory, which no scan
+    /// looks at; the rename that ends an install is an event of its own.
+    static func ignoredFiles(host: AppExtensionHost) -> [(directory: String, namePrefix: String)] {
+        [(host.stateDirectory.path, CatalogStore.fileName)] + SearchRoot.roots(of: host).map { ($0.path, ".") }
+    }
+
+    /// Scans so far (tests and the benchmark count scans per change).
+    package var scanCount: Int { scans.withLock { $0 } }
+    private let scans = Locked(0)
 
     /// An engine whose watcher comes from `makeWatcher` (tests make it fail).
     init(host: AppExtensionHost, makeWatcher: @escaping @Sendable (@escaping @Sendable () -> Void) throws -> DirectoryWatcher) {
@@ -56,25 +69,30 @@ package final class MonitorEngine: Sendable {
         }
     }
 
-    /// Runs on `queue`.
+    /// Runs on `queue`. Directories are watched before they are scanned, so a change during
+    /// the scan raises an event of its own and one scan covers one change; only a path the scan
+    /// itself brings up (a problem outside the candidate directories) needs a second look.
     private func refresh() {
         try? startWatching()
-        var inventory = Inventory.take(host: host)
+        watcher.withLock { _ = $0?.watch(Self.pathsToWatch(host: host, inventory: nil)) }
+        var inventory = scan()
         let addedWatches = watcher.withLock { $0?.watch(Self.pathsToWatch(host: host, inventory: inventory)) ?? false }
-        // A directory that just got its watch may have changed between the scan and the watch
-        // (a bundle still being copied in): scan again, so no change falls in that gap. Later
-        // changes raise events of their own.
-        if addedWatches { inventory = Inventory.take(host: host) }
+        if addedWatches { inventory = scan() }
         callback.withLock { $0 }?(inventory)
     }
 
-    static func pathsToWatch(host: AppExtensionHost, inventory: Inventory) -> Set<String> {
+    private func scan() -> Inventory {
+        scans.withLock { $0 += 1 }
+        return Inventory.take(host: host)
+    }
+
+    static func pathsToWatch(host: AppExtensionHost, inventory: Inventory?) -> Set<String> {
         let roots = SearchRoot.roots(of: host).map(\.path)
         var paths = Set(roots)
         // Every directory in a root, not only complete bundles: a manifest written into a new
         // directory raises no event on the root.
         for root in roots { paths.formUnion(Catalog.candidateDirectories(in: root)) }
-        paths.formUnion(inventory.problems.map(\.path))
+        paths.formUnion(inventory?.problems.map(\.path) ?? [])
         paths.insert(host.policyDirectory.path)
         paths.insert(host.administratorPolicyDirectory.path)
         paths.insert(host.stateDirectory.path)

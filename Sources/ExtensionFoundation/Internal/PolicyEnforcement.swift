@@ -8,52 +8,62 @@ import PlugindSystem
 /// started, and the next launch sees the change.
 enum PolicyEnforcement {
     private struct Watch {
-        var watcher: DirectoryWatcher
-        var sessions = 0
+        /// One watcher for every host, made once: closing an inotify instance waits for the
+        /// kernel's grace period, too slow to do for every last worker of a host.
+        var watcher: DirectoryWatcher?
+        /// Running sessions, by host.
+        var sessions: [AppExtensionHost: Int] = [:]
+
+        var paths: Set<String> {
+            Set(sessions.keys.flatMap { [$0.policyDirectory.path, $0.administratorPolicyDirectory.path, $0.stateDirectory.path] })
+        }
+
+        var ignored: [(directory: String, namePrefix: String)] {
+            sessions.keys.flatMap { MonitorEngine.ignoredFiles(host: $0) }
+        }
     }
 
-    private static let watches = Locked<[AppExtensionHost: Watch]>([:])
+    private static let watch = Locked(Watch())
 
     /// Starts watching `host`'s policy for a new running session; balanced by `ended`.
     static func started(_ session: WorkerSession) {
-        let host = session.host
-        let watching = watches.withLock { watches -> Bool in
-            guard watches[host] != nil else { return false }
-            watches[host]?.sessions += 1
-            return true
+        let needsWatcher = watch.withLock { watch -> Bool in
+            watch.sessions[session.host, default: 0] += 1
+            return watch.watcher == nil || watch.watcher?.isClosed == true
         }
-        guard !watching else { return }
-        // Without a watcher (no event loop, no inotify), the policy is still checked at every
-        // launch; only running workers go unchecked.
-        guard let loop = try? WorkerEventLoop.shared(),
-            let watcher = try? DirectoryWatcher(loop: loop, onChange: { Task.detached { check(host) } })
-        else { return }
-        watcher.watch([host.policyDirectory.path, host.administratorPolicyDirectory.path, host.stateDirectory.path])
-        let surplus = watches.withLock { watches -> DirectoryWatcher? in
-            if watches[host] != nil {
-                watches[host]?.sessions += 1
-                return watcher
-            }
-            watches[host] = Watch(watcher: watcher, sessions: 1)
-            return nil
-        }
-        surplus?.close()
-    }
-
-    /// A session of `host` ended; the last one stops the watch.
-    static func ended(_ session: WorkerSession) {
-        let host = session.host
-        let finished = watches.withLock { watches -> DirectoryWatcher? in
-            guard var watch = watches[host] else { return nil }
-            watch.sessions -= 1
-            guard watch.sessions <= 0 else {
-                watches[host] = watch
+        if needsWatcher, let loop = try? WorkerEventLoop.shared(),
+            let made = try? DirectoryWatcher(loop: loop, onChange: { Task.detached { checkAll() } })
+        {
+            let surplus = watch.withLock { watch -> DirectoryWatcher? in
+                guard watch.watcher == nil || watch.watcher?.isClosed == true else { return made }
+                watch.watcher = made
                 return nil
             }
-            watches[host] = nil
-            return watch.watcher
+            surplus?.close()
         }
-        finished?.close()
+        // Without a watcher (no event loop, no inotify), the policy is still checked at every
+        // launch; only running workers go unchecked.
+        updateWatches()
+    }
+
+    /// A session of `host` ended; the host's directories are no longer watched once its last did.
+    static func ended(_ session: WorkerSession) {
+        watch.withLock { watch in
+            watch.sessions[session.host, default: 1] -= 1
+            if watch.sessions[session.host] ?? 0 <= 0 { watch.sessions[session.host] = nil }
+        }
+        updateWatches()
+    }
+
+    private static func updateWatches() {
+        let (watcher, paths, ignored) = watch.withLock { ($0.watcher, $0.paths, $0.ignored) }
+        watcher?.watch(paths, ignoring: ignored)
+    }
+
+    /// A change in some watched directory: every host with running workers checks its own.
+    private static func checkAll() {
+        let hosts = watch.withLock { Array($0.sessions.keys) }
+        for host in hosts { check(host) }
     }
 
     /// Checks every running worker of `host` against the policy as it is now.
