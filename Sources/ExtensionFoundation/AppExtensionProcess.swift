@@ -115,7 +115,7 @@ public final class AppExtensionProcess: Sendable {
     private static func launch(
         entry: CatalogEntry, approval: Approval?, host: AppExtensionHost, requiresEnhancedSecurity: Bool, key: WorkerSession.Key?
     ) async throws -> WorkerSession {
-        let plan = LaunchPlan(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
+        let plan = LaunchPlan.cached(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
         let channel: WorkerChannel
         let ready: Ready
         do {

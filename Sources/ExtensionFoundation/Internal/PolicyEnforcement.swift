@@ -13,13 +13,21 @@ enum PolicyEnforcement {
         var watcher: DirectoryWatcher?
         /// Running sessions, by host.
         var sessions: [AppExtensionHost: Int] = [:]
+        /// Hosts whose last session ended lately, newest last: their directories stay watched, so
+        /// that a host launching and ending workers one at a time does not add and remove the
+        /// same watches every time.
+        var idle: [AppExtensionHost] = []
+
+        static let idleHostsWatched = 8
+
+        var watchedHosts: [AppExtensionHost] { Array(sessions.keys) + idle }
 
         var paths: Set<String> {
-            Set(sessions.keys.flatMap { [$0.policyDirectory.path, $0.administratorPolicyDirectory.path, $0.stateDirectory.path] })
+            Set(watchedHosts.flatMap { [$0.policyDirectory.path, $0.administratorPolicyDirectory.path, $0.stateDirectory.path] })
         }
 
         var ignored: [(directory: String, namePrefix: String)] {
-            sessions.keys.flatMap { MonitorEngine.ignoredFiles(host: $0) }
+            watchedHosts.flatMap { MonitorEngine.ignoredFiles(host: $0) }
         }
     }
 
@@ -27,9 +35,11 @@ enum PolicyEnforcement {
 
     /// Starts watching `host`'s policy for a new running session; balanced by `ended`.
     static func started(_ session: WorkerSession) {
-        let needsWatcher = watch.withLock { watch -> Bool in
+        let (needsWatcher, watchedAlready) = watch.withLock { watch -> (Bool, Bool) in
+            let watchedAlready = watch.sessions[session.host] != nil || watch.idle.contains(session.host)
             watch.sessions[session.host, default: 0] += 1
-            return watch.watcher == nil || watch.watcher?.isClosed == true
+            watch.idle.removeAll { $0 == session.host }
+            return (watch.watcher == nil || watch.watcher?.isClosed == true, watchedAlready)
         }
         if needsWatcher, let loop = try? WorkerEventLoop.shared(),
             let made = try? DirectoryWatcher(loop: loop, onChange: { Task.detached { checkAll() } })
@@ -43,16 +53,21 @@ enum PolicyEnforcement {
         }
         // Without a watcher (no event loop, no inotify), the policy is still checked at every
         // launch; only running workers go unchecked.
-        updateWatches()
+        if needsWatcher || !watchedAlready { updateWatches() }
     }
 
     /// A session of `host` ended; the host's directories are no longer watched once its last did.
     static func ended(_ session: WorkerSession) {
-        watch.withLock { watch in
+        let changed = watch.withLock { watch -> Bool in
             watch.sessions[session.host, default: 1] -= 1
-            if watch.sessions[session.host] ?? 0 <= 0 { watch.sessions[session.host] = nil }
+            guard watch.sessions[session.host] ?? 0 <= 0 else { return false }
+            watch.sessions[session.host] = nil
+            watch.idle.append(session.host)
+            guard watch.idle.count > Watch.idleHostsWatched else { return false }
+            watch.idle.removeFirst()
+            return true
         }
-        updateWatches()
+        if changed { updateWatches() }
     }
 
     private static func updateWatches() {

@@ -40,7 +40,7 @@ package struct PluginPolicy: Codable, Sendable, Equatable {
 
 /// What an approval is pinned to: the digest of every entry of the bundle (`BundleDigest`), the
 /// permissions asked for, and the owner's grants as resolved when they were approved.
-package struct Approval: Codable, Sendable, Equatable {
+package struct Approval: Codable, Sendable, Hashable {
     package var bundlePath: String
     /// `BundleDigest.digest` of the bundle approved. Nil in an approval written by an earlier
     /// plugind, which pinned only the library and the manifest: such an approval is outdated.
@@ -61,7 +61,7 @@ package struct Approval: Codable, Sendable, Equatable {
     /// with when approved, if it was signed.
     package var publisherKey: String?
 
-    package struct PinnedFile: Codable, Sendable, Equatable {
+    package struct PinnedFile: Codable, Sendable, Hashable {
         package var path: String
         package var sha256: String
         package var identity: FileIdentity
