@@ -272,6 +272,27 @@ struct ConnectionTests {
         #expect(crashes.isEmpty)
     }
 
+    @Test("a plugin quarantined (by crashes of another process of it) ends its running processes too")
+    func quarantineReachesRunningProcesses() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        try test.install(PluginFixture(library: "ConversationProbe"))
+        let interruptions = InterruptionCounter()
+        let process = try await AppExtensionProcess(configuration: test.configuration(Self.probe, onInterruption: interruptions.handler))
+        let connection = try await process.makeConnection()
+        #expect(text(try await connection.send(Array("count".utf8))) == "1")
+        let entry = try #require(Inventory.take(host: test.host, catalog: Catalog()).item(Self.probe)?.entry)
+        for crash in 1...test.host.quarantine.crashes {
+            CrashLog(host: test.host).record(identifier: Self.probe, bundle: entry.bundle, reason: "crash \(crash)", output: "")
+        }
+        try await Deadline.wait("onInterruption") { await interruptions.firstCall() }
+        let error = await #expect(throws: AppExtensionError.self) { try await connection.send(Array("count".utf8)) }
+        #expect(error?.code == .disabledByOwner, "\(error.map { "\($0)" } ?? "")")
+        #expect(error?.reason.hasPrefix("was quarantined while it ran") == true, "\(error?.reason ?? "")")
+        let termination = await process.waitForTermination()
+        #expect(termination == .signaled(signal: SIGKILL, name: "SIGKILL"))
+    }
+
     @Test("a plugin built for ABI 1 keeps working: connections are accepted for it, requests answered")
     func abi1Plugin() async throws {
         let test = try TestHost()

@@ -19,6 +19,14 @@ final class WorkerChannel: EventLoopHandler {
     let loop: WorkerEventLoop
     let writer: FrameWriter
     private let state: Locked<State>
+    /// What the loop thread reads with, apart from `state`: reads (system calls) never hold the
+    /// lock that callers sending requests need.
+    private let reading: Locked<Reading>
+
+    private struct Reading {
+        var decoder: FrameDecoder
+        var closed = false
+    }
 
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
@@ -45,8 +53,6 @@ final class WorkerChannel: EventLoopHandler {
         var writeInterest = false
         /// The descriptor to the worker has been closed (once, on the loop thread).
         var writeDescriptorClosed = false
-        var readClosed = false
-        var decoder: FrameDecoder
         var output: TailBuffer
         var fatalReport: FatalSignalReport?
         var loadFailure: LoadFailure?
@@ -112,12 +118,12 @@ final class WorkerChannel: EventLoopHandler {
         self.writer = FrameWriter(descriptor: toWorker)
         self.cancellationGracePeriod = cancellationGracePeriod
         self.cgroup = cgroup
+        self.reading = Locked(Reading(decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096)))
         self.state = Locked(
             State(
                 machine: ChannelProtocol(
                     pluginIdentifier: pluginIdentifier, hostIdentifier: hostIdentifier, maximumMessageBytes: limits.maxMessageBytes,
                     asksPerConnection: asksPerConnection, cancellationGracePeriod: cancellationGracePeriod),
-                decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096),
                 output: TailBuffer(capacity: 16 << 10),
                 sharedMemoryOffered: sharedMemory
             )
@@ -366,7 +372,9 @@ final class WorkerChannel: EventLoopHandler {
         timeout: Duration?,
         message makeMessage: (UInt64) -> HostMessage
     ) async throws -> WorkerReply {
-        let id = try state.withLock { $0.machine.reserveRequest(connection: connection, timeout: timeout) }.get()
+        let id = try state.withLock { state in
+            state.machine.reserveRequest(connection: connection, timeout: timeout).mapError { unavailable($0, state) }
+        }.get()
         let message = makeMessage(id)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerReply, any Error>) in
@@ -382,11 +390,20 @@ final class WorkerChannel: EventLoopHandler {
         }
     }
 
+    /// Why a request cannot start: once the worker ended on its own, its cause (a crash, the
+    /// owner's decision), as every later request of the process learns.
+    private func unavailable(_ error: AppExtensionError, _ state: State) -> AppExtensionError {
+        guard let termination = state.termination, !state.machine.invalidated else { return error }
+        return termination.error(plugin: pluginIdentifier, limits: limits)
+    }
+
     // MARK: Connections
 
     /// Opens a connection and waits until the plugin accepts it; `handler` answers its asks.
     func openConnection(handler: RequestHandler?) async throws -> UInt32 {
-        let (id, effects) = try state.withLock { $0.machine.openConnection(hasHandler: handler != nil) }.get()
+        let (id, effects) = try state.withLock { state in
+            state.machine.openConnection(hasHandler: handler != nil).mapError { unavailable($0, state) }
+        }.get()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
                 var actions = Actions()
@@ -581,8 +598,8 @@ final class WorkerChannel: EventLoopHandler {
         var frames: [Frame] = []
         var violation: WireError?
         var endOfStream = false
-        state.withLock { state in
-            guard !state.readClosed else { return }
+        reading.withLock { state in
+            guard !state.closed else { return }
             while true {
                 let count = state.decoder.receive { buffer in
                     Glibc.read(fromWorker.rawValue, buffer.baseAddress, buffer.count)
@@ -604,7 +621,7 @@ final class WorkerChannel: EventLoopHandler {
                 }
             }
             if endOfStream {
-                state.readClosed = true
+                state.closed = true
                 do throws(WireError) {
                     try state.decoder.finish()
                 } catch {
