@@ -12,16 +12,18 @@ enum DiscoveryBenchmarks {
     static func populate(_ root: String, count: Int) throws {
         try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
         let library = try Data(contentsOf: URL(fileURLWithPath: BenchHost.productsDirectory + "/libEcho.so"))
-        for index in 0..<count {
-            let bundle = root + "/bundle-\(index).appex"
-            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
-            let manifest = """
-                {"manifestVersion": 1, "identifier": "org.plugind.bench.plugin\(index)", "name": "Plugin \(index)",
-                 "version": "1.0.0", "extensionPoint": "org.plugind.bench.point", "library": "libEcho.so"}
-                """
-            try Data(manifest.utf8).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
-            try library.write(to: URL(fileURLWithPath: bundle + "/libEcho.so"))
-        }
+        for index in 0..<count { try writeBundle(index, at: root + "/bundle-\(index).appex", library: library) }
+    }
+
+    /// A bundle of the echo plugin as the `index`th of a populated root.
+    private static func writeBundle(_ index: Int, at bundle: String, library: Data) throws {
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
+        let manifest = """
+            {"manifestVersion": 1, "identifier": "org.plugind.bench.plugin\(index)", "name": "Plugin \(index)",
+             "version": "1.0.0", "extensionPoint": "org.plugind.bench.point", "library": "libEcho.so"}
+            """
+        try Data(manifest.utf8).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
+        try library.write(to: URL(fileURLWithPath: bundle + "/libEcho.so"))
     }
 
     static func host(root: String, state: String) -> AppExtensionHost {
@@ -103,13 +105,7 @@ enum DiscoveryBenchmarks {
         for index in 0..<iterations {
             let before = engine.scanCount
             let staging = root + "/.bundle-\(index).installing"
-            try FileManager.default.createDirectory(atPath: staging, withIntermediateDirectories: false)
-            let manifest = """
-                {"manifestVersion": 1, "identifier": "org.plugind.bench.plugin\(index)", "name": "Plugin \(index)",
-                 "version": "1.0.0", "extensionPoint": "org.plugind.bench.point", "library": "libEcho.so"}
-                """
-            try Data(manifest.utf8).write(to: URL(fileURLWithPath: staging + "/manifest.json"))
-            try library.write(to: URL(fileURLWithPath: staging + "/libEcho.so"))
+            try writeBundle(index, at: staging, library: library)
             try FileManager.default.moveItem(atPath: staging, toPath: root + "/bundle-\(index).appex")
             while let count = await iterator.next(), count < index + 1 {}
             try await Task.sleep(for: .milliseconds(100))
