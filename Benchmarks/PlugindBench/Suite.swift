@@ -335,7 +335,8 @@ struct Suite {
             guard let measurement = measurements[name] else { continue }
             lines.append("  \(name): \(format(measurement.median, measurement.unit))")
         }
-        print(lines.joined(separator: "\n"))
+        // Written at once, not through print's buffer: the results line on stderr comes after it.
+        FileHandle.standardOutput.write(Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
     private func writeJSON(_ rows: [Row], seconds: Duration) throws {
