@@ -95,6 +95,10 @@ let package = Package(
     targets: [
         // C: spawning, pidfd and wait, fatal-signal reporting (host and worker).
         .target(name: "CPlugindShims", cSettings: gnuSource),
+        // C: the full-screen terminal of `plugind browse`, through ncursesw (Debian's libncurses-dev).
+        .target(
+            name: "CTerminal", cSettings: gnuSource,
+            linkerSettings: [.linkedLibrary("ncursesw"), .linkedLibrary("tinfo")]),
         // C: the worker's confinement layers (prctl, rlimits, seccomp, Landlock).
         .target(name: "CPlugindConfinement", dependencies: ["CSeccomp"], cSettings: gnuSource),
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
@@ -124,7 +128,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "plugind",
-            dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire"],
+            dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire", "CTerminal"],
             swiftSettings: swiftSettings
         ),
 
@@ -191,7 +195,8 @@ let package = Package(
         ),
         .testTarget(
             name: "CLITests",
-            dependencies: ["TestSupport", "ExtensionFoundation"],
+            // plugind itself for the browser's model, which is tested without a terminal.
+            dependencies: ["TestSupport", "ExtensionFoundation", "PlugindSystem", "plugind", "CTerminal"],
             swiftSettings: swiftSettings
         ),
     ] + pluginTargets

@@ -3,12 +3,14 @@
 #   libffi-dev      (libffi: typed calls into plugin functions)
 #   libssl-dev      (OpenSSL's libcrypto: SHA-256 of approved libraries)
 #   libseccomp-dev  (seccomp filter for the worker's network confinement)
-#   pkg-config      (SwiftPM finds the three through it)
+#   libncurses-dev  (ncursesw: the full-screen terminal of 'plugind browse')
+#   tmux            (the tests drive 'plugind browse' in a real terminal through it)
+#   pkg-config      (SwiftPM finds the libraries through it)
 # Needs root (or sudo) only when something has to be installed.
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev pkg-config; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev tmux pkg-config; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

@@ -122,7 +122,9 @@ public struct AppExtensionHost: Sendable, Hashable {
     }
 
     /// A host with defaults taken from `environment`: `PLUGIND_PATH`, `XDG_DATA_HOME`,
-    /// `XDG_CONFIG_HOME`, `XDG_STATE_HOME`, `PLUGIND_ADMIN_POLICY_DIR`, `HOME`.
+    /// `XDG_CONFIG_HOME`, `XDG_STATE_HOME`, `PLUGIND_ADMIN_POLICY_DIR`, `HOME`. The variables of
+    /// `commandLineEnvironment` (`PLUGIND_SEARCH_PATH`, `PLUGIND_BUNDLED_PLUGINS_DIR`,
+    /// `PLUGIND_POLICY_DIR`, `PLUGIND_STATE_DIR`) override them, each when it holds absolute paths.
     public init(identifier: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let home = environment["HOME"].map { URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
         func directory(_ variable: String, fallback: String) -> URL {
@@ -134,7 +136,6 @@ public struct AppExtensionHost: Sendable, Hashable {
         let stateHome = directory("XDG_STATE_HOME", fallback: ".local/state")
 
         self.identifier = identifier
-        self.bundledPluginsDirectory = nil
         let pluginPath = (environment["PLUGIND_PATH"] ?? "").split(separator: ":").map { URL(fileURLWithPath: String($0)) }
         self.searchPaths =
             pluginPath + [
@@ -154,6 +155,32 @@ public struct AppExtensionHost: Sendable, Hashable {
         self.quarantine = QuarantinePolicy()
         self.version = "0.1.0"
         self.launchStrategy = .preforked
+        func absolute(_ variable: String) -> URL? {
+            environment[variable].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
+        }
+        if let searchPath = environment["PLUGIND_SEARCH_PATH"] {
+            let paths = searchPath.split(separator: ":").map(String.init)
+            if paths.allSatisfy({ $0.hasPrefix("/") }) { self.searchPaths = paths.map { URL(fileURLWithPath: $0) } }
+        }
+        self.bundledPluginsDirectory = absolute("PLUGIND_BUNDLED_PLUGINS_DIR")
+        self.policyDirectory = absolute("PLUGIND_POLICY_DIR") ?? policyDirectory
+        self.stateDirectory = absolute("PLUGIND_STATE_DIR") ?? stateDirectory
+    }
+
+    /// The variables that make `plugind` (which configures itself from its environment) see this
+    /// host: the same plugin directories, policies and state. For running `plugind` on a host's
+    /// behalf, as `AppExtensionBrowser` does.
+    public var commandLineEnvironment: [String: String] {
+        var environment = [
+            "PLUGIND_HOST_IDENTIFIER": identifier,
+            "PLUGIND_SEARCH_PATH": searchPaths.map(\.path).joined(separator: ":"),
+            "PLUGIND_POLICY_DIR": policyDirectory.path,
+            "PLUGIND_ADMIN_POLICY_DIR": administratorPolicyDirectory.path,
+            "PLUGIND_STATE_DIR": stateDirectory.path,
+        ]
+        if let bundledPluginsDirectory { environment["PLUGIND_BUNDLED_PLUGINS_DIR"] = bundledPluginsDirectory.path }
+        if let workerExecutable { environment["PLUGIND_WORKER"] = workerExecutable.path }
+        return environment
     }
 
     /// The user's own plugin directory, where `plugind install` puts bundles.

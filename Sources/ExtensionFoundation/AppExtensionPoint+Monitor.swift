@@ -42,8 +42,8 @@ extension AppExtensionPoint {
         }
 
         @ObservationIgnored private let storage = Locked(Storage())
-        @ObservationIgnored private let host: AppExtensionHost
-        @ObservationIgnored private let engine: MonitorEngine
+        @ObservationIgnored let host: AppExtensionHost
+        @ObservationIgnored let engine: MonitorEngine
 
         /// A monitor without extension points, for `AppExtensionHost.current`; add points with
         /// `addAppExtensionPoint(_:)`.

@@ -6,7 +6,8 @@ import Observation
 // every available text filter on its input, and lets every available greeter greet it — a
 // greeter asks the host whom to greet, and this host answers through its connection's request
 // handler. Run it with text as arguments (or on stdin); add --watch to keep listing the
-// available filters as plugins are installed, approved or disabled.
+// available filters as plugins are installed, approved or disabled, and --review to let the
+// owner approve waiting plugins in the plugin browser first.
 
 extension AppExtensionPoint {
     @Definition
@@ -33,7 +34,7 @@ if arguments.contains("--help") || arguments.contains("-h") {
         OVERVIEW: Example plugind host: runs every available text filter on its input, then lets
         every available greeter greet it.
 
-        USAGE: plugind-example-host [<text> ...] [--name <name>] [--watch]
+        USAGE: plugind-example-host [<text> ...] [--name <name>] [--watch] [--review]
 
         Filters are plugins for the extension point org.plugind.examples.text-filters, greeters
         for org.plugind.examples.greeters, that the owner approved ('plugind approve ID'). A
@@ -43,6 +44,8 @@ if arguments.contains("--help") || arguments.contains("-h") {
         OPTIONS:
           --name <name>           Whom the greeters greet (default: world).
           --watch                 Keep running and print the available filters on every change.
+          --review                When plugins wait for the owner's approval, open the plugin
+                                  browser ('plugind browse') on this terminal first.
           -h, --help              Show help information.
         """
     )
@@ -60,12 +63,30 @@ if let index = options.firstIndex(of: "--name") {
     options.removeSubrange(index...(index + 1))
 }
 let watching = options.contains("--watch")
-options.removeAll { $0 == "--watch" }
+let reviewing = options.contains("--review")
+options.removeAll { $0 == "--watch" || $0 == "--review" }
 
-let monitor = try await AppExtensionPoint.Monitor(appExtensionPoint: .textFilters)
+// One monitor for both points; each loop below takes the identities of its own point.
+let monitor = AppExtensionPoint.Monitor()
+try await monitor.addAppExtensionPoint(.textFilters)
+try await monitor.addAppExtensionPoint(.greeters)
+func identities(of point: AppExtensionPoint) -> [AppExtensionIdentity] {
+    monitor.identities.filter { $0.extensionPointIdentifier == point.identifier }.sorted { $0.bundleIdentifier < $1.bundleIdentifier }
+}
+
+// As a Mac app presents EXAppExtensionBrowserViewController: the owner decides first.
+if reviewing {
+    do {
+        try await monitor.presentBrowserIfNeeded()
+    } catch {
+        FileHandle.standardError.write(Data("plugind-example-host: \(error)\n".utf8))
+    }
+}
 
 if watching {
-    for await identities in Observations({ monitor.identities }) {
+    for await identities in Observations({
+        monitor.identities.filter { $0.extensionPointIdentifier == AppExtensionPoint.textFilters.identifier }
+    }) {
         let names = identities.map(\.localizedName).sorted()
         print("available filters: \(names.isEmpty ? "none" : names.joined(separator: ", "))")
     }
@@ -74,14 +95,17 @@ if watching {
 let text =
     options.isEmpty ? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self) : options.joined(separator: " ")
 let state = monitor.state
-if state.identities.isEmpty {
-    print("No text filters are available (\(state.unapprovedCount) unapproved, \(state.disabledCount) disabled).")
+let filters = identities(of: .textFilters)
+if filters.isEmpty {
+    print(
+        "No text filters are available (of this host's plugins, \(state.unapprovedCount) wait for approval and \(state.disabledCount) are disabled; --review shows them)."
+    )
     for diagnostic in monitor.diagnostics {
         print("  \(diagnostic)")
     }
 }
 var failures = 0
-for identity in state.identities.sorted(by: { $0.bundleIdentifier < $1.bundleIdentifier }) {
+for identity in filters {
     let configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity) {
         print("\(identity.localizedName) stopped unexpectedly")
     }
@@ -98,8 +122,7 @@ for identity in state.identities.sorted(by: { $0.bundleIdentifier < $1.bundleIde
 
 // Greeters ask the host whom to greet, on the connection the request came on: the handler given
 // to makeConnection answers.
-let greeters = try await AppExtensionPoint.Monitor(appExtensionPoint: .greeters)
-for identity in greeters.identities.sorted(by: { $0.bundleIdentifier < $1.bundleIdentifier }) {
+for identity in identities(of: .greeters) {
     let configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity) {
         print("\(identity.localizedName) stopped unexpectedly")
     }

@@ -8,7 +8,7 @@ enum Plugind {
     static let version = "0.1.0"
 
     static let commands: [any PlugindCommand.Type] = [
-        ListCommand.self, InfoCommand.self, RunCommand.self, CallCommand.self, ApproveCommand.self,
+        ListCommand.self, BrowseCommand.self, InfoCommand.self, RunCommand.self, CallCommand.self, ApproveCommand.self,
         DisableCommand.self, EnableCommand.self, RevokeCommand.self, WatchCommand.self, VerifyCommand.self,
         NewCommand.self, InstallCommand.self, UninstallCommand.self, QuarantineCommand.self, PolicyCommand.self,
     ]

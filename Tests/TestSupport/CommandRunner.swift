@@ -58,6 +58,10 @@ package enum CommandRunner {
         await withCheckedContinuation { continuation in
             Thread {
                 let data = (try? handle.readToEnd()) ?? Data()
+                // Foundation closes a pipe's descriptors only when the handle is freed, which
+                // for a handle kept by Process may be never: tests that poll a command every
+                // few milliseconds would run out of descriptors.
+                try? handle.close()
                 continuation.resume(returning: [UInt8](data))
             }.start()
         }

@@ -10,7 +10,12 @@ enum WorkerLauncher {
     static let environmentAllowlist = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "TZ"]
 
     static func launch(_ plan: LaunchPlan) async throws -> (WorkerChannel, Ready) {
-        let executable = try WorkerLocator.locate(explicit: plan.workerExecutable)
+        let executable: String
+        do {
+            executable = try ExecutableLocator.worker.locate(explicit: plan.workerExecutable)
+        } catch {
+            throw AppExtensionError(.workerNotFound, plugin: nil, error.message)
+        }
         // The bytes the worker will load: read, hashed and sealed (or reused from an earlier
         // launch), and checked against the approval before any process starts.
         let sealed: [FileDescriptor]

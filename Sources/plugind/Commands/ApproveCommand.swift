@@ -51,19 +51,7 @@ struct ApproveCommand: PlugindCommand {
         } catch {
             throw CommandFailure(message: "\(error)", status: .failure)
         }
-        var lines = [
-            "Approving "
-                + PluginDescription.lines(
-                    entry: item.entry, digest: BundleDigest(digest: review.approval.bundleDigest ?? "", files: review.approval.files),
-                    host: context.host, approval: review.approval
-                ).joined(separator: "\n")
-        ]
-        if review.previous != nil {
-            let changes = review.changes
-            lines.append(changes.isEmpty ? "  since the last approval: nothing changed" : "  since the last approval:")
-            lines += changes.map { "    \($0.inert)" }
-        }
-        context.console.err(lines.joined(separator: "\n") + "\n\n")
+        context.console.err("Approving " + PluginDescription.reviewLines(review, host: context.host).joined(separator: "\n") + "\n\n")
         if !assumeYes {
             guard context.console.standardInputIsTerminal else {
                 throw CommandFailure(

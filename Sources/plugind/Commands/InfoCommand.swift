@@ -39,21 +39,10 @@ struct InfoCommand: PlugindCommand {
         let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
         let entry = item.entry
         let manifest = entry.manifest
-        let digest = try? BundleDigest.compute(entry.bundle.contents) { file in
-            try ContentHashes.shared.digest(ofFileAtPath: entry.bundle.bundlePath + "/" + file.path, identity: file.status.identity)
-        }
-        let approval = PolicySnapshot.read(for: context.host).approval(for: entry)
+        let details = await PluginDetails.gather(item, host: context.host, probe: probe)
+        let (digest, approval) = (details.digest, details.approval)
         let limits = EffectiveLimits(LaunchPlan(entry: entry, host: context.host, approval: approval))
         let enforcement = LimitEnforcement(permissions: approval?.permissions ?? manifest.permissions, host: context.host)
-        var layers: [AppExtensionProcess.ConfinementLayer] = []
-        var probeError: String?
-        if probe {
-            do {
-                layers = try await AppExtensionProcess.probeConfinement(of: item, host: context.host)
-            } catch {
-                probeError = "\(error)"
-            }
-        }
 
         if json {
             try context.console.json(
@@ -73,30 +62,14 @@ struct InfoCommand: PlugindCommand {
                     },
                     limits: limits,
                     limitEnforcement: enforcement,
-                    confinement: layers.map { .init(layer: $0.name, state: $0.state.rawValue, detail: $0.detail) },
-                    confinementError: probeError,
+                    confinement: details.layers.map { .init(layer: $0.name, state: $0.state.rawValue, detail: $0.detail) },
+                    confinementError: details.probeError,
                     warnings: entry.bundle.warnings
                 )
             )
             return .success
         }
-        var lines = PluginDescription.lines(entry: entry, digest: digest, host: context.host, approval: approval)
-        lines.insert("  state:           \(item.stateCode)" + (item.diagnostic.map { " (\($0.message.inert))" } ?? ""), at: 2)
-        for warning in entry.bundle.warnings { lines.append("  warning:         \(warning.inert)") }
-        if manifest.functions.isEmpty {
-            lines.append("  functions:       none (requests only)")
-        } else {
-            lines.append("  functions:")
-            lines += manifest.functions.map { "    \($0)" }
-        }
-        if probe {
-            lines.append("  confinement (verified by a worker on this machine):")
-            if let probeError {
-                lines.append("    cannot be determined: \(probeError.inert)")
-            }
-            lines += layers.map { "    \($0.name): \($0.state.rawValue) — \($0.detail.inert)" }
-        }
-        context.console.out(lines.joined(separator: "\n") + "\n")
+        context.console.out(details.lines(host: context.host).joined(separator: "\n") + "\n")
         return .success
     }
 }

@@ -45,21 +45,7 @@ struct ListCommand: PlugindCommand {
             try context.console.json(ListDocument(items: items, problems: problems))
             return .success
         }
-        if items.isEmpty && problems.isEmpty {
-            context.console.out(all ? "No plugins found.\n" : "No available plugins.\n")
-        }
-        for item in items {
-            let manifest = item.entry.manifest
-            var line = "\(manifest.identifier.inert)  \(manifest.version.inert)  \(manifest.name.inert)  [\(manifest.extensionPoint.inert)]"
-            if all { line += "  \(item.stateCode)" }
-            context.console.out(line + "\n")
-            if all, let diagnostic = item.diagnostic {
-                context.console.out("    \(diagnostic.message.inert)\n")
-            }
-        }
-        for problem in problems {
-            context.console.out("\((problem.bundleIdentifier ?? problem.path).inert)  \(problem.kind)\n    \(problem.message.inert)\n")
-        }
+        context.console.out(Self.text(items: items, problems: problems, all: all))
         if !all {
             let hidden = inventory.items.count(where: { !$0.isAvailable }) + inventory.problems.count
             if hidden > 0 {
@@ -67,6 +53,29 @@ struct ListCommand: PlugindCommand {
             }
         }
         return .success
+    }
+}
+
+extension ListCommand {
+    /// The text of `list` (and of `browse` without a terminal): a line per plugin, and with `all`
+    /// its state and the reason it is unavailable, then the bundles that were rejected.
+    static func text(items: [Inventory.Item], problems: [AppExtensionDiagnostic], all: Bool) -> String {
+        var text = ""
+        if items.isEmpty && problems.isEmpty {
+            text += all ? "No plugins found.\n" : "No available plugins.\n"
+        }
+        for item in items {
+            let manifest = item.entry.manifest
+            text += "\(manifest.identifier.inert)  \(manifest.version.inert)  \(manifest.name.inert)  [\(manifest.extensionPoint.inert)]"
+            text += all ? "  \(item.stateCode)\n" : "\n"
+            if all, let diagnostic = item.diagnostic {
+                text += "    \(diagnostic.message.inert)\n"
+            }
+        }
+        for problem in problems {
+            text += "\((problem.bundleIdentifier ?? problem.path).inert)  \(problem.kind)\n    \(problem.message.inert)\n"
+        }
+        return text
     }
 }
 

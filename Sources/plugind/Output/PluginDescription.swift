@@ -56,4 +56,22 @@ enum PluginDescription {
         if let warning = enforcement.warning { lines.append("  warning:         \(warning)") }
         return lines
     }
+
+    /// What approving grants, exactly as it will be pinned, and what changed since an earlier
+    /// approval: the text `approve` prints and `browse` shows before asking.
+    static func reviewLines(_ review: ApprovalReview, host: AppExtensionHost) -> [String] {
+        var lines = lines(
+            entry: review.entry, digest: BundleDigest(digest: review.approval.bundleDigest ?? "", files: review.approval.files),
+            host: host, approval: review.approval)
+        // What changed comes first, under the name: it is what a returning owner reads for.
+        var changes: [String]
+        if review.previous != nil {
+            changes = review.changes.map { "    \($0.inert)" }
+            changes.insert(changes.isEmpty ? "  since the last approval: nothing changed" : "  since the last approval:", at: 0)
+        } else {
+            changes = ["  since the last approval: never approved before"]
+        }
+        lines.insert(contentsOf: changes, at: min(1, lines.count))
+        return lines
+    }
 }

@@ -1,0 +1,81 @@
+import ExtensionFoundation
+import Foundation
+import PlugindBundle
+
+/// What `plugind info` (and the details screen of `plugind browse`) shows about one plugin: the
+/// facts gathered once, and their text.
+struct PluginDetails {
+    let item: Inventory.Item
+    let digest: BundleDigest?
+    let approval: Approval?
+    /// The confinement layers a worker verified on this machine, when one was asked to.
+    let layers: [AppExtensionProcess.ConfinementLayer]
+    let probeError: String?
+    let probed: Bool
+    /// The plugin's recent crashes and quarantine, or why the crash log cannot be read.
+    let crashes: Result<CrashLog.PluginCrashes?, CrashLog.Problem>
+
+    /// Reads and hashes the bundle, and with `probe` starts a worker that applies the
+    /// confinement and reports it.
+    static func gather(_ item: Inventory.Item, host: AppExtensionHost, probe: Bool) async -> PluginDetails {
+        let entry = item.entry
+        let digest = try? BundleDigest.compute(entry.bundle.contents) { file in
+            try ContentHashes.shared.digest(ofFileAtPath: entry.bundle.bundlePath + "/" + file.path, identity: file.status.identity)
+        }
+        var layers: [AppExtensionProcess.ConfinementLayer] = []
+        var probeError: String?
+        if probe {
+            do {
+                layers = try await AppExtensionProcess.probeConfinement(of: item, host: host)
+            } catch {
+                probeError = "\(error)"
+            }
+        }
+        return PluginDetails(
+            item: item, digest: digest, approval: PolicySnapshot.read(for: host).approval(for: entry), layers: layers,
+            probeError: probeError, probed: probe, crashes: CrashLog(host: host).read().map { $0.plugins[entry.identifier] })
+    }
+
+    /// The text, every string from the bundle made inert.
+    func lines(host: AppExtensionHost) -> [String] {
+        let manifest = item.entry.manifest
+        var lines = PluginDescription.lines(entry: item.entry, digest: digest, host: host, approval: approval)
+        lines.insert("  state:           \(item.stateCode)" + (item.diagnostic.map { " (\($0.message.inert))" } ?? ""), at: 2)
+        for warning in item.entry.bundle.warnings { lines.append("  warning:         \(warning.inert)") }
+        if manifest.functions.isEmpty {
+            lines.append("  functions:       none (requests only)")
+        } else {
+            lines.append("  functions:")
+            lines += manifest.functions.map { "    \($0)" }
+        }
+        if probed {
+            lines.append("  confinement (verified by a worker on this machine):")
+            if let probeError {
+                lines.append("    cannot be determined: \(probeError.inert)")
+            }
+            lines += layers.map { "    \($0.name): \($0.state.rawValue) — \($0.detail.inert)" }
+        }
+        lines += crashLines
+        return lines
+    }
+
+    /// The last crashes, each with the tail of the worker's output.
+    private var crashLines: [String] {
+        let record: CrashLog.PluginCrashes
+        switch crashes {
+        case .failure(let problem): return ["  crashes:         unknown: \(problem.description.inert)"]
+        case .success(nil): return ["  crashes:         none recorded"]
+        case .success(let found?): record = found
+        }
+        var lines = [
+            "  crashes:         \(record.crashes.count) recent" + (record.quarantine.map { ", quarantined: \($0.reason.inert)" } ?? "")
+        ]
+        let time = ISO8601DateFormatter()
+        for crash in record.crashes.suffix(3) {
+            lines.append("    \(time.string(from: crash.time))  \(crash.reason.inert)")
+            let output = crash.output.split(separator: "\n", omittingEmptySubsequences: true).suffix(5)
+            lines += output.map { "      | \(String($0).inert)" }
+        }
+        return lines
+    }
+}
