@@ -108,11 +108,14 @@ let package = Package(
         .target(name: "PlugindPluginABI"),
 
         .target(name: "PlugindSystem", dependencies: ["CPlugindShims"], swiftSettings: swiftSettings),
-        .target(name: "PlugindWire", dependencies: ["PlugindSystem"], swiftSettings: swiftSettings),
+        // The few value types of the public API that the worker shares (function signatures and
+        // values, log levels): re-exported by ExtensionFoundation, so hosts import one module.
+        .target(name: "PlugindTypes", swiftSettings: swiftSettings),
+        .target(name: "PlugindWire", dependencies: ["PlugindSystem", "PlugindTypes"], swiftSettings: swiftSettings),
         .target(name: "PlugindBundle", dependencies: ["PlugindSystem", "PlugindWire", "CCrypto"], swiftSettings: swiftSettings),
         .target(
             name: "ExtensionFoundation",
-            dependencies: ["PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
+            dependencies: ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
             swiftSettings: swiftSettings
         ),
         .target(name: "PluginKit", dependencies: ["PlugindPluginABI", "PluginKitABINote"], swiftSettings: swiftSettings),

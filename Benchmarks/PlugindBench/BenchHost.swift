@@ -70,7 +70,7 @@ struct BenchHost {
         guard let item = Inventory.take(host: host).item(identifier) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: identifier])
         }
-        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity, onInterruption: {})
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: host), onInterruption: {})
         configuration.host = host
         return configuration
     }

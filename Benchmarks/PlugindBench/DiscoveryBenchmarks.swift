@@ -60,7 +60,7 @@ enum DiscoveryBenchmarks {
         try populate(root, count: 1)
         let host = host(root: root, state: bench.directory)
         let monitor = AppExtensionPoint.Monitor(host: host)
-        try await monitor.addAppExtensionPoint(AppExtensionPoint(identifier: "org.plugind.bench.point"))
+        try await monitor.addAppExtensionPoint(try AppExtensionPoint(identifier: "org.plugind.bench.point", scope: .none))
         guard let entry = Inventory.take(host: host).item("org.plugind.bench.plugin0")?.entry else {
             throw BenchError("the populated bundle was not discovered: \(Inventory.take(host: host).problems)")
         }
@@ -122,7 +122,7 @@ enum DiscoveryBenchmarks {
         let root = bench.directory + "/external"
         try populate(root, count: 100)
         let monitor = AppExtensionPoint.Monitor(host: host(root: root, state: bench.directory))
-        try await monitor.addAppExtensionPoint(AppExtensionPoint(identifier: "org.plugind.bench.point"))
+        try await monitor.addAppExtensionPoint(try AppExtensionPoint(identifier: "org.plugind.bench.point", scope: .none))
         let before = cpuMicroseconds()
         let idle = AsyncStream<Void>.makeStream()
         DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(seconds)) { idle.continuation.finish() }

@@ -1,9 +1,8 @@
 public import Foundation
 import PlugindSystem
-
-@_exported public import struct PlugindWire.FunctionSignature
-@_exported public import enum PlugindWire.FunctionValue
-@_exported public import enum PlugindWire.FunctionValueType
+// The public value types hosts use with connections; the module holds nothing else.
+@_exported public import PlugindTypes
+import PlugindWire
 
 /// One logical connection to a running plugin (the Linux stand-in for an XPC connection):
 /// requests to the plugin and, when the host gave a request handler, the plugin's asks to the

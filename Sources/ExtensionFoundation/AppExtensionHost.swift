@@ -1,4 +1,5 @@
 public import Foundation
+import PlugindBundle
 import PlugindSystem
 
 /// Who the host is and where plugind looks for its plugins, policy and worker. The Linux stand-in
@@ -37,7 +38,10 @@ public struct AppExtensionHost: Sendable, Hashable {
     public var cancellationGracePeriod: Duration
     /// When repeated crashes quarantine a plugin.
     public var quarantine: QuarantinePolicy
-    /// The host's own version, compared with a manifest's `minimumHostVersion`.
+    /// The host's own version, such as "2.1.0": a plugin whose manifest's `minimumHostVersion`
+    /// is newer is not listed by this host's monitors (a `requires-newer-host` diagnostic says
+    /// why) and does not launch. Defaults to plugind's version; `PLUGIND_HOST_VERSION` sets it for
+    /// `plugind` commands.
     public var version: String
     /// How workers are started.
     public var launchStrategy: LaunchStrategy
@@ -124,7 +128,7 @@ public struct AppExtensionHost: Sendable, Hashable {
     /// A host with defaults taken from `environment`: `PLUGIND_PATH`, `XDG_DATA_HOME`,
     /// `XDG_CONFIG_HOME`, `XDG_STATE_HOME`, `PLUGIND_ADMIN_POLICY_DIR`, `HOME`. The variables of
     /// `commandLineEnvironment` (`PLUGIND_SEARCH_PATH`, `PLUGIND_BUNDLED_PLUGINS_DIR`,
-    /// `PLUGIND_POLICY_DIR`, `PLUGIND_STATE_DIR`) override them, each when it holds absolute paths.
+    /// `PLUGIND_POLICY_DIR`, `PLUGIND_STATE_DIR`, `PLUGIND_HOST_VERSION`) override them, each when it holds absolute paths.
     public init(identifier: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let home = environment["HOME"].map { URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
         func directory(_ variable: String, fallback: String) -> URL {
@@ -153,7 +157,7 @@ public struct AppExtensionHost: Sendable, Hashable {
         self.shutdownGracePeriod = .seconds(2)
         self.cancellationGracePeriod = .seconds(1)
         self.quarantine = QuarantinePolicy()
-        self.version = "0.1.0"
+        self.version = environment["PLUGIND_HOST_VERSION"].flatMap { $0.isEmpty ? nil : $0 } ?? HostVersion.current.description
         self.launchStrategy = .preforked
         func absolute(_ variable: String) -> URL? {
             environment[variable].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
@@ -177,6 +181,7 @@ public struct AppExtensionHost: Sendable, Hashable {
             "PLUGIND_POLICY_DIR": policyDirectory.path,
             "PLUGIND_ADMIN_POLICY_DIR": administratorPolicyDirectory.path,
             "PLUGIND_STATE_DIR": stateDirectory.path,
+            "PLUGIND_HOST_VERSION": version,
         ]
         if let bundledPluginsDirectory { environment["PLUGIND_BUNDLED_PLUGINS_DIR"] = bundledPluginsDirectory.path }
         if let workerExecutable { environment["PLUGIND_WORKER"] = workerExecutable.path }

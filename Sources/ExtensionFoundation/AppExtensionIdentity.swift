@@ -9,12 +9,22 @@ public struct AppExtensionIdentity: Sendable, Hashable, Identifiable, CustomStri
     public let localizedName: String
     /// The bundle directory the identity was found in.
     let bundlePath: String
+    /// The host whose monitor found it: a process configured with the identity runs under this
+    /// host's policy, search paths and limits (nil: `AppExtensionHost.current`).
+    let host: AppExtensionHost?
+    /// Whether the point it was found for declared `EnhancedSecurity(true)`.
+    let requiresEnhancedSecurity: Bool
 
-    package init(bundleIdentifier: String, extensionPointIdentifier: String, localizedName: String, bundlePath: String) {
+    package init(
+        bundleIdentifier: String, extensionPointIdentifier: String, localizedName: String, bundlePath: String,
+        host: AppExtensionHost? = nil, requiresEnhancedSecurity: Bool = false
+    ) {
         self.bundleIdentifier = bundleIdentifier
         self.extensionPointIdentifier = extensionPointIdentifier
         self.localizedName = localizedName
         self.bundlePath = bundlePath
+        self.host = host
+        self.requiresEnhancedSecurity = requiresEnhancedSecurity
     }
 
     public var id: String { bundleIdentifier }

@@ -1,4 +1,4 @@
-@_exported public import enum PlugindWire.PluginLogLevel
+public import PlugindTypes
 
 /// Something a plugin sent without being asked: an event, progress of a request, or a log line.
 public enum AppExtensionMessage: Sendable, Hashable {

@@ -1,17 +1,17 @@
 extension AppExtensionPoint {
-    /// Builds an extension point from its parts (`Name`, `Scope`, `UserInterface`,
+    /// Builds an extension point from its attributes (`Name`, `Scope`, `UserInterface`,
     /// `EnhancedSecurity`). Use it as an attribute on a static property.
     @resultBuilder
     public enum Definition {
-        public static func buildExpression(_ part: some DefinitionPart) -> any DefinitionPart {
+        public static func buildExpression(_ part: some Attribute) -> any Attribute {
             part
         }
 
-        public static func buildBlock(_ parts: any DefinitionPart...) -> [any DefinitionPart] {
+        public static func buildBlock(_ parts: any Attribute...) -> [any Attribute] {
             parts
         }
 
-        public static func buildFinalResult(_ parts: [any DefinitionPart]) -> AppExtensionPoint {
+        public static func buildFinalResult(_ parts: [any Attribute]) -> AppExtensionPoint {
             var name: String?
             for case let part as Name in parts { name = part.value }
             var point = AppExtensionPoint(name: name ?? "")
@@ -20,13 +20,13 @@ extension AppExtensionPoint {
         }
     }
 
-    /// One piece of an extension point definition.
-    public protocol DefinitionPart: Sendable {
+    /// One attribute of an extension point definition.
+    public protocol Attribute: Sendable {
         func apply(to point: inout AppExtensionPoint)
     }
 
     /// The point's short name; its full identifier is "<host identifier>.<name>".
-    public struct Name: DefinitionPart {
+    public struct Name: Attribute {
         public let value: String
 
         public init(_ value: String) {
@@ -37,7 +37,7 @@ extension AppExtensionPoint {
     }
 
     /// Which plugins may serve the point.
-    public struct Scope: DefinitionPart {
+    public struct Scope: Attribute {
         public enum Restriction: Sendable, Hashable {
             /// Any plugin the owner approved.
             case none
@@ -47,7 +47,8 @@ extension AppExtensionPoint {
 
         public let restriction: Restriction
 
-        public init(restriction: Restriction) {
+        /// `.application` when omitted, as on Apple platforms: only plugins shipped with the host.
+        public init(restriction: Restriction = .application) {
             self.restriction = restriction
         }
 
@@ -62,7 +63,7 @@ extension AppExtensionPoint {
     }
 
     /// Whether the point's plugins present user interface (recorded; plugind plugins have none).
-    public struct UserInterface: DefinitionPart {
+    public struct UserInterface: Attribute {
         public let presentsUserInterface: Bool
 
         public init(_ presentsUserInterface: Bool = true) {
@@ -74,12 +75,18 @@ extension AppExtensionPoint {
         }
     }
 
-    /// Requires every confinement layer for the point's plugins, whatever the host allows.
-    public struct EnhancedSecurity: DefinitionPart {
-        public init() {}
+    /// Whether the point's plugins must run with every confinement layer applied, whatever the
+    /// host's `confinement` allows: a process of such a plugin fails with
+    /// `confinementUnavailable` rather than run with less.
+    public struct EnhancedSecurity: Attribute {
+        public let isEnabled: Bool
+
+        public init(_ isEnabled: Bool) {
+            self.isEnabled = isEnabled
+        }
 
         public func apply(to point: inout AppExtensionPoint) {
-            point.requiresEnhancedSecurity = true
+            point.requiresEnhancedSecurity = isEnabled
         }
     }
 }

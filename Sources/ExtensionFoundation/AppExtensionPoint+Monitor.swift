@@ -181,7 +181,7 @@ extension AppExtensionPoint {
                     continue
                 }
                 if item.isAvailable {
-                    state.identities.append(item.identity)
+                    state.identities.append(item.identity(host: host, point: point))
                     continue
                 }
                 if item.quarantine == nil {

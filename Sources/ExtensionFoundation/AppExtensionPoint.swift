@@ -1,3 +1,6 @@
+import PlugindBundle
+import PlugindSystem
+
 /// A kind of plugin a host accepts, e.g. "text filters". Plugins declare in their manifest which
 /// extension point they serve; a `Monitor` lists those installed and usable.
 ///
@@ -11,14 +14,18 @@
 ///         }
 ///     }
 ///
-/// or by its full identifier: `AppExtensionPoint(identifier: "com.example.editor.text-filters")`.
-public struct AppExtensionPoint: Sendable, Hashable, CustomStringConvertible {
+/// or by its full identifier: `try AppExtensionPoint(identifier: "com.example.editor.text-filters")`.
+///
+/// As on Apple platforms, a point without `Scope` accepts only the plugins shipped with the host
+/// (its bundled plugins directory, `AppExtensionHost.bundledPluginsDirectory`), which need no
+/// approval; `Scope(restriction: .none)` opens it to plugins installed by the owner.
+public struct AppExtensionPoint: Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// The short name given with `Name(_:)`, if the point was declared that way.
     public let name: String?
     private let explicitIdentifier: String?
-    /// Which plugins may serve the point: any approved plugin (`.none`) or only those shipped
-    /// with the host (`.application`).
-    public internal(set) var scopeRestriction: Scope.Restriction = .none
+    /// Which plugins may serve the point: only those shipped with the host (`.application`, the
+    /// default, as on Apple platforms) or also those the owner installed and approved (`.none`).
+    public internal(set) var scopeRestriction: Scope.Restriction = .application
     /// Whether plugins of this point present user interface. Recorded for compatibility; plugind
     /// plugins have none.
     public internal(set) var presentsUserInterface = false
@@ -26,10 +33,24 @@ public struct AppExtensionPoint: Sendable, Hashable, CustomStringConvertible {
     /// of the host's `confinement` setting.
     public internal(set) var requiresEnhancedSecurity = false
 
-    /// A point known by its full identifier.
-    public init(identifier: String) {
+    /// A point known by its full identifier, such as "com.example.editor.text-filters".
+    /// `scope` is a Linux addition (a point found by identifier has no definition to carry it);
+    /// it defaults to `.application`, as a definition without `Scope` does.
+    ///
+    /// - Throws: `AppExtensionError` with code `configurationError` when `identifier` cannot
+    ///   name a point: plugins declare points as reverse-DNS names (letters, digits, "-" and
+    ///   "_" between dots), so no plugin could ever serve it. A well-formed point that no plugin
+    ///   serves yet is not an error: plugins may be installed while the host runs.
+    public init(identifier: String, scope: Scope.Restriction = .application) throws(AppExtensionError) {
+        guard ManifestParser.isReverseDNS(identifier) else {
+            throw AppExtensionError(
+                .configurationError, plugin: nil,
+                "'\(InertText.escape(identifier))' is not an extension point identifier: use a reverse-DNS name such as com.example.app.filters"
+            )
+        }
         self.name = nil
         self.explicitIdentifier = identifier
+        self.scopeRestriction = scope
     }
 
     init(name: String) {
@@ -45,6 +66,11 @@ public struct AppExtensionPoint: Sendable, Hashable, CustomStringConvertible {
     /// The full identifier within `AppExtensionHost.current`.
     public var identifier: String {
         identifier(in: .current)
+    }
+
+    /// The full identifier within `AppExtensionHost.current`.
+    public var id: String {
+        identifier
     }
 
     public var description: String {

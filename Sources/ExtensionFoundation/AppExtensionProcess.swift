@@ -24,9 +24,11 @@ public final class AppExtensionProcess: Sendable {
         /// having been called: crash, limit, protocol violation, the owner disabling the plugin,
         /// or an unexpected exit. Every live process sharing the worker gets the call.
         public var onInterruption: @Sendable () -> Void
-        /// The host configuration (search paths, policy, limits, worker). Linux addition.
+        /// The host configuration (search paths, policy, limits, worker): the host of the
+        /// monitor that found the identity. Linux addition.
         public var host: AppExtensionHost
-        /// Requires every confinement layer for this process, whatever `host.confinement` says.
+        /// Requires every confinement layer for this process, whatever `host.confinement` says;
+        /// true when the identity's extension point declared `EnhancedSecurity(true)`.
         public var requiresEnhancedSecurity: Bool
         /// Whether this process may share a running worker (the default, as on Apple platforms)
         /// or gets one of its own, say one per document. Linux addition.
@@ -35,8 +37,8 @@ public final class AppExtensionProcess: Sendable {
         public init(appExtensionIdentity: AppExtensionIdentity, onInterruption: @escaping @Sendable () -> Void) {
             self.appExtensionIdentity = appExtensionIdentity
             self.onInterruption = onInterruption
-            self.host = .current
-            self.requiresEnhancedSecurity = false
+            self.host = appExtensionIdentity.host ?? .current
+            self.requiresEnhancedSecurity = appExtensionIdentity.requiresEnhancedSecurity
             self.sharing = .shared
         }
     }

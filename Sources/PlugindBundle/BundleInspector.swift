@@ -65,7 +65,7 @@ package final class InspectedBundle: Sendable, Hashable {
 package struct BundleProblem: Error, Sendable, Hashable, CustomStringConvertible {
     package enum Kind: String, Sendable, Hashable {
         case invalidManifest, libraryMissing, libraryOutsideBundle, notALibrary, wrongArchitecture,
-            insecurePermissions, requiresNewerHost, invalidContents
+            insecurePermissions, invalidContents
     }
 
     package var kind: Kind
@@ -84,28 +84,23 @@ package struct BundleProblem: Error, Sendable, Hashable, CustomStringConvertible
 package enum BundleInspector {
     package static func inspect(
         bundleAt path: String,
-        hostVersion: HostVersion = .current,
         resolver: @autoclosure () -> LibraryResolver = LibraryResolver()
     ) -> Result<InspectedBundle, BundleProblem> {
-        inspect(bundleAt: path, canonicalPath: canonicalPath(path), hostVersion: hostVersion, resolver: resolver())
+        inspect(bundleAt: path, canonicalPath: canonicalPath(path), resolver: resolver())
     }
 
     /// Checks the bundle `name` inside `root`, a canonical directory.
     package static func inspect(
         bundleNamed name: String,
         inCanonicalRoot root: String,
-        hostVersion: HostVersion = .current,
         resolver: @autoclosure () -> LibraryResolver = LibraryResolver()
     ) -> Result<InspectedBundle, BundleProblem> {
-        inspect(
-            bundleAt: root + "/" + name, canonicalPath: canonicalPath(of: name, inCanonicalDirectory: root), hostVersion: hostVersion,
-            resolver: resolver())
+        inspect(bundleAt: root + "/" + name, canonicalPath: canonicalPath(of: name, inCanonicalDirectory: root), resolver: resolver())
     }
 
     private static func inspect(
         bundleAt path: String,
         canonicalPath canonicalBundlePath: String?,
-        hostVersion: HostVersion,
         resolver: @autoclosure () -> LibraryResolver
     ) -> Result<InspectedBundle, BundleProblem> {
         let manifestPath = path + "/" + Manifest.fileName
@@ -135,9 +130,6 @@ package enum BundleInspector {
             let manifestStatus = manifestStatusBeforeRead
         else {
             return problem(.invalidManifest, "\(path) disappeared while it was read")
-        }
-        if let minimum = manifest.minimumHostVersion.flatMap(HostVersion.init), hostVersion < minimum {
-            return problem(.requiresNewerHost, "needs plugind \(minimum) or later; this is \(hostVersion)")
         }
         for (what, status) in [("bundle directory \(bundlePath)", bundleStatus), ("manifest \(manifestPath)", manifestStatus)] {
             if let reason = status.writableByOthersProblem {

@@ -14,19 +14,53 @@ extension AppExtensionPoint {
         Name("own")
         Scope(.application)
         UserInterface(false)
-        EnhancedSecurity()
+        EnhancedSecurity(true)
+    }
+
+    // As Apple's sample writes a point with no Scope.
+    @Definition
+    static var unscoped: AppExtensionPoint {
+        Name("unscoped")
     }
 }
 
 @Suite("Extension point declarations")
 struct ExtensionPointTests {
     @Test("a definition forms the full identifier from the host's")
-    func identifiers() {
+    func identifiers() throws {
         let host = AppExtensionHost(identifier: "com.example.editor", environment: [:])
         #expect(AppExtensionPoint.textFilters.identifier(in: host) == "com.example.editor.text-filters")
         #expect(AppExtensionPoint.textFilters.name == "text-filters")
         #expect(AppExtensionPoint.textFilters.scopeRestriction == .none)
-        #expect(AppExtensionPoint(identifier: "org.other.point").identifier(in: host) == "org.other.point")
+        #expect(try AppExtensionPoint(identifier: "org.other.point").identifier(in: host) == "org.other.point")
+    }
+
+    @Test("without Scope a point accepts only the host's own plugins, as on Apple platforms")
+    func applicationScopeByDefault() throws {
+        #expect(AppExtensionPoint.unscoped.scopeRestriction == .application)
+        #expect(AppExtensionPoint.Scope().restriction == .application)
+        #expect(try AppExtensionPoint(identifier: "org.other.point").scopeRestriction == .application)
+        #expect(try AppExtensionPoint(identifier: "org.other.point", scope: .none).scopeRestriction == .none)
+        #expect(AppExtensionPoint.unscoped.requiresEnhancedSecurity == false)
+    }
+
+    @Test(
+        "an identifier no plugin could declare is refused",
+        arguments: ["", "filters", "com..example", "com.example.fil ters", "com.example.\u{1B}[8m"])
+    func invalidIdentifier(_ identifier: String) {
+        #expect {
+            try AppExtensionPoint(identifier: identifier)
+        } throws: { error in
+            guard let error = error as? AppExtensionError else { return false }
+            return error.code == .configurationError && error.reason.contains("reverse-DNS") && !error.description.contains("\u{1B}")
+        }
+    }
+
+    @Test("points are Identifiable by their full identifier")
+    func identifiable() throws {
+        let point = try AppExtensionPoint(identifier: "org.other.point")
+        #expect(point.id == "org.other.point")
+        #expect(Set([point, point].map(\.id)).count == 1)
     }
 
     @Test("scope, user interface and enhanced security are recorded")

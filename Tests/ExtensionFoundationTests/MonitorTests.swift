@@ -92,11 +92,11 @@ struct MonitorTests {
         try test.install(PluginFixture(library: "Echo", identifier: "org.plugind.tests.b", extensionPoint: "org.plugind.tests.two"))
         let monitor = AppExtensionPoint.Monitor(host: test.host)
         #expect(monitor.identities.isEmpty)
-        let one = AppExtensionPoint(identifier: "org.plugind.tests.one")
+        let one = try AppExtensionPoint(identifier: "org.plugind.tests.one")
         try await monitor.addAppExtensionPoint(one)
         try await monitor.addAppExtensionPoint(one)
         #expect(monitor.identities.map(\.bundleIdentifier) == ["org.plugind.tests.a"])
-        try await monitor.addAppExtensionPoint(AppExtensionPoint(identifier: "org.plugind.tests.two"))
+        try await monitor.addAppExtensionPoint(try AppExtensionPoint(identifier: "org.plugind.tests.two"))
         #expect(Set(monitor.identities.map(\.bundleIdentifier)) == ["org.plugind.tests.a", "org.plugind.tests.b"])
         try await monitor.removeAppExtensionPoint(one)
         try await monitor.removeAppExtensionPoint(one)
@@ -125,7 +125,7 @@ struct MonitorTests {
         let test = try TestHost(identifier: "org.plugind.tests")
         defer { test.remove() }
         let monitor = AppExtensionPoint.Monitor(host: test.host)
-        try await monitor.addAppExtensionPoint(AppExtensionPoint(identifier: "org.plugind.tests.point"))
+        try await monitor.addAppExtensionPoint(try AppExtensionPoint(identifier: "org.plugind.tests.point"))
         let updates = UpdateCounter()
         let observer = Task {
             for await state in Observations({ monitor.state }) {

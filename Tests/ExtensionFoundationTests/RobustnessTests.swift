@@ -93,7 +93,7 @@ struct RobustnessTests {
             return try DirectoryWatcher(loop: try WorkerEventLoop.shared(), onChange: onChange)
         }
         let monitor = AppExtensionPoint.Monitor(host: test.host, engine: engine)
-        let point = AppExtensionPoint(identifier: "org.plugind.tests.point")
+        let point = try AppExtensionPoint(identifier: "org.plugind.tests.point")
         await #expect(throws: AppExtensionError.self) { try await monitor.addAppExtensionPoint(point) }
         #expect(monitor.appExtensionPoints.isEmpty)
         try await monitor.addAppExtensionPoint(point)

@@ -36,7 +36,7 @@ struct QuarantineTests {
         #expect(record.crashes.count == 3)
         #expect(record.crashes.allSatisfy { $0.output.contains("about to dereference NULL") })
         let monitor = AppExtensionPoint.Monitor(host: test.host)
-        try await monitor.addAppExtensionPoint(AppExtensionPoint(identifier: fixture.extensionPoint))
+        try await monitor.addAppExtensionPoint(try AppExtensionPoint(identifier: fixture.extensionPoint))
         #expect(monitor.identities.isEmpty)
         #expect(monitor.diagnostics.map(\.kind) == [.quarantined])
 

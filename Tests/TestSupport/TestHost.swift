@@ -61,7 +61,7 @@ extension TestHost {
         guard let item = inventory.item(identifier) else {
             throw NotInstalled(identifier: identifier, problems: inventory.problems.map(\.description))
         }
-        return item.identity
+        return item.identity(host: host)
     }
 
     /// Installs a bundled fixture and launches it.

@@ -95,11 +95,9 @@ package final class Catalog: Sendable {
     private let cache = Locked<[String: CachedBundle]>([:])
     private let storeState = Locked(StoreState())
     private let inspections = Atomic<Int>(0)
-    private let hostVersion: HostVersion
     private let resolver: LibraryResolver
 
-    package init(hostVersion: HostVersion = .current) {
-        self.hostVersion = hostVersion
+    package init() {
         self.resolver = LibraryResolver()
     }
 
@@ -112,7 +110,7 @@ package final class Catalog: Sendable {
     /// Scans `roots`. With `storeDirectory`, results kept on disk there by an earlier process
     /// are used (when the files are unchanged) and the store is updated after the scan.
     package func scan(_ roots: [SearchRoot], storeDirectory: String? = nil) -> CatalogSnapshot {
-        let store = storeDirectory.map { CatalogStore(directory: $0, hostVersion: hostVersion) }
+        let store = storeDirectory.map { CatalogStore(directory: $0, writerVersion: .current) }
         if let store { loadIfNeeded(store) }
         var snapshot = CatalogSnapshot()
         // Identifier → index of the winning entry in `snapshot.entries`.
@@ -239,7 +237,7 @@ package final class Catalog: Sendable {
         let keysBefore = currentKeys(library: nil)
         guard keysBefore.manifest != nil else { return nil }
         inspections.add(1, ordering: .relaxed)
-        let result = BundleInspector.inspect(bundleNamed: name, inCanonicalRoot: root, hostVersion: hostVersion, resolver: resolver)
+        let result = BundleInspector.inspect(bundleNamed: name, inCanonicalRoot: root, resolver: resolver)
         let keys: BundleKeys
         switch result {
         case .success(let bundle):
@@ -292,7 +290,6 @@ package final class Catalog: Sendable {
         case .notALibrary: kind = .notALibrary
         case .wrongArchitecture: kind = .wrongArchitecture
         case .insecurePermissions: kind = .insecurePermissions
-        case .requiresNewerHost: kind = .requiresNewerHost
         case .invalidContents: kind = .invalidContents
         }
         return AppExtensionDiagnostic(

@@ -13,18 +13,19 @@ struct CatalogStore {
     static let fileName = "catalog.cache"
     private static let magic = Array("PLGDCAT".utf8) + [0]
     /// Bumped whenever the layout of a stored bundle changes.
-    private static let formatVersion: UInt32 = 6
+    private static let formatVersion: UInt32 = 7
     /// A store larger than this is not read (10,000 bundles take about 4 MB).
     private static let maximumSize = 256 << 20
     /// Names resolved by soname depend on the loader's cache: a new one invalidates everything.
     private static let loaderCachePath = "/etc/ld.so.cache"
 
     let path: String
-    let hostVersion: HostVersion
+    /// The plugind that wrote the store; a store written by another one is not read.
+    let writerVersion: HostVersion
 
-    init(directory: String, hostVersion: HostVersion) {
+    init(directory: String, writerVersion: HostVersion) {
         path = directory + "/" + Self.fileName
-        self.hostVersion = hostVersion
+        self.writerVersion = writerVersion
     }
 
     /// The stored bundles with the paths they were found at; empty when there is no usable file
@@ -42,7 +43,7 @@ struct CatalogStore {
         do throws(WireError) {
             guard try (0..<Self.magic.count).map({ _ throws(WireError) in try reader.readUInt8() }) == Self.magic,
                 try reader.readUInt32() == Self.formatVersion,
-                try reader.readString() == hostVersion.description,
+                try reader.readString() == writerVersion.description,
                 try reader.readUInt32() == geteuid(),
                 try reader.readFileIdentity() == FileStatus(path: Self.loaderCachePath)?.identity
             else { return [] }
@@ -68,7 +69,7 @@ struct CatalogStore {
         var writer = PayloadWriter(capacity: 256 * bundles.count + 64)
         for byte in Self.magic { writer.write(byte) }
         writer.write(Self.formatVersion)
-        writer.write(hostVersion.description)
+        writer.write(writerVersion.description)
         writer.write(UInt32(geteuid()))
         writer.write(FileStatus(path: Self.loaderCachePath)?.identity)
         writer.write(UInt32(bundles.count))

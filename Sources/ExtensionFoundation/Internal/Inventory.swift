@@ -12,12 +12,16 @@ package struct Inventory: Sendable {
 
         package var isAvailable: Bool { decision.isAvailable && quarantine == nil }
 
-        package var identity: AppExtensionIdentity {
+        /// The identity a process of `host` is configured with; `point` is the point it was
+        /// found for, whose `EnhancedSecurity` the process keeps.
+        package func identity(host: AppExtensionHost, point: AppExtensionPoint? = nil) -> AppExtensionIdentity {
             AppExtensionIdentity(
                 bundleIdentifier: entry.manifest.identifier,
                 extensionPointIdentifier: entry.manifest.extensionPoint,
                 localizedName: entry.manifest.name,
-                bundlePath: entry.bundle.bundlePath
+                bundlePath: entry.bundle.bundlePath,
+                host: host,
+                requiresEnhancedSecurity: point?.requiresEnhancedSecurity ?? false
             )
         }
 
@@ -83,12 +87,22 @@ package struct Inventory: Sendable {
         let policy = PolicySnapshot.read(for: host)
         let crashLog = CrashLog(host: host)
         let crashes = crashLog.read()
-        let items = snapshot.entries.map { entry in
-            Item(
-                entry: entry,
-                decision: policy.decision(for: entry),
-                quarantine: crashLog.quarantine(of: entry.identifier, bundle: entry.bundle, document: crashes)
-            )
+        var items: [Item] = []
+        var versionProblems: [AppExtensionDiagnostic] = []
+        for entry in snapshot.entries {
+            if let reason = HostCompatibility.problem(entry, host: host) {
+                versionProblems.append(
+                    AppExtensionDiagnostic(
+                        kind: .requiresNewerHost, path: entry.bundle.bundlePath, bundleIdentifier: entry.identifier,
+                        extensionPointIdentifier: entry.manifest.extensionPoint, message: reason))
+                continue
+            }
+            items.append(
+                Item(
+                    entry: entry,
+                    decision: policy.decision(for: entry),
+                    quarantine: crashLog.quarantine(of: entry.identifier, bundle: entry.bundle, document: crashes)
+                ))
         }
         let policyProblems = policy.errors.map { error in
             AppExtensionDiagnostic(
@@ -99,6 +113,6 @@ package struct Inventory: Sendable {
                 message: "\(error); nothing installed outside the host is approved until it is fixed (the file is left untouched)"
             )
         }
-        return Inventory(items: items, problems: snapshot.diagnostics + policyProblems)
+        return Inventory(items: items, problems: snapshot.diagnostics + versionProblems + policyProblems)
     }
 }

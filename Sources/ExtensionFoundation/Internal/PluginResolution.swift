@@ -30,6 +30,9 @@ enum PluginResolution {
     @discardableResult
     static func check(_ entry: CatalogEntry, host: AppExtensionHost) throws(AppExtensionError) -> Approval? {
         let id = entry.identifier
+        if let reason = HostCompatibility.problem(entry, host: host) {
+            throw AppExtensionError(.unsupported, plugin: id, reason)
+        }
         let policy = PolicySnapshot.read(for: host)
         if let error = policy.errors.first, !entry.root.isBundledWithHost {
             throw AppExtensionError(.notApproved, plugin: id, "cannot be approved while \(error)")

@@ -65,7 +65,7 @@ struct CallCommand: PlugindCommand {
                 throw UsageError(message: "argument \(position + 1) of \(signature): \(error.message)", command: "call")
             }
         }
-        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity, onInterruption: {})
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: context.host), onInterruption: {})
         configuration.host = context.host
         let result = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
             try await process.makeConnection().call(function, arguments: values, timeout: timeout)

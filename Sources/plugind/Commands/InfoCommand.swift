@@ -2,6 +2,7 @@ import ExtensionFoundation
 import Foundation
 import PlugindBundle
 import PlugindSystem
+import PlugindWire
 
 /// `plugind info`: everything about one plugin: where it is, what it asks for, whether it may
 /// run and why, its functions, and the confinement its worker gets on this machine.

@@ -50,7 +50,7 @@ struct RunCommand: PlugindCommand {
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let input = try readInput()
         let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
-        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity, onInterruption: {})
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: context.host), onInterruption: {})
         configuration.host = context.host
         return try await AppExtensionProcess.withProcess(configuration: configuration) { process in
             let connection: AppExtensionConnection

@@ -2,6 +2,7 @@ import ExtensionFoundation
 import Foundation
 import PlugindBundle
 import PlugindSystem
+import PlugindWire
 
 /// The lines that describe a plugin to its owner: what it is, where it lives, every file of its
 /// bundle with its digest, what it asks for and how its limits are enforced. Shared by `info`,

@@ -1,0 +1,147 @@
+import Foundation
+import PlugindSystem
+import TestSupport
+import Testing
+
+@testable import ExtensionFoundation
+
+extension AppExtensionPoint {
+    // Written as Apple's documentation writes a point: no Scope.
+    @Definition
+    static var hostsOwnPoint: AppExtensionPoint {
+        Name("point")
+    }
+
+    @Definition
+    static var openPoint: AppExtensionPoint {
+        Name("point")
+        Scope(restriction: .none)
+    }
+
+    @Definition
+    static var securePoint: AppExtensionPoint {
+        Name("point")
+        Scope(restriction: .none)
+        EnhancedSecurity(true)
+    }
+}
+
+/// The parts of the host API whose meaning follows Apple's: the Scope default, identities that
+/// remember their host and point, the host's version, and the macOS 13 discovery calls.
+@Suite("The host API in Apple's shape", .timeLimit(.minutes(2)))
+struct HostAPIShapeTests {
+    /// A host of identifier "org.plugind.tests" with an approved external Echo ("foreign") and
+    /// a bundled one ("own"), both for "org.plugind.tests.point".
+    func hostWithOwnAndForeignPlugins() throws -> TestHost {
+        let test = try TestHost(identifier: "org.plugind.tests")
+        try test.install(PluginFixture(library: "Echo", identifier: "org.plugind.tests.own"), bundled: true)
+        let foreign = PluginFixture(library: "Echo", identifier: "org.plugind.tests.foreign")
+        try test.install(foreign, bundled: false)
+        let entry = try #require(Inventory.take(host: test.host).item(foreign.identifier)?.entry)
+        _ = try PolicyEditor(directory: test.host.policyDirectory).approve(entry)
+        return test
+    }
+
+    @Test("without Scope only the host's own plugins bind, with no approval; Scope(.none) admits approved external ones")
+    func scopeDefault() async throws {
+        let test = try hostWithOwnAndForeignPlugins()
+        defer { test.remove() }
+        let own = AppExtensionPoint.Monitor(host: test.host)
+        try await own.addAppExtensionPoint(.hostsOwnPoint)
+        #expect(own.identities.map(\.bundleIdentifier) == ["org.plugind.tests.own"])
+        #expect(own.diagnostics.map(\.kind) == [.outsideScope])
+        #expect(own.diagnostics.first?.bundleIdentifier == "org.plugind.tests.foreign")
+
+        let open = AppExtensionPoint.Monitor(host: test.host)
+        try await open.addAppExtensionPoint(.openPoint)
+        #expect(Set(open.identities.map(\.bundleIdentifier)) == ["org.plugind.tests.own", "org.plugind.tests.foreign"])
+    }
+
+    @Test("an identity remembers the host and point of its monitor: Apple's Configuration needs no global")
+    func identityRemembersHost() async throws {
+        let test = try hostWithOwnAndForeignPlugins()
+        defer { test.remove() }
+        #expect(AppExtensionHost.current != test.host)
+        let monitor = AppExtensionPoint.Monitor(host: test.host)
+        try await monitor.addAppExtensionPoint(.hostsOwnPoint)
+        let identity = try #require(monitor.identities.first)
+
+        // Exactly as on Apple platforms: the host is nowhere in the call.
+        let configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity, onInterruption: {})
+        #expect(configuration.host == test.host)
+        #expect(!configuration.requiresEnhancedSecurity)
+        let process = try await AppExtensionProcess(configuration: configuration)
+        #expect(try await process.makeConnection().send(Array("hello".utf8)) == Array("hello".utf8))
+        await process.invalidateAndWait()
+
+        let secure = AppExtensionPoint.Monitor(host: test.host)
+        try await secure.addAppExtensionPoint(.securePoint)
+        let secureIdentity = try #require(secure.identities.first)
+        #expect(AppExtensionProcess.Configuration(appExtensionIdentity: secureIdentity, onInterruption: {}).requiresEnhancedSecurity)
+    }
+
+    @Test("a plugin that needs a newer host is not listed, says why, and does not launch")
+    func hostVersion() async throws {
+        var test = try TestHost(identifier: "org.plugind.tests")
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "Echo", extra: ["minimumHostVersion": "2.1.0"])
+        try test.install(fixture)
+        test.host.version = "2.1.0"
+        let identity = try test.identity(fixture.identifier)
+
+        test.host.version = "2.0.9"
+        let monitor = AppExtensionPoint.Monitor(host: test.host)
+        try await monitor.addAppExtensionPoint(.hostsOwnPoint)
+        #expect(monitor.identities.isEmpty)
+        #expect(monitor.diagnostics.map(\.kind) == [.requiresNewerHost])
+        #expect(monitor.diagnostics.first?.message == "needs host version 2.1.0 or later; org.plugind.tests is 2.0.9")
+
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity, onInterruption: {})
+        configuration.host = test.host
+        let error = await #expect(throws: AppExtensionError.self) { try await AppExtensionProcess(configuration: configuration) }
+        #expect(error?.code == .unsupported)
+        #expect(error?.reason.contains("needs host version 2.1.0") == true)
+    }
+
+    @Test("matching(appExtensionPointIDs:) and availabilityUpdates follow installs, approvals and disables")
+    func macOS13Discovery() async throws {
+        let test = try TestHost(identifier: "org.plugind.tests")
+        defer { test.remove() }
+        let fixture = PluginFixture(library: "Echo")
+        try test.install(fixture, bundled: false)
+        let host = test.host
+        let identities = AppExtensionIdentity.Identities(
+            points: [try AppExtensionPoint(identifier: fixture.extensionPoint, scope: .none)], host: host)
+        let availability = AppExtensionIdentity.availabilityUpdates(host: host)
+        let entry = try #require(Inventory.take(host: host).item(fixture.identifier)?.entry)
+        let editor = PolicyEditor(directory: host.policyDirectory)
+        let identifier = fixture.identifier
+        try await Deadline.wait("each change to arrive") {
+            var listed = identities.makeAsyncIterator()
+            var counts = availability.makeAsyncIterator()
+            #expect(await listed.next() == [])
+            #expect(await counts.next().map { [$0.unapprovedCount, $0.disabledCount] } == [1, 0])
+            _ = try editor.approve(entry)
+            #expect(await listed.next()?.map(\.bundleIdentifier) == [identifier])
+            #expect(await counts.next().map { [$0.unapprovedCount, $0.disabledCount] } == [0, 0])
+            try editor.disable(identifier)
+            #expect(await listed.next() == [])
+            #expect(await counts.next().map { [$0.unapprovedCount, $0.disabledCount] } == [0, 1])
+        }
+    }
+
+    @Test("the public API re-exports only the module of its own value types")
+    func reexports() throws {
+        // FunctionValue and PluginLogLevel come with `import ExtensionFoundation` alone.
+        let value: FunctionValue = .int32(7)
+        let level: PluginLogLevel = .warning
+        #expect(value.description.contains("7") && level.description == "warning")
+        let sources = try FileManager.default.contentsOfDirectory(atPath: BuiltProducts.packageRoot + "/Sources/ExtensionFoundation")
+        var exported: [String] = []
+        for file in sources where file.hasSuffix(".swift") {
+            let text = try String(contentsOfFile: BuiltProducts.packageRoot + "/Sources/ExtensionFoundation/\(file)", encoding: .utf8)
+            exported += text.split(separator: "\n").filter { $0.hasPrefix("@_exported") }.map(String.init)
+        }
+        #expect(exported == ["@_exported public import PlugindTypes"])
+    }
+}
