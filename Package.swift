@@ -76,10 +76,16 @@ let pluginTargets: [Target] =
             exclude: ["manifest.json"],
             swiftSettings: swiftSettings
         ),
+        .target(
+            name: "SwiftExtensionProbe",
+            dependencies: ["PluginKit"],
+            path: "ExamplePlugins/Testing/SwiftExtensionProbe",
+            swiftSettings: swiftSettings
+        ),
     ]
 
 let pluginProducts: [Product] =
-    (cExamplePlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter", "SwiftGreeter"]).map { name in
+    (cExamplePlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter", "SwiftGreeter", "SwiftExtensionProbe"]).map { name in
         .library(name: name, type: .dynamic, targets: [name])
     }
 

@@ -1,23 +1,27 @@
 import PluginKit
 
-/// The Swift twin of the C greeter: asks its host, on the connection each request came on, whom
-/// to greet, and answers "Hello, <the host's answer>: <the request>".
-final class Greeter: Plugin {
-    static let name = "Greeter (Swift)"
+/// The Swift twin of the C greeter, written as an app extension is on Apple platforms: asks its
+/// host, on the connection each request came on, whom to greet, and answers
+/// "Hello, <the host's answer>: <the request>".
+struct Greeter: AppExtension {
+    @AppExtensionPoint.Bind
+    var extensionPoint: AppExtensionPoint {
+        AppExtensionPoint.Identifier(host: "org.plugind.examples", name: "greeters")
+    }
 
-    init(host: PluginHost) {}
-
-    func handle(_ request: PluginRequest) throws -> [UInt8] {
-        guard let connection = request.connection else {
-            throw PluginError("the request came on no connection, so there is nobody to ask")
+    var configuration: some AppExtensionConfiguration {
+        ConnectionHandler { connection in
+            connection.requestHandler = { request in
+                let name: String
+                do {
+                    name = try connection.ask("name?")
+                } catch {
+                    throw PluginError("could not ask the host whom to greet: \(error)")
+                }
+                return Array("Hello, \(name): ".utf8) + request
+            }
+            return true
         }
-        let name: String
-        do {
-            name = try connection.ask("name?")
-        } catch {
-            throw PluginError("could not ask the host whom to greet: \(error)")
-        }
-        return Array("Hello, \(name): ".utf8) + Array(request.bytes)
     }
 }
 

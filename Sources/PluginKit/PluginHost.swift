@@ -1,5 +1,6 @@
 import Glibc
 internal import PlugindPluginABI
+import Synchronization
 
 /// What the worker offers a Swift plugin: logging and unprompted messages to the host. Valid for
 /// the plugin's lifetime; safe to use from any thread.
@@ -87,6 +88,21 @@ public struct PluginConnection: Sendable {
     /// The host application that opened it.
     public let hostIdentifier: String
     let host: PluginHost
+    private let handler = RequestHandlerSlot()
+
+    init(identifier: UInt32, hostIdentifier: String, host: PluginHost) {
+        self.identifier = identifier
+        self.hostIdentifier = hostIdentifier
+        self.host = host
+    }
+
+    /// What answers the host's requests on this connection, for an `AppExtension`: set it when
+    /// accepting the connection. It may ask the host (`ask`) while it runs; nil answers every
+    /// request with an error saying so.
+    public var requestHandler: (@Sendable ([UInt8]) async throws -> [UInt8])? {
+        get { handler.value.withLock { $0 } }
+        nonmutating set { handler.value.withLock { $0 = newValue } }
+    }
 
     /// Why an ask got no answer.
     public enum AskError: Error, Equatable, CustomStringConvertible {
@@ -151,4 +167,9 @@ public struct PluginConnection: Sendable {
     public func ask(_ text: String, timeout: Duration? = nil) throws(AskError) -> String {
         String(decoding: try ask(Array(text.utf8), timeout: timeout), as: UTF8.self)
     }
+}
+
+/// The request handler of one connection: shared by every copy of its `PluginConnection`.
+private final class RequestHandlerSlot: Sendable {
+    let value = Mutex<(@Sendable ([UInt8]) async throws -> [UInt8])?>(nil)
 }

@@ -144,22 +144,33 @@ struct PluginTemplate {
     }
 
     var swiftSource: String {
-        """
-        import PluginKit
+        // Bound in code as on Apple platforms: the host's identifier and the point's name.
+        let pointHost = extensionPoint.split(separator: ".").dropLast().joined(separator: ".")
+        let pointName = extensionPoint.split(separator: ".").last.map(String.init) ?? extensionPoint
+        return """
+            import PluginKit
 
-        /// \(name): answers each request with a greeting followed by the request.
-        final class \(name): Plugin {
-            init(host: PluginHost) {}
+            /// \(name): answers each request with a greeting followed by the request.
+            struct \(name): AppExtension {
+                @AppExtensionPoint.Bind
+                var extensionPoint: AppExtensionPoint {
+                    AppExtensionPoint.Identifier(host: "\(pointHost)", name: "\(pointName)")
+                }
 
-            func handle(_ request: PluginRequest) throws -> [UInt8] {
-                Array("Hello from \(name): ".utf8) + request.bytes
+                var configuration: some AppExtensionConfiguration {
+                    ConnectionHandler { connection in
+                        connection.requestHandler = { request in
+                            Array("Hello from \(name): ".utf8) + request
+                        }
+                        return true
+                    }
+                }
             }
-        }
 
-        @c(plugind_plugin_entry)
-        public func pluginEntry() -> UnsafeRawPointer { PluginExport.entry(\(name).self) }
+            @c(plugind_plugin_entry)
+            public func pluginEntry() -> UnsafeRawPointer { PluginExport.entry(\(name).self) }
 
-        """
+            """
     }
 
     var swiftMakefile: String {

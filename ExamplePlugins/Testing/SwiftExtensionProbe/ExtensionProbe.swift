@@ -1,0 +1,39 @@
+import PluginKit
+import Synchronization
+
+/// An app extension in Apple's shape for the tests of that shape. It refuses connections from
+/// hosts whose identifier ends in ".untrusted", keeps a request count per connection, and
+/// answers:
+/// - "count": how many requests this connection has had, this one included;
+/// - "ask:<text>": asks the host <text> and answers "answer:<the host's answer>";
+/// - "host": the identifier of the host that opened the connection;
+/// - "fail": fails with code 7 and the message "asked to fail".
+struct ExtensionProbe: AppExtension {
+    @AppExtensionPoint.Bind
+    var extensionPoint: AppExtensionPoint {
+        AppExtensionPoint.Identifier(host: "org.plugind.tests", name: "point")
+    }
+
+    var configuration: some AppExtensionConfiguration {
+        ConnectionHandler { connection in
+            guard !connection.hostIdentifier.hasSuffix(".untrusted") else { return false }
+            let served = Atomic<Int>(0)
+            connection.requestHandler = { request in
+                let count = served.add(1, ordering: .relaxed).newValue
+                let text = String(decoding: request, as: UTF8.self)
+                switch text {
+                case "count": return Array("\(count)".utf8)
+                case "host": return Array(connection.hostIdentifier.utf8)
+                case "fail": throw PluginError(code: 7, "asked to fail")
+                default:
+                    guard text.hasPrefix("ask:") else { throw PluginError("unknown request '\(text)'") }
+                    return Array("answer:\(try connection.ask(String(text.dropFirst(4))))".utf8)
+                }
+            }
+            return true
+        }
+    }
+}
+
+@c(plugind_plugin_entry)
+public func pluginEntry() -> UnsafeRawPointer { PluginExport.entry(ExtensionProbe.self) }
