@@ -199,6 +199,19 @@ package enum BundleVerifier {
             }
         }
 
+        // The binding the code states, recorded at build time: the manifest must agree.
+        if let bound = file.boundExtensionPoint {
+            if bound == manifest.extensionPoint {
+                result.passed.append("binding")
+            } else {
+                problem(
+                    "binding",
+                    "the code binds to the extension point '\(bound)' but the manifest says '\(manifest.extensionPoint)'",
+                    "make the manifest's extensionPoint '\(bound)' (for a Swift package: run 'plugind bind' or make, which writes it from the code)"
+                )
+            }
+        }
+
         if missing.isEmpty, !manifest.functions.isEmpty || exportsEntry, missingFunctions.isEmpty,
             case .success(let inspected) = BundleInspector.inspect(bundleAt: bundlePath, resolver: resolver)
         {

@@ -91,6 +91,14 @@ package struct ELFFile: Sendable {
     /// Every "plugind" note of the file: type and contents.
     package var pluginNotes: [(type: UInt32, description: [UInt8])] = []
 
+    /// The extension point the plugin's code binds to, from its binding note, when it has one.
+    package var boundExtensionPoint: String? {
+        guard let note = pluginNotes.last(where: { $0.type == Self.bindingNoteType }) else { return nil }
+        let text = String(decoding: note.description, as: UTF8.self)
+        let prefix = "extensionPoint="
+        return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : nil
+    }
+
     // MARK: Header only
 
     /// Reads the first 64 bytes and checks that the file is a 64-bit little-endian shared library
@@ -165,6 +173,8 @@ package struct ELFFile: Sendable {
     static let noteName: [UInt8] = Array("plugind".utf8) + [0]
     /// Note type of the ABI version.
     static let abiNoteType: UInt32 = 1
+    /// Note type of the binding ("extensionPoint=<identifier>").
+    static let bindingNoteType: UInt32 = 2
 
     /// Reads the notes named "plugind" from every SHT_NOTE section.
     private mutating func readPluginNotes(_ reader: ELFReader) throws(Problem) {

@@ -28,6 +28,8 @@ struct DevelopmentKitTests {
         #expect(verified.status == 0, "\(verified.stdout)")
         #expect(verified.stdout.contains(": ok ("))
         #expect(verified.stdout.contains("abi (2)"))
+        // The extension point the code states is recorded in the library and matches the manifest.
+        #expect(verified.stdout.contains("binding"), "\(verified.stdout)")
         let loaded = try await plugind("verify", "--load", bundle, in: test)
         #expect(loaded.stdout.contains("load (plugin ABI 2)"), "\(loaded.stdout)")
 
@@ -60,6 +62,53 @@ struct DevelopmentKitTests {
         #expect(try await plugind("install", second, "--force", in: test).status == 0)
         #expect(try await plugind("approve", "org.plugind.tests.same", "--yes", in: test).status == 0)
         #expect(try await plugind("run", "org.plugind.tests.same", "abc", in: test).stdout == "ABC")
+    }
+
+    @Test("a Swift extension's binding lives in its code: make writes it into the manifest, verify catches a manifest that disagrees")
+    func bindingFromCode() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let projects = try test.directory.subdirectory("projects")
+        #expect(
+            try await plugind("new", "Bound", "--lang", "swift", "--point", "com.example.first.point", "--dir", projects, in: test).status
+                == 0)
+        let project = projects + "/Bound"
+        let source = project + "/Sources/Bound/Bound.swift"
+        // The author moves the binding to another point, in code only.
+        let code = try String(contentsOfFile: source, encoding: .utf8)
+            .replacingOccurrences(
+                of: #"Identifier(host: "com.example.first", name: "point")"#,
+                with: #"Identifier(host: "com.example.second", name: "filters")"#)
+        try Data(code.utf8).write(to: URL(fileURLWithPath: source))
+        let stale = try await plugind("bind", project, "--target", "Bound", "--check", in: test)
+        #expect(stale.status == 1)
+        #expect(stale.stderr.contains("com.example.second.filters"), "\(stale.stderr)")
+
+        let built = try await make(project)
+        #expect(built.status == 0, "\(built.stdout)\n\(built.stderr)")
+        let manifest = try String(contentsOfFile: project + "/manifest.json", encoding: .utf8)
+        #expect(manifest.contains(#""extensionPoint": "com.example.second.filters""#))
+        #expect(manifest.contains(#""description": "Greets its input.""#), "the rest of the manifest is kept")
+        let bundle = project + "/build/Bound.appex"
+        #expect(try await plugind("verify", bundle, in: test).stdout.contains("binding"))
+
+        // A hand edit of the bundle's manifest now disagrees with the library.
+        let bundled = bundle + "/manifest.json"
+        let edited = try String(contentsOfFile: bundled, encoding: .utf8)
+            .replacingOccurrences(of: "com.example.second.filters", with: "com.example.third.filters")
+        try Data(edited.utf8).write(to: URL(fileURLWithPath: bundled))
+        let verified = try await plugind("verify", bundle, in: test)
+        #expect(verified.status == 1)
+        #expect(
+            verified.stdout.contains(
+                "[binding] the code binds to the extension point 'com.example.second.filters' but the manifest says 'com.example.third.filters'"
+            ), "\(verified.stdout)")
+
+        // Sources without a binding are refused with the reason.
+        try Data("import PluginKit\n".utf8).write(to: URL(fileURLWithPath: source))
+        let unbound = try await plugind("bind", project, "--target", "Bound", in: test)
+        #expect(unbound.status == 1)
+        #expect(unbound.stderr.contains("no AppExtensionPoint.Identifier(host:name:)"), "\(unbound.stderr)")
     }
 }
 
@@ -150,4 +199,5 @@ struct ProgressTerminalTests {
         #expect(screen.contains("counted down 4 steps"))
         #expect(!screen.contains("progress: "))
     }
+
 }

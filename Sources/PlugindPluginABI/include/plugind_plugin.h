@@ -233,6 +233,26 @@ typedef struct plugind_plugin_abi_note {
     uint32_t abi_version;
 } plugind_plugin_abi_note;
 
+/// The extension point the plugin's code binds to, recorded beside the ABI note ("plugind", type
+/// 2; contents "extensionPoint=<identifier>", no NUL) so that `plugind verify` can compare it
+/// with the manifest without running code. Swift plugins get it from `plugind bind` (the
+/// scaffolded Makefile runs it); a C plugin states it once at file scope:
+///
+///     PLUGIND_PLUGIN_BINDING("com.example.editor.text-filters");
+#define PLUGIND_PLUGIN_NOTE_TYPE_BINDING 2
+
+#if !defined(__swift__)
+#define PLUGIND_PLUGIN_BINDING(extension_point)                                                                \
+    __attribute__((used, section(".note.plugind"), aligned(4))) static const struct {                           \
+        uint32_t name_size;                                                                                      \
+        uint32_t description_size;                                                                               \
+        uint32_t type;                                                                                           \
+        char name[8];                                                                                            \
+        char description[sizeof("extensionPoint=" extension_point) - 1];                                        \
+    } plugind_plugin_binding_record = {8, sizeof("extensionPoint=" extension_point) - 1,                        \
+                                       PLUGIND_PLUGIN_NOTE_TYPE_BINDING, "plugind", "extensionPoint=" extension_point}
+#endif
+
 #if !defined(__swift__) && !defined(PLUGIND_PLUGIN_NO_ABI_NOTE)
 __attribute__((used, section(".note.plugind"), aligned(4))) static const plugind_plugin_abi_note plugind_plugin_abi_note_record = {
     8, 4, PLUGIND_PLUGIN_NOTE_TYPE_ABI, "plugind", PLUGIND_PLUGIN_ABI_VERSION};

@@ -63,7 +63,9 @@ struct NewCommand: PlugindCommand {
         } catch {
             throw CommandFailure(message: "cannot read \(checkout.header): \(error.localizedDescription)", status: .unavailable)
         }
-        let template = PluginTemplate(name: name, identifier: identifier, extensionPoint: point, language: language, checkout: checkout)
+        let plugind = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "plugind"
+        let template = PluginTemplate(
+            name: name, identifier: identifier, extensionPoint: point, language: language, checkout: checkout, plugindExecutable: plugind)
         do {
             for (relativePath, contents) in template.files(header: header) {
                 let path = project + "/" + relativePath

@@ -10,6 +10,8 @@ struct PluginTemplate {
     var extensionPoint: String
     var language: Language
     var checkout: SourceCheckout
+    /// The `plugind` the Makefile runs (`plugind bind`): the one that wrote the project.
+    var plugindExecutable: String
 
     /// Relative path → contents.
     func files(header: String) -> [(String, String)] {
@@ -18,7 +20,12 @@ struct PluginTemplate {
         case .c:
             files += [("Makefile", cMakefile), ("src/\(name).c", cSource), ("include/plugind_plugin.h", header)]
         case .swift:
-            files += [("Makefile", swiftMakefile), ("Package.swift", swiftPackage), ("Sources/\(name)/\(name).swift", swiftSource)]
+            let binding = CodeBinding(extensionPoint: extensionPoint)
+            files += [
+                ("Makefile", swiftMakefile), ("Package.swift", swiftPackage), ("Sources/\(name)/\(name).swift", swiftSource),
+                ("Sources/\(name)Binding/binding.c", binding.noteSource),
+                ("Sources/\(name)Binding/include/\(name)Binding.h", "/* The binding note has no interface: see binding.c. */\n"),
+            ]
         }
         return files
     }
@@ -119,6 +126,10 @@ struct PluginTemplate {
 
         PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &descriptor; }
 
+        /* The extension point this code serves, recorded in the library: `plugind verify` checks
+         * that the manifest names the same one. */
+        PLUGIND_PLUGIN_BINDING("\(extensionPoint)");
+
         """
     }
 
@@ -134,9 +145,12 @@ struct PluginTemplate {
             targets: [
                 .target(
                     name: "\(name)",
-                    dependencies: [.product(name: "PluginKit", package: "\(checkout.packageIdentity)")],
+                    dependencies: [.product(name: "PluginKit", package: "\(checkout.packageIdentity)"), "\(name)Binding"],
                     swiftSettings: [.swiftLanguageMode(.v6)]
-                )
+                ),
+                // Written by `plugind bind` (make runs it): records the extension point the code
+                // binds to in the library, where `plugind verify` compares it with the manifest.
+                .target(name: "\(name)Binding"),
             ]
         )
 
@@ -176,11 +190,15 @@ struct PluginTemplate {
     var swiftMakefile: String {
         """
         # Builds lib\(name).so with SwiftPM and the bundle build/\(name).appex (manifest + library).
+        # The extension point comes from the code: `plugind bind` writes it into manifest.json and
+        # into the library before each build.
         NAME := \(name)
         CONFIGURATION ?= release
         BUNDLE := build/$(NAME).appex
+        PLUGIND ?= \(plugindExecutable)
 
         all:
+        \t$(PLUGIND) bind . --target $(NAME)
         \tswift build -c $(CONFIGURATION) --product $(NAME)
         \tmkdir -p $(BUNDLE)
         \tcp manifest.json $(BUNDLE)/

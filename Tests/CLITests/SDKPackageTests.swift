@@ -1,0 +1,79 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// A host vendor's SDK, two extensions written against it and a host, each its own package
+/// depending on plugind by path (Tests/Fixtures/TextTransformSDK): the extension side refines
+/// `AppExtension`, the host side calls the extensions' method through a connection.
+@Suite("A third-party SDK in Apple's shape", .timeLimit(.minutes(5)))
+struct SDKPackageTests {
+    /// Copies the fixture packages into `directory` with the path and identity of this plugind.
+    func copyFixtures(to directory: String) throws -> String {
+        let source = BuiltProducts.packageRoot + "/Tests/Fixtures/TextTransformSDK"
+        let destination = directory + "/TextTransformSDK"
+        // Contents only: copyItem would also copy the owner, which an ordinary user cannot set.
+        let files = try FileManager.default.subpathsOfDirectory(atPath: source)
+        for file in files {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: source + "/" + file, isDirectory: &isDirectory), !isDirectory.boolValue else {
+                continue
+            }
+            let target = destination + "/" + file
+            try FileManager.default.createDirectory(
+                atPath: (target as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data(contentsOf: URL(fileURLWithPath: source + "/" + file)).write(to: URL(fileURLWithPath: target))
+        }
+        let root = BuiltProducts.packageRoot
+        for package in ["TextTransformKit", "Uppercase", "Reverse", "TransformHost"] {
+            let manifest = destination + "/" + package + "/Package.swift"
+            let text = try String(contentsOfFile: manifest, encoding: .utf8)
+                .replacingOccurrences(of: "@PLUGIND_ROOT@", with: root)
+                .replacingOccurrences(of: "@PLUGIND_PACKAGE@", with: (root as NSString).lastPathComponent.lowercased())
+            try Data(text.utf8).write(to: URL(fileURLWithPath: manifest))
+        }
+        return destination
+    }
+
+    func build(_ package: String) async throws -> String {
+        let built = try await CommandRunner.run(
+            "/usr/bin/env", ["swift", "build", "--package-path", package], environment: ProcessInfo.processInfo.environment)
+        #expect(built.status == 0, "\(built.stdout)\n\(built.stderr)")
+        let binPath = try await CommandRunner.run(
+            "/usr/bin/env", ["swift", "build", "--package-path", package, "--show-bin-path"],
+            environment: ProcessInfo.processInfo.environment)
+        return binPath.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("extensions that write only `transform` answer a host that calls `transform` through the SDK")
+    func sdkExtensionsAndHost() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let packages = try copyFixtures(to: test.directory.path)
+        for name in ["Uppercase", "Reverse"] {
+            let products = try await build(packages + "/" + name)
+            let bundle = try test.directory.subdirectory("bundles/\(name).appex")
+            for (file, from) in [("manifest.json", packages + "/\(name)"), ("lib\(name).so", products)] {
+                try Data(contentsOf: URL(fileURLWithPath: from + "/" + file)).write(to: URL(fileURLWithPath: bundle + "/" + file))
+            }
+            let installed = try await plugind("install", bundle, in: test)
+            #expect(installed.status == 0, "\(installed.stderr)")
+        }
+        let host = try await build(packages + "/TransformHost") + "/TransformHost"
+        var environment = test.environment
+        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+
+        let before = try await CommandRunner.run(host, ["hello"], environment: environment)
+        #expect(before.status == 0, "\(before.stderr)")
+        #expect(before.stdout == "unapproved: 2\n")
+
+        for identifier in ["com.example.transforms.uppercase", "com.example.transforms.reverse"] {
+            #expect(try await plugind("approve", identifier, "--yes", in: test).status == 0)
+        }
+        let after = try await CommandRunner.run(host, ["hello", "world"], environment: environment)
+        #expect(after.status == 0, "\(after.stderr)")
+        #expect(after.stdout == "Reverse: dlrow olleh\nUppercase: HELLO WORLD\nunapproved: 0\n")
+        // nil crosses the connection as nil.
+        let empty = try await CommandRunner.run(host, [], environment: environment)
+        #expect(empty.stdout.contains("Reverse: (nothing)\n"))
+    }
+}
