@@ -108,6 +108,8 @@ let package = Package(
         // C: the worker's confinement layers (prctl, rlimits, seccomp, Landlock).
         .target(name: "CPlugindConfinement", dependencies: ["CSeccomp"], cSettings: gnuSource),
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        // libarchive: plugin packages (`plugind pack`, `plugind install FILE`); the CLI only.
+        .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The plugin ABI: one C header shared by the worker, C plugins and PluginKit.
@@ -137,7 +139,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "plugind",
-            dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire", "CTerminal"],
+            dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire", "CTerminal", "CArchive"],
             swiftSettings: swiftSettings
         ),
 

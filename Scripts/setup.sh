@@ -4,13 +4,14 @@
 #   libssl-dev      (OpenSSL's libcrypto: SHA-256 of approved libraries)
 #   libseccomp-dev  (seccomp filter for the worker's network confinement)
 #   libncurses-dev  (ncursesw: the full-screen terminal of 'plugind browse')
+#   libarchive-dev  (plugin packages: 'plugind pack', 'plugind install FILE')
 #   tmux            (the tests drive 'plugind browse' in a real terminal through it)
 #   pkg-config      (SwiftPM finds the libraries through it)
 # Needs root (or sudo) only when something has to be installed.
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev tmux pkg-config; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

@@ -1,1 +1,3 @@
 #include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/bio.h>

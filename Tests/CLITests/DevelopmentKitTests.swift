@@ -5,8 +5,9 @@ import Testing
 
 @Suite("Plugin development kit: new, build, verify, install, approve, run", .serialized, .timeLimit(.minutes(10)))
 struct DevelopmentKitTests {
-    func make(_ directory: String) async throws -> CommandRunner.Output {
-        try await CommandRunner.run("/usr/bin/env", ["make", "-C", directory], environment: ProcessInfo.processInfo.environment)
+    func make(_ directory: String, _ arguments: String...) async throws -> CommandRunner.Output {
+        try await CommandRunner.run(
+            "/usr/bin/env", ["make", "-C", directory] + arguments, environment: ProcessInfo.processInfo.environment)
     }
 
     @Test("a new plugin goes from scaffold to answer, in C and in Swift", arguments: ["c", "swift"])
@@ -33,7 +34,15 @@ struct DevelopmentKitTests {
         let loaded = try await plugind("verify", "--load", bundle, in: test)
         #expect(loaded.stdout.contains("load (plugin ABI 2)"), "\(loaded.stdout)")
 
-        let installed = try await plugind("install", bundle, in: test)
+        // The signed single file an author hands out.
+        let key = try test.directory.subdirectory("keys") + "/author"
+        #expect(try await plugind("keygen", "--output", key, in: test).status == 0)
+        let unkeyed = try await make(project, "package")
+        #expect(unkeyed.status != 0)
+        #expect(unkeyed.stderr.contains("make package needs KEY="), "\(unkeyed.stderr)")
+        let packaged = try await make(project, "package", "KEY=\(key)")
+        #expect(packaged.status == 0, "\(packaged.stdout)\n\(packaged.stderr)")
+        let installed = try await plugind("install", project + "/build/\(name).plugin", in: test)
         #expect(installed.status == 0, "\(installed.stderr)")
         let identifier = "local.\(name.lowercased())"
         #expect(installed.stderr.contains("Installed \(identifier)"))

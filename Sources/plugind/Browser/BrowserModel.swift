@@ -18,7 +18,8 @@ struct BrowserEntry: Equatable {
 }
 
 extension BrowserEntry {
-    init(_ item: Inventory.Item) {
+    /// `publisher`: the publisher's key and whether the signature holds, or "unsigned".
+    init(_ item: Inventory.Item, publisher: String) {
         let manifest = item.entry.manifest
         identifier = manifest.identifier
         name = manifest.name
@@ -26,7 +27,7 @@ extension BrowserEntry {
         extensionPoint = manifest.extensionPoint
         state = item.stateCode
         reason = Self.reason(item)
-        publisher = "unsigned"
+        self.publisher = publisher
         isPlugin = true
     }
 
@@ -411,7 +412,7 @@ struct BrowserModel {
         lines.append(Line(text: cut(facts, width), style: PLUGIND_TERMINAL_PLAIN))
         let publisher =
             entry.publisher.isEmpty
-            ? "publisher: none (not a plugin)" : "publisher: \(entry.publisher) (plugind bundles are not signed yet)"
+            ? "publisher: none (not a plugin)" : "publisher: \(entry.publisher.inert)"
         lines.append(Line(text: cut(publisher, width), style: PLUGIND_TERMINAL_DIM))
         let reason = entry.reason.map { "why: " + $0.inert } ?? "ready for hosts to use"
         let rows = Self.wrap(reason, width: width)

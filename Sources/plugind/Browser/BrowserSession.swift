@@ -97,7 +97,18 @@ final class BrowserSession {
         }
         self.items = Dictionary(items.map { ($0.entry.identifier, $0) }, uniquingKeysWith: { first, _ in first })
         self.problems = Dictionary(problems.map { ($0.path, $0) }, uniquingKeysWith: { first, _ in first })
-        model.update(items.map(BrowserEntry.init) + problems.map(BrowserEntry.init))
+        model.update(items.map { BrowserEntry($0, publisher: Self.publisher(of: $0)) } + problems.map(BrowserEntry.init))
+    }
+
+    /// The publisher's key and whether its signature holds. Files are hashed once per identity
+    /// (`ContentHashes`), so an update re-reads only what changed.
+    private static func publisher(of item: Inventory.Item) -> String {
+        let bundle = item.entry.bundle
+        let digest = try? BundleDigest.compute(bundle.contents) { file in
+            try ContentHashes.shared.digest(ofFileAtPath: bundle.bundlePath + "/" + file.path, identity: file.status.identity)
+        }
+        guard let digest else { return "unknown (a file cannot be read)" }
+        return BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest).description
     }
 
     // MARK: Commands

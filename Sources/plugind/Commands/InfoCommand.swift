@@ -46,10 +46,20 @@ struct InfoCommand: PlugindCommand {
         let enforcement = LimitEnforcement(permissions: approval?.permissions ?? manifest.permissions, host: context.host)
 
         if json {
+            let signature = digest.map { BundleSignature.status(ofBundleAt: entry.bundle.bundlePath, digest: $0.digest) } ?? .unsigned
+            let (publisherKey, signatureState, signatureProblem): (String?, String, String?) =
+                switch signature {
+                case .unsigned: (nil, "unsigned", nil)
+                case .valid(let key): (key.fingerprint, "valid", nil)
+                case .invalid(let reason, let key): (key?.fingerprint, "invalid", reason)
+                }
             try context.console.json(
                 InfoDocument(
                     plugin: ListDocument(items: [item], problems: []).plugins[0],
                     bundleDigest: digest?.digest,
+                    publisherKey: publisherKey,
+                    signature: signatureState,
+                    signatureProblem: signatureProblem,
                     files: entry.bundle.contents.entries.compactMap { file in
                         switch file.kind {
                         case .directory: nil
@@ -126,6 +136,11 @@ struct InfoDocument: Encodable {
     var formatVersion = 2
     var plugin: ListDocument.Plugin
     var bundleDigest: String?
+    /// The publisher's key fingerprint and whether the signature holds: "valid", "invalid"
+    /// (with `signatureProblem`) or "unsigned".
+    var publisherKey: String?
+    var signature: String
+    var signatureProblem: String?
     var files: [File]
     var limits: EffectiveLimits
     var limitEnforcement: LimitEnforcement

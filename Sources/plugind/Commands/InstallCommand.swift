@@ -7,14 +7,18 @@ struct InstallCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "install",
         abstract: "Install a plugin bundle into your plugin directory.",
-        usage: "<bundle> [--force]",
+        usage: "<bundle-or-package> [--force]",
         discussion: """
             Copies the bundle to $XDG_DATA_HOME/plugind/plugins/<identifier>.appex under a
-            temporary name and renames it into place, so hosts never see half a bundle. A
-            different build of an installed plugin (same identifier, other bytes) is replaced only
-            with --force. Installing does not approve: run 'plugind approve <id>' next.
+            temporary name and renames it into place, so hosts never see half a bundle. A package
+            ('plugind pack') is unpacked into a hidden directory there first, entry by entry with
+            nothing trusted (only relative regular files and directories, within size and count
+            caps, no set-id bits), and must carry a valid signature of exactly what it unpacked to;
+            anything else is refused, naming the entry, and nothing remains. A different build of
+            an installed plugin (same identifier, other bytes) is replaced only with --force.
+            Installing does not approve: run 'plugind approve <id>' next.
             """,
-        arguments: [("<bundle>", "The bundle directory (holding manifest.json and the library).")],
+        arguments: [("<bundle-or-package>", "A bundle directory, or a .plugin package file.")],
         options: [("--force", "Replace an installed plugin with the same identifier and other bytes.")],
         flagOptions: ["force"]
     )
@@ -28,23 +32,35 @@ struct InstallCommand: PlugindCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let bundle: InspectedBundle
-        switch BundleInspector.inspect(bundleAt: source) {
-        case .success(let inspected): bundle = inspected
-        case .failure(let problem):
-            throw CommandFailure(
-                message: "\(source) cannot be installed: \(problem.message); 'plugind verify \(source)' lists every problem",
-                status: .failure)
-        }
-        let identifier = bundle.manifest.identifier
         let root = context.host.userPluginsDirectory.path
-        let destination = root + "/" + identifier + ".appex"
         let fileManager = FileManager.default
         do {
             try fileManager.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
         } catch {
             throw CommandFailure(message: "cannot create \(root): \(error.localizedDescription)", status: .failure)
         }
+        var isDirectory: ObjCBool = false
+        guard fileManager.fileExists(atPath: source, isDirectory: &isDirectory) else {
+            throw CommandFailure(message: "\(source.inert) does not exist", status: .failure)
+        }
+        // A package is unpacked into a hidden directory of the plugin directory (which monitors
+        // ignore), then installed from there by rename like a bundle.
+        let unpacked: String? = isDirectory.boolValue ? nil : try Self.unpack(source, into: root)
+        defer { if let unpacked { try? fileManager.removeItem(atPath: unpacked) } }
+        let bundle: InspectedBundle
+        if let unpacked {
+            bundle = try SignedBundle.check(unpacked, what: "the package \(source)").0
+        } else {
+            switch BundleInspector.inspect(bundleAt: source) {
+            case .success(let inspected): bundle = inspected
+            case .failure(let problem):
+                throw CommandFailure(
+                    message: "\(source) cannot be installed: \(problem.message); 'plugind verify \(source)' lists every problem",
+                    status: .failure)
+            }
+        }
+        let identifier = bundle.manifest.identifier
+        let destination = root + "/" + identifier + ".appex"
 
         // The same identifier already installed here, under any directory name.
         let installed = Catalog().scan([SearchRoot(path: root, isBundledWithHost: false)]).entry(for: identifier)
@@ -62,10 +78,12 @@ struct InstallCommand: PlugindCommand {
             }
         }
 
-        let staging = root + "/.\(identifier).installing-\(getpid())"
-        try? fileManager.removeItem(atPath: staging)
+        let staging = unpacked ?? root + "/.\(identifier).installing-\(getpid())"
         do {
-            try fileManager.copyItem(atPath: bundle.bundlePath, toPath: staging)
+            if unpacked == nil {
+                try? fileManager.removeItem(atPath: staging)
+                try fileManager.copyItem(atPath: bundle.bundlePath, toPath: staging)
+            }
             try Self.removeGroupAndOtherWrite(staging)
             if let installed {
                 let aside = root + "/.\(identifier).replaced-\(getpid())"
@@ -81,6 +99,23 @@ struct InstallCommand: PlugindCommand {
         }
         context.console.err("Installed \(identifier) at \(destination).\nApprove it with 'plugind approve \(identifier)'.\n")
         return .success
+    }
+
+    /// Unpacks the package at `path` into a new hidden directory of `root`; nothing of it
+    /// remains when a refusal is thrown.
+    static func unpack(_ path: String, into root: String) throws -> String {
+        let directory = root + "/.package-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        guard mkdir(directory, 0o700) == 0 else {
+            throw CommandFailure(message: "cannot create \(directory): \(String(cString: strerror(errno)))", status: .failure)
+        }
+        do {
+            try PluginPackage.unpack(path, into: directory)
+            chmod(directory, 0o755)
+            return directory
+        } catch {
+            try? FileManager.default.removeItem(atPath: directory)
+            throw CommandFailure(message: "\(path.inert) cannot be installed: \(error.description.inert)", status: .failure)
+        }
     }
 
     static func sameBytes(_ first: InspectedBundle, _ second: InspectedBundle) throws -> Bool {

@@ -25,6 +25,8 @@ enum PluginDescription {
         lines.append("  library:         \(bundle.libraryPath.inert)" + (bundle.usesSystemLibrary ? " (system library)" : ""))
         if let digest {
             lines.append("  bundle digest:   \(digest.digest)")
+            let publisher = BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest)
+            lines.append("  publisher:       \(publisher.description.inert)")
             lines.append("  files:")
             for file in bundle.contents.entries {
                 switch file.kind {

@@ -56,6 +56,7 @@ struct PluginTemplate {
             plugind install build/\(name).appex     # copies it to your plugin directory
             plugind approve \(identifier) --yes
             plugind run \(identifier) "world"       # prints: Hello from \(name): world
+            make package KEY=~/.plugind-key         # signed build/\(name).plugin ('plugind keygen --output ~/.plugind-key' once)
 
         Edit the handler in \(language == .c ? "src/\(name).c" : "Sources/\(name)/\(name).swift"), and the manifest (limits, permissions,
         functions) in manifest.json; plugind's Documentation/ explains both.
@@ -71,6 +72,7 @@ struct PluginTemplate {
         BUNDLE := build/$(NAME).appex
         CFLAGS ?= -O2 -g
         CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -Iinclude
+        PLUGIND ?= \(plugindExecutable)
 
         all: $(BUNDLE)/$(LIBRARY) $(BUNDLE)/manifest.json
 
@@ -82,10 +84,16 @@ struct PluginTemplate {
         \tmkdir -p $(BUNDLE)
         \tcp manifest.json $@
 
+        # make package KEY=<private key from `plugind keygen`>: the signed single file to hand out.
+        package: all
+        \t@test -n "$(KEY)" || { echo "make package needs KEY=<your private key; make one with: $(PLUGIND) keygen --output <file>>" >&2; exit 1; }
+        \t$(PLUGIND) sign $(BUNDLE) --key $(KEY)
+        \t$(PLUGIND) pack $(BUNDLE) --output build/$(NAME).plugin
+
         clean:
         \trm -rf build
 
-        .PHONY: all clean
+        .PHONY: all package clean
 
         """
     }
@@ -204,10 +212,16 @@ struct PluginTemplate {
         \tcp manifest.json $(BUNDLE)/
         \tcp "$$(swift build -c $(CONFIGURATION) --show-bin-path)/lib$(NAME).so" $(BUNDLE)/
 
+        # make package KEY=<private key from `plugind keygen`>: the signed single file to hand out.
+        package: all
+        \t@test -n "$(KEY)" || { echo "make package needs KEY=<your private key; make one with: $(PLUGIND) keygen --output <file>>" >&2; exit 1; }
+        \t$(PLUGIND) sign $(BUNDLE) --key $(KEY)
+        \t$(PLUGIND) pack $(BUNDLE) --output build/$(NAME).plugin
+
         clean:
         \trm -rf build .build
 
-        .PHONY: all clean
+        .PHONY: all package clean
 
         """
     }

@@ -1,0 +1,136 @@
+package import Foundation
+import Glibc
+import PlugindSystem
+
+/// A publisher's signature of a bundle, kept in the bundle as `plugind-signature.json` (which
+/// the digest leaves out): the public key, the whole-bundle digest it signs, and the Ed25519
+/// signature of "plugind-bundle-signature 1\n<digest>\n".
+package struct BundleSignature: Codable, Sendable, Hashable {
+    package var format = 1
+    package var algorithm = "ed25519"
+    /// The raw public key, base64.
+    package var publicKey: String
+    /// `BundleDigest.digest` of the signed bundle.
+    package var bundleDigest: String
+    /// Base64.
+    package var signature: String
+
+    /// What a bundle's signature says about it.
+    package enum Status: Sendable, Hashable {
+        case unsigned
+        case valid(PublisherKeys.PublicKey)
+        /// A signature that does not hold, with the reason (and the key it names, if readable).
+        case invalid(String, PublisherKeys.PublicKey?)
+
+        /// The key, when the signature holds.
+        package var validKey: PublisherKeys.PublicKey? {
+            if case .valid(let key) = self { return key }
+            return nil
+        }
+
+        /// "ed25519:… (signature valid)", "unsigned", or why the signature does not hold.
+        package var description: String {
+            switch self {
+            case .unsigned: "unsigned"
+            case .valid(let key): "\(key.fingerprint) (signature valid)"
+            case .invalid(let reason, let key): "\(key.map { $0.fingerprint + " " } ?? "")(signature INVALID: \(reason))"
+            }
+        }
+    }
+
+    /// A signature file larger than this is not read.
+    static let maximumBytes = 16 << 10
+
+    static func message(digest: String) -> [UInt8] {
+        Array("plugind-bundle-signature 1\n\(digest)\n".utf8)
+    }
+
+    /// Signs the bundle whose digest is `digest`.
+    package static func sign(digest: String, with key: PublisherKeys.PrivateKey) throws(PublisherKeys.Failure) -> BundleSignature {
+        BundleSignature(
+            publicKey: Data(try key.publicKey.raw).base64EncodedString(), bundleDigest: digest,
+            signature: Data(try key.sign(message(digest: digest))).base64EncodedString())
+    }
+
+    /// The JSON written into the bundle.
+    package var fileContents: Data {
+        get throws {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            return try encoder.encode(self) + Data("\n".utf8)
+        }
+    }
+
+    /// Checks the signature of the bundle at `bundlePath` against `digest`, the digest of its
+    /// contents as they are now. The file is read beneath the bundle, never through a symlink.
+    package static func status(ofBundleAt bundlePath: String, digest: String) -> Status {
+        let data: Data
+        switch read(bundlePath) {
+        case .none: return .unsigned
+        case .failure(let reason): return .invalid(reason, nil)
+        case .success(let bytes): data = bytes
+        }
+        guard let signature = try? JSONDecoder().decode(BundleSignature.self, from: data) else {
+            return .invalid("\(BundleContents.signatureFileName) is not a plugind signature", nil)
+        }
+        return signature.check(digest: digest)
+    }
+
+    /// Whether this signature is a valid signature of a bundle whose digest is `digest`.
+    package func check(digest: String) -> Status {
+        guard format == 1, algorithm == "ed25519" else { return .invalid("unknown signature format \(format) / \(algorithm)", nil) }
+        guard let raw = Data(base64Encoded: publicKey), let key = try? PublisherKeys.PublicKey(raw: [UInt8](raw)) else {
+            return .invalid("the signature's public key is malformed", nil)
+        }
+        guard let signatureBytes = Data(base64Encoded: signature),
+            key.verifies([UInt8](signatureBytes), of: Self.message(digest: bundleDigest))
+        else {
+            return .invalid("the signature does not match its key", key)
+        }
+        guard bundleDigest == digest else {
+            return .invalid("the bundle changed after it was signed (a file was changed, added or removed)", key)
+        }
+        return .valid(key)
+    }
+
+    private enum ReadResult {
+        case success(Data)
+        case failure(String)
+    }
+
+    private static func read(_ bundlePath: String) -> ReadResult? {
+        let directory: FileDescriptor
+        do {
+            directory = try FileDescriptor.open(bundlePath, O_RDONLY | O_DIRECTORY)
+        } catch {
+            return .failure("cannot open the bundle: \(error)")
+        }
+        defer { directory.close() }
+        let file: FileDescriptor
+        do {
+            file = try FileDescriptor.open(beneath: directory, BundleContents.signatureFileName, O_RDONLY | O_NONBLOCK)
+        } catch let error where error.errno == Errno(rawValue: ENOENT) {
+            return nil
+        } catch {
+            return .failure("cannot open \(BundleContents.signatureFileName): \(error)")
+        }
+        defer { file.close() }
+        var status = stat()
+        guard fstat(file.rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            return .failure("\(BundleContents.signatureFileName) is not a regular file")
+        }
+        guard status.st_size <= maximumBytes else {
+            return .failure("\(BundleContents.signatureFileName) is larger than \(maximumBytes) bytes")
+        }
+        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { buffer in
+                (try? file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))) ?? 0
+            }
+            if count <= 0 { break }
+            filled += count
+        }
+        return .success(Data(bytes.prefix(filled)))
+    }
+}

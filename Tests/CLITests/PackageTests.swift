@@ -1,0 +1,258 @@
+import ExtensionFoundation
+import Foundation
+import TestSupport
+import Testing
+
+/// Publisher keys, signatures and single-file packages: `keygen`, `sign`, `pack`, `install FILE`,
+/// and what `info` says of a signature.
+@Suite("Signed packages", .timeLimit(.minutes(3)))
+struct PackageTests {
+    /// A key pair in the test's directory; returns the private key's path.
+    func keygen(_ test: TestHost, _ name: String = "publisher") async throws -> String {
+        let path = try test.directory.subdirectory("keys") + "/" + name
+        let made = try await plugind("keygen", "--output", path, in: test)
+        #expect(made.status == 0, "\(made.stderr)")
+        return path
+    }
+
+    /// A copy of the Echo bundle, outside every search path.
+    func bundle(_ test: TestHost, _ name: String = "Echo.appex") throws -> String {
+        try PluginFixture(library: "Echo").install(in: try test.directory.subdirectory("work"), bundleName: name)
+    }
+
+    func publisher(_ test: TestHost, _ identifier: String) async throws -> String {
+        let info = try await plugind("info", identifier, "--no-probe", in: test)
+        return info.stdout.split(separator: "\n").first { $0.contains("publisher:") }.map(String.init) ?? info.stderr
+    }
+
+    /// What `plugind install` (run with the test's environment) put in the user's plugin
+    /// directory, hidden staging directories included.
+    func installedEntries(_ test: TestHost) -> [String] {
+        let root = AppExtensionHost(identifier: "org.plugind.tests", environment: test.environment).userPluginsDirectory.path
+        return (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []
+    }
+
+    @Test("keygen writes a 0600 private key and its public key, never overwrites, never prints the private key")
+    func keys() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let path = try test.directory.subdirectory("keys") + "/publisher"
+        let made = try await plugind("keygen", "--output", path, in: test)
+        #expect(made.status == 0)
+        #expect(made.stdout.hasPrefix("ed25519:"))
+        let attributes = try FileManager.default.attributesOfItem(atPath: path)
+        #expect(attributes[.posixPermissions] as? Int == 0o600)
+        let privateText = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(privateText.hasPrefix("-----BEGIN PRIVATE KEY-----"))
+        #expect(try String(contentsOfFile: path + ".pub", encoding: .utf8).hasPrefix("-----BEGIN PUBLIC KEY-----"))
+        let secret = privateText.split(separator: "\n")[1]
+        #expect(!made.stdout.contains(secret) && !made.stderr.contains(secret))
+        let again = try await plugind("keygen", "--output", path, in: test)
+        #expect(again.status == 1)
+        #expect(again.stderr.contains("already exists"))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == privateText)
+    }
+
+    @Test("a signature covers every file: info shows the key, and a changed, added or removed file, or another key, invalidates it")
+    func signatures() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let key = try await keygen(test)
+
+        // A key others may read is refused.
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: key)
+        let loose = try await plugind("sign", try bundle(test), "--key", key, in: test)
+        #expect(loose.status == 1)
+        #expect(loose.stderr.contains("chmod 600"))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key)
+
+        let signed = try test.install(PluginFixture(library: "Echo"), bundled: false)
+        #expect(try await plugind("sign", signed, "--key", key, in: test).status == 0)
+        #expect(try await publisher(test, "org.plugind.tests.echo").hasSuffix("(signature valid)"))
+
+        let changes: [(String, (String) throws -> Void)] = [
+            ("a file added", { try Data("x".utf8).write(to: URL(fileURLWithPath: $0 + "/extra.txt")) }),
+            ("a file changed", { try Data("{}".utf8).write(to: URL(fileURLWithPath: $0 + "/extra.txt")) }),
+            ("a file removed", { try FileManager.default.removeItem(atPath: $0 + "/extra.txt") }),
+        ]
+        for (index, (what, change)) in changes.enumerated() {
+            if index == 2 { #expect(try await plugind("sign", signed, "--key", key, in: test).status == 0) }
+            try change(signed)
+            let line = try await publisher(test, "org.plugind.tests.echo")
+            #expect(line.contains("signature INVALID: the bundle changed after it was signed"), "\(what): \(line)")
+        }
+
+        // The signature of one key presented with another key's public half.
+        #expect(try await plugind("sign", signed, "--key", key, in: test).status == 0)
+        let other = try await keygen(test, "other")
+        let signaturePath = signed + "/plugind-signature.json"
+        var document = try #require(
+            try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: signaturePath))) as? [String: Any])
+        let otherPublic = try String(contentsOfFile: other + ".pub", encoding: .utf8)
+            .split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined()
+        // The raw key is the last 32 bytes of the DER SubjectPublicKeyInfo.
+        document["publicKey"] = Data(try #require(Data(base64Encoded: otherPublic)).suffix(32)).base64EncodedString()
+        try JSONSerialization.data(withJSONObject: document).write(to: URL(fileURLWithPath: signaturePath))
+        #expect(try await publisher(test, "org.plugind.tests.echo").contains("signature INVALID: the signature does not match its key"))
+
+        // A malformed key file.
+        let malformed = try test.directory.subdirectory("keys") + "/malformed"
+        try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(to: URL(fileURLWithPath: malformed))
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: malformed)
+        let bad = try await plugind("sign", signed, "--key", malformed, in: test)
+        #expect(bad.status == 1)
+        #expect(bad.stderr.contains("not a PEM private key"), "\(bad.stderr)")
+    }
+
+    @Test("pack needs a signed bundle; install of the package lands the same bytes, signature valid")
+    func packAndInstall() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let key = try await keygen(test)
+        let source = try bundle(test)
+        let package = test.directory.path + "/echo.plugin"
+        let unsigned = try await plugind("pack", source, "--output", package, in: test)
+        #expect(unsigned.status == 1)
+        #expect(unsigned.stderr.contains("is not signed"))
+        #expect(!FileManager.default.fileExists(atPath: package))
+
+        #expect(try await plugind("sign", source, "--key", key, in: test).status == 0)
+        let packed = try await plugind("pack", source, "--output", package, in: test)
+        #expect(packed.status == 0, "\(packed.stderr)")
+        let installed = try await plugind("install", package, in: test)
+        #expect(installed.status == 0, "\(installed.stderr)")
+        #expect(installedEntries(test) == ["org.plugind.tests.echo.appex"])
+        #expect(try await publisher(test, "org.plugind.tests.echo").hasSuffix("(signature valid)"))
+        #expect(try await plugind("install", package, in: test).stderr.contains("already installed"))
+        #expect(try await plugind("approve", "org.plugind.tests.echo", "--yes", in: test).status == 0)
+        #expect(try await plugind("run", "org.plugind.tests.echo", "hi", in: test).stdout == "hi")
+    }
+
+    @Test("concurrent installs of one package leave one installed bundle and nothing half-done")
+    func concurrentInstalls() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let key = try await keygen(test)
+        let source = try bundle(test)
+        #expect(try await plugind("sign", source, "--key", key, in: test).status == 0)
+        let package = test.directory.path + "/echo.plugin"
+        #expect(try await plugind("pack", source, "--output", package, in: test).status == 0)
+        let statuses = try await withThrowingTaskGroup(of: Int32.self) { group in
+            for _ in 0..<4 { group.addTask { try await plugind("install", package, in: test).status } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(statuses.contains(0))
+        #expect(installedEntries(test) == ["org.plugind.tests.echo.appex"])
+        #expect(try await publisher(test, "org.plugind.tests.echo").hasSuffix("(signature valid)"))
+    }
+
+    @Test(
+        "a hostile package is refused naming the entry, and nothing of it remains",
+        arguments: HostileArchive.allCases)
+    func hostilePackages(_ archive: HostileArchive) async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let key = try await keygen(test)
+        let source = try bundle(test)
+        #expect(try await plugind("sign", source, "--key", key, in: test).status == 0)
+        let package = test.directory.path + "/hostile.plugin"
+        try archive.bytes(signedBundle: source).write(to: URL(fileURLWithPath: package))
+        let installed = try await plugind("install", package, in: test)
+        #expect(installed.status == 1)
+        #expect(installed.stderr.contains(archive.expected), "\(archive): \(installed.stderr)")
+        #expect(installedEntries(test).isEmpty, "\(installedEntries(test))")
+    }
+}
+
+/// Archives that `plugind pack` would never write, made byte by byte (libarchive refuses to write
+/// most of them): POSIX ustar headers, uncompressed.
+enum HostileArchive: String, CaseIterable, CustomTestStringConvertible {
+    case parentPath, absolutePath, symlink, hardLink, device, fifo, setuid, hugeEntry, manyEntries, truncated, corrupt, duplicate,
+        changedAfterSigning
+
+    var testDescription: String { rawValue }
+
+    /// What the refusal must say.
+    var expected: String {
+        switch self {
+        case .parentPath: "entry '../escape' leaves the bundle"
+        case .absolutePath: "entry '/tmp/escape' has an absolute or empty path"
+        case .symlink: "entry 'link' is a link"
+        case .hardLink: "entry 'hard' is a link"
+        case .device: "entry 'null' is not a regular file or a directory"
+        case .fifo: "entry 'pipe' is not a regular file or a directory"
+        case .setuid: "entry 'tool' has a setuid, setgid or sticky bit"
+        case .hugeEntry: "entry 'huge' is larger than"
+        case .manyEntries: "holds more than 1024 entries"
+        case .truncated: "truncated"
+        case .corrupt: "is not a plugin package"
+        case .duplicate: "entry 'manifest.json': it appears twice"
+        case .changedAfterSigning: "the bundle changed after it was signed"
+        }
+    }
+
+    func bytes(signedBundle bundle: String) throws -> Data {
+        func file(_ name: String) throws -> (String, Data) { (name, try Data(contentsOf: URL(fileURLWithPath: bundle + "/" + name))) }
+        let real = try ["manifest.json", "libEcho.so", "plugind-signature.json"].map(file)
+        var tar = TarWriter()
+        switch self {
+        case .parentPath: tar.file("../escape", Data("x".utf8))
+        case .absolutePath: tar.file("/tmp/escape", Data("x".utf8))
+        case .symlink: tar.entry("link", type: "2", link: "/etc/passwd")
+        case .hardLink: tar.entry("hard", type: "1", link: "manifest.json")
+        case .device: tar.entry("null", type: "3")
+        case .fifo: tar.entry("pipe", type: "6")
+        case .setuid: tar.file("tool", Data("x".utf8), mode: 0o4755)
+        case .hugeEntry: tar.entry("huge", type: "0", declaredSize: 10 << 30)
+        case .manyEntries: for index in 0..<100_000 { tar.file("f\(index)", Data()) }
+        case .truncated:
+            for (name, data) in real { tar.file(name, data) }
+            return tar.data.prefix(tar.data.count / 2)
+        case .corrupt: return Data((0..<4096).map { UInt8(truncatingIfNeeded: $0 &* 7919) })
+        case .duplicate:
+            for (name, data) in real { tar.file(name, data) }
+            tar.file("manifest.json", real[0].1)
+        case .changedAfterSigning:
+            for (name, data) in real { tar.file(name, name == "manifest.json" ? data + Data(" ".utf8) : data) }
+        }
+        return tar.finished
+    }
+}
+
+/// Writes ustar headers and data, including what no archiver would write.
+struct TarWriter {
+    var data = Data()
+
+    mutating func file(_ name: String, _ contents: Data, mode: Int = 0o644) {
+        entry(name, type: "0", mode: mode, declaredSize: contents.count)
+        data += contents
+        data += Data(count: (512 - contents.count % 512) % 512)
+    }
+
+    mutating func entry(_ name: String, type: Character, mode: Int = 0o644, link: String = "", declaredSize: Int = 0) {
+        var header = [UInt8](repeating: 0, count: 512)
+        func put(_ text: String, at offset: Int, length: Int) {
+            for (index, byte) in text.utf8.prefix(length).enumerated() { header[offset + index] = byte }
+        }
+        func octal(_ value: Int, length: Int) -> String {
+            let digits = String(value, radix: 8)
+            return String(repeating: "0", count: max(length - 1 - digits.count, 0)) + digits
+        }
+        put(name, at: 0, length: 100)
+        put(octal(mode, length: 8), at: 100, length: 7)
+        put(octal(0, length: 8), at: 108, length: 7)
+        put(octal(0, length: 8), at: 116, length: 7)
+        put(octal(declaredSize, length: 12), at: 124, length: 11)
+        put(octal(0, length: 12), at: 136, length: 11)
+        put(String(repeating: " ", count: 8), at: 148, length: 8)
+        header[156] = type.asciiValue ?? 0x30
+        put(link, at: 157, length: 100)
+        put("ustar", at: 257, length: 6)
+        put("00", at: 263, length: 2)
+        let checksum = header.reduce(0) { $0 + Int($1) }
+        put(octal(checksum, length: 7) + "\0", at: 148, length: 8)
+        data += header
+    }
+
+    var finished: Data { data + Data(count: 1024) }
+}
