@@ -51,19 +51,7 @@ enum SignedBundle {
     /// The inspected bundle at `path` and its publisher's key; throws naming the problem.
     static func check(_ path: String, what: String? = nil) throws -> (InspectedBundle, PublisherKeys.PublicKey) {
         let name = what ?? path
-        let inspected: InspectedBundle
-        switch BundleInspector.inspect(bundleAt: path) {
-        case .success(let result): inspected = result
-        case .failure(let problem): throw CommandFailure(message: "\(name.inert): \(problem.message.inert)", status: .failure)
-        }
-        let digest: BundleDigest
-        do {
-            digest = try BundleDigest.compute(inspected.contents) { entry in
-                try SHA256Digest.hex(ofFileAtPath: inspected.bundlePath + "/" + entry.path)
-            }
-        } catch {
-            throw CommandFailure(message: "cannot read \(name.inert): \(error.localizedDescription)", status: .failure)
-        }
+        let (inspected, digest) = try inspect(path, what: name)
         let identifier = inspected.manifest.identifier.inert
         switch BundleSignature.status(ofBundleAt: inspected.bundlePath, digest: digest.digest) {
         case .valid(let key):
@@ -76,6 +64,23 @@ enum SignedBundle {
                 message:
                     "\(identifier) (\(name.inert)): the signature\(key.map { " by \($0.fingerprint)" } ?? "") is invalid: \(reason.inert)",
                 status: .failure)
+        }
+    }
+
+    /// The bundle at `path`, checked as `verify` does, and the digest of its files as they are.
+    static func inspect(_ path: String, what name: String) throws -> (InspectedBundle, BundleDigest) {
+        let inspected: InspectedBundle
+        switch BundleInspector.inspect(bundleAt: path) {
+        case .success(let result): inspected = result
+        case .failure(let problem): throw CommandFailure(message: "\(name.inert): \(problem.message.inert)", status: .failure)
+        }
+        do {
+            let digest = try BundleDigest.compute(inspected.contents) { entry in
+                try SHA256Digest.hex(ofFileAtPath: inspected.bundlePath + "/" + entry.path)
+            }
+            return (inspected, digest)
+        } catch {
+            throw CommandFailure(message: "cannot read \(name.inert): \(error.localizedDescription)", status: .failure)
         }
     }
 }

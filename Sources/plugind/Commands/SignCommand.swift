@@ -31,20 +31,7 @@ struct SignCommand: PlugindCommand {
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let key = try Self.loadPrivateKey(keyPath)
-        let inspected: InspectedBundle
-        switch BundleInspector.inspect(bundleAt: bundle) {
-        case .success(let result): inspected = result
-        case .failure(let problem):
-            throw CommandFailure(message: "\(bundle.inert) cannot be signed: \(problem.message.inert)", status: .failure)
-        }
-        let digest: BundleDigest
-        do {
-            digest = try BundleDigest.compute(inspected.contents) { entry in
-                try SHA256Digest.hex(ofFileAtPath: inspected.bundlePath + "/" + entry.path)
-            }
-        } catch {
-            throw CommandFailure(message: "cannot read \(inspected.bundlePath.inert): \(error.localizedDescription)", status: .failure)
-        }
+        let (inspected, digest) = try SignedBundle.inspect(bundle, what: "\(bundle) cannot be signed")
         let signature: BundleSignature
         do {
             signature = try BundleSignature.sign(digest: digest.digest, with: key)
