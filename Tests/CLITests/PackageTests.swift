@@ -146,6 +146,73 @@ struct PackageTests {
         #expect(try await publisher(test, "org.plugind.tests.echo").hasSuffix("(signature valid)"))
     }
 
+    /// Builds, signs with `key` (nil: unsigned) and packs a version of the Echo plugin.
+    func release(_ test: TestHost, _ version: String, key: String?, extra: [String: Any] = [:]) async throws -> String {
+        var manifest = extra
+        manifest["version"] = version
+        let directory = try test.directory.subdirectory("releases/\(version)-\(UUID().uuidString)")
+        let bundle = try PluginFixture(library: "Echo", extra: manifest).install(in: directory)
+        if let key { #expect(try await plugind("sign", bundle, "--key", key, in: test).status == 0) }
+        guard key != nil else { return bundle }
+        let package = directory + "/echo.plugin"
+        #expect(try await plugind("pack", bundle, "--output", package, in: test).status == 0)
+        return package
+    }
+
+    func listed(_ test: TestHost) async throws -> (state: String, version: String, reason: String) {
+        let list = try await plugind("list", "--all", "--json", in: test)
+        let document = try JSONSerialization.jsonObject(with: Data(list.standardOutput)) as? [String: Any]
+        let plugin = (document?["plugins"] as? [[String: Any]])?.first { $0["identifier"] as? String == "org.plugind.tests.echo" }
+        return (plugin?["state"] as? String ?? "", plugin?["version"] as? String ?? "", plugin?["reason"] as? String ?? "")
+    }
+
+    @Test(
+        "an update signed by the approved publisher that asks for no more stays approved; more, another key or none is unapproved with the reason"
+    )
+    func updatesKeepApproval() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let publisher = try await keygen(test)
+        let stranger = try await keygen(test, "stranger")
+        let limits: [String: Any] = ["limits": ["memoryBytes": 536_870_912]]
+        #expect(try await plugind("install", try await release(test, "1.0.0", key: publisher, extra: limits), in: test).status == 0)
+        #expect(try await plugind("approve", "org.plugind.tests.echo", "--yes", in: test).status == 0)
+        #expect(try await listed(test).state == "available")
+
+        // A newer version by the same publisher, asking for nothing more: no --force, no approve.
+        let update = try await plugind("install", try await release(test, "1.1.0", key: publisher, extra: limits), in: test)
+        #expect(update.status == 0, "\(update.stderr)")
+        #expect(update.stderr.contains("Updating org.plugind.tests.echo from 1.0.0 to 1.1.0"))
+        #expect(try await listed(test).state == "available")
+        #expect(try await listed(test).version == "1.1.0")
+        #expect(try await plugind("run", "org.plugind.tests.echo", "still approved", in: test).stdout == "still approved")
+
+        let cases: [(String, String?, [String: Any], String)] = [
+            ("1.2.0", publisher, ["permissions": ["network": true], "limits": ["memoryBytes": 536_870_912]], "also asks for network"),
+            ("1.3.0", publisher, ["limits": ["memoryBytes": 1_073_741_824]], "asks for higher limits: memoryBytes"),
+            ("1.4.0", stranger, limits, "not by the approved publisher"),
+        ]
+        for (version, key, extra, reason) in cases {
+            let package = try await release(test, version, key: key, extra: extra)
+            if key == stranger {
+                // Another publisher's version needs --force even when newer, and says why.
+                let refused = try await plugind("install", package, in: test)
+                #expect(refused.status == 1)
+                #expect(refused.stderr.contains("the installed one by") && refused.stderr.contains("pass --force"), "\(refused.stderr)")
+            }
+            let installed = try await plugind("install", package, "--force", in: test)
+            #expect(installed.status == 0, "\(installed.stderr)")
+            let now = try await listed(test)
+            #expect(now.state == "approval-outdated", "\(version): \(now)")
+            #expect(now.reason.contains(reason), "\(version): \(now.reason)")
+        }
+        let unsigned = try await plugind("install", try await release(test, "2.1.0", key: nil, extra: limits), "--force", in: test)
+        #expect(unsigned.status == 0)
+        #expect(try await listed(test).reason.contains("this version is unsigned"))
+        let approve = try await plugind("approve", "org.plugind.tests.echo", "--yes", in: test)
+        #expect(approve.stderr.contains("publisher:       unsigned"), "\(approve.stderr)")
+    }
+
     @Test(
         "a hostile package is refused naming the entry, and nothing of it remains",
         arguments: HostileArchive.allCases)

@@ -63,10 +63,15 @@ package struct PolicySnapshot: Sendable {
         var outdated: String?
         for policy in [userPolicy, adminPolicy] {
             guard let policy, policy.state == .approved, let approval = policy.approval else { continue }
-            if let change = Self.changeSinceApproval(approval, entry: entry, hashes: hashes) {
-                outdated = outdated ?? change
-            } else {
+            guard let change = Self.changeSinceApproval(approval, entry: entry, hashes: hashes) else {
                 return (.available(bundledWithHost: false), approval)
+            }
+            // Another version of an approved publisher's plugin: approved as it is if it asks
+            // for no more, else the reason names the publisher or what it adds.
+            switch PublisherUpdate.successor(of: approval, for: entry, hashes: hashes) {
+            case .success(let successor)?: return (.available(bundledWithHost: false), successor)
+            case .failure(let refusal)?: outdated = outdated ?? refusal.reason
+            case nil: outdated = outdated ?? change
             }
         }
         if let outdated { return (.approvalOutdated(outdated), nil) }

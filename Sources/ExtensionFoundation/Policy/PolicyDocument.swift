@@ -57,9 +57,12 @@ package struct Approval: Codable, Sendable, Hashable {
     /// when the owner approved it: the worker binds these, so that a symlink planted later never
     /// redirects a grant.
     package var resolvedGrants: [String: String]
-    /// The publisher key (SHA-256 fingerprint of the Ed25519 public key) the bundle was signed
-    /// with when approved, if it was signed.
+    /// The publisher's Ed25519 public key (raw, base64) when the approved bundle carried a valid
+    /// signature: a later version signed by the same key that asks for no more stays approved.
     package var publisherKey: String?
+    /// The limits the approved manifest asked for (nil: not recorded, by an older plugind); a
+    /// publisher's update may ask for the same or lower.
+    package var limits: [String: UInt64]?
 
     package struct PinnedFile: Codable, Sendable, Hashable {
         package var path: String
@@ -81,7 +84,8 @@ package struct Approval: Codable, Sendable, Hashable {
         systemLibrary: PinnedFile?,
         permissions: Manifest.Permissions,
         resolvedGrants: [String: String],
-        publisherKey: String? = nil
+        publisherKey: String? = nil,
+        limits: [String: UInt64]? = nil
     ) {
         self.bundlePath = bundlePath
         self.bundleDigest = bundleDigest
@@ -91,10 +95,11 @@ package struct Approval: Codable, Sendable, Hashable {
         self.permissions = permissions
         self.resolvedGrants = resolvedGrants
         self.publisherKey = publisherKey
+        self.limits = limits
     }
 
     private enum CodingKeys: String, CodingKey {
-        case bundlePath, bundleDigest, files, fileIdentities, systemLibrary, permissions, resolvedGrants, publisherKey
+        case bundlePath, bundleDigest, files, fileIdentities, systemLibrary, permissions, resolvedGrants, publisherKey, limits
     }
 
     package init(from decoder: any Decoder) throws {
@@ -109,6 +114,7 @@ package struct Approval: Codable, Sendable, Hashable {
         permissions = try container.decode(Manifest.Permissions.self, forKey: .permissions)
         resolvedGrants = try container.decodeIfPresent([String: String].self, forKey: .resolvedGrants) ?? [:]
         publisherKey = try container.decodeIfPresent(String.self, forKey: .publisherKey)
+        limits = try container.decodeIfPresent([String: UInt64].self, forKey: .limits)
     }
 }
 

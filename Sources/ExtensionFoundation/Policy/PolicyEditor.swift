@@ -43,8 +43,8 @@ package struct PolicyEditor: Sendable {
     /// Approves the entry's current bytes and permissions: a digest of every file of the bundle,
     /// and each grant as it resolves now.
     @discardableResult
-    package func approve(_ entry: CatalogEntry, publisherKey: String? = nil) throws(EditError) -> Approval {
-        let approval = try Self.approval(of: entry, publisherKey: publisherKey)
+    package func approve(_ entry: CatalogEntry) throws(EditError) -> Approval {
+        let approval = try Self.approval(of: entry)
         try modify { document in
             document.plugins[entry.identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
         }
@@ -58,8 +58,8 @@ package struct PolicyEditor: Sendable {
         }
     }
 
-    /// What approving `entry` now would pin.
-    package static func approval(of entry: CatalogEntry, publisherKey: String? = nil) throws(EditError) -> Approval {
+    /// What approving `entry` now would pin, with the publisher's key when its signature holds.
+    package static func approval(of entry: CatalogEntry) throws(EditError) -> Approval {
         let bundle = entry.bundle
         do {
             let digest = try BundleDigest.compute(bundle.contents) { file in
@@ -84,7 +84,10 @@ package struct PolicyEditor: Sendable {
                 systemLibrary: systemLibrary,
                 permissions: permissions,
                 resolvedGrants: grants,
-                publisherKey: publisherKey
+                publisherKey: BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest).validKey.map {
+                    Data($0.raw).base64EncodedString()
+                },
+                limits: bundle.manifest.limits.recorded
             )
         } catch {
             throw .hashing(error.localizedDescription)

@@ -14,8 +14,9 @@ struct InstallCommand: PlugindCommand {
             ('plugind pack') is unpacked into a hidden directory there first, entry by entry with
             nothing trusted (only relative regular files and directories, within size and count
             caps, no set-id bits), and must carry a valid signature of exactly what it unpacked to;
-            anything else is refused, naming the entry, and nothing remains. A different build of
-            an installed plugin (same identifier, other bytes) is replaced only with --force.
+            anything else is refused, naming the entry, and nothing remains. A newer version
+            signed by the publisher of the installed one replaces it; any other different build
+            of an installed plugin (same identifier, other bytes) is replaced only with --force.
             Installing does not approve: run 'plugind approve <id>' next.
             """,
         arguments: [("<bundle-or-package>", "A bundle directory, or a .plugin package file.")],
@@ -69,12 +70,17 @@ struct InstallCommand: PlugindCommand {
                 context.console.err("\(identifier) is already installed at \(installed.bundle.bundlePath) with the same bytes.\n")
                 return .success
             }
-            guard force else {
+            switch Self.update(from: installed.bundle, to: bundle) {
+            case .success(let note):
+                context.console.err(note + "\n")
+            case .failure(let reason) where !force:
                 throw CommandFailure(
                     message:
-                        "a different build of \(identifier) is installed at \(installed.bundle.bundlePath); pass --force to replace it (its approval will no longer match)",
+                        "a different build of \(identifier) is installed at \(installed.bundle.bundlePath) (\(reason)); pass --force to replace it (its approval will no longer match)",
                     status: .failure
                 )
+            case .failure:
+                break
             }
         }
 
@@ -116,6 +122,28 @@ struct InstallCommand: PlugindCommand {
             try? FileManager.default.removeItem(atPath: directory)
             throw CommandFailure(message: "\(path.inert) cannot be installed: \(error.description.inert)", status: .failure)
         }
+    }
+
+    struct NotAnUpdate: Error { var reason: String }
+
+    /// Whether `new` is an update of `installed` that needs no --force: a newer version signed
+    /// by the same publisher. Returns what to tell the owner, or why it is not one.
+    static func update(from installed: InspectedBundle, to new: InspectedBundle) -> Result<String, NotAnUpdate> {
+        func signer(_ bundle: InspectedBundle) -> PublisherKeys.PublicKey? {
+            guard let (_, key) = try? SignedBundle.check(bundle.bundlePath) else { return nil }
+            return key
+        }
+        guard let before = signer(installed), let after = signer(new) else {
+            return .failure(NotAnUpdate(reason: "one of them carries no valid publisher signature"))
+        }
+        guard before == after else {
+            return .failure(NotAnUpdate(reason: "signed by \(after.fingerprint), the installed one by \(before.fingerprint)"))
+        }
+        let (old, current) = (installed.manifest.version, new.manifest.version)
+        guard let oldVersion = HostVersion(old), let newVersion = HostVersion(current), oldVersion < newVersion else {
+            return .failure(NotAnUpdate(reason: "version \(current.inert) is not newer than the installed \(old.inert)"))
+        }
+        return .success("Updating \(new.manifest.identifier.inert) from \(old.inert) to \(current.inert), signed by \(after.fingerprint).")
     }
 
     static func sameBytes(_ first: InspectedBundle, _ second: InspectedBundle) throws -> Bool {
