@@ -101,6 +101,8 @@ enum PlugindBench {
                 let bench = try BenchHost()
                 defer { bench.remove() }
                 try await Benchmarks.cycles(bench, count: option("count", 10000))
+            case "install-package":
+                try PackageBenchmarks.install(iterations: iterations)
             case "scans-per-install":
                 try await DiscoveryBenchmarks.scansPerInstall(iterations: iterations)
             case "monitor-latency":
@@ -116,7 +118,7 @@ enum PlugindBench {
                 try await DiscoveryBenchmarks.idleMonitor(seconds: option("seconds", 2))
             default:
                 print(
-                    "usage: plugind-bench launch-c|launch-swift|first-response|round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor [--iterations N]"
+                    "usage: plugind-bench launch-c|launch-swift|first-response|round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|install-package [--iterations N]"
                 )
                 exit(64)
             }

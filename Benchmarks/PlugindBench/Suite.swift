@@ -94,6 +94,8 @@ struct Suite {
         bench(["scans-per-install", "--iterations", quick ? "3" : "20"], times: 1)
         bench(["idle-monitor", "--seconds", quick ? "1" : "3"], times: 1)
         bench(["live-workers", "--count", quick ? "50" : "1000"], times: 1)
+        section("packages")
+        bench(["install-package", "--iterations", quick ? "3" : "20"], times: 1)
 
         let rows = goals()
         printTable(rows)
@@ -316,6 +318,7 @@ struct Suite {
         absoluteRow("discovery of 10,000 bundles, new process with warm cache", "discovery-warm", atMost: 150_000, unit: "us")
         absoluteRow("approve → Monitor update seen by Observations", "approve-to-observation", atMost: 20_000, unit: "us")
         absoluteRow("scans per install (plugind install's staging and rename)", "scans-per-install", atMost: 1, unit: "scans")
+        ratioRow("verify and install of a signed 10 MiB package vs sha256sum + tar -x", "install-10MiB", "sha256sum-tar-10MiB", atMost: 2.0)
         absoluteRow("idle Monitor CPU time over 3 s", "idle-monitor-cpu", atMost: 1_000, unit: "us")
         return rows
     }

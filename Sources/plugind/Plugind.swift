@@ -10,7 +10,7 @@ enum Plugind {
     static let commands: [any PlugindCommand.Type] = [
         ListCommand.self, BrowseCommand.self, InfoCommand.self, RunCommand.self, CallCommand.self, ApproveCommand.self,
         DisableCommand.self, EnableCommand.self, RevokeCommand.self, WatchCommand.self, VerifyCommand.self,
-        NewCommand.self, BindCommand.self, KeygenCommand.self, SignCommand.self, PackCommand.self, InstallCommand.self,
+        NewCommand.self, BindCommand.self, KeygenCommand.self, SignCommand.self, PackCommand.self, TrustCommand.self, InstallCommand.self,
         UninstallCommand.self, QuarantineCommand.self, PolicyCommand.self,
     ]
 

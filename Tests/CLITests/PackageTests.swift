@@ -213,6 +213,40 @@ struct PackageTests {
         #expect(approve.stderr.contains("publisher:       unsigned"), "\(approve.stderr)")
     }
 
+    @Test("a trusted publisher's signed plugins are approved as they are; another's are not; removing the trust unapproves them")
+    func trustedPublishers() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let publisher = try await keygen(test)
+        let stranger = try await keygen(test, "stranger")
+        #expect(try await plugind("install", try await release(test, "1.0.0", key: publisher), in: test).status == 0)
+        #expect(try await listed(test).state == "unapproved")
+
+        let added = try await plugind("trust", "add", publisher + ".pub", in: test)
+        #expect(added.status == 0, "\(added.stderr)")
+        let fingerprint = added.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(fingerprint.hasPrefix("ed25519:"))
+        #expect(try await listed(test).state == "available")
+        #expect(try await plugind("run", "org.plugind.tests.echo", "trusted", in: test).stdout == "trusted")
+        #expect(try await plugind("trust", "list", in: test).stdout.contains(fingerprint))
+
+        // Another publisher's version of the same plugin is not covered by that trust.
+        #expect(try await plugind("install", try await release(test, "1.1.0", key: stranger), "--force", in: test).status == 0)
+        #expect(try await listed(test).state == "unapproved")
+        #expect(try await plugind("install", try await release(test, "1.2.0", key: publisher), "--force", in: test).status == 0)
+        #expect(try await listed(test).state == "available")
+
+        #expect(try await plugind("trust", "remove", fingerprint, in: test).status == 0)
+        #expect(try await listed(test).state == "unapproved")
+        let unknown = try await plugind("trust", "remove", fingerprint, in: test)
+        #expect(unknown.status != 0)
+        #expect(unknown.stderr.contains("is not a trusted publisher"))
+        let notAKey = try await plugind("trust", "add", publisher, in: test)
+        #expect(
+            try await plugind("trust", "list", "--json", in: test).stdout.contains("[") && notAKey.status == 0,
+            "a private key file yields its public half")
+    }
+
     @Test(
         "a hostile package is refused naming the entry, and nothing of it remains",
         arguments: HostileArchive.allCases)

@@ -74,8 +74,19 @@ package struct PolicySnapshot: Sendable {
             case nil: outdated = outdated ?? change
             }
         }
+        // A publisher the owner (or administrator) trusts for all of its plugins.
+        if let trusted = trustedApproval(for: entry, hashes: hashes) { return (.available(bundledWithHost: false), trusted) }
         if let outdated { return (.approvalOutdated(outdated), nil) }
         return (.unapproved, nil)
+    }
+
+    /// An approval of `entry` as it is now when its signature holds and its key is trusted.
+    private func trustedApproval(for entry: CatalogEntry, hashes: ContentHashes) -> Approval? {
+        let trusted = Set(user.trustedPublishers.values.map(\.publicKey) + administrator.trustedPublishers.values.map(\.publicKey))
+        guard !trusted.isEmpty, !entry.bundle.usesSystemLibrary,
+            let approval = try? PolicyEditor.approval(of: entry), let key = approval.publisherKey, trusted.contains(key)
+        else { return nil }
+        return approval
     }
 
     /// What differs between an approval and the bundle as it is now, or nil when nothing does.

@@ -13,8 +13,35 @@ package struct PolicyDocument: Codable, Sendable, Equatable {
 
     package var version: Int = PolicyDocument.currentVersion
     package var plugins: [String: PluginPolicy] = [:]
+    /// Publishers whose validly signed plugins are approved without a decision per plugin, by
+    /// key fingerprint.
+    package var trustedPublishers: [String: TrustedPublisher] = [:]
 
     package init() {}
+
+    private enum CodingKeys: String, CodingKey {
+        case version, plugins, trustedPublishers
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        version = try container.decode(Int.self, forKey: .version)
+        plugins = try container.decodeIfPresent([String: PluginPolicy].self, forKey: .plugins) ?? [:]
+        trustedPublishers = try container.decodeIfPresent([String: TrustedPublisher].self, forKey: .trustedPublishers) ?? [:]
+    }
+}
+
+/// A publisher the owner trusts for all of its plugins.
+package struct TrustedPublisher: Codable, Sendable, Equatable {
+    /// The raw Ed25519 public key, base64.
+    package var publicKey: String
+    /// When it was trusted (ISO 8601).
+    package var addedAt: String
+
+    package init(publicKey: String, addedAt: String) {
+        self.publicKey = publicKey
+        self.addedAt = addedAt
+    }
 }
 
 /// The decision for one plugin.

@@ -1,5 +1,5 @@
 package import Foundation
-import PlugindBundle
+package import PlugindBundle
 import PlugindWire
 
 /// Changes the owner's (or, with write access, the administrator's) policy file. Used by the
@@ -92,6 +92,23 @@ package struct PolicyEditor: Sendable {
         } catch {
             throw .hashing(error.localizedDescription)
         }
+    }
+
+    /// Trusts `key` for every plugin it signs; returns its fingerprint.
+    @discardableResult
+    package func trust(_ key: PublisherKeys.PublicKey) throws(EditError) -> String {
+        try modify { document in
+            document.trustedPublishers[key.fingerprint] = TrustedPublisher(
+                publicKey: Data(key.raw).base64EncodedString(), addedAt: Self.now())
+        }
+        return key.fingerprint
+    }
+
+    /// Stops trusting the publisher `fingerprint`; false when it was not trusted.
+    package func distrust(_ fingerprint: String) throws(EditError) -> Bool {
+        var removed = false
+        try modify { document in removed = document.trustedPublishers.removeValue(forKey: fingerprint) != nil }
+        return removed
     }
 
     /// Disables a plugin, keeping its approval for a later `enable`.
