@@ -213,6 +213,52 @@ struct PackageTests {
         #expect(approve.stderr.contains("publisher:       unsigned"), "\(approve.stderr)")
     }
 
+    @Test("a running host keeps a same-publisher update listed, new processes run the new bytes, a running one keeps the old")
+    func updateInRunningHost() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let publisher = try await keygen(test)
+        let limits: [String: Any] = ["limits": ["memoryBytes": 536_870_912]]
+        #expect(try await plugind("install", try await release(test, "1.0.0", key: publisher, extra: limits), in: test).status == 0)
+        #expect(try await plugind("approve", "org.plugind.tests.echo", "--yes", in: test).status == 0)
+
+        let host = AppExtensionHost(identifier: "org.plugind.tests", environment: test.environment)
+        let monitor = AppExtensionPoint.Monitor(host: host)
+        try await monitor.addAppExtensionPoint(try AppExtensionPoint(identifier: "org.plugind.tests.point", scope: .none))
+        let identity = try #require(monitor.identities.first)
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity, onInterruption: {})
+        configuration.sharing = .dedicated
+        let dedicated = configuration
+        let old = try await AppExtensionProcess(configuration: dedicated)
+        defer { old.invalidate() }
+        let oldConnection = try await old.makeConnection()
+        #expect(try await oldConnection.send(Array("abc".utf8)) == Array("abc".utf8))
+
+        // Version 1.1.0 is another library (it upper-cases): the same publisher, nothing more asked.
+        let directory = try test.directory.subdirectory("releases/filter")
+        let bundle = try PluginFixture(
+            library: "CTextFilter", identifier: "org.plugind.tests.echo", name: "Echo",
+            extra: limits.merging(["version": "1.1.0"]) { _, new in new }
+        )
+        .install(in: directory)
+        #expect(try await plugind("sign", bundle, "--key", publisher, in: test).status == 0)
+        let updated = try await plugind("install", bundle, in: test)
+        #expect(updated.status == 0, "\(updated.stderr)")
+
+        let answer = try await Deadline.wait("a new process to run the new version") {
+            while true {
+                let process = try await AppExtensionProcess(configuration: dedicated)
+                defer { process.invalidate() }
+                let answer = try await process.makeConnection().send(Array("abc".utf8))
+                if answer == Array("ABC".utf8) { return answer }
+            }
+        }
+        #expect(answer == Array("ABC".utf8))
+        #expect(monitor.identities.map(\.bundleIdentifier) == ["org.plugind.tests.echo"])
+        #expect(monitor.state.unapprovedCount == 0)
+        #expect(try await oldConnection.send(Array("abc".utf8)) == Array("abc".utf8), "the running process keeps its approved bytes")
+    }
+
     @Test("a trusted publisher's signed plugins are approved as they are; another's are not; removing the trust unapproves them")
     func trustedPublishers() async throws {
         let test = try TestHost()
