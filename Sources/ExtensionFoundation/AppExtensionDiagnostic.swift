@@ -15,6 +15,8 @@ public struct AppExtensionDiagnostic: Sendable, Hashable, CustomStringConvertibl
         public static let unapproved = Kind("unapproved")
         /// The owner (or the administrator) disabled the plugin.
         public static let disabled = Kind("disabled")
+        /// Refused by the administrator's rules; the message names the rule.
+        public static let denied = Kind("denied")
         /// The plugin was approved, but its library, manifest or requested permissions changed.
         public static let approvalOutdated = Kind("approval-outdated")
         /// The plugin crashed repeatedly and is held back until its bytes change or the owner

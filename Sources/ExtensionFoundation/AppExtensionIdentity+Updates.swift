@@ -32,7 +32,7 @@ extension AppExtensionIdentity {
             var availability = Availability()
             for item in inventory.items where item.quarantine == nil {
                 switch item.decision {
-                case .disabled: availability.disabledCount += 1
+                case .disabled, .denied: availability.disabledCount += 1
                 case .unapproved, .approvalOutdated: availability.unapprovedCount += 1
                 case .available: break
                 }

@@ -186,7 +186,7 @@ extension AppExtensionPoint {
                 }
                 if item.quarantine == nil {
                     switch item.decision {
-                    case .disabled: state.disabledCount += 1
+                    case .disabled, .denied: state.disabledCount += 1
                     case .unapproved, .approvalOutdated: state.unapprovedCount += 1
                     case .available: break
                     }

@@ -259,6 +259,60 @@ struct PackageTests {
         #expect(try await oldConnection.send(Array("abc".utf8)) == Array("abc".utf8), "the running process keeps its approved bytes")
     }
 
+    @Test(
+        "administrator rules: a deny wins over every approval, signatures can be required, an allow approves what it matches, and list and info name the rule"
+    )
+    func administratorRules() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let publisher = try await keygen(test)
+        let fingerprint = try await plugind("trust", "add", publisher + ".pub", in: test).stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        #expect(try await plugind("trust", "remove", fingerprint, in: test).status == 0)
+        let admin = try #require(test.environment["PLUGIND_ADMIN_POLICY_DIR"])
+        try FileManager.default.createDirectory(atPath: admin, withIntermediateDirectories: true)
+        func rules(_ text: String) throws { try Data(text.utf8).write(to: URL(fileURLWithPath: admin + "/rules.json")) }
+
+        // Signed by the publisher, approved by the owner.
+        #expect(try await plugind("install", try await release(test, "1.0.0", key: publisher), in: test).status == 0)
+        #expect(try await plugind("approve", "org.plugind.tests.echo", "--yes", in: test).status == 0)
+        #expect(try await listed(test).state == "available")
+
+        try rules(#"{"formatVersion": 1, "rules": [{"name": "no-echo", "effect": "deny", "identifier": "org.plugind.tests.ech*"}]}"#)
+        #expect(try await listed(test).state == "denied")
+        #expect(try await listed(test).reason.contains("denied by the administrator's rule 'no-echo'"))
+        let run = try await plugind("run", "org.plugind.tests.echo", "x", in: test)
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("rule 'no-echo'"), "\(run.stderr)")
+
+        // An allow by publisher and point approves without the owner; a deny that also matches wins.
+        #expect(try await plugind("revoke", "org.plugind.tests.echo", in: test).status == 0)
+        let allow = #"{"name": "acme", "effect": "allow", "publisher": "\#(fingerprint)", "extensionPoint": "org.plugind.tests.*"}"#
+        try rules(
+            #"{"formatVersion": 1, "rules": [\#(allow), {"name": "no-echo", "effect": "deny", "identifier": "org.plugind.tests.echo"}]}"#)
+        #expect(try await listed(test).state == "denied")
+        try rules(#"{"formatVersion": 1, "rules": [\#(allow)]}"#)
+        #expect(try await listed(test).state == "available")
+        #expect(try await plugind("list", "--all", in: test).stdout.contains("allowed by the administrator's rule 'acme'"))
+        #expect(
+            try await plugind("info", "org.plugind.tests.echo", "--no-probe", in: test).stdout.contains(
+                "(allowed by the administrator's rule 'acme'"))
+        #expect(try await plugind("run", "org.plugind.tests.echo", "allowed", in: test).stdout == "allowed")
+
+        // Signatures required: an unsigned version is denied whatever the owner approved.
+        try rules(#"{"formatVersion": 1, "requireSignatures": true}"#)
+        #expect(try await plugind("install", try await release(test, "2.0.0", key: nil), "--force", in: test).status == 0)
+        #expect(try await plugind("approve", "org.plugind.tests.echo", "--yes", in: test).status == 0)
+        #expect(try await listed(test).state == "denied")
+        #expect(try await listed(test).reason.contains("requires signed plugins"))
+
+        // A rules file that cannot be used approves nothing external, and says why.
+        try rules(#"{"formatVersion": 1, "rules": [{"name": "everything", "effect": "deny"}]}"#)
+        let broken = try await plugind("list", "--all", in: test)
+        #expect(broken.stdout.contains("names no identifier, extension point or publisher"), "\(broken.stdout)")
+        #expect(try await listed(test).state == "unapproved")
+    }
+
     @Test("a trusted publisher's signed plugins are approved as they are; another's are not; removing the trust unapproves them")
     func trustedPublishers() async throws {
         let test = try TestHost()

@@ -9,6 +9,8 @@ package struct Inventory: Sendable {
         package var entry: CatalogEntry
         package var decision: PolicyDecision
         package var quarantine: CrashLog.Quarantine?
+        /// The administrator's rule that made it available, when one did.
+        package var allowedBy: String? = nil
 
         package var isAvailable: Bool { decision.isAvailable && quarantine == nil }
 
@@ -33,6 +35,7 @@ package struct Inventory: Sendable {
             case .available: return "available"
             case .unapproved: return AppExtensionDiagnostic.Kind.unapproved.code
             case .disabled: return AppExtensionDiagnostic.Kind.disabled.code
+            case .denied: return AppExtensionDiagnostic.Kind.denied.code
             case .approvalOutdated: return AppExtensionDiagnostic.Kind.approvalOutdated.code
             }
         }
@@ -58,6 +61,9 @@ package struct Inventory: Sendable {
                     message =
                         byAdministrator
                         ? "disabled by the administrator" : "disabled by the owner; run 'plugind enable \(id)' to use it again"
+                case .denied(let reason):
+                    kind = .denied
+                    message = reason
                 case .approvalOutdated(let change):
                     kind = .approvalOutdated
                     message = "the approval no longer matches: \(change); review it and run 'plugind approve \(id)' again"
@@ -97,11 +103,13 @@ package struct Inventory: Sendable {
                         extensionPointIdentifier: entry.manifest.extensionPoint, message: reason))
                 continue
             }
+            let evaluation = policy.evaluation(for: entry)
             items.append(
                 Item(
                     entry: entry,
-                    decision: policy.decision(for: entry),
-                    quarantine: crashLog.quarantine(of: entry.identifier, bundle: entry.bundle, document: crashes)
+                    decision: evaluation.decision,
+                    quarantine: crashLog.quarantine(of: entry.identifier, bundle: entry.bundle, document: crashes),
+                    allowedBy: evaluation.allowedBy
                 ))
         }
         let policyProblems = policy.errors.map { error in

@@ -49,6 +49,8 @@ enum PluginResolution {
                 byAdministrator
                 ? " by the administrator (\(host.administratorPolicyDirectory.path))" : "; enable it with 'plugind enable \(id)'"
             throw AppExtensionError(.notApproved, plugin: id, "is disabled" + how)
+        case .denied(let reason):
+            throw AppExtensionError(.notApproved, plugin: id, reason)
         case .approvalOutdated(let change):
             throw AppExtensionError(
                 .notApproved, plugin: id, "is no longer approved: \(change); review it and run 'plugind approve \(id)' again")

@@ -101,6 +101,8 @@ enum PolicyEnforcement {
             break
         case .disabled(let byAdministrator):
             return byAdministrator ? "was disabled by the administrator while it ran" : "was disabled by its owner while it ran"
+        case .denied(let reason):
+            return "was refused while it ran: \(reason)"
         case .unapproved:
             return "its approval was revoked while it ran"
         }

@@ -8,11 +8,18 @@ package enum PolicyDecision: Sendable, Equatable {
     case available(bundledWithHost: Bool)
     case unapproved
     case disabled(byAdministrator: Bool)
+    /// Refused by the administrator's rules (`rules.json`); the text names the rule.
+    case denied(String)
     /// Approved once, but what was approved changed; the text says what.
     case approvalOutdated(String)
 
     package var isAvailable: Bool {
         if case .available = self { return true }
+        return false
+    }
+
+    package var isDisabled: Bool {
+        if case .disabled = self { return true }
         return false
     }
 }
@@ -23,6 +30,9 @@ package enum PolicyDecision: Sendable, Equatable {
 package struct PolicySnapshot: Sendable {
     package var user: PolicyDocument
     package var administrator: PolicyDocument
+    package var rules = AdministratorRules()
+    /// Where `rules` came from, for the reasons that name a rule.
+    package var rulesPath = ""
     package var errors: [PolicyFileError]
 
     package static func read(for host: AppExtensionHost) -> PolicySnapshot {
@@ -37,7 +47,13 @@ package struct PolicySnapshot: Sendable {
         }
         let user = load(host.policyDirectory)
         let administrator = load(host.administratorPolicyDirectory)
-        return PolicySnapshot(user: user, administrator: administrator, errors: errors)
+        var snapshot = PolicySnapshot(user: user, administrator: administrator, errors: errors)
+        snapshot.rulesPath = host.administratorPolicyDirectory.appendingPathComponent(AdministratorRules.fileName).path
+        switch AdministratorRules.load(from: host.administratorPolicyDirectory.path) {
+        case .success(let rules): snapshot.rules = rules
+        case .failure(let error): snapshot.errors.append(error)
+        }
+        return snapshot
     }
 
     /// The decision for `entry`. Administrator denials win over everything; then the owner's.
@@ -50,7 +66,27 @@ package struct PolicySnapshot: Sendable {
         evaluate(entry, hashes: hashes).approval
     }
 
-    private func evaluate(_ entry: CatalogEntry, hashes: ContentHashes) -> (decision: PolicyDecision, approval: Approval?) {
+    /// The decision, the approval that makes `entry` available if one does, and the
+    /// administrator's rule that allowed it if one did.
+    package func evaluation(for entry: CatalogEntry, hashes: ContentHashes = .shared) -> (
+        decision: PolicyDecision, approval: Approval?, allowedBy: String?
+    ) {
+        evaluate(entry, hashes: hashes)
+    }
+
+    private func evaluate(_ entry: CatalogEntry, hashes: ContentHashes) -> (
+        decision: PolicyDecision, approval: Approval?, allowedBy: String?
+    ) {
+        let verdict = rules.verdict(for: entry, hashes: hashes, file: rulesPath)
+        if case .denied(let reason) = verdict { return (.denied(reason), nil, nil) }
+        let (decision, approval) = evaluateApprovals(entry, hashes: hashes)
+        guard !decision.isAvailable, case .allowed(let rule) = verdict,
+            !decision.isDisabled, let allowed = try? PolicyEditor.approval(of: entry)
+        else { return (decision, approval, nil) }
+        return (.available(bundledWithHost: false), allowed, rule)
+    }
+
+    private func evaluateApprovals(_ entry: CatalogEntry, hashes: ContentHashes) -> (decision: PolicyDecision, approval: Approval?) {
         let identifier = entry.identifier
         let adminPolicy = administrator.plugins[identifier]
         let userPolicy = user.plugins[identifier]

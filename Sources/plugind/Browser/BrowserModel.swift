@@ -315,7 +315,8 @@ struct BrowserModel {
         var counts: [String: Int] = [:]
         for entry in entries { counts[entry.state, default: 0] += 1 }
         let states = [
-            "available", "unapproved", "approval-outdated", "disabled", "quarantined", "rejected", "shadowed", "policy-unreadable",
+            "available", "unapproved", "approval-outdated", "disabled", "denied", "quarantined", "rejected", "shadowed",
+            "policy-unreadable",
         ]
         let summary = states.compactMap { state in
             counts[state].map { "\($0) \(state)" }
@@ -499,7 +500,7 @@ struct BrowserModel {
         switch state {
         case "available": PLUGIND_TERMINAL_GOOD
         case "unapproved", "approval-outdated": PLUGIND_TERMINAL_WARNING
-        case "quarantined", "rejected": PLUGIND_TERMINAL_BAD
+        case "quarantined", "rejected", "denied": PLUGIND_TERMINAL_BAD
         default: PLUGIND_TERMINAL_DIM
         }
     }

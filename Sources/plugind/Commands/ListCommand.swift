@@ -68,8 +68,8 @@ extension ListCommand {
             let manifest = item.entry.manifest
             text += "\(manifest.identifier.inert)  \(manifest.version.inert)  \(manifest.name.inert)  [\(manifest.extensionPoint.inert)]"
             text += all ? "  \(item.stateCode)\n" : "\n"
-            if all, let diagnostic = item.diagnostic {
-                text += "    \(diagnostic.message.inert)\n"
+            if all, let reason = item.diagnostic?.message ?? item.allowedBy {
+                text += "    \(reason.inert)\n"
             }
         }
         for problem in problems {
@@ -93,6 +93,8 @@ struct ListDocument: Encodable {
         /// available, unapproved, disabled, approval-outdated, quarantined
         var state: String
         var reason: String?
+        /// The administrator's rule that made it available, when one did.
+        var allowedBy: String?
         var bundledWithHost: Bool
         var functions: [String]
         var permissions: Permissions
@@ -130,6 +132,7 @@ struct ListDocument: Encodable {
                 libraryPath: item.entry.bundle.libraryPath,
                 state: item.stateCode,
                 reason: item.diagnostic?.message,
+                allowedBy: item.allowedBy,
                 bundledWithHost: item.entry.root.isBundledWithHost,
                 functions: manifest.functions.map(\.description),
                 permissions: Permissions(

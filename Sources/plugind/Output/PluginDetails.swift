@@ -40,7 +40,8 @@ struct PluginDetails {
     func lines(host: AppExtensionHost) -> [String] {
         let manifest = item.entry.manifest
         var lines = PluginDescription.lines(entry: item.entry, digest: digest, host: host, approval: approval)
-        lines.insert("  state:           \(item.stateCode)" + (item.diagnostic.map { " (\($0.message.inert))" } ?? ""), at: 2)
+        let why = item.diagnostic?.message ?? item.allowedBy
+        lines.insert("  state:           \(item.stateCode)" + (why.map { " (\($0.inert))" } ?? ""), at: 2)
         for warning in item.entry.bundle.warnings { lines.append("  warning:         \(warning.inert)") }
         if manifest.functions.isEmpty {
             lines.append("  functions:       none (requests only)")

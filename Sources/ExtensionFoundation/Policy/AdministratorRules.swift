@@ -1,0 +1,128 @@
+import Foundation
+import Glibc
+import PlugindBundle
+
+/// The administrator's rules (`rules.json` in the administrator's policy directory, trusted like
+/// the policy): allow or deny plugins by publisher key, identifier pattern and extension point,
+/// and optionally require signatures. A deny always wins, over the owner's approvals too;
+/// an allow approves what it matches as it is.
+///
+///     { "formatVersion": 1, "requireSignatures": true,
+///       "rules": [ { "name": "no-tools", "effect": "deny", "identifier": "com.example.tools.*" },
+///                  { "name": "acme", "effect": "allow", "publisher": "ed25519:…", "extensionPoint": "com.example.editor.*" } ] }
+package struct AdministratorRules: Codable, Sendable, Equatable {
+    package static let fileName = "rules.json"
+
+    package struct Rule: Codable, Sendable, Equatable {
+        package enum Effect: String, Codable, Sendable {
+            case allow, deny
+        }
+
+        package var name: String
+        package var effect: Effect
+        /// Glob (`*` and `?`) on the plugin's identifier.
+        package var identifier: String?
+        /// Glob on the extension point the plugin serves.
+        package var extensionPoint: String?
+        /// Key fingerprint ("ed25519:…"): matches only a valid signature by that key.
+        package var publisher: String?
+
+        /// Whether the rule applies to `entry`, signed by `signer` (nil: no valid signature).
+        func matches(_ entry: CatalogEntry, signer: String?) -> Bool {
+            if let identifier, fnmatch(identifier, entry.identifier, 0) != 0 { return false }
+            if let extensionPoint, fnmatch(extensionPoint, entry.manifest.extensionPoint, 0) != 0 { return false }
+            if let publisher, publisher != signer { return false }
+            return true
+        }
+    }
+
+    package var formatVersion = 1
+    package var requireSignatures = false
+    package var rules: [Rule] = []
+
+    package init(requireSignatures: Bool = false, rules: [Rule] = []) {
+        self.requireSignatures = requireSignatures
+        self.rules = rules
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case formatVersion, requireSignatures, rules
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        formatVersion = try container.decode(Int.self, forKey: .formatVersion)
+        requireSignatures = try container.decodeIfPresent(Bool.self, forKey: .requireSignatures) ?? false
+        rules = try container.decodeIfPresent([Rule].self, forKey: .rules) ?? []
+    }
+
+    /// What the rules say of `entry`: a denial or an allowance, with the rule's name, or nil.
+    package enum Verdict: Sendable, Equatable {
+        case denied(String)
+        case allowed(String)
+    }
+
+    func verdict(for entry: CatalogEntry, hashes: ContentHashes, file: String) -> Verdict? {
+        guard requireSignatures || !rules.isEmpty else { return nil }
+        let signature = Self.signature(of: entry, hashes: hashes)
+        let signer = signature.validKey?.fingerprint
+        if let rule = rules.first(where: { $0.effect == .deny && $0.matches(entry, signer: signer) }) {
+            return .denied("denied by the administrator's rule '\(rule.name)' (\(file))")
+        }
+        if requireSignatures && !entry.root.isBundledWithHost && signer == nil {
+            let why = signature == .unsigned ? "it is unsigned" : "its signature is invalid"
+            return .denied("the administrator requires signed plugins (\(file)); \(why)")
+        }
+        if let rule = rules.first(where: { $0.effect == .allow && $0.matches(entry, signer: signer) }) {
+            return .allowed("allowed by the administrator's rule '\(rule.name)' (\(file))")
+        }
+        return nil
+    }
+
+    private static func signature(of entry: CatalogEntry, hashes: ContentHashes) -> BundleSignature.Status {
+        let bundle = entry.bundle
+        guard
+            let digest = try? BundleDigest.compute(
+                bundle.contents,
+                fileDigest: { file in
+                    try hashes.digest(ofFileAtPath: bundle.bundlePath + "/" + file.path, identity: file.status.identity)
+                })
+        else { return .invalid("a file cannot be read", nil) }
+        return BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest)
+    }
+
+    /// Reads the rules of `directory`: none when there is no file; an error (and the caller
+    /// fails closed) when it cannot be read, is malformed, or could have been written by another.
+    package static func load(from directory: String) -> Result<AdministratorRules, PolicyFileError> {
+        let path = directory + "/" + fileName
+        if let problem = TrustedPath.problem(path) {
+            return .failure(PolicyFileError(path: path, reason: "cannot be trusted: \(problem)"))
+        }
+        let data: Data
+        do {
+            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            if !FileManager.default.fileExists(atPath: path) { return .success(AdministratorRules()) }
+            return .failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)"))
+        }
+        guard data.count <= 1 << 20 else { return .failure(PolicyFileError(path: path, reason: "is larger than 1 MiB")) }
+        let rules: AdministratorRules
+        do {
+            rules = try JSONDecoder().decode(AdministratorRules.self, from: data)
+        } catch {
+            return .failure(PolicyFileError(path: path, reason: "is malformed (\(error))"))
+        }
+        guard rules.formatVersion == 1 else {
+            return .failure(PolicyFileError(path: path, reason: "has formatVersion \(rules.formatVersion); this plugind reads 1"))
+        }
+        if let rule = rules.rules.first(where: { $0.identifier == nil && $0.extensionPoint == nil && $0.publisher == nil }) {
+            return .failure(
+                PolicyFileError(
+                    path: path,
+                    reason:
+                        "rule '\(rule.name)' names no identifier, extension point or publisher; write \"identifier\": \"*\" to mean every plugin"
+                ))
+        }
+        return .success(rules)
+    }
+}
