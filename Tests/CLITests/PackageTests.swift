@@ -356,12 +356,23 @@ struct PackageTests {
         let key = try await keygen(test)
         let source = try bundle(test)
         #expect(try await plugind("sign", source, "--key", key, in: test).status == 0)
+        // A good version is installed first: the hostile package must leave it as it was.
+        let good = test.directory.path + "/good.plugin"
+        #expect(try await plugind("pack", source, "--output", good, in: test).status == 0)
+        #expect(try await plugind("install", good, in: test).status == 0)
+        let root = AppExtensionHost(identifier: "org.plugind.tests", environment: test.environment).userPluginsDirectory.path
+        let manifest = root + "/org.plugind.tests.echo.appex/manifest.json"
+        let before = try Data(contentsOf: URL(fileURLWithPath: manifest))
+
         let package = test.directory.path + "/hostile.plugin"
         try archive.bytes(signedBundle: source).write(to: URL(fileURLWithPath: package))
-        let installed = try await plugind("install", package, in: test)
+        // Even --force lets nothing of it through.
+        let installed = try await plugind("install", package, "--force", in: test)
         #expect(installed.status == 1)
         #expect(installed.stderr.contains(archive.expected), "\(archive): \(installed.stderr)")
-        #expect(installedEntries(test).isEmpty, "\(installedEntries(test))")
+        #expect(installedEntries(test) == ["org.plugind.tests.echo.appex"], "\(installedEntries(test))")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: manifest)) == before)
+        #expect(try await publisher(test, "org.plugind.tests.echo").hasSuffix("(signature valid)"))
     }
 }
 
