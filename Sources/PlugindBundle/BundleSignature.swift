@@ -14,6 +14,9 @@ package struct BundleSignature: Codable, Sendable, Hashable {
     package var bundleDigest: String
     /// Base64.
     package var signature: String
+    /// The last day the signature holds (YYYY-MM-DD, UTC), when the publisher set one; signed
+    /// with the digest.
+    package var expires: String?
 
     /// What a bundle's signature says about it.
     package enum Status: Sendable, Hashable {
@@ -41,15 +44,27 @@ package struct BundleSignature: Codable, Sendable, Hashable {
     /// A signature file larger than this is not read.
     static let maximumBytes = 16 << 10
 
-    static func message(digest: String) -> [UInt8] {
-        Array("plugind-bundle-signature 1\n\(digest)\n".utf8)
+    static func message(digest: String, expires: String?) -> [UInt8] {
+        Array(("plugind-bundle-signature 1\n\(digest)\n" + (expires.map { "expires \($0)\n" } ?? "")).utf8)
     }
 
-    /// Signs the bundle whose digest is `digest`.
-    package static func sign(digest: String, with key: PublisherKeys.PrivateKey) throws(PublisherKeys.Failure) -> BundleSignature {
+    /// Signs the bundle whose digest is `digest`, valid through `expires` (YYYY-MM-DD) if given.
+    package static func sign(digest: String, with key: PublisherKeys.PrivateKey, expires: String? = nil) throws(PublisherKeys.Failure)
+        -> BundleSignature
+    {
         BundleSignature(
             publicKey: Data(try key.publicKey.raw).base64EncodedString(), bundleDigest: digest,
-            signature: Data(try key.sign(message(digest: digest))).base64EncodedString())
+            signature: Data(try key.sign(message(digest: digest, expires: expires))).base64EncodedString(), expires: expires)
+    }
+
+    /// The end of `day` (YYYY-MM-DD, UTC), or nil when it is not such a date.
+    package static func endOfDay(_ day: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        formatter.dateFormat = "yyyy-MM-dd"
+        guard day.count == 10, let start = formatter.date(from: day) else { return nil }
+        return start.addingTimeInterval(86_400)
     }
 
     /// The JSON written into the bundle.
@@ -83,9 +98,13 @@ package struct BundleSignature: Codable, Sendable, Hashable {
             return .invalid("the signature's public key is malformed", nil)
         }
         guard let signatureBytes = Data(base64Encoded: signature),
-            key.verifies([UInt8](signatureBytes), of: Self.message(digest: bundleDigest))
+            key.verifies([UInt8](signatureBytes), of: Self.message(digest: bundleDigest, expires: expires))
         else {
             return .invalid("the signature does not match its key", key)
+        }
+        if let expires {
+            guard let end = Self.endOfDay(expires) else { return .invalid("the signature's expiry '\(expires)' is not a date", key) }
+            if end <= Date() { return .invalid("the signature expired on \(expires)", key) }
         }
         guard bundleDigest == digest else {
             return .invalid("the bundle changed after it was signed (a file was changed, added or removed)", key)

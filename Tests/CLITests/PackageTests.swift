@@ -95,6 +95,19 @@ struct PackageTests {
         try JSONSerialization.data(withJSONObject: document).write(to: URL(fileURLWithPath: signaturePath))
         #expect(try await publisher(test, "org.plugind.tests.echo").contains("signature INVALID: the signature does not match its key"))
 
+        // A signature that has expired, and one whose expiry was pushed back by hand.
+        #expect(try await plugind("sign", signed, "--key", key, "--expires", "2999-12-31", in: test).status == 0)
+        #expect(try await publisher(test, "org.plugind.tests.echo").hasSuffix("(signature valid)"))
+        #expect(try await plugind("sign", signed, "--key", key, "--expires", "2020-01-31", in: test).status == 0)
+        #expect(try await publisher(test, "org.plugind.tests.echo").contains("signature INVALID: the signature expired on 2020-01-31"))
+        let expired = try await plugind("pack", signed, "--output", test.directory.path + "/expired.plugin", in: test)
+        #expect(expired.status == 1)
+        #expect(expired.stderr.contains("expired on 2020-01-31"))
+        let extended = try String(contentsOfFile: signaturePath, encoding: .utf8).replacingOccurrences(of: "2020-01-31", with: "2999-01-31")
+        try Data(extended.utf8).write(to: URL(fileURLWithPath: signaturePath))
+        #expect(try await publisher(test, "org.plugind.tests.echo").contains("signature INVALID: the signature does not match its key"))
+        #expect(try await plugind("sign", signed, "--key", key, "--expires", "soon", in: test).status == 64)
+
         // A malformed key file.
         let malformed = try test.directory.subdirectory("keys") + "/malformed"
         try Data("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n".utf8).write(to: URL(fileURLWithPath: malformed))

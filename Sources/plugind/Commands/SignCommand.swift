@@ -7,26 +7,35 @@ struct SignCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "sign",
         abstract: "Sign a plugin bundle with a publisher key.",
-        usage: "<bundle> --key <file>",
+        usage: "<bundle> --key <file> [--expires <YYYY-MM-DD>]",
         discussion: """
             Checks the bundle as 'plugind verify' does (without running it), computes the digest of
             every file in it (the digest an approval pins) and writes the Ed25519 signature of that
             digest into the bundle as plugind-signature.json. Any later change to a file, or a file
-            added or removed, makes the signature invalid. The key file must be readable by you
-            alone (mode 0600).
+            added or removed, makes the signature invalid, and so does the end of the --expires day
+            (UTC): owners then see it expired, and 'plugind install' refuses the package. The key
+            file must be readable by you alone (mode 0600).
             """,
         arguments: [("<bundle>", "The bundle directory.")],
-        options: [("--key <file>", "The private key from 'plugind keygen'.")],
-        valueOptions: ["key"]
+        options: [
+            ("--key <file>", "The private key from 'plugind keygen'."),
+            ("--expires <YYYY-MM-DD>", "The last day (UTC) the signature holds."),
+        ],
+        valueOptions: ["key", "expires"]
     )
 
     let bundle: String
     let keyPath: String
+    let expires: String?
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         bundle = try arguments.positionals(["bundle"])[0]
         guard let key = arguments.value("key"), !key.isEmpty else { throw UsageError(message: "sign needs --key <file>", command: "sign") }
         keyPath = key
+        expires = arguments.value("expires")
+        if let expires, BundleSignature.endOfDay(expires) == nil {
+            throw UsageError(message: "--expires takes a day such as 2027-12-31, got '\(expires)'", command: "sign")
+        }
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
@@ -34,7 +43,7 @@ struct SignCommand: PlugindCommand {
         let (inspected, digest) = try SignedBundle.inspect(bundle, what: "\(bundle) cannot be signed")
         let signature: BundleSignature
         do {
-            signature = try BundleSignature.sign(digest: digest.digest, with: key)
+            signature = try BundleSignature.sign(digest: digest.digest, with: key, expires: expires)
         } catch {
             throw CommandFailure(message: "cannot sign with \(keyPath.inert): \(error)", status: .failure)
         }
