@@ -52,7 +52,8 @@ enum DiscoveryBenchmarks {
     }
 
     /// From an approval written to the policy file to the monitor's `identities` showing it,
-    /// as `Observations` sees it.
+    /// as `Observations` sees it; then from an approved bundle renamed out of the root (a
+    /// removal) and back into it (what `plugind install` does last) to the same.
     static func monitorLatency(iterations: Int) async throws {
         let bench = try BenchHost()
         defer { bench.remove() }
@@ -81,8 +82,30 @@ enum DiscoveryBenchmarks {
             try editor.revoke(entry.identifier)
             while await iterator.next() != 0 {}
         }
+        try editor.approve(entry)
+        while await iterator.next() != 1 {}
+        let (bundle, aside) = (entry.bundle.bundlePath, root + "/.aside")
+        var removals: [Double] = []
+        var installs: [Double] = []
+        for _ in 0..<iterations {
+            var start = ContinuousClock.now
+            try FileManager.default.moveItem(atPath: bundle, toPath: aside)
+            while await iterator.next() != 0 {}
+            removals.append(elapsedMicroseconds(since: start))
+            start = ContinuousClock.now
+            try FileManager.default.moveItem(atPath: aside, toPath: bundle)
+            while await iterator.next() != 1 {}
+            installs.append(elapsedMicroseconds(since: start))
+        }
         observer.cancel()
         Measurement(name: "approve-to-observation", values: samples).report()
+        Measurement(name: "install-to-observation", values: installs).report()
+        Measurement(name: "remove-to-observation", values: removals).report()
+    }
+
+    private static func elapsedMicroseconds(since start: ContinuousClock.Instant) -> Double {
+        let (seconds, attoseconds) = start.duration(to: .now).components
+        return Double(seconds) * 1e6 + Double(attoseconds) / 1e12
     }
 
     /// Scans a monitor makes for one install, done as `plugind install` does it (copied into a

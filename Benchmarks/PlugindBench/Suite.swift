@@ -317,6 +317,8 @@ struct Suite {
         absoluteRow("discovery of 10,000 bundles, first scan", "discovery-first", atMost: 1_000_000, unit: "us")
         absoluteRow("discovery of 10,000 bundles, new process with warm cache", "discovery-warm", atMost: 150_000, unit: "us")
         absoluteRow("approve → Monitor update seen by Observations", "approve-to-observation", atMost: 20_000, unit: "us")
+        absoluteRow("install (rename into place) → Monitor update seen by Observations", "install-to-observation", atMost: 20_000, unit: "us")
+        absoluteRow("removal → Monitor update seen by Observations", "remove-to-observation", atMost: 20_000, unit: "us")
         absoluteRow("scans per install (plugind install's staging and rename)", "scans-per-install", atMost: 1, unit: "scans")
         ratioRow("verify and install of a signed 10 MiB package vs sha256sum + tar -x", "install-10MiB", "sha256sum-tar-10MiB", atMost: 2.0)
         absoluteRow("idle Monitor CPU time over 3 s", "idle-monitor-cpu", atMost: 1_000, unit: "us")
