@@ -14,7 +14,7 @@ struct Greeter: AppExtension {
             connection.requestHandler = { request in
                 let name: String
                 do {
-                    name = try connection.ask("name?")
+                    name = try await connection.ask("name?")
                 } catch {
                     throw PluginError("could not ask the host whom to greet: \(error)")
                 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Glibc
 internal import PlugindPluginABI
 import Synchronization
@@ -166,6 +167,30 @@ public struct PluginConnection: Sendable {
     /// `ask` with UTF-8 text both ways.
     public func ask(_ text: String, timeout: Duration? = nil) throws(AskError) -> String {
         String(decoding: try ask(Array(text.utf8), timeout: timeout), as: UTF8.self)
+    }
+
+    /// `ask` for async code, such as an `AppExtension`'s request handler. The wait happens on a
+    /// thread of its own, never on one of Swift's cooperative pool: a request the host nests in
+    /// its answer runs on that pool, and would find no thread if asks held them all.
+    public func ask(_ bytes: [UInt8], timeout: Duration? = nil) async throws(AskError) -> [UInt8] {
+        let connection = self
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], AskError>, Never>) in
+            // A serial queue of its own runs on an overcommitting thread: one per waiting ask.
+            DispatchQueue(label: "org.plugind.pluginkit.ask").async {
+                do throws(AskError) {
+                    let answer: [UInt8] = try connection.ask(bytes, timeout: timeout)
+                    continuation.resume(returning: .success(answer))
+                } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
+    }
+
+    /// The async `ask` with UTF-8 text both ways.
+    public func ask(_ text: String, timeout: Duration? = nil) async throws(AskError) -> String {
+        String(decoding: try await ask(Array(text.utf8), timeout: timeout), as: UTF8.self)
     }
 }
 

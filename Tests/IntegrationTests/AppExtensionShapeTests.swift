@@ -70,5 +70,15 @@ struct AppExtensionShapeTests {
         #expect(answers == Set((0..<6).map { "answer:re: \($0)" }))
         // Eight requests so far on this connection: the nested one is the ninth.
         #expect(text(try await connection.send(Array("ask:nested?".utf8))) == "answer:9")
+
+        // More nested asks at once than Swift's cooperative pool has threads: an ask must not
+        // hold a pool thread while it waits, or the nested requests find none to run on.
+        let nested = try await Deadline.wait("six nested asks at once", seconds: 20) {
+            try await withThrowingTaskGroup(of: String.self) { group in
+                for _ in 0..<6 { group.addTask { self.text(try await connection.send(Array("ask:nested?".utf8), timeout: .seconds(15))) } }
+                return try await group.reduce(into: [String]()) { $0.append($1) }
+            }
+        }
+        #expect(nested.count == 6 && nested.allSatisfy { $0.hasPrefix("answer:") }, "\(nested)")
     }
 }

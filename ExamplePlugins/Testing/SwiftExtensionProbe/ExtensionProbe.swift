@@ -27,7 +27,8 @@ struct ExtensionProbe: AppExtension {
                 case "fail": throw PluginError(code: 7, "asked to fail")
                 default:
                     guard text.hasPrefix("ask:") else { throw PluginError("unknown request '\(text)'") }
-                    return Array("answer:\(try connection.ask(String(text.dropFirst(4))))".utf8)
+                    let answer: String = try await connection.ask(String(text.dropFirst(4)))
+                    return Array("answer:\(answer)".utf8)
                 }
             }
             return true
