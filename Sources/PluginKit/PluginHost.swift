@@ -175,8 +175,7 @@ public struct PluginConnection: Sendable {
     public func ask(_ bytes: [UInt8], timeout: Duration? = nil) async throws(AskError) -> [UInt8] {
         let connection = self
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<[UInt8], AskError>, Never>) in
-            // A serial queue of its own runs on an overcommitting thread: one per waiting ask.
-            DispatchQueue(label: "org.plugind.pluginkit.ask").async {
+            let wait: @Sendable () -> Void = {
                 do throws(AskError) {
                     let answer: [UInt8] = try connection.ask(bytes, timeout: timeout)
                     continuation.resume(returning: .success(answer))
@@ -184,6 +183,10 @@ public struct PluginConnection: Sendable {
                     continuation.resume(returning: .failure(error))
                 }
             }
+            // A thread of its own, started now, with a small stack (a plugin's thread limit and
+            // address space are small). Dispatch's threads come only when its pool sees the
+            // others blocked, which took seconds under load: they are only the fallback.
+            if !DedicatedThread.start(wait) { DispatchQueue(label: "org.plugind.pluginkit.ask").async(execute: wait) }
         }
         return try result.get()
     }
@@ -197,4 +200,41 @@ public struct PluginConnection: Sendable {
 /// The request handler of one connection: shared by every copy of its `PluginConnection`.
 private final class RequestHandlerSlot: Sendable {
     let value = Mutex<(@Sendable ([UInt8]) async throws -> [UInt8])?>(nil)
+}
+
+/// A detached thread running one closure: what the async `ask` waits on.
+private enum DedicatedThread {
+    private final class Work {
+        let body: () -> Void
+        init(_ body: @escaping () -> Void) { self.body = body }
+    }
+
+    /// Enough for the ask and a nested request's hand-off to the pool.
+    static let stackBytes = 512 << 10
+
+    /// Starts `body` on a new detached thread; false when no thread could be made.
+    static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let work = Unmanaged.passRetained(Work(body)).toOpaque()
+        let attributes = UnsafeMutablePointer<pthread_attr_t>.allocate(capacity: 1)
+        pthread_attr_init(attributes)
+        defer {
+            pthread_attr_destroy(attributes)
+            attributes.deallocate()
+        }
+        pthread_attr_setstacksize(attributes, stackBytes)
+        var thread: pthread_t = 0
+        let status = pthread_create(
+            &thread, attributes,
+            { argument in
+                guard let argument else { return nil }
+                Unmanaged<Work>.fromOpaque(argument).takeRetainedValue().body()
+                return nil
+            }, work)
+        guard status == 0 else {
+            Unmanaged<Work>.fromOpaque(work).release()
+            return false
+        }
+        pthread_detach(thread)
+        return true
+    }
 }

@@ -133,7 +133,9 @@ struct BrowseTests {
                 return lines.count <= 17 && lines.allSatisfy { $0.count <= 60 } && screen.contains("q quit") && screen.contains("Arrival")
             }
             _ = try await terminal.tmux("resize-window", "-t", "test", "-x", "140", "-y", "30")
-            try await terminal.waitForScreen(containing: "EXTENSION POINT")
+            try await terminal.waitForScreen("every column at 140") { screen in
+                screen.contains("EXTENSION POINT") && screen.contains("PUBLISHER") && screen.contains("unsigned")
+            }
 
             // Quits with q and gives the terminal back.
             try await terminal.send("q")

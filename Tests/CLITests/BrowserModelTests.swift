@@ -134,6 +134,24 @@ struct BrowserModelTests {
         #expect(lines.filter { $0.style == PLUGIND_TERMINAL_SELECTED && $0.fill }.count == 2)  // the selected row and the footer
     }
 
+    @Test("wide terminals list each plugin's publisher in a column; narrow ones in the panel")
+    func publisherColumn() {
+        var model = BrowserModel(title: "plugind browse")
+        var signed = Self.entry("org.one")
+        signed.publisher = "ed25519:0123456789abcdef0123456789abcdef (signature valid)"
+        var broken = Self.entry("org.two")
+        broken.publisher = "ed25519:fedcba9876543210fedcba9876543210 (signature INVALID: the bundle changed after it was signed)"
+        model.update([signed, broken, Self.entry("org.three")])
+        let wide = model.render(height: 24, width: 140).map(\.text)
+        #expect(wide[1].contains("PUBLISHER"))
+        #expect(wide.contains { $0.contains("ed25519:0123456789ab ") && $0.contains("org.one") })
+        #expect(wide.contains { $0.contains("ed25519:fedcba987654 INVALID") && $0.contains("org.two") })
+        #expect(wide.contains { $0.contains("unsigned") && $0.contains("org.three") })
+        let narrow = model.render(height: 24, width: 80).map(\.text)
+        #expect(!narrow[1].contains("PUBLISHER"))
+        #expect(narrow.contains { $0.hasPrefix("publisher: ed25519:0123456789abcdef0123456789abcdef (signature valid)") })
+    }
+
     @Test("narrower terminals keep help and quit in the footer", arguments: [20, 40, 60, 79, 100])
     func footerAtWidth(_ width: Int) {
         var model = BrowserModel(title: "plugind browse")

@@ -43,6 +43,16 @@ extension BrowserEntry {
         }
     }
 
+    /// The publisher in a few columns: the start of the key's fingerprint, "unsigned", or the
+    /// fingerprint marked INVALID.
+    var shortPublisher: String {
+        guard publisher.hasPrefix("ed25519:") else {
+            return publisher.isEmpty ? "" : publisher.split(separator: " ").first.map(String.init) ?? ""
+        }
+        let key = String(publisher.prefix("ed25519:".count + 12))
+        return publisher.contains("INVALID") ? key + " INVALID" : key
+    }
+
     /// A bundle that is not a usable plugin, keyed by its path (an identifier may be shadowed or
     /// unreadable).
     init(_ problem: AppExtensionDiagnostic) {
@@ -276,6 +286,8 @@ struct BrowserModel {
     // MARK: Drawing
 
     static let stateWidth = 17
+    /// "ed25519:" and 12 hex digits, and room for " INVALID".
+    static let publisherWidth = 28
 
     /// The screen as lines, `height` of them at most, each cut to `width` columns.
     func render(height: Int, width: Int) -> [Line] {
@@ -393,12 +405,16 @@ struct BrowserModel {
         // Keep the selection on screen.
         let first = max(0, min(selected - rows / 2, visible.count - rows))
         var lines = [
-            Line(text: cut(columns.row("STATE", "NAME", "VERSION", "IDENTIFIER", "EXTENSION POINT"), width), style: PLUGIND_TERMINAL_DIM)
+            Line(
+                text: cut(columns.row("STATE", "NAME", "VERSION", publisher: "PUBLISHER", "IDENTIFIER", "EXTENSION POINT"), width),
+                style: PLUGIND_TERMINAL_DIM)
         ]
         lines += visible.indices.dropFirst(first).prefix(rows).map { index in
             let entry = visible[index]
             let text = cut(
-                columns.row(entry.state, entry.name.inert, entry.version.inert, entry.identifier.inert, entry.extensionPoint.inert), width)
+                columns.row(
+                    entry.state, entry.name.inert, entry.version.inert, publisher: entry.shortPublisher.inert, entry.identifier.inert,
+                    entry.extensionPoint.inert), width)
             return index == selected
                 ? Line(text: text, style: PLUGIND_TERMINAL_SELECTED, fill: true) : Line(text: text, style: Self.style(of: entry.state))
         }
@@ -436,14 +452,21 @@ struct BrowserModel {
             let state = BrowserModel.stateWidth
             let version = min(longest(entries.map(\.version), heading: "VERSION"), 10)
             let name = min(longest(entries.map(\.name), heading: "NAME"), max(12, (width - state - version) / 3))
-            let identifier = min(longest(entries.map(\.identifier), heading: "IDENTIFIER"), max(width - state - version - name - 3, 10))
-            widths = [state, name, version, identifier]
+            // The publisher has a column of its own where the screen is wide enough; else the
+            // panel under the list shows it for the selected plugin.
+            showsPublisher = width >= 120
+            let publisher = showsPublisher ? BrowserModel.publisherWidth : 0
+            let identifier = min(
+                longest(entries.map(\.identifier), heading: "IDENTIFIER"), max(width - state - version - name - publisher - 4, 10))
+            widths = [state, name, version] + (showsPublisher ? [publisher] : []) + [identifier]
             self.width = width
         }
 
         var width: Int
+        let showsPublisher: Bool
 
-        func row(_ values: String...) -> String {
+        func row(_ state: String, _ name: String, _ version: String, publisher: String, _ identifier: String, _ point: String) -> String {
+            let values = [state, name, version] + (showsPublisher ? [publisher] : []) + [identifier, point]
             var text = ""
             for (index, value) in values.enumerated() {
                 guard index < widths.count else {
