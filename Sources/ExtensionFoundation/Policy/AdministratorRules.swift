@@ -93,36 +93,40 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
 
     /// Reads the rules of `directory`: none when there is no file; an error (and the caller
     /// fails closed) when it cannot be read, is malformed, or could have been written by another.
+    /// Read at every launch and scan: decoded again only when the file's identity changed.
     package static func load(from directory: String) -> Result<AdministratorRules, PolicyFileError> {
         let path = directory + "/" + fileName
         if let problem = TrustedPath.problem(path) {
             return .failure(PolicyFileError(path: path, reason: "cannot be trusted: \(problem)"))
         }
+        return decoded.value(at: path, decode: decode)
+    }
+
+    private static let decoded = DecodedFileCache<Result<AdministratorRules, PolicyFileError>>()
+
+    private static func decode(_ path: String) -> DecodedFileCache<Result<AdministratorRules, PolicyFileError>>.Decoded {
         let data: Data
         do {
             data = try Data(contentsOf: URL(fileURLWithPath: path))
         } catch {
-            if !FileManager.default.fileExists(atPath: path) { return .success(AdministratorRules()) }
-            return .failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)"))
+            if !FileManager.default.fileExists(atPath: path) { return .contents(.success(AdministratorRules())) }
+            return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)")))
         }
-        guard data.count <= 1 << 20 else { return .failure(PolicyFileError(path: path, reason: "is larger than 1 MiB")) }
+        func refused(_ reason: String) -> DecodedFileCache<Result<AdministratorRules, PolicyFileError>>.Decoded {
+            .contents(.failure(PolicyFileError(path: path, reason: reason)))
+        }
+        guard data.count <= 1 << 20 else { return refused("is larger than 1 MiB") }
         let rules: AdministratorRules
         do {
             rules = try JSONDecoder().decode(AdministratorRules.self, from: data)
         } catch {
-            return .failure(PolicyFileError(path: path, reason: "is malformed (\(error))"))
+            return refused("is malformed (\(error))")
         }
-        guard rules.formatVersion == 1 else {
-            return .failure(PolicyFileError(path: path, reason: "has formatVersion \(rules.formatVersion); this plugind reads 1"))
-        }
+        guard rules.formatVersion == 1 else { return refused("has formatVersion \(rules.formatVersion); this plugind reads 1") }
         if let rule = rules.rules.first(where: { $0.identifier == nil && $0.extensionPoint == nil && $0.publisher == nil }) {
-            return .failure(
-                PolicyFileError(
-                    path: path,
-                    reason:
-                        "rule '\(rule.name)' names no identifier, extension point or publisher; write \"identifier\": \"*\" to mean every plugin"
-                ))
+            return refused(
+                "rule '\(rule.name)' names no identifier, extension point or publisher; write \"identifier\": \"*\" to mean every plugin")
         }
-        return .success(rules)
+        return .contents(.success(rules))
     }
 }
