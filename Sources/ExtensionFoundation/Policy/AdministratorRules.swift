@@ -96,6 +96,9 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
     /// Read at every launch and scan: decoded again only when the file's identity changed.
     package static func load(from directory: String) -> Result<AdministratorRules, PolicyFileError> {
         let path = directory + "/" + fileName
+        // Most machines have no rules: one failed lstat, not a walk up the directories.
+        var status = stat()
+        if lstat(path, &status) != 0 && errno == ENOENT { return .success(AdministratorRules()) }
         if let problem = TrustedPath.problem(path) {
             return .failure(PolicyFileError(path: path, reason: "cannot be trusted: \(problem)"))
         }
