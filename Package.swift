@@ -24,7 +24,7 @@ let cExamplePlugins: [(name: String, path: String)] = [
 
 /// Plugins that exist for the tests and the benchmarks: (product and target name, directory).
 let testPlugins: [(name: String, path: String)] = [
-    ("ConversationProbe", "ExamplePlugins/Testing/ConversationProbe"),
+    ("ConversationProbe", "ExamplePlugins/Testing/ConversationProbe")
 ]
 
 /// Plugins that misbehave on purpose, one per behaviour, for the fault-isolation tests.
@@ -85,9 +85,10 @@ let pluginTargets: [Target] =
     ]
 
 let pluginProducts: [Product] =
-    (cExamplePlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter", "SwiftGreeter", "SwiftExtensionProbe"]).map { name in
-        .library(name: name, type: .dynamic, targets: [name])
-    }
+    (cExamplePlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter", "SwiftGreeter", "SwiftExtensionProbe"]).map
+{ name in
+    .library(name: name, type: .dynamic, targets: [name])
+}
 
 let package = Package(
     name: "plugind",

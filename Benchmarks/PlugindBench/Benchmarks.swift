@@ -253,7 +253,9 @@ enum Benchmarks {
         let identifier = try bench.installProbe(concurrency: 1)
         let editor = PolicyEditor(directory: bench.host.policyDirectory)
         // Bundled plugins need no approval, but the owner disables one through an entry of its own.
-        guard let entry = Inventory.take(host: bench.host).item(identifier)?.entry else { throw BenchError("\(identifier) is not installed") }
+        guard let entry = Inventory.take(host: bench.host).item(identifier)?.entry else {
+            throw BenchError("\(identifier) is not installed")
+        }
         _ = try editor.approve(entry)
         var samples: [Double] = []
         for _ in 0..<iterations {
@@ -276,7 +278,8 @@ enum Benchmarks {
     /// Eight requests of 20 ms of CPU each, all at once, to a plugin declaring `concurrency`:
     /// the time for all of them.
     static func concurrentRequests(_ bench: BenchHost, concurrency: Int, iterations: Int) async throws {
-        let process = try await AppExtensionProcess(configuration: try bench.configuration(try bench.installProbe(concurrency: concurrency)))
+        let process = try await AppExtensionProcess(
+            configuration: try bench.configuration(try bench.installProbe(concurrency: concurrency)))
         let connection = try await process.makeConnection()
         var samples: [Double] = []
         for _ in 0..<iterations {

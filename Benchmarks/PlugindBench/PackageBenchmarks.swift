@@ -15,7 +15,8 @@ enum PackageBenchmarks {
         let bundle = bench.directory + "/Echo.appex"
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         try FileManager.default.copyItem(atPath: BenchHost.productsDirectory + "/libEcho.so", toPath: bundle + "/libEcho.so")
-        let manifest = #"{"manifestVersion": 1, "identifier": "org.plugind.bench.package", "name": "Package", "version": "1.0.0", "extensionPoint": "org.plugind.bench.point", "library": "libEcho.so"}"#
+        let manifest =
+            #"{"manifestVersion": 1, "identifier": "org.plugind.bench.package", "name": "Package", "version": "1.0.0", "extensionPoint": "org.plugind.bench.point", "library": "libEcho.so"}"#
         try Data(manifest.utf8).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
         // Random bytes: incompressible, as a real library mostly is.
         var generator = SystemRandomNumberGenerator()
@@ -33,13 +34,16 @@ enum PackageBenchmarks {
             let home = bench.directory + "/home-\(index)"
             let extract = bench.directory + "/extract-\(index)"
             try FileManager.default.createDirectory(atPath: extract, withIntermediateDirectories: true)
-            let environment = ["XDG_DATA_HOME": home + "/data", "XDG_CONFIG_HOME": home + "/config", "XDG_STATE_HOME": home + "/state", "HOME": home]
+            let environment = [
+                "XDG_DATA_HOME": home + "/data", "XDG_CONFIG_HOME": home + "/config", "XDG_STATE_HOME": home + "/state", "HOME": home,
+            ]
             var status: Int32 = 0
             installs.append(try elapsed { status = try run(plugind, ["install", package], environment: environment) })
             guard status == 0 else { throw Failure(description: "plugind install failed") }
             baselines.append(
                 try elapsed {
-                    _ = try run("/usr/bin/sha256sum", ["libEcho.so", "manifest.json", "data.bin"].map { bundle + "/" + $0 }, environment: [:])
+                    _ = try run(
+                        "/usr/bin/sha256sum", ["libEcho.so", "manifest.json", "data.bin"].map { bundle + "/" + $0 }, environment: [:])
                     _ = try run("/bin/tar", ["-xzf", package, "-C", extract], environment: [:])
                 })
             try? FileManager.default.removeItem(atPath: home)

@@ -277,7 +277,8 @@ struct Suite {
                         ratio: share, goal: "≥ 0.7×", met: share >= 0.7))
                 rows.append(
                     Row(
-                        figure: "load: \(tasks) task(s) over \(workers) worker(s), 64 B, p99 latency (host CPU \(format(ours.extra["hostCPUPerRequest"] ?? 0, "us"))/request)",
+                        figure:
+                            "load: \(tasks) task(s) over \(workers) worker(s), 64 B, p99 latency (host CPU \(format(ours.extra["hostCPUPerRequest"] ?? 0, "us"))/request)",
                         value: format(p99, "us"), baseline: "\(format(rawP99, "us")) (C pipes)", ratio: p99 / rawP99, goal: "≤ 3×",
                         met: p99 / rawP99 <= 3))
             }
@@ -317,7 +318,8 @@ struct Suite {
         absoluteRow("discovery of 10,000 bundles, first scan", "discovery-first", atMost: 1_000_000, unit: "us")
         absoluteRow("discovery of 10,000 bundles, new process with warm cache", "discovery-warm", atMost: 150_000, unit: "us")
         absoluteRow("approve → Monitor update seen by Observations", "approve-to-observation", atMost: 20_000, unit: "us")
-        absoluteRow("install (rename into place) → Monitor update seen by Observations", "install-to-observation", atMost: 20_000, unit: "us")
+        absoluteRow(
+            "install (rename into place) → Monitor update seen by Observations", "install-to-observation", atMost: 20_000, unit: "us")
         absoluteRow("removal → Monitor update seen by Observations", "remove-to-observation", atMost: 20_000, unit: "us")
         absoluteRow("scans per install (plugind install's staging and rename)", "scans-per-install", atMost: 1, unit: "scans")
         ratioRow("verify and install of a signed 10 MiB package vs sha256sum + tar -x", "install-10MiB", "sha256sum-tar-10MiB", atMost: 2.0)

@@ -141,15 +141,10 @@ package struct BundleSignature: Codable, Sendable, Hashable {
         guard status.st_size <= maximumBytes else {
             return .failure("\(BundleContents.signatureFileName) is larger than \(maximumBytes) bytes")
         }
-        var bytes = [UInt8](repeating: 0, count: Int(status.st_size))
-        var filled = 0
-        while filled < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { buffer in
-                (try? file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[filled...]))) ?? 0
-            }
-            if count <= 0 { break }
-            filled += count
+        do {
+            return .success(Data(try file.readToEnd(limit: maximumBytes)))
+        } catch {
+            return .failure("cannot read \(BundleContents.signatureFileName): \(error)")
         }
-        return .success(Data(bytes.prefix(filled)))
     }
 }

@@ -27,11 +27,12 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
         /// Key fingerprint ("ed25519:…"): matches only a valid signature by that key.
         package var publisher: String?
 
-        /// Whether the rule applies to `entry`, signed by `signer` (nil: no valid signature).
-        func matches(_ entry: CatalogEntry, signer: String?) -> Bool {
+        /// Whether the rule applies to `entry`; `signer` (the fingerprint of a valid signature, or
+        /// nil) is asked only by a rule that names a publisher.
+        func matches(_ entry: CatalogEntry, signer: () -> String?) -> Bool {
             if let identifier, fnmatch(identifier, entry.identifier, 0) != 0 { return false }
             if let extensionPoint, fnmatch(extensionPoint, entry.manifest.extensionPoint, 0) != 0 { return false }
-            if let publisher, publisher != signer { return false }
+            if let publisher, publisher != signer() { return false }
             return true
         }
     }
@@ -64,31 +65,26 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
 
     func verdict(for entry: CatalogEntry, hashes: ContentHashes, file: String) -> Verdict? {
         guard requireSignatures || !rules.isEmpty else { return nil }
-        let signature = Self.signature(of: entry, hashes: hashes)
-        let signer = signature.validKey?.fingerprint
+        // The signature is checked (a digest and a verification) only when a rule needs it.
+        var checked: BundleSignature.Status?
+        func signature() -> BundleSignature.Status {
+            if let checked { return checked }
+            let status = hashes.signature(of: entry.bundle)
+            checked = status
+            return status
+        }
+        let signer = { signature().validKey?.fingerprint }
         if let rule = rules.first(where: { $0.effect == .deny && $0.matches(entry, signer: signer) }) {
             return .denied("denied by the administrator's rule '\(rule.name)' (\(file))")
         }
-        if requireSignatures && !entry.root.isBundledWithHost && signer == nil {
-            let why = signature == .unsigned ? "it is unsigned" : "its signature is invalid"
+        if requireSignatures && !entry.root.isBundledWithHost && signer() == nil {
+            let why = signature() == .unsigned ? "it is unsigned" : "its signature is invalid"
             return .denied("the administrator requires signed plugins (\(file)); \(why)")
         }
         if let rule = rules.first(where: { $0.effect == .allow && $0.matches(entry, signer: signer) }) {
             return .allowed("allowed by the administrator's rule '\(rule.name)' (\(file))")
         }
         return nil
-    }
-
-    private static func signature(of entry: CatalogEntry, hashes: ContentHashes) -> BundleSignature.Status {
-        let bundle = entry.bundle
-        guard
-            let digest = try? BundleDigest.compute(
-                bundle.contents,
-                fileDigest: { file in
-                    try hashes.digest(ofFileAtPath: bundle.bundlePath + "/" + file.path, identity: file.status.identity)
-                })
-        else { return .invalid("a file cannot be read", nil) }
-        return BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest)
     }
 
     /// Reads the rules of `directory`: none when there is no file; an error (and the caller

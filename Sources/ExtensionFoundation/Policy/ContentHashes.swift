@@ -1,4 +1,4 @@
-import PlugindBundle
+package import PlugindBundle
 import PlugindSystem
 package import PlugindWire
 
@@ -20,5 +20,19 @@ package final class ContentHashes: Sendable {
             digests.withLock { $0[identity] = digest }
         }
         return digest
+    }
+
+    /// The whole-bundle digest of `bundle` as it is now (`BundleDigest`): only files whose
+    /// identity changed since they were hashed are read.
+    package func digest(of bundle: InspectedBundle) throws -> BundleDigest {
+        try BundleDigest.compute(bundle.contents) { file in
+            try digest(ofFileAtPath: bundle.bundlePath + "/" + file.path, identity: file.status.identity)
+        }
+    }
+
+    /// What `bundle`'s publisher signature says of its bytes as they are now.
+    package func signature(of bundle: InspectedBundle) -> BundleSignature.Status {
+        guard let digest = try? digest(of: bundle) else { return .invalid("a file of the bundle cannot be read", nil) }
+        return BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest)
     }
 }

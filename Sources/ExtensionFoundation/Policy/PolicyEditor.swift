@@ -62,9 +62,7 @@ package struct PolicyEditor: Sendable {
     package static func approval(of entry: CatalogEntry) throws(EditError) -> Approval {
         let bundle = entry.bundle
         do {
-            let digest = try BundleDigest.compute(bundle.contents) { file in
-                try ContentHashes.shared.digest(ofFileAtPath: bundle.bundlePath + "/" + file.path, identity: file.status.identity)
-            }
+            let digest = try ContentHashes.shared.digest(of: bundle)
             var identities: [String: FileIdentity] = [:]
             for file in bundle.contents.regularFiles { identities[file.path] = file.status.identity }
             let systemLibrary =

@@ -39,13 +39,7 @@ enum PublisherUpdate {
         let approvedKey = (Data(base64Encoded: key)).flatMap { try? PublisherKeys.PublicKey(raw: [UInt8]($0)) }
         let approvedName = approvedKey?.fingerprint ?? "an unreadable key"
         guard !bundle.usesSystemLibrary else { return .failure(Refusal("its library is now a system library, which no signature covers")) }
-        guard
-            let digest = try? BundleDigest.compute(
-                bundle.contents,
-                fileDigest: { file in
-                    try hashes.digest(ofFileAtPath: bundle.bundlePath + "/" + file.path, identity: file.status.identity)
-                })
-        else { return .failure(Refusal("a file of the new version cannot be read")) }
+        guard let digest = try? hashes.digest(of: bundle) else { return .failure(Refusal("a file of the new version cannot be read")) }
         switch BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest) {
         case .unsigned:
             return .failure(Refusal("this version is unsigned; the approved one was signed by \(approvedName)"))

@@ -103,12 +103,7 @@ final class BrowserSession {
     /// The publisher's key and whether its signature holds. Files are hashed once per identity
     /// (`ContentHashes`), so an update re-reads only what changed.
     private static func publisher(of item: Inventory.Item) -> String {
-        let bundle = item.entry.bundle
-        let digest = try? BundleDigest.compute(bundle.contents) { file in
-            try ContentHashes.shared.digest(ofFileAtPath: bundle.bundlePath + "/" + file.path, identity: file.status.identity)
-        }
-        guard let digest else { return "unknown (a file cannot be read)" }
-        return BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest).description
+        ContentHashes.shared.signature(of: item.entry.bundle).description
     }
 
     // MARK: Commands

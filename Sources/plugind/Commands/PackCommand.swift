@@ -1,3 +1,4 @@
+import ExtensionFoundation
 import Foundation
 import PlugindBundle
 import PlugindSystem
@@ -75,10 +76,7 @@ enum SignedBundle {
         case .failure(let problem): throw CommandFailure(message: "\(name.inert): \(problem.message.inert)", status: .failure)
         }
         do {
-            let digest = try BundleDigest.compute(inspected.contents) { entry in
-                try SHA256Digest.hex(ofFileAtPath: inspected.bundlePath + "/" + entry.path)
-            }
-            return (inspected, digest)
+            return (inspected, try ContentHashes.shared.digest(of: inspected))
         } catch {
             throw CommandFailure(message: "cannot read \(name.inert): \(error.localizedDescription)", status: .failure)
         }

@@ -19,9 +19,7 @@ struct PluginDetails {
     /// confinement and reports it.
     static func gather(_ item: Inventory.Item, host: AppExtensionHost, probe: Bool) async -> PluginDetails {
         let entry = item.entry
-        let digest = try? BundleDigest.compute(entry.bundle.contents) { file in
-            try ContentHashes.shared.digest(ofFileAtPath: entry.bundle.bundlePath + "/" + file.path, identity: file.status.identity)
-        }
+        let digest = try? ContentHashes.shared.digest(of: entry.bundle)
         var layers: [AppExtensionProcess.ConfinementLayer] = []
         var probeError: String?
         if probe {
