@@ -64,6 +64,13 @@ struct mount_attributes {
 #define NEW_ROOT "/newroot"
 #define OLD_ROOT "/oldroot"
 
+// Where the view's paths start: below the temporary root, or at the root once a spare has
+// settled its view ahead (plugind_sandbox_settle_ahead). Then binds find their sources in
+// `host_tree`, a detached copy of the host's tree, instead of the old root. The process is
+// single-threaded while it builds its view.
+static const char *view_root = NEW_ROOT;
+static int host_tree = -1;
+
 /// Joins `prefix` and `path` into `buffer`; ENAMETOOLONG when it does not fit.
 static int join(char *buffer, size_t capacity, const char *prefix, const char *path) {
     int written = snprintf(buffer, capacity, "%s%s", prefix, path);
@@ -122,9 +129,9 @@ int plugind_sandbox_enter(void) {
 /// symlink: a component replaced by a symlink after the path was resolved is refused (ELOOP).
 static int open_source(const char *path, int *fd) {
     if (path[0] != '/') return EINVAL;
-    // Opened for each source rather than kept: a spare's descriptors are replaced when it takes
-    // up its work.
-    int old_root = open(OLD_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
+    // The old root is opened for each source rather than kept: a spare's descriptors are
+    // replaced when it takes up its work (the detached tree is moved with them).
+    int old_root = host_tree >= 0 ? host_tree : open(OLD_ROOT, O_PATH | O_DIRECTORY | O_CLOEXEC);
     if (old_root < 0) return errno;
     struct open_how how;
     memset(&how, 0, sizeof how);
@@ -133,7 +140,7 @@ static int open_source(const char *path, int *fd) {
     const char *relative = path[1] == '\0' ? "." : path + 1;
     long result = syscall(SYS_openat2, old_root, relative, &how, sizeof how);
     int error = errno;
-    close(old_root);
+    if (old_root != host_tree) close(old_root);
     if (result < 0) return error;
     *fd = (int)result;
     return 0;
@@ -161,7 +168,7 @@ static int bind_descriptor(int source, const char *target, int flags) {
 
 int plugind_sandbox_bind(const char *source, const char *target, int flags) {
     char destination[PATH_MAX];
-    int error = join(destination, sizeof destination, NEW_ROOT, target);
+    int error = join(destination, sizeof destination, view_root, target);
     if (error != 0) return error;
     int fd = -1;
     error = open_source(source, &fd);
@@ -193,7 +200,7 @@ int plugind_sandbox_bind(const char *source, const char *target, int flags) {
 
 int plugind_sandbox_mount_tmpfs(const char *target, uint64_t size_bytes) {
     char destination[PATH_MAX];
-    int error = join(destination, sizeof destination, NEW_ROOT, target);
+    int error = join(destination, sizeof destination, view_root, target);
     if (error == 0) error = make_parents(destination);
     if (error != 0) return error;
     if (mkdir(destination, 0755) != 0 && errno != EEXIST) return errno;
@@ -204,7 +211,7 @@ int plugind_sandbox_mount_tmpfs(const char *target, uint64_t size_bytes) {
 
 int plugind_sandbox_mount_proc(const char *target) {
     char destination[PATH_MAX];
-    int error = join(destination, sizeof destination, NEW_ROOT, target);
+    int error = join(destination, sizeof destination, view_root, target);
     if (error == 0) error = make_parents(destination);
     if (error != 0) return error;
     if (mkdir(destination, 0755) != 0 && errno != EEXIST) return errno;
@@ -216,29 +223,33 @@ int plugind_sandbox_mount_proc(const char *target) {
 
 int plugind_sandbox_symlink(const char *contents, const char *path) {
     char destination[PATH_MAX];
-    int error = join(destination, sizeof destination, NEW_ROOT, path);
-    if (error == 0) error = make_parents(destination);
+    int error = join(destination, sizeof destination, view_root, path);
+    if (error != 0) return error;
+    // Parents are made only when missing: a launch adds many entries to one directory.
+    if (symlink(contents, destination) == 0) return 0;
+    if (errno != ENOENT) return errno;
+    error = make_parents(destination);
     if (error != 0) return error;
     return symlink(contents, destination) == 0 ? 0 : errno;
 }
 
 int plugind_sandbox_make_directory(const char *path) {
     char destination[PATH_MAX];
-    int error = join(destination, sizeof destination, NEW_ROOT, path);
-    if (error == 0) error = make_parents(destination);
+    int error = join(destination, sizeof destination, view_root, path);
+    if (error != 0) return error;
+    if (mkdir(destination, 0755) == 0 || errno == EEXIST) return 0;
+    if (errno != ENOENT) return errno;
+    error = make_parents(destination);
     if (error != 0) return error;
     return mkdir(destination, 0755) == 0 || errno == EEXIST ? 0 : errno;
 }
 
-int plugind_sandbox_complete(int keep_writable) {
-    // The view's own directories and symlinks become read-only.
-    if (!keep_writable && mount(NULL, NEW_ROOT, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) {
-        return errno;
-    }
+/// Pivots into the new root and detaches the temporary root and the host's tree beneath it.
+static int pivot_into_new_root(void) {
     // Detaching the old root must not send unmount events to the host's tree.
     if (mount(NULL, OLD_ROOT, NULL, MS_REC | MS_PRIVATE, NULL) != 0) return errno;
     // Pivot into the new root with the temporary root (and the old root mounted in it) stacked
-    // beneath, then detach both at once: every unmount waits for an RCU grace period.
+    // beneath, then detach both at once, in one unmount.
     int temporary_root = open("/", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
     if (temporary_root < 0) return errno;
     int error = 0;
@@ -248,6 +259,54 @@ int plugind_sandbox_complete(int keep_writable) {
     }
     close(temporary_root);
     return error;
+}
+
+int plugind_sandbox_settle_ahead(void) {
+    if (host_tree >= 0) return EALREADY;
+    long tree = syscall(SYS_open_tree, AT_FDCWD, OLD_ROOT, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+    if (tree < 0) return errno;
+    // Binding from a detached tree is recent (Linux 6.15?); where it is refused, the view keeps
+    // the old root until its launch.
+    long probe = syscall(SYS_open_tree, (int)tree, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH | AT_RECURSIVE);
+    if (probe < 0) {
+        int error = errno;
+        close((int)tree);
+        return error;
+    }
+    close((int)probe);
+    int error = pivot_into_new_root();
+    if (error != 0) {
+        close((int)tree);
+        return error;
+    }
+    view_root = "";
+    host_tree = (int)tree;
+    return 0;
+}
+
+int plugind_sandbox_host_tree(void) {
+    return host_tree;
+}
+
+void plugind_sandbox_set_host_tree(int fd) {
+    host_tree = fd;
+}
+
+int plugind_sandbox_complete(int keep_writable) {
+    if (host_tree >= 0) {
+        // Settled ahead: the root is the view already. The host's whole tree cannot be shown.
+        if (keep_writable) return EINVAL;
+        if (mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) return errno;
+        // The last reference to the host's tree: nothing of it is left for plugin code.
+        close(host_tree);
+        host_tree = -1;
+        return 0;
+    }
+    // The view's own directories and symlinks become read-only.
+    if (!keep_writable && mount(NULL, NEW_ROOT, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV, NULL) != 0) {
+        return errno;
+    }
+    return pivot_into_new_root();
 }
 
 int plugind_sandbox_limit_capabilities(void) {

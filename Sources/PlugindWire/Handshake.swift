@@ -220,8 +220,11 @@ package struct ConfinementRequest: Equatable, Sendable {
     package var skippedLayers: [String] = []
 
     /// Whether a worker may apply what every plugin gets before it knows its plugin (a spare
-    /// does): not when confinement, or the system-call layer that is part of it, is off.
-    package var permitsAdvanceRestrictions: Bool { !disabled && !skippedLayers.contains("system-calls") }
+    /// does, and moves into its view): not when confinement, the system-call layer that is part
+    /// of it, or the view (then the worker shows the host's whole tree) is off.
+    package var permitsAdvanceRestrictions: Bool {
+        !disabled && !skippedLayers.contains("system-calls") && !skippedLayers.contains("filesystem-view")
+    }
 
     package init(
         allowsNetwork: Bool = false,

@@ -40,12 +40,13 @@ enum Confinement {
 
     /// What every plugin gets, applied while the process waits for its plugin, so that a launch
     /// pays only for the plugin's own part: the half of the privilege drop the view does not
-    /// need, no-new-privileges and the first stage of the seccomp filter. Each is an errno (0 when
-    /// it holds); the launch reports them in their layers.
+    /// need, a new empty session keyring, no-new-privileges and the first stage of the seccomp
+    /// filter. Each is an errno (0 when it holds); the launch reports them in their layers.
     struct AdvanceRestrictions {
         var capabilityLimit: CInt
         /// The bounding set read back afterwards.
         var bounding: UInt64
+        var keyring: CInt
         var noNewPrivileges: CInt
         var baseFilter: CInt
 
@@ -53,9 +54,12 @@ enum Confinement {
             let limited = plugind_sandbox_limit_capabilities()
             var bounding: UInt64 = .max
             _ = plugind_sandbox_bounding_set(&bounding)
+            // Anonymous and empty whoever owns it: the worker changes its ids later, and the
+            // plugin cannot reach any keyring through the system-call filter anyway.
+            let keyring = plugind_sandbox_join_new_session_keyring()
             let noNewPrivileges = plugind_confinement_set_no_new_privileges()
             return AdvanceRestrictions(
-                capabilityLimit: limited, bounding: bounding, noNewPrivileges: noNewPrivileges,
+                capabilityLimit: limited, bounding: bounding, keyring: keyring, noNewPrivileges: noNewPrivileges,
                 baseFilter: plugind_confinement_install_base_filter())
         }
     }
@@ -70,16 +74,19 @@ enum Confinement {
     }
 
     /// Begins the view (when the process has namespaces of its own) and the Landlock ruleset;
-    /// with `restrictingAhead`, applies the restrictions every plugin gets.
-    static func prepare(hasNamespaces: Bool, restrictingAhead: Bool) -> Prepared {
+    /// with `restrictingAhead`, applies the restrictions every plugin gets. A spare (`isSpare`)
+    /// also settles into its view while it waits; a worker forked for a launch would only move
+    /// that work around.
+    static func prepare(hasNamespaces: Bool, restrictingAhead: Bool, isSpare: Bool = false) -> Prepared {
         let view: Result<WorkerView.Prepared, WorkerView.Failure>
         if hasNamespaces {
-            view = WorkerView.prepare()
+            // A spare restricts itself ahead, so it never shows the host's whole tree.
+            view = WorkerView.prepare(settlingAhead: isSpare && restrictingAhead)
         } else {
             view = .failure(WorkerView.Failure(step: "create user and mount namespaces", errno: .operationNotPermitted))
         }
-        let inNewRoot = (try? view.get()) != nil
-        let rulesets = PreparedRulesets.prepare(inNewRoot: inNewRoot)
+        let begun = try? view.get()
+        let rulesets = PreparedRulesets.prepare(inView: begun != nil, viewRoot: begun?.settled == false ? "/newroot" : "")
         return Prepared(view: view, rulesets: rulesets, advance: restrictingAhead ? .apply() : nil)
     }
 
@@ -159,6 +166,10 @@ enum Confinement {
             try record(landlock.filesystem)
             try record(landlock.signals)
         }
+        // Whatever path the layers took, no plugin code runs while the host's tree is at hand.
+        guard plugind_sandbox_host_tree() < 0 else {
+            throw LoadFailure(kind: .confinementFailed, message: "the view was not completed: the host's tree is still open")
+        }
         return reports
     }
 
@@ -235,7 +246,7 @@ enum Confinement {
                 return unavailable(Layer.privileges, "cannot take uid \(identity.uid) and gid \(identity.gid): \(describe(result))")
             }
         }
-        let keyring = plugind_sandbox_join_new_session_keyring()
+        let keyring = advance?.keyring ?? plugind_sandbox_join_new_session_keyring()
         if limited == 0 { limited = plugind_sandbox_clear_capabilities() }
         var effective: UInt64 = 1
         var permitted: UInt64 = 1
@@ -402,13 +413,16 @@ enum Confinement {
         let dropped: [String]
 
         /// Nil when Landlock is unavailable; the launch then reports why.
-        static func prepare(inNewRoot: Bool) -> PreparedRulesets? {
+        /// `viewRoot`: where the view's paths are while it is built.
+        static func prepare(inView: Bool, viewRoot: String) -> PreparedRulesets? {
             var abi: CInt = 0
             guard plugind_confinement_landlock_abi(&abi) == 0, abi >= 1 else { return nil }
             var dropped: [String] = []
-            guard let withoutNetwork = commonRuleset(abi: abi, denyTCP: true, inNewRoot: inNewRoot, dropped: &dropped) else { return nil }
+            guard let withoutNetwork = commonRuleset(abi: abi, denyTCP: true, inView: inView, viewRoot: viewRoot, dropped: &dropped)
+            else { return nil }
             var ignored: [String] = []
-            guard let withNetwork = commonRuleset(abi: abi, denyTCP: false, inNewRoot: inNewRoot, dropped: &ignored) else {
+            guard let withNetwork = commonRuleset(abi: abi, denyTCP: false, inView: inView, viewRoot: viewRoot, dropped: &ignored)
+            else {
                 withoutNetwork.close()
                 return nil
             }
@@ -431,11 +445,13 @@ enum Confinement {
             withNetwork.close()
         }
 
-        private static func commonRuleset(abi: CInt, denyTCP: Bool, inNewRoot: Bool, dropped: inout [String]) -> FileDescriptor? {
+        private static func commonRuleset(
+            abi: CInt, denyTCP: Bool, inView: Bool, viewRoot: String, dropped: inout [String]
+        ) -> FileDescriptor? {
             var ruleset: CInt = -1
             guard plugind_confinement_landlock_create(abi, denyTCP ? 1 : 0, &ruleset) == 0 else { return nil }
-            let prefix = inNewRoot ? "/newroot" : ""
-            for (path, writable) in commonRules(inNewRoot: inNewRoot) {
+            let prefix = inView ? viewRoot : ""
+            for (path, writable) in commonRules(inView: inView) {
                 let result = plugind_confinement_landlock_allow(ruleset, abi, prefix + path, writable ? 1 : 0)
                 if result != 0 && result != ENOENT { dropped.append("\(path) (\(describe(result)))") }
             }
@@ -443,13 +459,13 @@ enum Confinement {
         }
 
         /// What every plugin may read (and write, for /dev/null): the common view's paths.
-        private static func commonRules(inNewRoot: Bool) -> [(String, Bool)] {
+        private static func commonRules(inView: Bool) -> [(String, Bool)] {
             var rules: [(String, Bool)] = WorkerView.common.compactMap { operation in
-                if case .bind(let source, let path, _) = operation { return (inNewRoot ? path : source, false) }
+                if case .bind(let source, let path, _) = operation { return (inView ? path : source, false) }
                 return nil
             }
             rules += WorkerView.devices.map { ($0, $0 == "/dev/null") }
-            rules.append((inNewRoot ? "/proc" : "/proc/self", false))
+            rules.append((inView ? "/proc" : "/proc/self", false))
             return rules
         }
     }
@@ -509,11 +525,20 @@ enum Confinement {
     }
 
     /// The plugin's own Landlock rules: what its view binds, its scratch space, its bundle.
+    private static let commonBindPaths: Set<String> = Set(
+        WorkerView.common.compactMap { operation in
+            if case .bind(let source, let path, _) = operation, source == path { return path }
+            return nil
+        })
+
     private static func pluginRules(_ load: LoadConfiguration, inView: Bool) -> [(String, Bool)] {
         var rules: [(String, Bool)] = []
         for operation in load.view {
             switch operation {
-            case .bind(let source, let path, let writable): rules.append((inView ? path : source, writable))
+            case .bind(let source, let path, let writable):
+                // The prepared ruleset has the common view's directories read-only already.
+                if !writable && commonBindPaths.contains(path) { continue }
+                rules.append((inView ? path : source, writable))
             case .scratch(let path, _): rules.append((path, true))
             case .symlink, .directory, .sealed: break
             }

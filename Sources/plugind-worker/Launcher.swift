@@ -1,3 +1,4 @@
+import CPlugindConfinement
 import CPlugindShims
 import Glibc
 import PlugindSystem
@@ -157,17 +158,27 @@ enum Launcher {
     /// spare only to launches with every layer on. Ends quietly when the host goes away.
     private static func serveAsSpare(_ socket: FileDescriptor, hasNamespaces: Bool) -> Int32 {
         LauncherWarmUp.run()
-        let prepared = Confinement.prepare(hasNamespaces: hasNamespaces, restrictingAhead: true)
+        var prepared = Confinement.prepare(hasNamespaces: hasNamespaces, restrictingAhead: true, isSpare: true)
         // Ready: the host prefers a spare that says so, and waits for it when it settles. The host
         // may have handed this spare its work already (and closed its end): then the send fails
         // and the work is read all the same.
-        var ready: UInt8 = 1
-        _ = send(socket.rawValue, &ready, 1, Int32(MSG_NOSIGNAL))
+        // With it goes a reference to the view's copy of the host's tree, which the host closes
+        // after the launch: the worker's own close is then cheap (see PreforkedLauncher).
+        let ready: [UInt8] = [1]
+        let hostTree = plugind_sandbox_host_tree()
+        let handedOver = hostTree >= 0 ? [hostTree] : []
+        _ = ready.withUnsafeBytes { bytes in
+            handedOver.withUnsafeBufferPointer { fds in
+                plugind_shim_send_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
+            }
+        }
+        let (socket, inPlace) = clearPlaceForWork(socket: socket, prepared: &prepared)
         var message = [UInt8](repeating: 0, count: 4)
         var received = [CInt](repeating: -1, count: Int(PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS))
         var length = 0
         var count: CInt = 0
         var status: CInt
+        var woken = false
         repeat {
             // A host that closed its end before reading that byte leaves ECONNRESET, reported
             // once, ahead of the message it sent before closing.
@@ -175,29 +186,98 @@ enum Launcher {
                 plugind_shim_receive_descriptors(
                     socket.rawValue, bytes.baseAddress!, bytes.count, &length, &received, CInt(received.count), &count)
             }
-        } while status == ECONNRESET
-        guard status == 0, length > 0, count >= workerDescriptorCount else { return 0 }
+            woken = status == 0 && length == 1 && count == 0 && message[0] == SpareMessage.wake
+            if woken { spinUntilReadable(socket) }
+        } while status == ECONNRESET || woken
+        // The host sends the output pipe twice, for descriptors 1 and 2.
+        guard status == 0, length > 0, count > workerDescriptorCount else { return 0 }
         let passed = received.prefix(Int(count)).map(FileDescriptor.init(rawValue:))
-        // Descriptor 0 is /dev/null already (inherited from the launcher); the prepared rulesets
-        // go after the worker's descriptors and sealed files.
-        var mapping: [FileDescriptor] = [.standardInput, passed[0], passed[0]] + passed[1...]
+        socket.close()
+        if inPlace && passed.enumerated().allSatisfy({ $1.rawValue == CInt($0 + 1) }) {
+            // Received in place: only standard output and error lose close-on-exec, for programs
+            // a plugin may start.
+            for descriptor: CInt in [1, 2] { _ = fcntl(descriptor, F_SETFD, 0) }
+        } else if !installInPlace([.standardInput] + passed, prepared: &prepared) {
+            return 127
+        }
+        return WorkerMain.run(prepared: prepared)
+    }
+
+    /// The lowest descriptor number a spare keeps its own descriptors at while it waits: above
+    /// any a launch passes, so that the launch's arrive in place.
+    private static let keptDescriptorFloor = CInt(PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) + 8
+
+    /// Moves what the spare keeps (its socket, the prepared rulesets, the view's copy of the
+    /// host's tree) above `keptDescriptorFloor` and closes every descriptor from 1 below it, so
+    /// that the launch's descriptors are received straight where the worker needs them (1, 2,
+    /// 3, …; 0 is /dev/null already) with no copying afterwards. Returns the socket and whether
+    /// the range is clear; when a move fails the layout stays as it was.
+    private static func clearPlaceForWork(socket: FileDescriptor, prepared: inout Confinement.Prepared) -> (FileDescriptor, Bool) {
+        func moveUp(_ descriptor: FileDescriptor) -> FileDescriptor? {
+            guard let moved = try? descriptor.duplicate(minimum: keptDescriptorFloor) else { return nil }
+            descriptor.close()
+            return moved
+        }
+        guard let movedSocket = moveUp(socket) else { return (socket, false) }
+        if let rulesets = prepared.rulesets {
+            guard let withoutNetwork = moveUp(rulesets.withoutNetwork) else { return (movedSocket, false) }
+            guard let withNetwork = moveUp(rulesets.withNetwork) else {
+                prepared.rulesets = rulesets.moved(withoutNetwork: withoutNetwork, withNetwork: rulesets.withNetwork)
+                return (movedSocket, false)
+            }
+            prepared.rulesets = rulesets.moved(withoutNetwork: withoutNetwork, withNetwork: withNetwork)
+        }
+        let hostTree = plugind_sandbox_host_tree()
+        if hostTree >= 0 {
+            guard let moved = moveUp(FileDescriptor(rawValue: hostTree)) else { return (movedSocket, false) }
+            plugind_sandbox_set_host_tree(moved.rawValue)
+        }
+        return (movedSocket, plugind_shim_close_range(1, UInt32(keptDescriptorFloor - 1)) == 0)
+    }
+
+    /// Puts `mapping` (the worker's descriptors, from 0) in place, followed by the prepared
+    /// rulesets and the view's copy of the host's tree, and closes everything else. False when
+    /// that fails (reported).
+    private static func installInPlace(_ mapping: [FileDescriptor], prepared: inout Confinement.Prepared) -> Bool {
+        var mapping = mapping
         let rulesetDescriptors = prepared.rulesets.map { rulesets -> (FileDescriptor, FileDescriptor) in
             mapping += [rulesets.withoutNetwork, rulesets.withNetwork]
             return (FileDescriptor(rawValue: CInt(mapping.count - 2)), FileDescriptor(rawValue: CInt(mapping.count - 1)))
         }
+        let hostTree = plugind_sandbox_host_tree()
+        if hostTree >= 0 { mapping.append(FileDescriptor(rawValue: hostTree)) }
         do {
             try installDescriptors(mapping)
         } catch {
             WorkerMain.report("spare worker: \(error)")
-            return 127
+            return false
         }
-        var moved = prepared
+        // dup2 cleared close-on-exec; nothing the plugin starts may inherit these.
+        if hostTree >= 0 {
+            let moved = FileDescriptor(rawValue: CInt(mapping.count - 1))
+            try? moved.setCloseOnExec()
+            plugind_sandbox_set_host_tree(moved.rawValue)
+        }
         if let (withoutNetwork, withNetwork) = rulesetDescriptors, let rulesets = prepared.rulesets {
-            // dup2 cleared close-on-exec; nothing the plugin starts may inherit them.
             for descriptor in [withoutNetwork, withNetwork] { try? descriptor.setCloseOnExec() }
-            moved.rulesets = rulesets.moved(withoutNetwork: withoutNetwork, withNetwork: withNetwork)
+            prepared.rulesets = rulesets.moved(withoutNetwork: withoutNetwork, withNetwork: withNetwork)
         }
-        return WorkerMain.run(prepared: moved)
+        return true
+    }
+
+    /// How long a woken spare waits for its work without sleeping; then it sleeps until the
+    /// work (or the end of its host) comes.
+    static let spinAfterWake: Duration = .milliseconds(5)
+
+    /// Polls `socket` without sleeping, yielding the processor to whatever else is runnable on
+    /// it, until something arrives or `spinAfterWake` has passed.
+    private static func spinUntilReadable(_ socket: FileDescriptor) {
+        let deadline = ContinuousClock.now + spinAfterWake
+        var watched = pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0)
+        while ContinuousClock.now < deadline {
+            if poll(&watched, 1, 0) != 0 { return }
+            sched_yield()
+        }
     }
 
     private static func reply(requestID: UInt32, result: Int32, passing descriptor: FileDescriptor?) -> Bool {

@@ -24,6 +24,9 @@ enum WorkerView {
     struct Prepared {
         /// Paths the common part bound, so that a launch does not bind them again.
         let boundPaths: Set<String>
+        /// The process already lives in the view, which a launch only completes and seals
+        /// (`plugind_sandbox_settle_ahead`); false when the view is still built below a temporary root.
+        var settled = false
     }
 
     /// Why a view could not be built: the step and the system's reason.
@@ -35,8 +38,10 @@ enum WorkerView {
     }
 
     /// Begins the view: a new root with the common part, the worker's own /proc and device
-    /// nodes. The process must own its user and mount namespaces.
-    static func prepare() -> Result<Prepared, Failure> {
+    /// nodes. The process must own its user and mount namespaces. With `settlingAhead` (a
+    /// process that will never show the host's whole tree), it also moves into the view now,
+    /// where the kernel allows: a launch then neither pivots nor unmounts the host's tree.
+    static func prepare(settlingAhead: Bool) -> Result<Prepared, Failure> {
         func check(_ step: String, _ result: CInt) -> Failure? {
             result == 0 ? nil : Failure(step: step, errno: Errno(rawValue: result))
         }
@@ -60,7 +65,9 @@ enum WorkerView {
             if let failure = check("link /dev/\(name)", plugind_sandbox_symlink(target, "/dev/" + name)) { return .failure(failure) }
         }
         if let failure = check("mount /proc", plugind_sandbox_mount_proc("/proc")) { return .failure(failure) }
-        return .success(Prepared(boundPaths: bound))
+        // Where the kernel cannot bind from a detached tree, the launch settles the view instead.
+        let settled = settlingAhead && plugind_sandbox_settle_ahead() == 0
+        return .success(Prepared(boundPaths: bound, settled: settled))
     }
 
     /// What `complete` did: the steps it had to leave out (an owner's grant whose path is gone or

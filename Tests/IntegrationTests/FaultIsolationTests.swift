@@ -306,10 +306,7 @@ struct FaultIsolationTests {
     func readOutsideBundle() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        // A root host's worker runs as nobody: what it is granted must be readable by others.
-        chmod(directory.path, 0o755)
-        let secret = directory.path + "/secret.txt"
-        try Data("owner's data".utf8).write(to: URL(fileURLWithPath: secret))
+        let secret = try directory.publicFile("secret.txt", contents: "owner's data")
         let denied = try await outcome(PluginFixture(library: "FaultyFileReader"), request: secret)
         guard case .failure(let error) = denied else {
             Issue.record("read \(secret) without permission")

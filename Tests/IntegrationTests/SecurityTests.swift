@@ -187,6 +187,24 @@ struct SecurityTests {
         #expect(status.st_mode & (S_ISUID | S_ISGID) == 0)
     }
 
+    @Test("no descriptor the plugin holds leads to the host's files: a spare's copy of the host's tree is gone before plugin code runs")
+    func noDescriptorReachesTheHost() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let secret = try directory.publicFile("secret", contents: "the owner's")
+        // The control: the file is there for the host.
+        #expect(access(secret, F_OK) == 0)
+        // After the pool is full the second launch takes a spare, which settled its view ahead
+        // and bound the bundle from its copy of the host's tree.
+        for launch in 1...2 {
+            await PreforkedLauncher.settleAll()
+            try await withProbe { (probe: Probe, _: TestHost) async throws in
+                let answer = try await probe("descriptors", String(secret.dropFirst()))
+                #expect(answer.hasPrefix("none of "), "launch \(launch): \(answer)")
+            }
+        }
+    }
+
     @Test("/proc is the worker's own: no system-wide files, no host process")
     func ownProc() async throws {
         try await withProbe { (probe: Probe, _: TestHost) async throws in

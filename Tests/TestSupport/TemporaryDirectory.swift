@@ -22,6 +22,17 @@ package struct TemporaryDirectory: Sendable {
         return directory
     }
 
+    /// Writes `name` with `contents`, readable by anyone, in this directory made searchable by
+    /// anyone: a root host's worker runs as nobody, so only confinement keeps such a file from it.
+    /// Returns its path.
+    package func publicFile(_ name: String, contents: String) throws -> String {
+        chmod(path, 0o755)
+        let file = path + "/" + name
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: file))
+        chmod(file, 0o644)
+        return file
+    }
+
     package func remove() {
         try? FileManager.default.removeItem(atPath: path)
     }

@@ -130,6 +130,21 @@ int plugind_sandbox_symlink(const char *_Nonnull contents, const char *_Nonnull 
 /// Creates the directory `path` and its parents.
 int plugind_sandbox_make_directory(const char *_Nonnull path);
 
+/// Settles the view ahead, in a spare that will never show the host's whole tree: keeps a
+/// detached copy of the host's tree (closed on close-on-exec and by plugind_sandbox_complete),
+/// pivots into the new root and detaches the old one, so that a launch neither pivots nor
+/// unmounts. From then on targets are absolute paths in the root and sources are found in the
+/// copy. Fails, changing nothing, where the kernel cannot bind from a detached tree.
+int plugind_sandbox_settle_ahead(void);
+
+/// The descriptor of the detached copy of the host's tree, or -1 when the view was not settled
+/// ahead (or is complete).
+int plugind_sandbox_host_tree(void);
+
+/// Tells the view that the copy of the host's tree now has descriptor `fd` (after a spare moved
+/// its descriptors).
+void plugind_sandbox_set_host_tree(int fd);
+
 /// Ends the view: makes the new root read-only (unless `keep_writable`: a view that binds the
 /// host's whole tree for a host that turned confinement off), detaches the host's tree and pivots
 /// into the new root. Afterwards nothing but the view exists for the process.

@@ -19,12 +19,7 @@ package struct SearchRoot: Sendable, Hashable {
 
     /// The roots of `host` in precedence order: bundled plugins first, then the search paths.
     package static func roots(of host: AppExtensionHost) -> [SearchRoot] {
-        var roots: [SearchRoot] = []
-        if let bundled = host.bundledPluginsDirectory {
-            roots.append(SearchRoot(path: bundled.path, isBundledWithHost: true))
-        }
-        roots += host.searchPaths.map { SearchRoot(path: $0.path, isBundledWithHost: false) }
-        return roots
+        HostFiles.of(host).roots
     }
 }
 
@@ -309,9 +304,10 @@ extension Catalog {
     /// The bundle at `bundlePath` as the catalog sees it now (cached when unchanged), with the
     /// search root it lives in. Nil when it is in none of `roots` or has no manifest any more.
     package func entry(atBundlePath bundlePath: String, roots: [SearchRoot]) -> Result<CatalogEntry, BundleProblem>? {
-        let parent = (bundlePath as NSString).deletingLastPathComponent
-        let name = (bundlePath as NSString).lastPathComponent
-        guard let root = roots.first(where: { (canonicalPath($0.path) ?? $0.path) == parent }) else { return nil }
+        guard let slash = bundlePath.lastIndex(of: "/"), slash != bundlePath.startIndex else { return nil }
+        let parent = String(bundlePath[..<slash])
+        let name = String(bundlePath[bundlePath.index(after: slash)...])
+        guard !name.isEmpty, let root = roots.first(where: { (canonicalPath($0.path) ?? $0.path) == parent }) else { return nil }
         return inspect(name, inRoot: parent, descriptor: -1)?.map { CatalogEntry(bundle: $0, root: root) }
     }
 }

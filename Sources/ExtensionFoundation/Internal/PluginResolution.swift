@@ -37,7 +37,8 @@ enum PluginResolution {
         if let error = policy.errors.first, !entry.root.isBundledWithHost {
             throw AppExtensionError(.notApproved, plugin: id, "cannot be approved while \(error)")
         }
-        switch policy.decision(for: entry) {
+        let evaluation = policy.evaluation(for: entry)
+        switch evaluation.decision {
         case .available:
             break
         case .unapproved:
@@ -62,6 +63,6 @@ enum PluginResolution {
                 "is quarantined since \(ISO8601DateFormatter().string(from: quarantine.since)) (\(quarantine.reason)); clear it with 'plugind quarantine clear \(id)'"
             )
         }
-        return policy.approval(for: entry)
+        return evaluation.approval
     }
 }

@@ -13,12 +13,26 @@ import PlugindWire
 /// host holds a pidfd for each spare from the moment it learns of it, and reaps it whether it
 /// becomes a worker or dies unused.
 package final class PreforkedLauncher: EventLoopHandler {
-    private struct Spare {
+    fileprivate struct Spare {
         var process: SpawnedProcess
         var socket: FileDescriptor
         /// The spare said it finished getting ready (one byte on its socket); until then its
         /// socket is watched.
         var isPrepared = false
+        /// The spare's detached copy of the host's tree, handed over with its ready byte (see
+        /// `StartedWorker.hostTree`).
+        var hostTree: FileDescriptor?
+    }
+
+    /// A worker the launcher started.
+    struct StartedWorker {
+        let process: SpawnedProcess
+        /// A spare settles its view ahead and binds the plugin's files from a detached copy of
+        /// the host's tree, which it closes before plugin code runs. Closing the last reference
+        /// to such a tree waits for the kernel (tens of microseconds), so the spare hands this
+        /// side a reference: the worker's close is then cheap, and this one is closed once the
+        /// worker has completed its view (`launchFinished`), off the launch's path.
+        let hostTree: FileDescriptor?
     }
 
     private struct State {
@@ -47,6 +61,10 @@ package final class PreforkedLauncher: EventLoopHandler {
             guard !spares.isEmpty else { return nil }
             return spares.remove(at: spares.firstIndex(where: \.isPrepared) ?? 0)
         }
+
+        mutating func takePreparedSpare() -> Spare? {
+            spares.firstIndex(where: \.isPrepared).map { spares.remove(at: $0) }
+        }
     }
 
     private let executable: String
@@ -56,6 +74,11 @@ package final class PreforkedLauncher: EventLoopHandler {
     private let state = Locked(State())
 
     private static let launchers = Locked<[String: PreforkedLauncher]>([:])
+
+    /// The running launcher for `executable`, if there is one.
+    static func running(executable: String) -> PreforkedLauncher? {
+        launchers.withLock { $0[executable] }.flatMap { $0.isStopped ? nil : $0 }
+    }
 
     /// The running launcher for `executable`, started if there is none (or it died).
     static func shared(executable: String, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
@@ -139,33 +162,41 @@ package final class PreforkedLauncher: EventLoopHandler {
     /// /dev/null, then the sealed files) and `options`: a spare when there is one, else one forked
     /// on the spot. Returns its pid and pidfd; the worker is a child of this process.
     /// With `cgroup`, the worker joins that control group before it runs any code of its own.
-    func start(descriptors: [FileDescriptor], options: SpawnRequest.Options, cgroup: WorkerCgroup? = nil) async throws -> SpawnedProcess {
+    func start(
+        descriptors: [FileDescriptor], options: SpawnRequest.Options, cgroup: WorkerCgroup? = nil, reservation: SpareReservation? = nil
+    ) async throws -> StartedWorker {
         let raw = descriptors.map(\.rawValue)
         // Spares restricted themselves ahead, for launches with every layer on.
         let spareUsable = !options.contains(.noAdvanceRestrictions)
-        while spareUsable, let spare = state.withLock({ $0.takeSpare() }) {
+        // A spare reserved by another launcher (one that has since stopped) is given back.
+        if let reservation, reservation.launcher !== self || !spareUsable { reservation.release() }
+        var reserved = reservation?.take()
+        while spareUsable, var spare = reserved ?? state.withLock({ $0.takeSpare() }) {
+            reserved = nil
             if !spare.isPrepared { loop.deregister(spare.socket) }
             // A spare runs only plugind's code until it has its descriptors.
             if let cgroup, (try? cgroup.add(spare.process.processIdentifier)) == nil {
                 discard(spare)
                 continue
             }
-            let marker: [UInt8] = [1]
+            let marker: [UInt8] = [SpareMessage.work]
+            // The output pipe twice: the spare receives them as its descriptors 1, 2, 3, ….
             let sent = marker.withUnsafeBytes { bytes in
-                raw.withUnsafeBufferPointer { fds in
+                ([raw[0]] + raw).withUnsafeBufferPointer { fds in
                     plugind_shim_send_descriptors(spare.socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
                 }
             }
-            if !spare.isPrepared { Self.drainReadiness(spare.socket) }
+            if !spare.isPrepared { spare.hostTree = Self.receiveReadiness(spare.socket) }
             spare.socket.close()
             loop.deregister(spare.process.processDescriptor)
-            if sent == 0 { return spare.process }
+            if sent == 0 { return StartedWorker(process: spare.process, hostTree: spare.hostTree) }
+            Self.dropHostTree(spare.hostTree)
             // That spare is unusable (dead, or its socket failed): kill it, reap it on the loop
             // thread, never here, and try the next.
             try? spare.process.processDescriptor.sendSignal(SIGKILL)
             reapLater(spare.process)
         }
-        return try await withCheckedThrowingContinuation { continuation in
+        let process = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SpawnedProcess, any Error>) in
             let failure: SystemError? = state.withLock { state in
                 guard !state.stopped else { return SystemError("launcher", .noSuchProcess) }
                 let id = state.nextRequestID
@@ -176,6 +207,56 @@ package final class PreforkedLauncher: EventLoopHandler {
             }
             if let failure { continuation.resume(throwing: failure) }
         }
+        return StartedWorker(process: process, hostTree: nil)
+    }
+
+    /// Takes a ready spare for a launch that will hand it its work in a moment, and wakes it now
+    /// (`SpareMessage.wake`). Nil when no spare is ready. Until `start` takes it (or the
+    /// reservation is released) nothing watches it: a spare that dies meanwhile is found out
+    /// when its work is sent.
+    func reserveSpare() -> SpareReservation? {
+        guard let spare = state.withLock({ $0.stopped ? nil : $0.takePreparedSpare() }) else { return nil }
+        loop.deregister(spare.process.processDescriptor)
+        var wake = SpareMessage.wake
+        _ = Glibc.send(spare.socket.rawValue, &wake, 1, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+        return SpareReservation(spare, launcher: self)
+    }
+
+    /// Gives back a spare that was reserved and not used.
+    fileprivate func putBack(_ spare: Spare) {
+        guard watch(spare.process) else {
+            discard(spare)
+            return
+        }
+        let kept = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.spares.insert(spare, at: 0)
+            return true
+        }
+        if !kept {
+            loop.deregister(spare.process.processDescriptor)
+            discard(spare)
+        }
+        resumeSettledWaiters()
+    }
+
+    /// Watches a spare's process again, so that its death is noticed and reaped.
+    private func watch(_ process: SpawnedProcess) -> Bool {
+        (try? loop.register(process.processDescriptor, events: Epoll.readable, handler: self)) != nil
+    }
+
+    /// After a launch that `start` began, once the worker answered or failed: releases the
+    /// spare's copy of the host's tree and asks for the next spare, so that the fork does not
+    /// compete with the worker that just started.
+    func launchFinished(_ started: StartedWorker, options: SpawnRequest.Options) {
+        Self.dropHostTree(started.hostTree)
+        replenish(options: options)
+    }
+
+    /// Closes a spare's copy of the host's tree. Closing the last reference costs tens of
+    /// microseconds; it is done here, after the launch, rather than by the worker during it.
+    private static func dropHostTree(_ hostTree: FileDescriptor?) {
+        hostTree?.close()
     }
 
     /// How many spares to keep: two, so that back-to-back launches find one that has finished
@@ -306,7 +387,8 @@ package final class PreforkedLauncher: EventLoopHandler {
             spareSocket?.close()
             return false
         }
-        guard let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) else {
+        // Never blocking: the ready byte is read at a launch that may come before it.
+        guard (try? spareSocket.setNonBlocking()) != nil, let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) else {
             spareSocket.close()
             return false
         }
@@ -335,22 +417,35 @@ package final class PreforkedLauncher: EventLoopHandler {
         }
         guard let found else { return false }
         loop.deregister(found)
-        Self.drainReadiness(found)
+        let hostTree = Self.receiveReadiness(found)
+        // The spare may have been handed out meanwhile: then its launch is under way.
+        let kept = state.withLock { state -> Bool in
+            guard let index = state.spares.firstIndex(where: { $0.socket.rawValue == descriptor }) else { return false }
+            state.spares[index].hostTree = hostTree
+            return true
+        }
+        if !kept { Self.dropHostTree(hostTree) }
         resumeSettledWaiters()
         return true
     }
 
-    /// Reads a spare's ready byte: a socket closed with unread data would make the spare's next
-    /// read fail once (it retries, but need not).
-    private static func drainReadiness(_ socket: FileDescriptor) {
+    /// Reads a spare's ready byte, without waiting, and the copy of the host's tree it may hand
+    /// over with it. A socket closed with unread data would make the spare's next read fail once
+    /// (it retries, but need not).
+    private static func receiveReadiness(_ socket: FileDescriptor) -> FileDescriptor? {
         var byte: UInt8 = 0
-        _ = recv(socket.rawValue, &byte, 1, Int32(MSG_DONTWAIT))
+        var length = 0
+        var passed: CInt = -1
+        var count: CInt = 0
+        let result = plugind_shim_receive_descriptors(socket.rawValue, &byte, 1, &length, &passed, 1, &count)
+        return result == 0 && count == 1 ? FileDescriptor(rawValue: passed) : nil
     }
 
     /// Kills a spare that cannot be used and reaps it on the loop thread.
     private func discard(_ spare: Spare) {
         if !spare.isPrepared { loop.deregister(spare.socket) }
         spare.socket.close()
+        Self.dropHostTree(spare.hostTree)
         loop.deregister(spare.process.processDescriptor)
         try? spare.process.processDescriptor.sendSignal(SIGKILL)
         reapLater(spare.process)
@@ -380,6 +475,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         loop.deregister(spare.process.processDescriptor)
         if !spare.isPrepared { loop.deregister(spare.socket) }
         spare.socket.close()
+        Self.dropHostTree(spare.hostTree)
         _ = try? spare.process.processDescriptor.waitForProcessExit()
         spare.process.processDescriptor.close()
     }
@@ -415,6 +511,7 @@ package final class PreforkedLauncher: EventLoopHandler {
             for spare in stopped.spares {
                 if !spare.isPrepared { loop.deregister(spare.socket) }
                 spare.socket.close()
+                spare.hostTree?.close()
             }
             for child in [process.processDescriptor] + stopped.spares.map(\.process.processDescriptor) {
                 loop.deregister(child)
@@ -424,6 +521,30 @@ package final class PreforkedLauncher: EventLoopHandler {
             }
         }
         if onLoop { loop.execute(end) } else { end() }
+    }
+}
+
+/// A ready spare set aside for one launch and woken ahead of its work. `start` takes it; a launch
+/// that ends before then gives it back with `release()`.
+final class SpareReservation: Sendable {
+    let launcher: PreforkedLauncher
+    private let spare: Locked<PreforkedLauncher.Spare?>
+
+    fileprivate init(_ spare: PreforkedLauncher.Spare, launcher: PreforkedLauncher) {
+        self.spare = Locked(spare)
+        self.launcher = launcher
+    }
+
+    fileprivate func take() -> PreforkedLauncher.Spare? {
+        spare.withLock { spare in
+            defer { spare = nil }
+            return spare
+        }
+    }
+
+    /// Gives the spare back unless `start` took it.
+    func release() {
+        if let spare = take() { launcher.putBack(spare) }
     }
 }
 

@@ -25,6 +25,12 @@ enum WorkerLauncher {
             throw AppExtensionError(sealedFileFailure: error, plugin: plan.pluginIdentifier)
         }
         defer { for descriptor in sealed { descriptor.close() } }
+        // The spare this launch will most likely use is woken now, so that it runs by the time
+        // the pipes and the shared memory below are made.
+        let reservation =
+            plan.launchStrategy == .preforked && plan.load.confinement.permitsAdvanceRestrictions
+            ? PreforkedLauncher.running(executable: executable)?.reserveSpare() : nil
+        defer { reservation?.release() }
         // A plugin that may start processes runs in a control group of its own, where the host
         // may make one, so that its limits cover its children too.
         var cgroup: WorkerCgroup?
@@ -43,7 +49,8 @@ enum WorkerLauncher {
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start the event loop: \(error)", underlying: error)
         }
         if plan.launchStrategy == .preforked,
-            let launched = try await launch(plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop, sharedLauncher: true)
+            let launched = try await launch(
+                plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop, sharedLauncher: true, reservation: reservation)
         {
             return launched
         }
@@ -67,7 +74,8 @@ enum WorkerLauncher {
         sealed: [FileDescriptor],
         cgroup: WorkerCgroup?,
         loop: WorkerEventLoop,
-        sharedLauncher: Bool
+        sharedLauncher: Bool,
+        reservation: SpareReservation? = nil
     ) async throws -> (WorkerChannel, Ready)? {
         let pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor)
         do {
@@ -89,7 +97,7 @@ enum WorkerLauncher {
         var offer = Hello(load: plan.load)
         if sharedMemory == nil { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
         let hello = HostMessage.hello(offer).encode()
-        let started: (SpawnedProcess, PreforkedLauncher?)?
+        let started: (PreforkedLauncher.StartedWorker, PreforkedLauncher?)?
         let pending: [UInt8]
         do {
             // Only what the pipe takes without blocking: nobody reads it yet. The rest is
@@ -98,12 +106,12 @@ enum WorkerLauncher {
             pending = try writeWithoutBlocking(hello.header.bytes + hello.payload, to: pipes.toWorker.writeEnd)
             started = try await start(
                 executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, sealed: sealed, cgroup: cgroup,
-                confinement: plan.load.confinement, sharedLauncher: sharedLauncher, loop: loop)
+                confinement: plan.load.confinement, sharedLauncher: sharedLauncher, reservation: reservation, loop: loop)
         } catch {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(error)", underlying: error)
         }
-        guard let (process, launcher) = started else {
+        guard let (worker, launcher) = started else {
             for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
             return nil
         }
@@ -113,7 +121,7 @@ enum WorkerLauncher {
             hostIdentifier: plan.hostIdentifier,
             asksPerConnection: plan.asksPerConnection,
             limits: plan.load.limits,
-            process: process,
+            process: worker.process,
             toWorker: pipes.toWorker.writeEnd,
             fromWorker: pipes.fromWorker.readEnd,
             diagnostics: pipes.output.readEnd,
@@ -122,14 +130,17 @@ enum WorkerLauncher {
             sharedMemory: sharedMemory.map { ($0.memory, $0.layout) },
             cgroup: cgroup
         )
+        // Once the worker is up (or failed), on the loop's thread: the spare's copy of the host's
+        // tree is released and the next spare forked, neither while the worker starts.
+        defer { if let launcher { loop.execute { launcher.launchFinished(worker, options: isolatingOptions()) } } }
+        // With the whole hello in the pipe, a quick worker's answer is awaited right here.
+        if pending.isEmpty { channel.receiveHandshake(within: min(plan.launchTimeout, handshakeWaitOnCaller)) }
         do {
             try channel.activate(pending: pending)
         } catch {
             channel.stop(.cancelledLaunch)
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot watch the worker: \(error)", underlying: error)
         }
-        // The next spare is forked once this worker is up, not while it starts.
-        defer { launcher?.replenish(options: isolatingOptions()) }
         let ready = try await channel.awaitReady(timeout: plan.launchTimeout)
         return (channel, ready)
     }
@@ -145,8 +156,9 @@ enum WorkerLauncher {
         cgroup: WorkerCgroup?,
         confinement: ConfinementRequest,
         sharedLauncher: Bool,
+        reservation: SpareReservation?,
         loop: WorkerEventLoop
-    ) async throws -> (SpawnedProcess, PreforkedLauncher?)? {
+    ) async throws -> (PreforkedLauncher.StartedWorker, PreforkedLauncher?)? {
         let childEnds = [pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd]
         defer {
             for descriptor in childEnds { descriptor.close() }
@@ -170,12 +182,14 @@ enum WorkerLauncher {
             let spawned: Result<SpawnedProcess, SystemError> = try await loop.run {
                 do throws(SystemError) { return .success(try spawnProcess(request)) } catch { return .failure(error) }
             }
-            return (try spawned.get(), nil)
+            return (PreforkedLauncher.StartedWorker(process: try spawned.get(), hostTree: nil), nil)
         #else
             if sharedLauncher {
                 do {
                     let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
-                    return (try await launcher.start(descriptors: descriptors, options: options, cgroup: cgroup), launcher)
+                    let started = try await launcher.start(
+                        descriptors: descriptors, options: options, cgroup: cgroup, reservation: reservation)
+                    return (started, launcher)
                 } catch {
                     return nil
                 }
@@ -196,6 +210,11 @@ enum WorkerLauncher {
             }
         #endif
     }
+
+    /// How long a launch waits for the worker's answer on its own thread before it leaves the
+    /// wait to the event loop: longer than a quick plugin takes to load, short enough that a
+    /// slow one does not hold a thread of the cooperative pool for long.
+    static let handshakeWaitOnCaller: Duration = .milliseconds(2)
 
     /// Writes what `descriptor` takes without blocking and returns the rest.
     private static func writeWithoutBlocking(_ bytes: [UInt8], to descriptor: FileDescriptor) throws(SystemError) -> [UInt8] {

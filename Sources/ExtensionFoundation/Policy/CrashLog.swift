@@ -39,7 +39,7 @@ package struct CrashLog: Sendable {
     let policy: AppExtensionHost.QuarantinePolicy
 
     package init(host: AppExtensionHost) {
-        path = host.stateDirectory.appendingPathComponent(Self.fileName).path
+        path = HostFiles.of(host).crashLogFile
         policy = host.quarantine
     }
 

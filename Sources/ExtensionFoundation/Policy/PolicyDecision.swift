@@ -37,19 +37,20 @@ package struct PolicySnapshot: Sendable {
 
     package static func read(for host: AppExtensionHost) -> PolicySnapshot {
         var errors: [PolicyFileError] = []
-        func load(_ directory: URL) -> PolicyDocument {
-            switch PolicyDocument.load(from: directory.appendingPathComponent(PolicyDocument.fileName).path) {
+        let files = HostFiles.of(host)
+        func load(_ path: String) -> PolicyDocument {
+            switch PolicyDocument.load(from: path) {
             case .success(let document): return document
             case .failure(let error):
                 errors.append(error)
                 return PolicyDocument()
             }
         }
-        let user = load(host.policyDirectory)
-        let administrator = load(host.administratorPolicyDirectory)
+        let user = load(files.userPolicyFile)
+        let administrator = load(files.administratorPolicyFile)
         var snapshot = PolicySnapshot(user: user, administrator: administrator, errors: errors)
-        snapshot.rulesPath = host.administratorPolicyDirectory.appendingPathComponent(AdministratorRules.fileName).path
-        switch AdministratorRules.load(from: host.administratorPolicyDirectory.path) {
+        snapshot.rulesPath = files.administratorPolicyDirectory + "/" + AdministratorRules.fileName
+        switch AdministratorRules.load(from: files.administratorPolicyDirectory) {
         case .success(let rules): snapshot.rules = rules
         case .failure(let error): snapshot.errors.append(error)
         }
