@@ -14,6 +14,8 @@ package struct Epoll: Sendable {
     package static let writable = UInt32(EPOLLOUT.rawValue)
     package static let hangUp = UInt32(EPOLLHUP.rawValue)
     package static let error = UInt32(EPOLLERR.rawValue)
+    /// For /proc/self/mountinfo: the mount table changed.
+    package static let priority = UInt32(EPOLLPRI.rawValue)
 
     /// Watches `fd` for `events`, reporting `token` as the event's data: a registration's own
     /// number, so that an event still queued for a descriptor that was closed and reused cannot

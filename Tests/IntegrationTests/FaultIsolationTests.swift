@@ -324,6 +324,36 @@ struct FaultIsolationTests {
         #expect(try granted.get() == "owner's data")
     }
 
+    @Test(
+        "a mount made after the spares got ready is seen through an approved grant: the spares are replaced",
+        .enabled(if: getuid() == 0, "mounting in the host's namespace needs root"))
+    func mountAfterSparesReady() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let granted = try test.directory.subdirectory("granted")
+        chmod(test.directory.path, 0o755)
+        chmod(granted, 0o755)
+        let fixture = PluginFixture(library: "FaultyFileReader", extra: ["permissions": ["read": [granted]]])
+        try test.install(fixture, bundled: false)
+        try PolicyEditor(directory: test.host.policyDirectory).approve(
+            try #require(Inventory.take(host: test.host).item(fixture.identifier)?.entry))
+        let configuration = try test.configuration(fixture.identifier)
+        // Spares ready before the mount: each holds a copy of the host's tree without it.
+        try await AppExtensionProcess.withProcess(configuration: configuration) { _ in }
+        await PreforkedLauncher.settleAll()
+        guard mount("tmpfs", granted, "tmpfs", 0, "size=64k,mode=0755") == 0 else {
+            Issue.record("cannot mount a tmpfs on \(granted): \(String(cString: strerror(errno)))")
+            return
+        }
+        defer { umount2(granted, Int32(MNT_DETACH)) }
+        let file = try TemporaryDirectory.publicFile(at: granted, name: "on-the-mount", contents: "from the new mount")
+        await PreforkedLauncher.settleAll()
+        let answer = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
+            String(decoding: try await process.makeConnection().send(Array(file.utf8)), as: UTF8.self)
+        }
+        #expect(answer == "from the new mount")
+    }
+
     @Test("writing inside its own bundle: denied")
     func writeInsideBundle() async throws {
         let denied = try await outcome(PluginFixture(library: "FaultyBundleWriter"), request: "")

@@ -26,8 +26,13 @@ package struct TemporaryDirectory: Sendable {
     /// anyone: a root host's worker runs as nobody, so only confinement keeps such a file from it.
     /// Returns its path.
     package func publicFile(_ name: String, contents: String) throws -> String {
-        chmod(path, 0o755)
-        let file = path + "/" + name
+        try Self.publicFile(at: path, name: name, contents: contents)
+    }
+
+    /// `publicFile` in any directory.
+    package static func publicFile(at directory: String, name: String, contents: String) throws -> String {
+        chmod(directory, 0o755)
+        let file = directory + "/" + name
         try Data(contents.utf8).write(to: URL(fileURLWithPath: file))
         chmod(file, 0o644)
         return file

@@ -71,6 +71,10 @@ package final class PreforkedLauncher: EventLoopHandler {
     private let socket: FileDescriptor
     private let process: SpawnedProcess
     private let loop: WorkerEventLoop
+    /// The host's mount table, watched: spares copy the host's tree when they get ready (see
+    /// `StartedWorker.hostTree`), so a change of mounts replaces them. Nil where it cannot be
+    /// watched.
+    private let mountTable: FileDescriptor?
     private let state = Locked(State())
 
     private static let launchers = Locked<[String: PreforkedLauncher]>([:])
@@ -135,11 +139,13 @@ package final class PreforkedLauncher: EventLoopHandler {
             host.close()
             throw error
         }
-        let started = PreforkedLauncher(executable: executable, socket: host, process: process, loop: loop)
+        let mountTable = try? FileDescriptor.open("/proc/self/mountinfo", O_RDONLY)
+        let started = PreforkedLauncher(executable: executable, socket: host, process: process, loop: loop, mountTable: mountTable)
         do {
             try host.setNonBlocking()
             try loop.register(host, events: Epoll.readable, handler: started)
             try loop.register(process.processDescriptor, events: Epoll.readable, handler: started)
+            if let mountTable { try loop.register(mountTable, events: Epoll.priority, handler: started) }
         } catch {
             started.stop()
             throw error
@@ -147,11 +153,12 @@ package final class PreforkedLauncher: EventLoopHandler {
         return started
     }
 
-    private init(executable: String, socket: FileDescriptor, process: SpawnedProcess, loop: WorkerEventLoop) {
+    private init(executable: String, socket: FileDescriptor, process: SpawnedProcess, loop: WorkerEventLoop, mountTable: FileDescriptor?) {
         self.executable = executable
         self.socket = socket
         self.process = process
         self.loop = loop
+        self.mountTable = mountTable
     }
 
     var isStopped: Bool {
@@ -299,6 +306,10 @@ package final class PreforkedLauncher: EventLoopHandler {
             stop()
             return
         }
+        if descriptor == mountTable?.rawValue {
+            mountsChanged()
+            return
+        }
         if descriptor != socket.rawValue {
             if !sparePrepared(socket: descriptor) { spareExited(descriptor) }
             return
@@ -361,6 +372,9 @@ package final class PreforkedLauncher: EventLoopHandler {
     }
 
     func settled() async {
+        // What the loop has been told already (a change of mounts) is handled first: jobs run
+        // after the events of their pass.
+        _ = try? await loop.run {}
         replenish(options: WorkerLauncher.isolatingOptions())
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state -> Bool in
@@ -441,6 +455,19 @@ package final class PreforkedLauncher: EventLoopHandler {
         return result == 0 && count == 1 ? FileDescriptor(rawValue: passed) : nil
     }
 
+    /// The host's mounts changed: the spares' copies of its tree are out of date, so they are
+    /// replaced (a plugin or grant on a new mount would otherwise not be found, or be found as
+    /// the directory the mount covers).
+    private func mountsChanged() {
+        let outdated = state.withLock { state -> [Spare] in
+            defer { state.spares.removeAll() }
+            return state.spares
+        }
+        guard !outdated.isEmpty else { return }
+        for spare in outdated { discard(spare) }
+        replenish(options: WorkerLauncher.isolatingOptions())
+    }
+
     /// Kills a spare that cannot be used and reaps it on the loop thread.
     private func discard(_ spare: Spare) {
         if !spare.isPrepared { loop.deregister(spare.socket) }
@@ -504,10 +531,14 @@ package final class PreforkedLauncher: EventLoopHandler {
         guard let stopped else { return }
         resumeSettledWaiters()
         for continuation in stopped.pending { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
-        let (socket, process, loop) = (socket, process, loop)
+        let (socket, process, loop, mountTable) = (socket, process, loop, mountTable)
         let end: @Sendable () -> Void = {
             loop.deregister(socket)
             socket.close()
+            if let mountTable {
+                loop.deregister(mountTable)
+                mountTable.close()
+            }
             for spare in stopped.spares {
                 if !spare.isPrepared { loop.deregister(spare.socket) }
                 spare.socket.close()
