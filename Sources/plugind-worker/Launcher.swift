@@ -267,7 +267,7 @@ enum Launcher {
 
     /// How long a woken spare waits for its work without sleeping; then it sleeps until the
     /// work (or the end of its host) comes.
-    static let spinAfterWake: Duration = .milliseconds(5)
+    static let spinAfterWake: Duration = .microseconds(500)
 
     /// Polls `socket` without sleeping, yielding the processor to whatever else is runnable on
     /// it, until something arrives or `spinAfterWake` has passed.

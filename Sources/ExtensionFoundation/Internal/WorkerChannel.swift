@@ -149,13 +149,13 @@ final class WorkerChannel: EventLoopHandler {
     /// Before `activate`: waits on the calling thread, at most `budget`, for the worker's answer
     /// to the handshake and takes it in. A worker that answers quickly then costs no hand-off
     /// through the event loop's thread to the awaiting task: two thread wake-ups, each tens of
-    /// microseconds on a small virtual machine. For the first half of the budget it polls without
+    /// microseconds on a small virtual machine. For the first `handshakeSpin` it polls without
     /// sleeping (yielding the processor to anything runnable), since sleeping would cost such a
-    /// wake-up itself. Anything else (end of file, a slow or silent worker) is left to the event
+    /// wake-up itself; then it sleeps in `poll` for the rest. Anything else (end of file, a slow or silent worker) is left to the event
     /// loop, which `activate` starts watching; nothing read here is lost to it.
     func receiveHandshake(within budget: Duration) {
         let deadline = ContinuousClock.now + budget
-        let spinDeadline = ContinuousClock.now + budget / 2
+        let spinDeadline = ContinuousClock.now + min(budget, Self.handshakeSpin)
         guard (try? fromWorker.setNonBlocking()) != nil else { return }
         while state.withLock({ $0.ready == nil && $0.stopCause == nil && $0.loadFailure == nil }) {
             let remaining = ContinuousClock.now.duration(to: deadline)
@@ -189,6 +189,10 @@ final class WorkerChannel: EventLoopHandler {
             guard received, violation == nil else { return }
         }
     }
+
+    /// How long `receiveHandshake` polls without sleeping: a C plugin's worker answers about
+    /// 0.35 ms after it has its descriptors; a longer spin would burn a processor under load.
+    static let handshakeSpin: Duration = .microseconds(500)
 
     /// Checks the control group's CPU time, the worker's and its children's together, and stops
     /// the worker at the limit. The next check comes when the limit could be reached at the
