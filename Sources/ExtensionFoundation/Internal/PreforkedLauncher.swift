@@ -22,6 +22,9 @@ package final class PreforkedLauncher: EventLoopHandler {
         /// The spare's detached copy of the host's tree, handed over with its ready byte (see
         /// `StartedWorker.hostTree`).
         var hostTree: FileDescriptor?
+        /// Its ready byte is known but the copy that comes with it not yet received: until then
+        /// the pool is not settled (this process's descriptors are about to change).
+        var receivingHostTree = false
     }
 
     /// A worker the launcher started.
@@ -52,7 +55,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         var isSettled: Bool {
             stopped
                 || (spareRequest == nil && (spares.count >= PreforkedLauncher.spareCount || spareFailed)
-                    && spares.allSatisfy(\.isPrepared))
+                    && spares.allSatisfy { $0.isPrepared && !$0.receivingHostTree })
         }
 
         /// The spare to hand out: the first one that is ready, else the oldest (the likeliest to
@@ -427,6 +430,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         let found = state.withLock { state -> FileDescriptor? in
             guard let index = state.spares.firstIndex(where: { $0.socket.rawValue == descriptor && !$0.isPrepared }) else { return nil }
             state.spares[index].isPrepared = true
+            state.spares[index].receivingHostTree = true
             return state.spares[index].socket
         }
         guard let found else { return false }
@@ -436,6 +440,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         let kept = state.withLock { state -> Bool in
             guard let index = state.spares.firstIndex(where: { $0.socket.rawValue == descriptor }) else { return false }
             state.spares[index].hostTree = hostTree
+            state.spares[index].receivingHostTree = false
             return true
         }
         if !kept { Self.dropHostTree(hostTree) }
