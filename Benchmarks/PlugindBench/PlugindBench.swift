@@ -33,10 +33,11 @@ enum PlugindBench {
                 // --skip LAYER: that confinement layer off, to show what it costs.
                 if let layer = text("skip") { bench.host.skippedConfinementLayers = [layer] }
                 let backToBack = arguments.contains("--back-to-back")
+                // --unprimed: no worker primed by the launch before (a plugin's first launch).
+                let unprimed = arguments.contains("--unprimed")
+                let name = spawn ? "launch-c-spawn" : backToBack ? "launch-c-back-to-back" : unprimed ? "launch-c-unprimed" : "launch-c"
                 try await Benchmarks.launch(
-                    bench, identifier: Benchmarks.echo,
-                    name: spawn ? "launch-c-spawn" : backToBack ? "launch-c-back-to-back" : "launch-c", iterations: iterations,
-                    backToBack: backToBack)
+                    bench, identifier: Benchmarks.echo, name: name, iterations: iterations, backToBack: backToBack, unprimed: unprimed)
             case "launch-swift":
                 let bench = try BenchHost()
                 defer { bench.remove() }

@@ -59,6 +59,7 @@ struct Suite {
         bench(["round-trip", "--size", "1048576", "--iterations", "\(count(500))", "--name", "echo-1MiB"])
         bench(["launch-c", "--iterations", "\(count(300))"], rename: ["launch-c": "launch-c-unpinned"])
         bench(["launch-c", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-c": "launch-c-same-core"])
+        bench(["launch-c", "--unprimed", "--iterations", "\(count(300))"])
         bench(["launch-c", "--back-to-back", "--iterations", "\(count(300))"])
         bench(["launch-c", "--spawn", "--iterations", "\(count(100))"])
         bench(["launch-swift", "--iterations", "\(count(300))"], rename: ["launch-swift": "launch-swift-unpinned"])
@@ -241,6 +242,10 @@ struct Suite {
         ratioRow("1 MiB echo round trip", "echo-1MiB", "socketpair-1MiB", atMost: 1.0)
         ratioRow("launch until ready, C plugin, unpinned", "launch-c-unpinned", "spawn-c-first-byte-unpinned", atMost: 0.75)
         ratioRow("launch until ready, C plugin, same core", "launch-c-same-core", "spawn-c-first-byte-same-core", atMost: 0.75)
+        ratioRow(
+            "launch until ready, C plugin, first launch (spares ready, no primed worker)", "launch-c-unprimed",
+            "spawn-c-first-byte-unpinned",
+            atMost: 1.0)
         ratioRow(
             "launch until ready, C plugin, back to back (each launch pays for the next spare)", "launch-c-back-to-back",
             "spawn-c-first-byte-unpinned", atMost: 1.0)

@@ -115,6 +115,10 @@ package enum LoadMode: UInt8, Sendable {
     /// declared functions, report in `Ready` (or `LoadFailure`) and exit without calling init:
     /// `plugind verify`.
     case inspectLibrary = 2
+    /// Apply the confinement, then wait: a worker made ahead of a likely launch. The launch sends
+    /// a second `hello` whose load is the same in mode `serve`; anything else ends the worker
+    /// before any plugin code runs.
+    case primed = 3
 }
 
 /// The identity of a file at the moment it was hashed. The change time moves on every write and

@@ -21,17 +21,10 @@ enum WorkerMain {
         // Mapped before any plugin code runs, and its descriptor closed, so the plugin never holds it.
         let sharedMemory = WorkerSharedMemory.take()
 
-        let hello: Hello
-        do {
-            guard let frame = try transport.receive() else { return 0 }
-            guard case .hello(let received) = try HostMessage(frame) else {
-                report("expected hello, received \(frame.header.kind)")
-                return 2
-            }
-            hello = received
-        } catch {
-            report("handshake failed: \(error)")
-            return 2
+        var hello: Hello
+        switch receiveHello(transport) {
+        case .received(let received): hello = received
+        case .ended(let status): return status
         }
 
         guard
@@ -55,6 +48,17 @@ enum WorkerMain {
             // After the view is complete: the report reads /proc/self of the worker's own /proc,
             // and no descriptor of the host's /proc is left for plugin code to walk up from.
             installFatalSignalReport()
+            if hello.load.mode == .primed {
+                // Confined ahead of the launch it was made for, which now says go.
+                guard case .received(let launch) = receiveHello(transport) else { return 0 }
+                var expected = hello.load
+                expected.mode = .serve
+                guard launch.load == expected else {
+                    report("the launch's hello does not match the one this worker was confined for")
+                    return 2
+                }
+                hello = launch
+            }
             if hello.load.mode == .probeConfinement {
                 try transport.send(.ready(ready(version: version, plugin: nil, confinement: confinement, features: [])))
                 return 0
@@ -84,6 +88,26 @@ enum WorkerMain {
             return 2
         }
         return server.serve()
+    }
+
+    private enum HelloReceipt {
+        case received(Hello)
+        /// The host hung up (0) or sent something else (2): the exit status.
+        case ended(Int32)
+    }
+
+    private static func receiveHello(_ transport: PipeTransport) -> HelloReceipt {
+        do {
+            guard let frame = try transport.receive() else { return .ended(0) }
+            guard case .hello(let received) = try HostMessage(frame) else {
+                report("expected hello, received \(frame.header.kind)")
+                return .ended(2)
+            }
+            return .received(received)
+        } catch {
+            report("handshake failed: \(error)")
+            return .ended(2)
+        }
     }
 
     private static func ready(

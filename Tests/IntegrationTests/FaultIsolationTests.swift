@@ -167,7 +167,9 @@ struct FaultIsolationTests {
             await warmUp.invalidateAndWait()
             // Spare workers of the pre-forked launcher hold descriptors too; count with a full pool.
             await PreforkedLauncher.settleAll()
-            // Sealed copies of libraries are kept on purpose; the check is about everything else.
+            // Sealed copies of libraries and a worker primed for the next launch are kept on
+            // purpose; the check is about everything else.
+            PrimedWorkers.discardAllAndWait()
             SealedFileCache.shared.removeAll()
             let descriptorsBefore = ProcessInspection.openDescriptorKinds()
             let cases: [(String, String, [String: Any])] = [
@@ -193,6 +195,7 @@ struct FaultIsolationTests {
             // Crash records are written in the background; let them finish first.
             await CrashRecorder.waitForPendingRecords()
             await PreforkedLauncher.settleAll()
+            PrimedWorkers.discardAllAndWait()
             SealedFileCache.shared.removeAll()
             ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 20)
             guard ProcessInspection.zombieChildren().isEmpty else { exit(21) }

@@ -1,11 +1,24 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindSystem
 import TestSupport
 import Testing
 
 @Suite("Worker lifecycle and failures", .serialized, .timeLimit(.minutes(3)))
 struct ProcessLifecycleTests {
+    /// Launches and ends `configuration`'s plugin until a worker is primed for its next launch
+    /// (one is when a spare is ready after the launch), and returns that worker's pid.
+    static func primeWorker(_ configuration: AppExtensionProcess.Configuration) async -> Int32? {
+        for _ in 0..<5 {
+            await PreforkedLauncher.settleAll()
+            guard (try? await AppExtensionProcess.withProcess(configuration: configuration) { _ in }) != nil else { return nil }
+            await PreforkedLauncher.settleAll()
+            if let pid = PrimedWorkers.processIdentifier { return pid }
+        }
+        return nil
+    }
+
     @Test("a crash in handle is a typed error naming the signal; the host lives; onInterruption fires once")
     func crash() async throws {
         let test = try TestHost()
@@ -178,6 +191,50 @@ struct ProcessLifecycleTests {
         }
     }
 
+    @Test("a plugin launched again takes the worker primed for it, which loaded nothing before that launch")
+    func primedRelaunch() async {
+        // In a process of its own: a launch of anything else, in a test running in parallel, would
+        // end the primed worker. Exit statuses 30–34 name the check that failed.
+        await #expect(processExitsWith: .success) {
+            let test = try TestHost()
+            defer { test.remove() }
+            try test.install(PluginFixture(library: "Echo"))
+            let configuration = try test.configuration("org.plugind.tests.echo")
+            guard let pid = await ProcessLifecycleTests.primeWorker(configuration) else { exit(30) }
+            // Root may read the maps of the worker, which is not dumpable: no plugin code in them.
+            if getuid() == 0 {
+                let maps = ProcessInspection.readProcFile("/proc/\(pid)/maps")
+                guard !maps.isEmpty else { exit(31) }
+                guard !maps.contains("libEcho") else { exit(32) }
+            }
+            let process = try await AppExtensionProcess(configuration: configuration)
+            guard process.processIdentifier == pid else { exit(33) }
+            guard try await process.makeConnection().send([7]) == [7] else { exit(34) }
+            await process.invalidateAndWait()
+        }
+    }
+
+    @Test("a worker primed for one plan is ended, never used, by a launch of another")
+    func primedMismatch() async {
+        await #expect(processExitsWith: .success) {
+            var test = try TestHost()
+            defer { test.remove() }
+            try test.install(PluginFixture(library: "Echo"))
+            guard let pid = await ProcessLifecycleTests.primeWorker(try test.configuration("org.plugind.tests.echo")) else { exit(40) }
+            let primed = try FileDescriptor.processDescriptor(for: pid)
+            defer { primed.close() }
+            // Another memory limit: the worker was confined for other limits than this launch's.
+            test.host.limits.memoryBytes /= 2
+            let process = try await AppExtensionProcess(configuration: try test.configuration("org.plugind.tests.echo"))
+            guard process.processIdentifier != pid else { exit(41) }
+            guard try await process.makeConnection().send([7]) == [7] else { exit(42) }
+            // The primed worker ends (its pidfd becomes readable); it never answered anything.
+            var watched = pollfd(fd: primed.rawValue, events: Int16(POLLIN), revents: 0)
+            guard poll(&watched, 1, 10_000) == 1 else { exit(43) }
+            await process.invalidateAndWait()
+        }
+    }
+
     @Test("200 launch and invalidate cycles leave no zombie and no descriptor behind")
     func launchCycles() async {
         // In a process of its own, so that descriptors and children of tests running in parallel
@@ -189,8 +246,10 @@ struct ProcessLifecycleTests {
             let configuration = try test.configuration("org.plugind.tests.echo")
             // One warm-up cycle starts the event loop, whose descriptors live for the process.
             try await AppExtensionProcess.withProcess(configuration: configuration) { _ in }
-            // Spare workers of the pre-forked launcher hold descriptors too; count with a full pool.
+            // Spare workers of the pre-forked launcher hold descriptors too; count with a full pool,
+            // and without a worker primed for the next launch (made when a spare is ready).
             await PreforkedLauncher.settleAll()
+            PrimedWorkers.discardAllAndWait()
             let descriptorsBefore = ProcessInspection.openDescriptorKinds()
             var pids: [Int32] = []
             for index in 0..<200 {
@@ -203,6 +262,7 @@ struct ProcessLifecycleTests {
                 await process.invalidateAndWait()
             }
             await PreforkedLauncher.settleAll()
+            PrimedWorkers.discardAllAndWait()
             ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 11)
             guard ProcessInspection.zombieChildren().isEmpty else { exit(12) }
             guard pids.allSatisfy({ !ProcessInspection.exists($0) }), Set(pids).count == 200 else { exit(13) }

@@ -189,22 +189,7 @@ package final class PreforkedLauncher: EventLoopHandler {
                 discard(spare)
                 continue
             }
-            let marker: [UInt8] = [SpareMessage.work]
-            // The output pipe twice: the spare receives them as its descriptors 1, 2, 3, ….
-            let sent = marker.withUnsafeBytes { bytes in
-                ([raw[0]] + raw).withUnsafeBufferPointer { fds in
-                    plugind_shim_send_descriptors(spare.socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
-                }
-            }
-            if !spare.isPrepared { spare.hostTree = Self.receiveReadiness(spare.socket) }
-            spare.socket.close()
-            loop.deregister(spare.process.processDescriptor)
-            if sent == 0 { return StartedWorker(process: spare.process, hostTree: spare.hostTree) }
-            Self.dropHostTree(spare.hostTree)
-            // That spare is unusable (dead, or its socket failed): kill it, reap it on the loop
-            // thread, never here, and try the next.
-            try? spare.process.processDescriptor.sendSignal(SIGKILL)
-            reapLater(spare.process)
+            if let started = hand(raw, to: &spare) { return started }
         }
         let process = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SpawnedProcess, any Error>) in
             let failure: SystemError? = state.withLock { state in
@@ -218,6 +203,42 @@ package final class PreforkedLauncher: EventLoopHandler {
             if let failure { continuation.resume(throwing: failure) }
         }
         return StartedWorker(process: process, hostTree: nil)
+    }
+
+    /// Sends a worker's descriptors to `spare`, which becomes that worker. Nil when the spare is
+    /// unusable (dead, or its socket failed): it is killed and reaped on the loop thread.
+    private func hand(_ descriptors: [CInt], to spare: inout Spare) -> StartedWorker? {
+        let marker: [UInt8] = [SpareMessage.work]
+        // The output pipe twice: the spare receives them as its descriptors 1, 2, 3, ….
+        let sent = marker.withUnsafeBytes { bytes in
+            ([descriptors[0]] + descriptors).withUnsafeBufferPointer { fds in
+                plugind_shim_send_descriptors(spare.socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
+            }
+        }
+        if !spare.isPrepared { spare.hostTree = Self.receiveReadiness(spare.socket) }
+        spare.socket.close()
+        loop.deregister(spare.process.processDescriptor)
+        if sent == 0 { return StartedWorker(process: spare.process, hostTree: spare.hostTree) }
+        Self.dropHostTree(spare.hostTree)
+        try? spare.process.processDescriptor.sendSignal(SIGKILL)
+        reapLater(spare.process)
+        return nil
+    }
+
+    /// Starts a worker on a ready spare, without waiting: nil when there is none (or it failed).
+    func startOnReadySpare(descriptors: [FileDescriptor]) -> StartedWorker? {
+        guard var spare = state.withLock({ $0.stopped ? nil : $0.takePreparedSpare() }) else { return nil }
+        let started = hand(descriptors.map(\.rawValue), to: &spare)
+        replenish(options: WorkerLauncher.isolatingOptions())
+        return started
+    }
+
+    /// Ends a worker this launcher started that will not be used: killed, reaped on the loop
+    /// thread, its copy of the host's tree dropped.
+    func discard(_ started: StartedWorker) {
+        Self.dropHostTree(started.hostTree)
+        try? started.process.processDescriptor.sendSignal(SIGKILL)
+        reapLater(started.process)
     }
 
     /// Takes a ready spare for a launch that will hand it its work in a moment, and wakes it now
@@ -468,6 +489,7 @@ package final class PreforkedLauncher: EventLoopHandler {
             defer { state.spares.removeAll() }
             return state.spares
         }
+        PrimedWorkers.discardAll()
         guard !outdated.isEmpty else { return }
         for spare in outdated { discard(spare) }
         replenish(options: WorkerLauncher.isolatingOptions())

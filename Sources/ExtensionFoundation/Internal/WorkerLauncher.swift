@@ -16,6 +16,15 @@ enum WorkerLauncher {
         } catch {
             throw AppExtensionError(.workerNotFound, plugin: nil, error.message)
         }
+        let loop: WorkerEventLoop
+        do {
+            loop = try WorkerEventLoop.shared()
+        } catch {
+            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start the event loop: \(error)", underlying: error)
+        }
+        // A worker confined for this very plan waits already (see `PrimedWorkers`): this launch,
+        // whose policy check has passed, is its go.
+        if let primed = PrimedWorkers.take(for: plan) { return try await launch(plan, primed: primed, loop: loop) }
         // The bytes the worker will load: read, hashed and sealed (or reused from an earlier
         // launch), and checked against the approval before any process starts.
         let sealed: [FileDescriptor]
@@ -41,12 +50,6 @@ enum WorkerLauncher {
                 throw AppExtensionError(
                     .spawnFailed, plugin: plan.pluginIdentifier, "cannot create its control group: \(error)", underlying: error)
             }
-        }
-        let loop: WorkerEventLoop
-        do {
-            loop = try WorkerEventLoop.shared()
-        } catch {
-            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start the event loop: \(error)", underlying: error)
         }
         if plan.launchStrategy == .preforked,
             let launched = try await launch(
@@ -77,62 +80,93 @@ enum WorkerLauncher {
         sharedLauncher: Bool,
         reservation: SpareReservation? = nil
     ) async throws -> (WorkerChannel, Ready)? {
-        let pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor)
+        let resources: WorkerResources
         do {
-            pipes = (
-                try PlugindSystem.Pipe(), try PlugindSystem.Pipe(), try PlugindSystem.Pipe(), try FileDescriptor.open("/dev/null", O_RDONLY)
-            )
+            resources = try WorkerResources(load: plan.load)
         } catch {
             throw AppExtensionError(
                 .spawnFailed, plugin: plan.pluginIdentifier, "cannot create the worker's pipes: \(error)", underlying: error)
         }
-        // Shared memory for large messages, when the limits make it worthwhile; without it every
-        // message takes the pipe.
-        let sharedMemory = SharedMemoryLayout(limits: plan.load.limits).flatMap { layout in
-            (try? SharedMemory.create(size: layout.totalSize)).map { (memory: $0.0, layout: layout, descriptor: $0.1) }
-        }
-        defer { sharedMemory?.descriptor.close() }
-        // The hello goes into the pipe before the worker exists: the worker reads it the moment it
-        // starts, instead of waiting for this side to learn its pid.
-        var offer = Hello(load: plan.load)
-        if sharedMemory == nil { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
-        let hello = HostMessage.hello(offer).encode()
         let started: (PreforkedLauncher.StartedWorker, PreforkedLauncher?)?
-        let pending: [UInt8]
         do {
-            // Only what the pipe takes without blocking: nobody reads it yet. The rest is
-            // written as the worker reads (a manifest can make the hello large, and a user with
-            // many pipes gets small ones).
-            pending = try writeWithoutBlocking(hello.header.bytes + hello.payload, to: pipes.toWorker.writeEnd)
             started = try await start(
-                executable: executable, pipes: pipes, sharedMemory: sharedMemory?.descriptor, sealed: sealed, cgroup: cgroup,
+                executable: executable, resources: resources, sealed: sealed, cgroup: cgroup,
                 confinement: plan.load.confinement, sharedLauncher: sharedLauncher, reservation: reservation, loop: loop)
         } catch {
-            for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
+            resources.hostEnds.close()
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(error)", underlying: error)
         }
         guard let (worker, launcher) = started else {
-            for descriptor in [pipes.output.readEnd, pipes.toWorker.writeEnd, pipes.fromWorker.readEnd] { descriptor.close() }
+            resources.hostEnds.close()
             return nil
         }
+        let launched = try await handshake(
+            plan, worker: worker, ends: resources.hostEnds, pending: resources.pending, cgroup: cgroup, loop: loop
+        ) {
+            // The spare's copy of the host's tree is released and the next spare forked, neither
+            // while the worker starts.
+            launcher?.launchFinished(worker, options: isolatingOptions())
+        }
+        // The next launch of the same plugin finds a worker confined for it already.
+        if let launcher, cgroup == nil, let copies = try? sealed.map({ try $0.duplicate() }) {
+            loop.execute { PrimedWorkers.prime(plan, sealed: copies, launcher: launcher) }
+        }
+        return launched
+    }
 
+    /// Launches `plan` on the worker primed for it: the same hello in mode `serve` is its go.
+    private static func launch(_ plan: LaunchPlan, primed: PrimedWorkers.Primed, loop: WorkerEventLoop) async throws -> (
+        WorkerChannel, Ready
+    ) {
+        var offer = Hello(load: plan.load)
+        if primed.ends.sharedMemory == nil { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
+        let hello = HostMessage.hello(offer).encode()
+        let pending: [UInt8]
+        do {
+            pending = try WorkerResources.writeWithoutBlocking(hello.header.bytes + hello.payload, to: primed.ends.toWorker)
+        } catch {
+            primed.end()
+            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot write to the worker: \(error)", underlying: error)
+        }
+        let launched: (WorkerChannel, Ready)
+        do {
+            launched = try await handshake(plan, worker: primed.worker, ends: primed.ends, pending: pending, cgroup: nil, loop: loop) {
+                primed.launcher.launchFinished(primed.worker, options: isolatingOptions())
+            }
+        } catch {
+            for descriptor in primed.sealed { descriptor.close() }
+            throw error
+        }
+        loop.execute { PrimedWorkers.prime(plan, sealed: primed.sealed, launcher: primed.launcher) }
+        return launched
+    }
+
+    /// Watches a started worker and waits for its answer to the handshake; `finished` runs on the
+    /// loop's thread once it answered or failed.
+    static func handshake(
+        _ plan: LaunchPlan,
+        worker: PreforkedLauncher.StartedWorker,
+        ends: WorkerHostEnds,
+        pending: [UInt8],
+        cgroup: WorkerCgroup?,
+        loop: WorkerEventLoop,
+        finished: @escaping @Sendable () -> Void
+    ) async throws -> (WorkerChannel, Ready) {
         let channel = WorkerChannel(
             pluginIdentifier: plan.pluginIdentifier,
             hostIdentifier: plan.hostIdentifier,
             asksPerConnection: plan.asksPerConnection,
             limits: plan.load.limits,
             process: worker.process,
-            toWorker: pipes.toWorker.writeEnd,
-            fromWorker: pipes.fromWorker.readEnd,
-            diagnostics: pipes.output.readEnd,
+            toWorker: ends.toWorker,
+            fromWorker: ends.fromWorker,
+            diagnostics: ends.diagnostics,
             loop: loop,
             cancellationGracePeriod: plan.cancellationGracePeriod,
-            sharedMemory: sharedMemory.map { ($0.memory, $0.layout) },
+            sharedMemory: ends.sharedMemory,
             cgroup: cgroup
         )
-        // Once the worker is up (or failed), on the loop's thread: the spare's copy of the host's
-        // tree is released and the next spare forked, neither while the worker starts.
-        defer { if let launcher { loop.execute { launcher.launchFinished(worker, options: isolatingOptions()) } } }
+        defer { loop.execute(finished) }
         // With the whole hello in the pipe, a quick worker's answer is awaited right here.
         if pending.isEmpty { channel.receiveHandshake(within: min(plan.launchTimeout, handshakeWaitOnCaller)) }
         do {
@@ -150,8 +184,7 @@ enum WorkerLauncher {
     /// is unusable. The descriptors for the child are closed here either way.
     private static func start(
         executable: String,
-        pipes: (toWorker: PlugindSystem.Pipe, fromWorker: PlugindSystem.Pipe, output: PlugindSystem.Pipe, null: FileDescriptor),
-        sharedMemory: FileDescriptor?,
+        resources: WorkerResources,
         sealed: [FileDescriptor],
         cgroup: WorkerCgroup?,
         confinement: ConfinementRequest,
@@ -159,13 +192,8 @@ enum WorkerLauncher {
         reservation: SpareReservation?,
         loop: WorkerEventLoop
     ) async throws -> (PreforkedLauncher.StartedWorker, PreforkedLauncher?)? {
-        let childEnds = [pipes.output.writeEnd, pipes.toWorker.readEnd, pipes.fromWorker.writeEnd]
-        defer {
-            for descriptor in childEnds { descriptor.close() }
-            pipes.null.close()
-        }
-        // Always four before the sealed files: the shared memory, or /dev/null in its place.
-        let descriptors = childEnds + [sharedMemory ?? pipes.null] + sealed
+        defer { resources.closeChildEnds() }
+        let descriptors = resources.childDescriptors + sealed
         var options = isolatingOptions()
         // A spare has restricted itself ahead; a worker whose host turns confinement (or its
         // system-call layer) off is forked on the spot, restricting nothing before it knows.
@@ -176,7 +204,7 @@ enum WorkerLauncher {
             _ = (sharedLauncher, cgroup, options)
             let request = SpawnRequest(
                 executablePath: executable, arguments: [executable], environment: environment(),
-                descriptors: [pipes.null, pipes.output.writeEnd, pipes.output.writeEnd] + descriptors.dropFirst(),
+                descriptors: [resources.null, resources.output.writeEnd, resources.output.writeEnd] + descriptors.dropFirst(),
                 options: [.dieWithParentThread]
             )
             let spawned: Result<SpawnedProcess, SystemError> = try await loop.run {
@@ -215,25 +243,6 @@ enum WorkerLauncher {
     /// wait to the event loop: longer than a quick plugin takes to load, short enough that a
     /// slow one does not hold a thread of the cooperative pool for long.
     static let handshakeWaitOnCaller: Duration = .milliseconds(2)
-
-    /// Writes what `descriptor` takes without blocking and returns the rest.
-    private static func writeWithoutBlocking(_ bytes: [UInt8], to descriptor: FileDescriptor) throws(SystemError) -> [UInt8] {
-        try descriptor.setNonBlocking()
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeBytes { Glibc.write(descriptor.rawValue, $0.baseAddress! + written, bytes.count - written) }
-            if count > 0 {
-                written += count
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else if count < 0 && errno == EAGAIN {
-                break
-            } else {
-                throw SystemError("write hello", Errno(rawValue: errno))
-            }
-        }
-        return Array(bytes[written...])
-    }
 
     /// A new session and new user, pid, mount and IPC namespaces (also under root): the worker
     /// and everything it starts die together, it holds no privilege outside, and it builds its
