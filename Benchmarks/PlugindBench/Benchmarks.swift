@@ -14,16 +14,13 @@ enum Benchmarks {
     /// AppExtensionProcess(configuration:) until ready. Unless `backToBack`, each launch starts
     /// once the host's spares are ready (as for a host that launches now and then; untimed);
     /// back to back, each launch also competes with the making of the spare that replaces the
-    /// one it took. Each launch finds a worker primed for it by the one before, unless `unprimed`
-    /// (the first launch of a plugin).
-    static func launch(
-        _ bench: BenchHost, identifier: String, name: String, iterations: Int, backToBack: Bool = false, unprimed: Bool = false
-    ) async throws {
+    /// one it took. Each launch finds a worker primed for it by the one before, unless the host
+    /// primes none (`--unprimed`: a plugin's first launch).
+    static func launch(_ bench: BenchHost, identifier: String, name: String, iterations: Int, backToBack: Bool = false) async throws {
         let configuration = try bench.configuration(identifier)
         var samples: [Double] = []
         for index in 0..<(iterations + 5) {
             if !backToBack { await PreforkedLauncher.settleAll() }
-            if unprimed { PrimedWorkers.discardAllAndWait() }
             var process: AppExtensionProcess?
             let elapsed = try await microseconds { process = try await AppExtensionProcess(configuration: configuration) }
             await process?.invalidateAndWait()

@@ -35,9 +35,9 @@ enum PlugindBench {
                 let backToBack = arguments.contains("--back-to-back")
                 // --unprimed: no worker primed by the launch before (a plugin's first launch).
                 let unprimed = arguments.contains("--unprimed")
+                if unprimed { bench.host.primesWorkers = false }
                 let name = spawn ? "launch-c-spawn" : backToBack ? "launch-c-back-to-back" : unprimed ? "launch-c-unprimed" : "launch-c"
-                try await Benchmarks.launch(
-                    bench, identifier: Benchmarks.echo, name: name, iterations: iterations, backToBack: backToBack, unprimed: unprimed)
+                try await Benchmarks.launch(bench, identifier: Benchmarks.echo, name: name, iterations: iterations, backToBack: backToBack)
             case "launch-swift":
                 let bench = try BenchHost()
                 defer { bench.remove() }

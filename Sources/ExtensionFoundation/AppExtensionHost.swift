@@ -57,6 +57,9 @@ public struct AppExtensionHost: Sendable, Hashable {
     /// How many of a plugin's asks may wait for this host's answer on one connection; more fail
     /// at once with "too many asks". Tests lower it.
     package var asksPerConnection = 64
+    /// Whether a launch leaves a worker primed for the next launch of the same plugin
+    /// (`PrimedWorkers`). Benchmarks of a plugin's first launch turn it off.
+    package var primesWorkers = true
 
     public enum LaunchStrategy: String, Sendable, Hashable {
         /// Forked by a pre-forked launcher (`plugind-worker --launcher`, one per host) that has

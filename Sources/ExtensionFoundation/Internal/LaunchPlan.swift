@@ -70,6 +70,7 @@ package struct LaunchPlan: Sendable {
     let cancellationGracePeriod: Duration
     let workerExecutable: URL?
     let launchStrategy: AppExtensionHost.LaunchStrategy
+    let primesWorkers: Bool
     /// A delegated cgroup v2 directory for workers that may start processes.
     let cgroupDirectory: String?
 
@@ -160,6 +161,7 @@ package struct LaunchPlan: Sendable {
         self.cancellationGracePeriod = host.cancellationGracePeriod
         self.workerExecutable = host.workerExecutable
         self.launchStrategy = host.launchStrategy
+        self.primesWorkers = host.primesWorkers
         self.cgroupDirectory = host.workerCgroupDirectory?.path
     }
 

@@ -32,7 +32,8 @@ package enum PrimedWorkers {
     /// Whether a launch of `plan` may be primed: a worker from a spare, with every layer on, and
     /// no control group of its own (which the worker would join at its launch).
     static func isEligible(_ plan: LaunchPlan) -> Bool {
-        plan.launchStrategy == .preforked && plan.load.mode == .serve && plan.load.confinement.permitsAdvanceRestrictions
+        plan.primesWorkers && plan.launchStrategy == .preforked && plan.load.mode == .serve
+            && plan.load.confinement.permitsAdvanceRestrictions
             && !plan.load.confinement.allowsProcesses
     }
 
