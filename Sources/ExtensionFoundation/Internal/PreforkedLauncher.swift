@@ -70,7 +70,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         }
     }
 
-    private let executable: String
+    let executable: String
     private let socket: FileDescriptor
     private let process: SpawnedProcess
     private let loop: WorkerEventLoop

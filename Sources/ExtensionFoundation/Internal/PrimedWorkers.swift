@@ -21,9 +21,13 @@ package enum PrimedWorkers {
 
         /// Ends the worker before it loaded anything, and closes what this side holds of it.
         func end() {
+            closeHostSide()
+            launcher.discard(worker)
+        }
+
+        fileprivate func closeHostSide() {
             ends.close()
             for descriptor in sealed { descriptor.close() }
-            launcher.discard(worker)
         }
     }
 
@@ -37,10 +41,13 @@ package enum PrimedWorkers {
             && !plan.load.confinement.allowsProcesses
     }
 
-    /// The worker primed for `plan`, taken out of the slot; one primed for anything else ends.
-    static func take(for plan: LaunchPlan) -> Primed? {
+    /// The worker primed for `plan` (started from `executable`), taken out of the slot; one
+    /// primed for anything else ends.
+    static func take(for plan: LaunchPlan, executable: String) -> Primed? {
         guard let primed = slot.withLock({ $0.take() }) else { return nil }
-        if primed.load == plan.load && primed.sealedFiles == plan.sealedFiles { return primed }
+        if primed.load == plan.load && primed.sealedFiles == plan.sealedFiles && primed.launcher.executable == executable {
+            return primed
+        }
         primed.end()
         return nil
     }
@@ -59,8 +66,7 @@ package enum PrimedWorkers {
     /// process's descriptors and children, and benchmarks of a first launch.
     package static func discardAllAndWait() {
         guard let primed = slot.withLock({ $0.take() }) else { return }
-        primed.ends.close()
-        for descriptor in primed.sealed { descriptor.close() }
+        primed.closeHostSide()
         primed.worker.hostTree?.close()
         let process = primed.worker.process
         try? process.processDescriptor.sendSignal(SIGKILL)

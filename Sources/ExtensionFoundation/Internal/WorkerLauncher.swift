@@ -24,7 +24,7 @@ enum WorkerLauncher {
         }
         // A worker confined for this very plan waits already (see `PrimedWorkers`): this launch,
         // whose policy check has passed, is its go.
-        if let primed = PrimedWorkers.take(for: plan) { return try await launch(plan, primed: primed, loop: loop) }
+        if let primed = PrimedWorkers.take(for: plan, executable: executable) { return try await launch(plan, primed: primed, loop: loop) }
         // The bytes the worker will load: read, hashed and sealed (or reused from an earlier
         // launch), and checked against the approval before any process starts.
         let sealed: [FileDescriptor]
