@@ -44,6 +44,14 @@ extension FileDescriptor {
         try checkShim("pidfd_send_signal", plugind_shim_pidfd_send_signal(rawValue, signal))
     }
 
+    /// Kills the process (this is its pidfd), waits until it is reaped and closes the
+    /// descriptor: for a child that must be gone before the caller goes on.
+    package func killAndReap() {
+        try? sendSignal(SIGKILL)
+        _ = try? waitForProcessExit()
+        close()
+    }
+
     /// Opens a pidfd for `pid`. Wraps `pidfd_open(2)`.
     package static func processDescriptor(for pid: Int32) throws(SystemError) -> FileDescriptor {
         var fd: CInt = -1

@@ -187,7 +187,11 @@ enum Launcher {
                     socket.rawValue, bytes.baseAddress!, bytes.count, &length, &received, CInt(received.count), &count)
             }
             woken = status == 0 && length == 1 && count == 0 && message[0] == SpareMessage.wake
-            if woken { spinUntilReadable(socket) }
+            // Whatever comes is read below; the spin only spares a wake-up.
+            if woken {
+                let deadline = ContinuousClock.now + spinAfterWake
+                _ = socket.awaitReadable(spinUntil: deadline, sleepUntil: deadline)
+            }
         } while status == ECONNRESET || woken
         // The host sends the output pipe twice, for descriptors 1 and 2.
         guard status == 0, length > 0, count > workerDescriptorCount else { return 0 }
@@ -268,17 +272,6 @@ enum Launcher {
     /// How long a woken spare waits for its work without sleeping; then it sleeps until the
     /// work (or the end of its host) comes.
     static let spinAfterWake: Duration = .microseconds(500)
-
-    /// Polls `socket` without sleeping, yielding the processor to whatever else is runnable on
-    /// it, until something arrives or `spinAfterWake` has passed.
-    private static func spinUntilReadable(_ socket: FileDescriptor) {
-        let deadline = ContinuousClock.now + spinAfterWake
-        var watched = pollfd(fd: socket.rawValue, events: Int16(POLLIN), revents: 0)
-        while ContinuousClock.now < deadline {
-            if poll(&watched, 1, 0) != 0 { return }
-            sched_yield()
-        }
-    }
 
     private static func reply(requestID: UInt32, result: Int32, passing descriptor: FileDescriptor?) -> Bool {
         var message = PayloadWriter(capacity: 8)

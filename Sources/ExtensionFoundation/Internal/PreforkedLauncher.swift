@@ -218,10 +218,9 @@ package final class PreforkedLauncher: EventLoopHandler {
         if !spare.isPrepared { spare.hostTree = Self.receiveReadiness(spare.socket) }
         spare.socket.close()
         loop.deregister(spare.process.processDescriptor)
-        if sent == 0 { return StartedWorker(process: spare.process, hostTree: spare.hostTree) }
-        Self.dropHostTree(spare.hostTree)
-        try? spare.process.processDescriptor.sendSignal(SIGKILL)
-        reapLater(spare.process)
+        let started = StartedWorker(process: spare.process, hostTree: spare.hostTree)
+        if sent == 0 { return started }
+        discard(started)
         return nil
     }
 
@@ -434,9 +433,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         // Watched so that a spare that dies unused is reaped.
         guard (try? loop.register(processDescriptor, events: Epoll.readable, handler: self)) != nil else {
             spareSocket.close()
-            try? processDescriptor.sendSignal(SIGKILL)
-            _ = try? processDescriptor.waitForProcessExit()
-            processDescriptor.close()
+            processDescriptor.killAndReap()
             return false
         }
         // Watched until the spare says it is ready; a spare that cannot be watched is used anyway.
@@ -499,10 +496,8 @@ package final class PreforkedLauncher: EventLoopHandler {
     private func discard(_ spare: Spare) {
         if !spare.isPrepared { loop.deregister(spare.socket) }
         spare.socket.close()
-        Self.dropHostTree(spare.hostTree)
         loop.deregister(spare.process.processDescriptor)
-        try? spare.process.processDescriptor.sendSignal(SIGKILL)
-        reapLater(spare.process)
+        discard(StartedWorker(process: spare.process, hostTree: spare.hostTree))
     }
 
     /// Reaps `process` once it has exited, on the loop thread: a wait that can block never runs on
@@ -513,9 +508,7 @@ package final class PreforkedLauncher: EventLoopHandler {
             try loop.register(descriptor, events: Epoll.readable, handler: ReapOnExit(loop: loop, processDescriptor: descriptor))
         } catch {
             // Without the loop, kill it so that the wait is short.
-            try? descriptor.sendSignal(SIGKILL)
-            _ = try? descriptor.waitForProcessExit()
-            descriptor.close()
+            descriptor.killAndReap()
         }
     }
 
@@ -573,9 +566,7 @@ package final class PreforkedLauncher: EventLoopHandler {
             }
             for child in [process.processDescriptor] + stopped.spares.map(\.process.processDescriptor) {
                 loop.deregister(child)
-                try? child.sendSignal(SIGKILL)
-                _ = try? child.waitForProcessExit()
-                child.close()
+                child.killAndReap()
             }
         }
         if onLoop { loop.execute(end) } else { end() }
@@ -624,8 +615,6 @@ private final class ReapOnExit: EventLoopHandler {
 
     /// Without the loop, the process is killed and reaped here.
     func loopFailed(_ error: SystemError) {
-        try? processDescriptor.sendSignal(SIGKILL)
-        _ = try? processDescriptor.waitForProcessExit()
-        processDescriptor.close()
+        processDescriptor.killAndReap()
     }
 }

@@ -68,10 +68,7 @@ package enum PrimedWorkers {
         guard let primed = slot.withLock({ $0.take() }) else { return }
         primed.closeHostSide()
         primed.worker.hostTree?.close()
-        let process = primed.worker.process
-        try? process.processDescriptor.sendSignal(SIGKILL)
-        _ = try? process.processDescriptor.waitForProcessExit()
-        process.processDescriptor.close()
+        primed.worker.process.processDescriptor.killAndReap()
     }
 
     /// Primes a worker for `plan` on a ready spare. On the loop's thread, after a launch of

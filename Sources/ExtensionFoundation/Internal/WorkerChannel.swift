@@ -149,28 +149,17 @@ final class WorkerChannel: EventLoopHandler {
     /// Before `activate`: waits on the calling thread, at most `budget`, for the worker's answer
     /// to the handshake and takes it in. A worker that answers quickly then costs no hand-off
     /// through the event loop's thread to the awaiting task: two thread wake-ups, each tens of
-    /// microseconds on a small virtual machine. For the first `handshakeSpin` it polls without
-    /// sleeping (yielding the processor to anything runnable), since sleeping would cost such a
-    /// wake-up itself; then it sleeps in `poll` for the rest. Anything else (end of file, a slow or silent worker) is left to the event
-    /// loop, which `activate` starts watching; nothing read here is lost to it.
+    /// microseconds on a small virtual machine. For the first `handshakeSpin` it waits without
+    /// sleeping, since sleeping would cost such a wake-up itself. Anything else (end of file, a
+    /// slow or silent worker) is left to the event loop, which `activate` starts watching;
+    /// nothing read here is lost to it.
     func receiveHandshake(within budget: Duration) {
         let deadline = ContinuousClock.now + budget
         let spinDeadline = ContinuousClock.now + min(budget, Self.handshakeSpin)
         guard (try? fromWorker.setNonBlocking()) != nil else { return }
         while state.withLock({ $0.ready == nil && $0.stopCause == nil && $0.loadFailure == nil }) {
-            let remaining = ContinuousClock.now.duration(to: deadline)
-            guard remaining > .zero else { return }
-            let (seconds, attoseconds) = remaining.components
-            let milliseconds = Int32(clamping: seconds * 1000 + (attoseconds + 999_999_999_999_999) / 1_000_000_000_000_000)
-            var watched = pollfd(fd: fromWorker.rawValue, events: Int16(POLLIN), revents: 0)
-            let spinning = ContinuousClock.now < spinDeadline
-            let result = poll(&watched, 1, spinning ? 0 : milliseconds)
-            if spinning && result == 0 {
-                sched_yield()
-                continue
-            }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0, watched.revents & Int16(POLLIN) != 0 else { return }
+            guard let events = fromWorker.awaitReadable(spinUntil: spinDeadline, sleepUntil: deadline), events & Int16(POLLIN) != 0
+            else { return }
             var frames: [Frame] = []
             var violation: WireError?
             let received = reading.withLock { state -> Bool in

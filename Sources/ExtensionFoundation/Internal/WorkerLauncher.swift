@@ -118,12 +118,10 @@ enum WorkerLauncher {
     private static func launch(_ plan: LaunchPlan, primed: PrimedWorkers.Primed, loop: WorkerEventLoop) async throws -> (
         WorkerChannel, Ready
     ) {
-        var offer = Hello(load: plan.load)
-        if primed.ends.sharedMemory == nil { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
-        let hello = HostMessage.hello(offer).encode()
         let pending: [UInt8]
         do {
-            pending = try WorkerResources.writeWithoutBlocking(hello.header.bytes + hello.payload, to: primed.ends.toWorker)
+            pending = try WorkerResources.writeHello(
+                load: plan.load, sharedMemory: primed.ends.sharedMemory != nil, to: primed.ends.toWorker)
         } catch {
             primed.end()
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot write to the worker: \(error)", underlying: error)

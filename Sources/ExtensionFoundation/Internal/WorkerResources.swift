@@ -29,11 +29,8 @@ struct WorkerResources {
         sharedMemory = SharedMemoryLayout(limits: load.limits).flatMap { layout in
             (try? SharedMemory.create(size: layout.totalSize)).map { (memory: $0.0, layout: layout, descriptor: $0.1) }
         }
-        var offer = Hello(load: load)
-        if sharedMemory == nil { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
-        let hello = HostMessage.hello(offer).encode()
         do {
-            pending = try WorkerResources.writeWithoutBlocking(hello.header.bytes + hello.payload, to: toWorker.writeEnd)
+            pending = try WorkerResources.writeHello(load: load, sharedMemory: sharedMemory != nil, to: toWorker.writeEnd)
         } catch {
             for pipe in [toWorker, fromWorker, output] { pipe.close() }
             null.close()
@@ -67,8 +64,17 @@ struct WorkerResources {
         hostEnds.close()
     }
 
+    /// Writes the `hello` for `load` (offering shared memory only when there is some) into the
+    /// worker's pipe and returns what the pipe did not take without blocking.
+    static func writeHello(load: LoadConfiguration, sharedMemory: Bool, to descriptor: FileDescriptor) throws(SystemError) -> [UInt8] {
+        var offer = Hello(load: load)
+        if !sharedMemory { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
+        let hello = HostMessage.hello(offer).encode()
+        return try writeWithoutBlocking(hello.header.bytes + hello.payload, to: descriptor)
+    }
+
     /// Writes what `descriptor` takes without blocking and returns the rest.
-    static func writeWithoutBlocking(_ bytes: [UInt8], to descriptor: FileDescriptor) throws(SystemError) -> [UInt8] {
+    private static func writeWithoutBlocking(_ bytes: [UInt8], to descriptor: FileDescriptor) throws(SystemError) -> [UInt8] {
         try descriptor.setNonBlocking()
         var written = 0
         while written < bytes.count {
