@@ -286,9 +286,10 @@ struct WholePluginLimitTests {
         await process.invalidateAndWait()
         let counts = answer.dropFirst("done ".count).split(separator: " ").compactMap { $0.split(separator: "=").last.flatMap { Int($0) } }
         #expect(counts.count == 2, "\(answer)")
-        // Without the group each child would hold its 64 MiB under its own address-space limit;
-        // with it, what all hold together stays under 128 MiB and the limit killed the rest.
-        #expect(counts.first ?? 10 <= 2, "\(answer)")
+        // Without the group each child would hold its 64 MiB under its own address-space limit
+        // and none would die; with it, what all hold together stays under 128 MiB: at least
+        // eight of the ten died. (How many said they were ready varies: the kernel may kill a
+        // child that was ready already to let another finish.)
         #expect(counts.last ?? 0 >= 8, "\(answer)")
     }
 
