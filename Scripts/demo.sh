@@ -30,7 +30,8 @@ for manifest in ExamplePlugins/*/manifest.json; do
     bundle="$demo/plugins/$name.appex"
     mkdir -p "$bundle"
     cp "$manifest" "$bundle/"
-    cp "$bin/lib$name.so" "$bundle/"
+    # A function-only bundle naming a system library by soname has no library of its own.
+    if [ -e "$bin/lib$name.so" ]; then cp "$bin/lib$name.so" "$bundle/"; fi
 done
 chmod -R go-w "$demo"
 
@@ -48,7 +49,7 @@ plugind run org.plugind.examples.text-filter-c "hello" || echo "(exit status $?:
 step "The owner approves them (pinned to their SHA-256 and requested permissions)"
 for id in org.plugind.examples.text-filter-c org.plugind.examples.text-filter-swift \
           org.plugind.examples.echo org.plugind.examples.function-library org.plugind.examples.countdown \
-          org.plugind.examples.greeter org.plugind.examples.greeter-swift; do
+          org.plugind.examples.greeter org.plugind.examples.greeter-swift org.plugind.examples.zlib; do
     plugind approve "$id" --yes
 done
 run plugind list
@@ -65,6 +66,9 @@ run plugind call org.plugind.examples.function-library hypotenuse 3 4
 run plugind call org.plugind.examples.function-library add_int64 -9223372036854775808 1
 run plugind call org.plugind.examples.function-library reverse_string "plugind"
 run plugind call org.plugind.examples.function-library identity_uint64 18446744073709551615 --json
+echo "The machine's own zlib, named by its soname (libz.so.1, a symlink to the versioned file):"
+run plugind call org.plugind.examples.zlib zlibVersion
+run plugind call org.plugind.examples.zlib crc32 0 "hello" 5
 
 step "Plugins that ask their host: the greeter asks whom to greet"
 run plugind run org.plugind.examples.greeter --answer "Ada" "good morning"; echo

@@ -173,6 +173,8 @@ extension AppExtensionError {
             )
         case .unreadable(let path, let reason):
             self.init(.pluginLoadFailed, plugin: plugin, "cannot read \(path) for loading: \(reason)")
+        case .untrusted(let refusal):
+            self.init(.pluginLoadFailed, plugin: plugin, "system library \(refusal); nothing was loaded")
         }
     }
 }

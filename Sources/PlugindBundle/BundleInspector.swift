@@ -148,9 +148,16 @@ package enum BundleInspector {
             }
             libraryPath = resolved
         } else if manifest.librarySonameCandidate && !manifest.functions.isEmpty,
-            let systemLibrary = resolver().resolve(manifest.library)
+            let systemLibrary = resolver().candidate(for: manifest.library)
         {
-            libraryPath = systemLibrary
+            // Sonames are symlinks to versioned files (libz.so.1 -> libz.so.1.2.13), in
+            // directories reached through symlinks (/lib -> usr/lib): followed as far as root
+            // alone could have made them, ending in the system library directories.
+            switch TrustedLibraryPath.resolve(systemLibrary, owners: .root, withinSystemDirectories: true) {
+            case .success(let resolution): libraryPath = resolution.canonicalPath
+            case .failure(let refusal):
+                return problem(.insecurePermissions, "system library '\(manifest.library)' is refused: \(refusal)")
+            }
             usesSystemLibrary = true
         } else {
             let hint =

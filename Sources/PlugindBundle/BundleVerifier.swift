@@ -97,8 +97,15 @@ package enum BundleVerifier {
                 return result
             }
             libraryPath = resolved
-        } else if manifest.librarySonameCandidate, !manifest.functions.isEmpty, let system = resolver.resolve(manifest.library) {
-            libraryPath = system
+        } else if manifest.librarySonameCandidate, !manifest.functions.isEmpty, let system = resolver.candidate(for: manifest.library) {
+            switch TrustedLibraryPath.resolve(system, owners: .root, withinSystemDirectories: true) {
+            case .success(let resolution): libraryPath = resolution.canonicalPath
+            case .failure(let refusal):
+                problem(
+                    "library", "system library '\(manifest.library)' is refused: \(refusal)",
+                    "name a library that the package manager installed, or ship the library in the bundle")
+                return result
+            }
         } else {
             problem(
                 "library",
@@ -129,14 +136,26 @@ package enum BundleVerifier {
         // Needed libraries, resolved as the dynamic linker would, through the bundle's own
         // libraries too; a library of the bundle must be one of its files.
         var missing: [String] = []
+        var refused = 0
         var pending = [(libraryPath, file)]
         var seen: Set<String> = [libraryPath]
         while let (path, current) = pending.popLast() {
             let directory = (path as NSString).deletingLastPathComponent
             for name in current.needed {
-                guard let resolved = resolver.resolve(name, runPaths: current.runPaths, origin: directory) else {
+                guard let candidate = resolver.candidate(for: name, runPaths: current.runPaths, origin: directory),
+                    let resolved = canonicalPath(candidate)
+                else {
                     missing.append(name)
                     continue
+                }
+                if !resolved.hasPrefix(bundlePath + "/"), seen.insert(resolved).inserted,
+                    case .failure(let refusal) = TrustedLibraryPath.resolve(
+                        candidate, owners: .rootOrCurrentUser, withinSystemDirectories: false)
+                {
+                    refused += 1
+                    problem(
+                        "dependencies", "\(name), needed by \((path as NSString).lastPathComponent), is refused: \(refusal)",
+                        "ship it in the bundle (-Wl,-rpath,'$ORIGIN'), or install it where only root can change it")
                 }
                 guard resolved.hasPrefix(bundlePath + "/"), seen.insert(resolved).inserted else { continue }
                 if let contents, contents.entry(String(resolved.dropFirst(bundlePath.count + 1)))?.isLoadable != true {
@@ -157,7 +176,7 @@ package enum BundleVerifier {
                 "install the package that provides \(name), or ship it in the bundle and link with -Wl,-rpath,'$ORIGIN'"
             )
         }
-        if missing.isEmpty { result.passed.append("dependencies") }
+        if missing.isEmpty && refused == 0 { result.passed.append("dependencies") }
 
         // Entry point and declared functions.
         let exportsEntry = file.exportedSymbols.contains("plugind_plugin_entry")

@@ -8,8 +8,9 @@ package struct LibraryResolver: Sendable {
     private let cache: [String: [String]]
     package let defaultDirectories: [String]
 
-    /// Reads the system's ld.so.cache once.
-    package init(cachePath: String = "/etc/ld.so.cache") {
+    /// Reads the system's ld.so.cache once. `directories` replaces the default directories
+    /// (tests point it at directories they made).
+    package init(cachePath: String = "/etc/ld.so.cache", defaultDirectories directories: [String]? = nil) {
         cache = (try? LdSoCache.read(atPath: cachePath)) ?? [:]
         #if arch(x86_64)
             let multiarch = "x86_64-linux-gnu"
@@ -18,12 +19,19 @@ package struct LibraryResolver: Sendable {
         #else
             let multiarch = ""
         #endif
-        defaultDirectories = ["/lib/\(multiarch)", "/usr/lib/\(multiarch)", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
+        defaultDirectories = directories ?? ["/lib/\(multiarch)", "/usr/lib/\(multiarch)", "/lib64", "/usr/lib64", "/lib", "/usr/lib"]
     }
 
-    /// The file `name` resolves to, or nil. `origin` is the directory of the library asking (for
-    /// `$ORIGIN` in its run paths). Candidates for another machine or class are skipped.
+    /// The canonical path of the file `name` resolves to, or nil. `origin` is the directory of
+    /// the library asking (for `$ORIGIN` in its run paths). Candidates for another machine or
+    /// class are skipped.
     package func resolve(_ name: String, runPaths: [String] = [], origin: String? = nil) -> String? {
+        candidate(for: name, runPaths: runPaths, origin: origin).flatMap(canonicalPath)
+    }
+
+    /// The path the dynamic linker would open for `name`, as it found it (symlinks not followed),
+    /// or nil: what `TrustedLibraryPath` walks.
+    package func candidate(for name: String, runPaths: [String] = [], origin: String? = nil) -> String? {
         if name.contains("/") {
             return FileManager.default.fileExists(atPath: name) ? name : nil
         }
@@ -38,7 +46,7 @@ package struct LibraryResolver: Sendable {
         candidates += defaultDirectories.map { $0 + "/" + name }
         for candidate in candidates where FileManager.default.fileExists(atPath: candidate) {
             if (try? ELFFile.checkHeader(atPath: candidate)) != nil {
-                return (candidate as NSString).resolvingSymlinksInPath
+                return candidate
             }
         }
         return nil

@@ -8,6 +8,16 @@ func plugind(
     input: [UInt8] = [],
     environment extra: [String: String] = [:]
 ) async throws -> CommandRunner.Output {
+    try await plugind(arguments, in: test, input: input, environment: extra)
+}
+
+/// Runs the built `plugind` with an argument list made at run time.
+func plugind(
+    _ arguments: [String],
+    in test: TestHost,
+    input: [UInt8] = [],
+    environment extra: [String: String] = [:]
+) async throws -> CommandRunner.Output {
     var environment = test.environment
     environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
     environment.merge(extra) { _, new in new }

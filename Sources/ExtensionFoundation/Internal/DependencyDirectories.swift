@@ -15,42 +15,42 @@ final class DependencyDirectories: Sendable {
         var identity: FileIdentity?
     }
 
-    /// Each library's own needed libraries, resolved, by the library's path and identity.
+    /// Each library's own needed libraries, as the dynamic linker finds them (symlinks not
+    /// followed), by the library's path and identity.
     private let resolved = Locked<[Key: [String]]>([:])
-    /// Canonical paths of the system directories dependencies live in (/lib/x86_64-linux-gnu →
-    /// /usr/lib/x86_64-linux-gnu): resolving them took most of a launch's planning. Kept for the
-    /// life of the process; a directory that became a symlink since costs a failed load.
-    private let canonicalDirectories = Locked<[String: String]>([:])
     private let resolver = LibraryResolver()
 
-    /// The directories `bundle` needs beyond itself, sorted.
-    func directories(of bundle: InspectedBundle) -> [String] {
+    /// The directories `bundle` needs beyond itself, sorted, and why a dependency outside the
+    /// bundle is refused: one reached through a symlink, directory or file that someone other
+    /// than root or the host's user owns or may write (`TrustedLibraryPath`).
+    func directories(of bundle: InspectedBundle) -> (directories: [String], refusal: String?) {
         var roots = bundle.contents.loadableFiles.map { bundle.bundlePath + "/" + $0.path }
         if bundle.usesSystemLibrary { roots.append(bundle.libraryPath) }
         var seen: Set<String> = []
         var pending = roots
         var directories: Set<String> = []
+        var refusal: String?
         // A dependency chain longer than this is not followed further (a loop, or a hostile file).
         while let path = pending.popLast(), seen.count < 512 {
             guard seen.insert(path).inserted else { continue }
             for dependency in dependencies(of: path) {
-                if !dependency.hasPrefix(bundle.bundlePath + "/"),
-                    let canonical = canonicalDirectory((dependency as NSString).deletingLastPathComponent)
-                {
-                    // Canonical: the worker binds without following symlinks.
-                    directories.insert(canonical)
+                guard let canonical = canonicalPath(dependency) else { continue }
+                if canonical.hasPrefix(bundle.bundlePath + "/") {
+                    pending.append(canonical)
+                    continue
                 }
-                pending.append(dependency)
+                switch TrustedLibraryPath.resolve(dependency, owners: .rootOrCurrentUser, withinSystemDirectories: false) {
+                case .success(let resolution):
+                    // Canonical: the worker binds without following symlinks.
+                    directories.insert((resolution.canonicalPath as NSString).deletingLastPathComponent)
+                    pending.append(resolution.canonicalPath)
+                case .failure(let failure):
+                    let needer = path.hasPrefix(bundle.bundlePath + "/") ? String(path.dropFirst(bundle.bundlePath.count + 1)) : path
+                    refusal = refusal ?? "\(needer) needs \((dependency as NSString).lastPathComponent), which is refused: \(failure)"
+                }
             }
         }
-        return directories.sorted()
-    }
-
-    private func canonicalDirectory(_ directory: String) -> String? {
-        if let known = canonicalDirectories.withLock({ $0[directory] }) { return known }
-        guard let canonical = canonicalPath(directory) else { return nil }
-        canonicalDirectories.withLock { $0[directory] = canonical }
-        return canonical
+        return (directories.sorted(), refusal)
     }
 
     private func dependencies(of path: String) -> [String] {
@@ -58,7 +58,7 @@ final class DependencyDirectories: Sendable {
         if let known = resolved.withLock({ $0[key] }) { return known }
         guard let file = try? ELFFile.inspect(atPath: path) else { return [] }
         let origin = (path as NSString).deletingLastPathComponent
-        let found = file.needed.compactMap { resolver.resolve($0, runPaths: file.runPaths, origin: origin) }
+        let found = file.needed.compactMap { resolver.candidate(for: $0, runPaths: file.runPaths, origin: origin) }
         resolved.withLock { $0[key] = found }
         return found
     }

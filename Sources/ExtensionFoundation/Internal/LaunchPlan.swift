@@ -57,6 +57,10 @@ package struct LaunchPlan: Sendable {
     }
 
     let pluginIdentifier: String
+    /// Why a library the plugin needs outside its bundle is not loaded (reached through
+    /// something another user could change), naming it: the launch is refused before any
+    /// process starts.
+    package let dependencyRefusal: String?
     package var load: LoadConfiguration
     /// In the order of the worker's descriptors, from `firstSealedDescriptor` on.
     package var sealedFiles: [SealedSource]
@@ -128,7 +132,8 @@ package struct LaunchPlan: Sendable {
         )
 
         var view = WorkerViewPlan(bundle: bundle, approval: approval)
-        view.addDependencyDirectories(DependencyDirectories.shared.directories(of: bundle))
+        let dependencies = DependencyDirectories.shared.directories(of: bundle)
+        view.addDependencyDirectories(dependencies.directories)
         for path in grants.read { view.operations.append(.bind(source: path, path: path, writable: false)) }
         for path in grants.write { view.operations.append(.bind(source: path, path: path, writable: true)) }
         if permissions.network {
@@ -138,6 +143,7 @@ package struct LaunchPlan: Sendable {
         if scratch > 0 { view.operations.append(.scratch(path: "/tmp", bytes: scratch)) }
 
         self.pluginIdentifier = manifest.identifier
+        self.dependencyRefusal = dependencies.refusal
         self.sealedFiles = view.sealedFiles
         self.load = LoadConfiguration(
             pluginIdentifier: manifest.identifier,
@@ -210,10 +216,11 @@ struct WorkerViewPlan {
         }
         if bundle.usesSystemLibrary {
             let name = (bundle.libraryPath as NSString).lastPathComponent
+            // No digest: the approval pins the soname and who may change the file (root alone),
+            // so a security update of the library keeps the plugin usable. The sealed copy is
+            // opened through the same trusted walk that found it.
             let descriptor = seal(
-                SealedSource(
-                    bundlePath: nil, path: bundle.libraryPath, identity: bundle.libraryStatus.identity,
-                    expectedDigest: approval?.systemLibrary?.sha256))
+                SealedSource(bundlePath: nil, path: bundle.libraryPath, identity: bundle.libraryStatus.identity, expectedDigest: nil))
             libraryPath = LaunchPlan.systemLibraryDirectory + "/" + name
             libraryDescriptor = descriptor
             operations.append(.sealed(path: libraryPath, descriptor: descriptor))

@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
 import Glibc
-import PlugindBundle
+package import PlugindBundle
 package import PlugindSystem
 import PlugindWire
 
@@ -50,6 +50,8 @@ package final class SealedFileCache: Sendable {
         /// The bytes read are not the bytes approved.
         case changed(path: String, expected: String, found: String)
         case unreadable(path: String, reason: String)
+        /// A system library reached through something a user other than root could change.
+        case untrusted(TrustedLibraryPath.Refusal)
     }
 
     /// Duplicates of the sealed copies of `sources`, in order, made or reused; the caller closes
@@ -102,7 +104,15 @@ package final class SealedFileCache: Sendable {
         if let duplicate = cachedDescriptors(for: [source])?.first { return .success(duplicate) }
         let (copy, size, digest): (FileDescriptor, UInt64, String)
         do throws(SystemError) {
-            let file = try open(source)
+            let file: FileDescriptor
+            if source.bundlePath == nil {
+                switch TrustedLibraryPath.open(source.path, owners: .root, withinSystemDirectories: true) {
+                case .success(let opened): file = FileDescriptor(rawValue: opened.descriptor)
+                case .failure(let refusal): return .failure(.untrusted(refusal))
+                }
+            } else {
+                file = try openBeneathBundle(source)
+            }
             defer { file.close() }
             var stream = SHA256Stream()
             (copy, size) = try SealedFile.copy(
@@ -120,11 +130,9 @@ package final class SealedFileCache: Sendable {
         return duplicate.map { .success($0) } ?? .failure(.unreadable(path: source.displayPath, reason: "cannot duplicate its copy"))
     }
 
-    /// Opens a bundle file beneath its bundle without following symlinks, or a system library.
-    private func open(_ source: SealedSource) throws(SystemError) -> FileDescriptor {
-        guard let bundlePath = source.bundlePath else {
-            return try FileDescriptor.open(source.path, O_RDONLY | O_NOFOLLOW)
-        }
+    /// Opens a bundle file beneath its bundle without following symlinks.
+    private func openBeneathBundle(_ source: SealedSource) throws(SystemError) -> FileDescriptor {
+        guard let bundlePath = source.bundlePath else { throw SystemError("open", Errno(rawValue: EINVAL)) }
         let bundle = try FileDescriptor.open(bundlePath, O_RDONLY | O_DIRECTORY)
         defer { bundle.close() }
         return try FileDescriptor.open(beneath: bundle, source.path, O_RDONLY)

@@ -16,6 +16,9 @@ enum WorkerLauncher {
         } catch {
             throw AppExtensionError(.workerNotFound, plugin: nil, error.message)
         }
+        if let refusal = plan.dependencyRefusal {
+            throw AppExtensionError(.pluginLoadFailed, plugin: plan.pluginIdentifier, "\(refusal); nothing was loaded")
+        }
         let loop: WorkerEventLoop
         do {
             loop = try WorkerEventLoop.shared()

@@ -77,7 +77,9 @@ package struct Approval: Codable, Sendable, Hashable {
     /// The identity of each file when it was hashed: while one is unchanged, listing the plugin
     /// needs no hashing. A hint only; a launch hashes what it loads.
     package var fileIdentities: [String: FileIdentity]
-    /// A system library named by soname (function-only bundles): its path and SHA-256.
+    /// A system library named by soname (function-only bundles): the file and SHA-256 it was
+    /// when approved, for `info`. Not a pin of those bytes: the approval holds while the soname
+    /// resolves through files and directories only root can change (see README, Integrity).
     package var systemLibrary: PinnedFile?
     package var permissions: Manifest.Permissions
     /// Each path of `permissions.read` and `permissions.write` as resolved (symlinks followed)

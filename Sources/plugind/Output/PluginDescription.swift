@@ -22,7 +22,11 @@ enum PluginDescription {
         if let text = manifest.description { lines.append("  description:     \(text.inert)") }
         lines.append(
             "  bundle:          \(bundle.bundlePath.inert)" + (entry.root.isBundledWithHost ? " (bundled with the host)" : ""))
-        lines.append("  library:         \(bundle.libraryPath.inert)" + (bundle.usesSystemLibrary ? " (system library)" : ""))
+        lines.append(
+            "  library:         \(bundle.libraryPath.inert)"
+                + (bundle.usesSystemLibrary
+                    ? " (system library \(manifest.library.inert), root-owned, updated by the system: the approval follows its updates)"
+                    : ""))
         if let digest {
             lines.append("  bundle digest:   \(digest.digest)")
             let publisher = BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest)
