@@ -44,6 +44,15 @@ package enum InertText {
         return value < 0x20 || value == 0x7F || (0x80...0x9F).contains(value) || value == 0x5C || isHidden(scalar)
     }
 
+    /// What a JSON encoder leaves raw although a terminal acts on it: DEL, the C1 controls (U+009B
+    /// starts an escape sequence on many terminals, U+0085 breaks the line) and the hidden
+    /// characters below. Together with the C0 controls every encoder escapes, the set `escape`
+    /// escapes.
+    package static func needsJSONEscape(_ scalar: Unicode.Scalar) -> Bool {
+        let value = scalar.value
+        return value == 0x7F || (0x80...0x9F).contains(value) || isHidden(scalar)
+    }
+
     /// Characters that print nothing visible or reorder the text around them: bidirectional
     /// embeddings, overrides, isolates and marks, zero-width characters, line and paragraph
     /// separators.

@@ -226,6 +226,41 @@ struct PackageTests {
         #expect(approve.stderr.contains("publisher:       unsigned"), "\(approve.stderr)")
     }
 
+    @Test("approvals are monotonic: the publisher's older version, or other bytes under the approved version, is outdated and never runs")
+    func rollbackIsOutdated() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let publisher = try await keygen(test)
+        let limits: [String: Any] = ["limits": ["memoryBytes": 536_870_912]]
+        let old = try await release(test, "1.0.0", key: publisher, extra: limits)
+        #expect(try await plugind("install", try await release(test, "2.0.0", key: publisher, extra: limits), in: test).status == 0)
+        #expect(try await plugind("approve", "org.plugind.tests.echo", "--yes", in: test).status == 0)
+        #expect(try await plugind("run", "org.plugind.tests.echo", "2.0", in: test).stdout == "2.0")
+
+        // Same key, same permissions, older: install needs --force and says the approval ends.
+        let refused = try await plugind("install", old, in: test)
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("version 1.0.0 is not newer than the installed 2.0.0"), "\(refused.stderr)")
+        let forced = try await plugind("install", old, "--force", in: test)
+        #expect(forced.status == 0, "\(forced.stderr)")
+        #expect(forced.stderr.contains("an approval of the installed build no longer holds"), "\(forced.stderr)")
+        let rolledBack = try await listed(test)
+        #expect(rolledBack.state == "approval-outdated", "\(rolledBack)")
+        #expect(rolledBack.reason.contains("older than the approved 2.0.0"), "\(rolledBack.reason)")
+        let run = try await plugind("run", "org.plugind.tests.echo", "1.0", in: test)
+        #expect(run.status != 0)
+        #expect(run.stdout.isEmpty)
+
+        // Other bytes under the approved version number: the owner decides too.
+        let rebuilt = try await release(test, "2.0.0", key: publisher, extra: limits.merging(["description": "rebuilt"]) { $1 })
+        #expect(try await plugind("install", rebuilt, "--force", in: test).status == 0)
+        #expect(try await listed(test).reason.contains("the same version 2.0.0 as approved, with other bytes"))
+        // A newer one is still an update.
+        #expect(
+            try await plugind("install", try await release(test, "2.1.0", key: publisher, extra: limits), "--force", in: test).status == 0)
+        #expect(try await listed(test).state == "available")
+    }
+
     @Test("a running host keeps a same-publisher update listed, new processes run the new bytes, a running one keeps the old")
     func updateInRunningHost() async throws {
         let test = try TestHost()
@@ -297,6 +332,9 @@ struct PackageTests {
         let run = try await plugind("run", "org.plugind.tests.echo", "x", in: test)
         #expect(run.status != 0)
         #expect(run.stderr.contains("rule 'no-echo'"), "\(run.stderr)")
+        // Identifiers are not case-sensitive, and neither are the patterns that name them.
+        try rules(#"{"formatVersion": 1, "rules": [{"name": "no-echo", "effect": "deny", "identifier": "ORG.Plugind.Tests.ECH*"}]}"#)
+        #expect(try await listed(test).state == "denied")
 
         // An allow by publisher and point approves without the owner; a deny that also matches wins.
         #expect(try await plugind("revoke", "org.plugind.tests.echo", in: test).status == 0)

@@ -224,10 +224,12 @@ struct IntegrityTests {
         defer { test.remove() }
         let escape = "\u{1B}[8m"
         let override = "\u{202E}"
+        // C1 controls: CSI (a terminal starts an escape sequence) and NEL (a line break).
+        let c1 = "\u{9B}8m\u{85}"
         let fixture = PluginFixture(
             library: "Echo", identifier: "org.plugind.tests.hostile", name: "Evil\(escape)name\(override)",
             extra: [
-                "version": "1.0\(escape)", "description": "says\(override)olleh", "permissions": ["read": ["/tmp/\(escape)red"]],
+                "version": "1.0\(escape)", "description": "says\(override)olleh\(c1)", "permissions": ["read": ["/tmp/\(escape)red"]],
             ])
         try fixture.install(in: test.externalRoot, bundleName: "hostile\(escape).appex")
         let broken = test.externalRoot + "/broken\(escape).appex"
@@ -242,16 +244,24 @@ struct IntegrityTests {
             for text in [result.stdout, result.stderr] {
                 #expect(!text.contains("\u{1B}"), "\(arguments): \(text)")
                 #expect(!text.contains(override), "\(arguments): \(text)")
+                #expect(!text.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }, "\(arguments): \(text)")
             }
             #expect((result.stdout + result.stderr).contains("\\e[8m"), "\(arguments)")
         }
         // JSON keeps the data, escaped as JSON.
         let json = try await CommandRunner.run(try BuiltProducts.plugind(), ["list", "--all", "--json"], environment: test.environment)
-        #expect(!json.stdout.contains("\u{1B}"))
-        #expect(!json.stdout.contains(override))
+        let info = try await CommandRunner.run(
+            try BuiltProducts.plugind(), ["info", "org.plugind.tests.hostile", "--no-probe", "--json"], environment: test.environment)
+        for output in [json.stdout, info.stdout] {
+            #expect(!output.contains("\u{1B}"))
+            #expect(!output.contains(override))
+            #expect(!output.unicodeScalars.contains { (0x80...0x9F).contains($0.value) }, "\(output)")
+            #expect(output.contains("\\u009b8m\\u0085"), "\(output)")
+        }
         let document = try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [String: Any]
-        let names = (document?["plugins"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
-        #expect(names.contains("Evil\(escape)name\(override)"))
+        let plugins = (document?["plugins"] as? [[String: Any]]) ?? []
+        #expect(plugins.compactMap { $0["name"] as? String }.contains("Evil\(escape)name\(override)"))
+        #expect(plugins.compactMap { $0["description"] as? String }.contains("says\(override)olleh\(c1)"))
     }
 
     @Test("a 1 GiB sparse manifest is refused by its size, without reading it")

@@ -30,8 +30,13 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
         /// Whether the rule applies to `entry`; `signer` (the fingerprint of a valid signature, or
         /// nil) is asked only by a rule that names a publisher.
         func matches(_ entry: CatalogEntry, signer: () -> String?) -> Bool {
-            if let identifier, fnmatch(identifier, entry.identifier, 0) != 0 { return false }
-            if let extensionPoint, fnmatch(extensionPoint, entry.manifest.extensionPoint, 0) != 0 { return false }
+            // Identifiers are reverse-DNS names, which differ by more than case or not at all: a
+            // deny of `com.evil.*` must also stop `Com.Evil.tool`.
+            func glob(_ pattern: String, _ name: String) -> Bool {
+                fnmatch(pattern.lowercased(), name.lowercased(), 0) == 0
+            }
+            if let identifier, !glob(identifier, entry.identifier) { return false }
+            if let extensionPoint, !glob(extensionPoint, entry.manifest.extensionPoint) { return false }
             if let publisher, publisher != signer() { return false }
             return true
         }

@@ -92,6 +92,10 @@ package struct Approval: Codable, Sendable, Hashable {
     /// The limits the approved manifest asked for (nil: not recorded, by an older plugind); a
     /// publisher's update may ask for the same or lower.
     package var limits: [String: UInt64]?
+    /// The version the owner approved (nil: not recorded, by an older plugind). Approvals are
+    /// monotonic: a publisher's update keeps the approval only when it is strictly newer, so an
+    /// older version with a known hole cannot be brought back without the owner noticing.
+    package var version: String?
 
     package struct PinnedFile: Codable, Sendable, Hashable {
         package var path: String
@@ -114,7 +118,8 @@ package struct Approval: Codable, Sendable, Hashable {
         permissions: Manifest.Permissions,
         resolvedGrants: [String: String],
         publisherKey: String? = nil,
-        limits: [String: UInt64]? = nil
+        limits: [String: UInt64]? = nil,
+        version: String? = nil
     ) {
         self.bundlePath = bundlePath
         self.bundleDigest = bundleDigest
@@ -125,10 +130,11 @@ package struct Approval: Codable, Sendable, Hashable {
         self.resolvedGrants = resolvedGrants
         self.publisherKey = publisherKey
         self.limits = limits
+        self.version = version
     }
 
     private enum CodingKeys: String, CodingKey {
-        case bundlePath, bundleDigest, files, fileIdentities, systemLibrary, permissions, resolvedGrants, publisherKey, limits
+        case bundlePath, bundleDigest, files, fileIdentities, systemLibrary, permissions, resolvedGrants, publisherKey, limits, version
     }
 
     package init(from decoder: any Decoder) throws {
@@ -144,6 +150,7 @@ package struct Approval: Codable, Sendable, Hashable {
         resolvedGrants = try container.decodeIfPresent([String: String].self, forKey: .resolvedGrants) ?? [:]
         publisherKey = try container.decodeIfPresent(String.self, forKey: .publisherKey)
         limits = try container.decodeIfPresent([String: UInt64].self, forKey: .limits)
+        version = try container.decodeIfPresent(String.self, forKey: .version)
     }
 }
 

@@ -85,7 +85,8 @@ package struct PolicyEditor: Sendable {
                 publisherKey: BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest).validKey.map {
                     Data($0.raw).base64EncodedString()
                 },
-                limits: bundle.manifest.limits.recorded
+                limits: bundle.manifest.limits.recorded,
+                version: bundle.manifest.version
             )
         } catch {
             throw .hashing(error.localizedDescription)

@@ -51,6 +51,7 @@ enum PublisherUpdate {
             break
         }
         let manifest = bundle.manifest
+        if let refusal = versionRefusal(manifest.version, approved: approval.version) { return .failure(refusal) }
         let added = manifest.permissions.additions(beyond: approval.permissions)
         guard added.isEmpty else {
             return .failure(Refusal("this version by the same publisher also asks for " + added.joined(separator: ", ")))
@@ -71,7 +72,21 @@ enum PublisherUpdate {
             Approval(
                 bundlePath: bundle.bundlePath, bundleDigest: digest.digest, files: digest.files, fileIdentities: identities,
                 systemLibrary: nil, permissions: manifest.permissions, resolvedGrants: grants, publisherKey: key,
-                limits: manifest.limits.recorded))
+                limits: manifest.limits.recorded, version: manifest.version))
+    }
+
+    /// Why `version` does not succeed the approved one, or nil when it is strictly newer: a
+    /// rollback to an older version (or other bytes under the same version) needs the owner.
+    static func versionRefusal(_ version: String, approved: String?) -> Refusal? {
+        guard let approved else {
+            return Refusal("the approval does not record the version it approved (it is older than monotonic approvals)")
+        }
+        guard let new = HostVersion(version), let old = HostVersion(approved) else {
+            return Refusal("version \(version) cannot be compared with the approved \(approved) (versions are dotted numbers)")
+        }
+        if new < old { return Refusal("older than the approved \(approved)") }
+        if new == old { return Refusal("the same version \(approved) as approved, with other bytes") }
+        return nil
     }
 
     struct Refusal: Error {

@@ -79,8 +79,9 @@ struct InstallCommand: PlugindCommand {
                         "a different build of \(identifier) is installed at \(installed.bundle.bundlePath) (\(reason)); pass --force to replace it (its approval will no longer match)",
                     status: .failure
                 )
-            case .failure:
-                break
+            case .failure(let reason):
+                context.console.err(
+                    "Replacing \(identifier) (\(reason.reason)): an approval of the installed build no longer holds for this one.\n")
             }
         }
 

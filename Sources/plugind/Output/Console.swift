@@ -47,8 +47,9 @@ struct Console {
         try writeJSON(value, formatting: [.sortedKeys, .withoutEscapingSlashes])
     }
 
-    /// JSON keeps the data: control characters are escaped by the encoder, and invisible or
-    /// direction-changing ones (which it leaves as they are) are escaped here the JSON way.
+    /// JSON keeps the data: C0 controls are escaped by the encoder, and what it leaves as it is
+    /// although a terminal acts on it (DEL, C1 controls, invisible or direction-changing
+    /// characters) is escaped here the JSON way.
     private func writeJSON<Value: Encodable>(_ value: Value, formatting: JSONEncoder.OutputFormatting) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = formatting
@@ -56,7 +57,7 @@ struct Console {
         var escaped = ""
         escaped.reserveCapacity(text.utf8.count)
         for scalar in text.unicodeScalars {
-            if InertText.isHidden(scalar) {
+            if InertText.needsJSONEscape(scalar) {
                 let hex = String(scalar.value, radix: 16)
                 escaped += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             } else {
