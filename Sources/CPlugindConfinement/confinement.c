@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/filter.h>
+#include <linux/if_packet.h>
+#include <linux/netlink.h>
+#include <netinet/in.h>
 #include <sched.h>
 #include <linux/seccomp.h>
 #include <stdlib.h>
@@ -15,6 +18,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <signal.h>
 #include <unistd.h>
@@ -224,6 +228,12 @@ static scmp_filter_ctx base_filter(void) {
     if (result == 0) result = deny_bits(filter, SCMP_SYS(creat), 1, set_id);
     if (result == 0) result = deny_bits(filter, SCMP_SYS(open), 2, set_id);
     if (result == 0) result = deny_bits(filter, SCMP_SYS(openat), 3, set_id);
+    // mknod makes regular files too (S_IFREG), with whatever mode it is given; mkdir's set-gid
+    // bit is ignored by the kernel, refused all the same so that no mode asks for it.
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(mknod), 1, set_id);
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(mknodat), 2, set_id);
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(mkdir), 1, S_ISGID);
+    if (result == 0) result = deny_bits(filter, SCMP_SYS(mkdirat), 2, S_ISGID);
     return finished(filter, result);
 }
 
@@ -238,6 +248,23 @@ static scmp_filter_ctx final_filter(int options) {
         for (size_t index = 0; result == 0 && index < 2; index++) {
             result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), socket_calls[index], 1,
                                       SCMP_A0_32(SCMP_CMP_NE, AF_UNIX));
+        }
+    } else {
+        // A plugin granted the network shares the host's network namespace, where abstract unix
+        // names are the machine's: no unix socket of its own making (a socketpair stays, for
+        // wake-ups), and bind only with the address sizes of IPv4, IPv6, netlink and packet
+        // sockets, so that a socketpair's socket cannot take most abstract names either.
+        if (result == 0) {
+            result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(socket), 1, SCMP_A0_32(SCMP_CMP_EQ, AF_UNIX));
+        }
+        // One rule a size (libseccomp compares an argument once a rule): every length a unix
+        // address can have, autobind's included; longer ones are no unix address.
+        for (socklen_t size = 0; result == 0 && size <= sizeof(struct sockaddr_un); size++) {
+            if (size == sizeof(struct sockaddr_in) || size == sizeof(struct sockaddr_in6) ||
+                size == sizeof(struct sockaddr_nl) || size == sizeof(struct sockaddr_ll)) {
+                continue;
+            }
+            result = seccomp_rule_add(filter, SCMP_ACT_ERRNO(EACCES), SCMP_SYS(bind), 1, SCMP_A2_32(SCMP_CMP_EQ, size));
         }
     }
     // ENOSYS: openat2 passes its mode in a structure the filter cannot read (a setuid file could

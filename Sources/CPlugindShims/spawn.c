@@ -327,6 +327,7 @@ static long fork_with_flags(const plugind_shim_spawn_request *request) {
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) flags |= CLONE_NEWUSER;
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_MOUNT_NAMESPACE) flags |= CLONE_NEWNS;
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_IPC_NAMESPACE) flags |= CLONE_NEWIPC;
+    if (request->flags & PLUGIND_SHIM_SPAWN_NEW_NET_NAMESPACE) flags |= CLONE_NEWNET;
     // The raw system call behaves like fork(): the child continues here, on a copy of this stack.
     // The caller is single-threaded, so no lock can be held in the copy.
     long child = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);

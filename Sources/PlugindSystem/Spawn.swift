@@ -18,7 +18,10 @@ package struct SpawnRequest: Sendable {
         /// For the pre-forked launcher only: see PLUGIND_SHIM_SPAWN_NO_ADVANCE_RESTRICTIONS.
         package static let noAdvanceRestrictions = Options(rawValue: PLUGIND_SHIM_SPAWN_NO_ADVANCE_RESTRICTIONS)
 
-        /// Every namespace a worker gets.
+        /// A network namespace of its own: for workers whose plugin was not granted the network.
+        package static let newNetworkNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_NET_NAMESPACE)
+
+        /// Every namespace a worker gets (the network namespace only without the network).
         package static let namespaces: Options = [.newPIDNamespace, .newUserNamespace, .newMountNamespace, .newIPCNamespace]
     }
 
@@ -219,7 +222,13 @@ package func withNamespaceFallback<Result>(
         guard refusals.contains(error.errno), !options.isDisjoint(with: .namespaces) else {
             return .failure(error)
         }
-        let reduced = options.subtracting(.namespaces)
+        // A kernel that allows the other namespaces but no more network namespaces (a limit on
+        // their number) keeps the others; the worker reports its network namespace unavailable.
+        if options.contains(.newNetworkNamespace) {
+            let withoutNetwork = options.subtracting(.newNetworkNamespace)
+            if let result = try? start(withoutNetwork) { return .success((result, withoutNetwork)) }
+        }
+        let reduced = options.subtracting(.namespaces).subtracting(.newNetworkNamespace)
         do {
             return .success((try start(reduced), reduced))
         } catch {

@@ -21,6 +21,7 @@ enum Confinement {
         static let resourceLimits = "resource-limits"
         static let systemCalls = "system-calls"
         static let network = "network"
+        static let networkNamespace = "network-namespace"
         static let filesystem = "filesystem"
         static let signals = "signals"
         static let processTree = "process-tree"
@@ -36,6 +37,8 @@ enum Confinement {
         /// The restrictions already in force; nil when the process restricted nothing ahead
         /// (the host may turn its confinement off).
         var advance: AdvanceRestrictions?
+        /// Whether the process was forked into a network namespace of its own.
+        var hasNetworkNamespace = false
     }
 
     /// What every plugin gets, applied while the process waits for its plugin, so that a launch
@@ -77,7 +80,7 @@ enum Confinement {
     /// with `restrictingAhead`, applies the restrictions every plugin gets. A spare (`isSpare`)
     /// also settles into its view while it waits; a worker forked for a launch would only move
     /// that work around.
-    static func prepare(hasNamespaces: Bool, restrictingAhead: Bool, isSpare: Bool = false) -> Prepared {
+    static func prepare(hasNamespaces: Bool, hasNetworkNamespace: Bool, restrictingAhead: Bool, isSpare: Bool = false) -> Prepared {
         let view: Result<WorkerView.Prepared, WorkerView.Failure>
         if hasNamespaces {
             // A spare restricts itself ahead, so it never shows the host's whole tree.
@@ -87,7 +90,8 @@ enum Confinement {
         }
         let begun = try? view.get()
         let rulesets = PreparedRulesets.prepare(inView: begun != nil, viewRoot: begun?.settled == false ? "/newroot" : "")
-        return Prepared(view: view, rulesets: rulesets, advance: restrictingAhead ? .apply() : nil)
+        return Prepared(
+            view: view, rulesets: rulesets, advance: restrictingAhead ? .apply() : nil, hasNetworkNamespace: hasNetworkNamespace)
     }
 
     static func apply(_ load: LoadConfiguration, prepared: Prepared) throws(LoadFailure) -> [ConfinementLayerReport] {
@@ -155,6 +159,11 @@ enum Confinement {
         } else {
             try record(network(request, filterApplied: filter?.state == .applied))
         }
+        if skipped(Layer.networkNamespace) {
+            try record(notRequested(Layer.networkNamespace, "turned off by the host for measurement"))
+        } else {
+            try record(networkNamespace(request, prepared: prepared))
+        }
         if skipped(Layer.filesystem) {
             unusedRulesets?.discard()
             unusedRulesets = nil
@@ -187,6 +196,27 @@ enum Confinement {
 
     private static func describe(_ result: CInt) -> String {
         Errno(rawValue: result).description
+    }
+
+    /// Without the network, a namespace of its own: the host's abstract unix names (X11's, an
+    /// application's), its socket tables (/proc/self/net) and interfaces do not exist there.
+    private static func networkNamespace(_ request: ConfinementRequest, prepared: Prepared) throws(LoadFailure) -> ConfinementLayerReport {
+        if request.allowsNetwork {
+            guard !prepared.hasNetworkNamespace else {
+                throw LoadFailure(
+                    kind: .confinementFailed,
+                    message: "this worker was started in a network namespace of its own and cannot reach the network the owner granted")
+            }
+            return notRequested(
+                Layer.networkNamespace,
+                "shares the host's network namespace (the owner granted the network): it sees the host's socket tables; its unix sockets come only from socketpair and bind only IP, netlink and packet addresses"
+            )
+        }
+        return prepared.hasNetworkNamespace
+            ? applied(
+                Layer.networkNamespace,
+                "its own network namespace: no abstract unix name, socket table or interface of the host exists for it")
+            : unavailable(Layer.networkNamespace, "shares the host's network namespace: the kernel refused a new one")
     }
 
     private static func processTree() -> ConfinementLayerReport {

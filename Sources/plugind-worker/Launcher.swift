@@ -123,7 +123,9 @@ enum Launcher {
             })
         {
         case .success((nil, let effective)):
-            let prepared = Confinement.prepare(hasNamespaces: effective.isSuperset(of: .namespaces), restrictingAhead: restrictingAhead)
+            let prepared = Confinement.prepare(
+                hasNamespaces: effective.isSuperset(of: .namespaces), hasNetworkNamespace: effective.contains(.newNetworkNamespace),
+                restrictingAhead: restrictingAhead)
             return .child(WorkerMain.run(prepared: prepared))
         case .success((let pid?, _)): return .parent(pid, nil)
         case .failure(let error): return .parent(-error.errno.rawValue, nil)
@@ -141,7 +143,10 @@ enum Launcher {
             options, { options throws(SystemError) in try PlugindSystem.forkSpare(options: options, keeping: spareEnd) })
         {
         case .success((nil, let effective)):
-            return .child(serveAsSpare(spareEnd, hasNamespaces: effective.isSuperset(of: .namespaces)))
+            return .child(
+                serveAsSpare(
+                    spareEnd, hasNamespaces: effective.isSuperset(of: .namespaces),
+                    hasNetworkNamespace: effective.contains(.newNetworkNamespace)))
         case .success((let pid?, _)):
             spareEnd.close()
             return .parent(pid, hostEnd)
@@ -156,9 +161,10 @@ enum Launcher {
     /// plugin starts from built, the common Landlock rules made, the restrictions every plugin
     /// gets in force), then takes a worker's descriptors and serves the host. The host gives a
     /// spare only to launches with every layer on. Ends quietly when the host goes away.
-    private static func serveAsSpare(_ socket: FileDescriptor, hasNamespaces: Bool) -> Int32 {
+    private static func serveAsSpare(_ socket: FileDescriptor, hasNamespaces: Bool, hasNetworkNamespace: Bool) -> Int32 {
         LauncherWarmUp.run()
-        var prepared = Confinement.prepare(hasNamespaces: hasNamespaces, restrictingAhead: true, isSpare: true)
+        var prepared = Confinement.prepare(
+            hasNamespaces: hasNamespaces, hasNetworkNamespace: hasNetworkNamespace, restrictingAhead: true, isSpare: true)
         // Ready: the host prefers a spare that says so, and waits for it when it settles. The host
         // may have handed this spare its work already (and closed its end): then the send fails
         // and the work is read all the same.

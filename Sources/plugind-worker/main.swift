@@ -19,4 +19,4 @@ if !arguments.isEmpty {
 }
 // Started directly (not forked by the launcher), the worker has no namespaces, so no view; its
 // host may turn confinement off, so it restricts nothing before the hello.
-exit(WorkerMain.run(prepared: Confinement.prepare(hasNamespaces: false, restrictingAhead: false)))
+exit(WorkerMain.run(prepared: Confinement.prepare(hasNamespaces: false, hasNetworkNamespace: false, restrictingAhead: false)))

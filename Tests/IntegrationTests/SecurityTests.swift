@@ -50,7 +50,8 @@ struct SecurityTests {
         try await withProbe { (probe: Probe, _: TestHost) async throws in
             #expect(try await probe("connect-stream", stream.address) == "refused ENOENT")
             #expect(try await probe("send-datagram", datagram.address) == "refused ENOENT")
-            #expect(try await probe("connect-abstract", abstract.address) == "refused EPERM")
+            // The name does not exist in the worker's own network namespace.
+            #expect(try await probe("connect-abstract", abstract.address) == "refused ECONNREFUSED")
         }
         #expect(!stream.receivedAnything)
         #expect(!datagram.receivedAnything)
@@ -65,6 +66,56 @@ struct SecurityTests {
         #expect(stream.receivedAnything)
         #expect(datagram.receivedAnything)
         #expect(abstract.receivedAnything)
+    }
+
+    /// Whether the host's network namespace has the abstract name `name` free: binding it works.
+    static func abstractNameIsFree(_ name: String) -> Bool {
+        (try? UnixListener(address: name, kind: .abstractStream)) != nil
+    }
+
+    @Test(
+        "without the network, a plugin's abstract names and the host's socket table are in a network namespace of its own: nothing squats the host's names, nothing lists the owner's sockets"
+    )
+    func networkNamespace() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let agent = try UnixListener(address: directory.path + "/agent.sock", kind: .stream)
+        let name = "plugind-squat-\(getpid())"
+        try await withProbe { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("bind-abstract", name) == "done bound")
+            // While the plugin holds its name, the host's (and every other process's) is free.
+            #expect(Self.abstractNameIsFree(name))
+            #expect(try await probe("socket-table", agent.address) == "done not listed")
+            #expect(try await probe("socket-table", "@" + name) == "done listed")
+            let layers = probe.process.confinement.map { "\($0.name): \($0.state.rawValue)" }
+            #expect(layers.contains("network-namespace: applied"), "\(layers)")
+        }
+        #expect(!agent.receivedAnything)
+        // The control: a worker without confinement shares the host's namespace.
+        let unconfined: (inout TestHost) -> Void = { $0.host.confinement = .disabled }
+        try await withProbe(configure: unconfined) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("socket-table", agent.address) == "done listed")
+            #expect(try await probe("bind-abstract", name) == "done bound")
+            #expect(!Self.abstractNameIsFree(name))
+        }
+    }
+
+    @Test("with the network, a plugin makes no unix socket of its own and binds no abstract name, even from a socketpair")
+    func networkPluginAbstractNames() async throws {
+        let name = "plugind-squat-pair-\(getpid())"
+        try await withProbe(["permissions": ["network": true]]) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("socket-inet") == "done socket")
+            #expect(try await probe("socket-unix") == "refused EACCES")
+            #expect(try await probe("bind-abstract-pair", name) == "refused EACCES")
+            #expect(Self.abstractNameIsFree(name))
+            let layers = probe.process.confinement.map { "\($0.name): \($0.state.rawValue)" }
+            #expect(layers.contains("network-namespace: not-requested"), "\(layers)")
+        }
+        // The control: without the network, the same socketpair binds, in its own namespace.
+        try await withProbe { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("bind-abstract-pair", name) == "done bound")
+            #expect(Self.abstractNameIsFree(name))
+        }
     }
 
     @Test("metadata of the owner's files cannot change: chmod, chown, xattrs, times, inside the view or out")
@@ -180,9 +231,11 @@ struct SecurityTests {
             #expect(try await probe("create-setuid", directory.path + "/shell") == "refused EPERM")
             #expect(try await probe("write", directory.path + "/plain") == "done written")
             #expect(try await probe("chmod-setuid", directory.path + "/plain") == "refused EPERM")
+            #expect(try await probe("mknod-setuid", directory.path + "/made") == "refused EPERM")
         }
         var status = stat()
         #expect(stat(directory.path + "/shell", &status) != 0)
+        #expect(stat(directory.path + "/made", &status) != 0)
         #expect(stat(directory.path + "/plain", &status) == 0)
         #expect(status.st_mode & (S_ISUID | S_ISGID) == 0)
     }

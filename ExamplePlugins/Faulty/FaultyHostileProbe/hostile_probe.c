@@ -310,6 +310,48 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         return outcome(response, syscall(SYS_process_vm_readv, getpid(), &local, 1, &remote, 1, 0), "read");
     }
     if (strcmp(vector, "io_uring") == 0) return outcome(response, syscall(425, 8, NULL), "ring");
+    if (strcmp(vector, "bind-abstract") == 0 || strcmp(vector, "bind-abstract-pair") == 0) {
+        // Binds (and keeps) an abstract name, from socket() or from one end of a socketpair; the
+        // test then tries to reach it from the host.
+        struct sockaddr_un address;
+        socklen_t length;
+        unix_address(path, 1, &address, &length);
+        int pair[2] = {-1, -1};
+        int fd = -1;
+        if (strcmp(vector, "bind-abstract") == 0) {
+            fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        } else if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) == 0) {
+            fd = pair[0];
+        }
+        if (fd < 0) return outcome(response, -1, "");
+        long result = bind(fd, (struct sockaddr *)&address, length);
+        if (result == 0 && pair[0] < 0) result = listen(fd, 4);
+        if (result != 0) {
+            int saved = errno;
+            close(fd);
+            if (pair[1] >= 0) close(pair[1]);
+            errno = saved;
+        }
+        return outcome(response, result, "bound");
+    }
+    if (strcmp(vector, "socket-table") == 0) {
+        // Whether the kernel's table of unix sockets, as this process sees it, names `path`.
+        int fd = open("/proc/self/net/unix", O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return outcome(response, -1, "");
+        static char table[1 << 20];
+        size_t used = 0;
+        ssize_t count;
+        while (used < sizeof table - 1 && (count = read(fd, table + used, sizeof table - 1 - used)) > 0) used += (size_t)count;
+        close(fd);
+        table[used] = '\0';
+        return outcome(response, 0, strstr(table, path) != NULL ? "listed" : "not listed");
+    }
+    if (strcmp(vector, "mknod-setuid") == 0) return outcome(response, mknod(path, S_IFREG | 06755, 0), "setuid file made");
+    if (strcmp(vector, "socket-unix") == 0) {
+        int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd >= 0) close(fd);
+        return outcome(response, fd, "socket");
+    }
     if (strcmp(vector, "socket-inet") == 0) {
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd >= 0) close(fd);

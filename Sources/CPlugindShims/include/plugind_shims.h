@@ -48,6 +48,9 @@ extern "C" {
 /// Not a spawn option: tells the pre-forked launcher that the worker must restrict nothing
 /// before it knows its plugin (the host turned its confinement, or a layer of it, off).
 #define PLUGIND_SHIM_SPAWN_NO_ADVANCE_RESTRICTIONS (1 << 7)
+/// clone() with CLONE_NEWNET: a network namespace of the child's own (only a loopback interface,
+/// down), where no abstract unix name, socket table or interface of the host exists.
+#define PLUGIND_SHIM_SPAWN_NEW_NET_NAMESPACE (1 << 8)
 
 /// The most descriptors a spawn request, or a message on a unix socket, may carry: the worker's
 /// five and up to 64 sealed files.

@@ -176,8 +176,9 @@ package final class PreforkedLauncher: EventLoopHandler {
         descriptors: [FileDescriptor], options: SpawnRequest.Options, cgroup: WorkerCgroup? = nil, reservation: SpareReservation? = nil
     ) async throws -> StartedWorker {
         let raw = descriptors.map(\.rawValue)
-        // Spares restricted themselves ahead, for launches with every layer on.
-        let spareUsable = !options.contains(.noAdvanceRestrictions)
+        // Spares restricted themselves ahead, for launches with every layer on, and wait in a
+        // network namespace of their own, for launches without the network.
+        let spareUsable = !options.contains(.noAdvanceRestrictions) && options.contains(.newNetworkNamespace)
         // A spare reserved by another launcher (one that has since stopped) is given back.
         if let reservation, reservation.launcher !== self || !spareUsable { reservation.release() }
         var reserved = reservation?.take()
@@ -307,7 +308,10 @@ package final class PreforkedLauncher: EventLoopHandler {
             guard !state.stopped, !state.spareFailed, state.spares.count < Self.spareCount, state.spareRequest == nil else { return }
             let id = state.nextRequestID
             state.nextRequestID &+= 1
-            if send(id, options: options, descriptors: []) == nil { state.spareRequest = id }
+            // Whatever the launch that asks: a spare serves launches with every layer on and
+            // without the network.
+            let spareOptions = options.union(.newNetworkNamespace).subtracting(.noAdvanceRestrictions)
+            if send(id, options: spareOptions, descriptors: []) == nil { state.spareRequest = id }
         }
     }
 

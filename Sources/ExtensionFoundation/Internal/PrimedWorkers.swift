@@ -39,6 +39,8 @@ package enum PrimedWorkers {
         plan.primesWorkers && plan.launchStrategy == .preforked && plan.load.mode == .serve
             && plan.load.confinement.permitsAdvanceRestrictions
             && !plan.load.confinement.allowsProcesses
+            // Primed workers come from spares, in network namespaces of their own.
+            && !plan.load.confinement.allowsNetwork
     }
 
     /// The worker primed for `plan` (started from `executable`), taken out of the slot; one

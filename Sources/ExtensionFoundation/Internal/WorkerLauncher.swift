@@ -41,6 +41,7 @@ enum WorkerLauncher {
         // the pipes and the shared memory below are made.
         let reservation =
             plan.launchStrategy == .preforked && plan.load.confinement.permitsAdvanceRestrictions
+                && !plan.load.confinement.allowsNetwork
             ? PreforkedLauncher.running(executable: executable)?.reserveSpare() : nil
         defer { reservation?.release() }
         // A plugin that may start processes runs in a control group of its own, where the host
@@ -199,6 +200,11 @@ enum WorkerLauncher {
         // A spare has restricted itself ahead; a worker whose host turns confinement (or its
         // system-call layer) off is forked on the spot, restricting nothing before it knows.
         if !confinement.permitsAdvanceRestrictions { options.insert(.noAdvanceRestrictions) }
+        // A plugin granted the network shares the host's network namespace, so it is forked on
+        // the spot: every spare waits in a network namespace of its own.
+        if confinement.allowsNetwork || confinement.disabled || confinement.skippedLayers.contains("network-namespace") {
+            options.remove(.newNetworkNamespace)
+        }
         #if PLUGIND_THREAD_SANITIZER
             // ThreadSanitizer cannot follow the launcher's forks: the worker is executed directly,
             // without namespaces (the tests that run under it turn confinement off).
@@ -249,7 +255,7 @@ enum WorkerLauncher {
     /// and everything it starts die together, it holds no privilege outside, and it builds its
     /// own view of the filesystem.
     static func isolatingOptions() -> SpawnRequest.Options {
-        [.newSession, .dieWithParentThread, .namespaces]
+        [.newSession, .dieWithParentThread, .namespaces, .newNetworkNamespace]
     }
 
     static func environment() -> [String] {
