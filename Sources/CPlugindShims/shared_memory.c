@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -57,5 +58,28 @@ int plugind_shim_sealed_file_seal(int fd) {
     int seals = fcntl(fd, F_GET_SEALS);
     if (seals < 0) return errno;
     int needed = F_SEAL_WRITE | F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-    return (seals & needed) == needed ? 0 : EPERM;
+    if ((seals & needed) != needed) return EPERM;
+    // Nobody may write it, so only its owner may set user.* attributes on it or change its mode:
+    // a worker of a root host (another uid) can do neither to a copy other launches share.
+    return fchmod(fd, 0555) == 0 ? 0 : errno;
+}
+
+int plugind_shim_sealed_file_make_private(int fd) {
+    struct stat status;
+    if (fstat(fd, &status) != 0) return errno;
+    int flags = fcntl(fd, F_GETFD);
+    if (flags < 0) return errno;
+    int copy = -1;
+    int result = plugind_shim_sealed_file_create("plugind:private", &copy);
+    if (result != 0) return result;
+    off_t offset = 0;
+    while (result == 0 && offset < status.st_size) {
+        ssize_t sent = sendfile(copy, fd, &offset, (size_t)(status.st_size - offset));
+        if (sent < 0 && errno != EINTR) result = errno;
+        if (sent == 0) result = EIO;
+    }
+    if (result == 0) result = plugind_shim_sealed_file_seal(copy);
+    if (result == 0 && dup3(copy, fd, (flags & FD_CLOEXEC) ? O_CLOEXEC : 0) < 0) result = errno;
+    close(copy);
+    return result;
 }

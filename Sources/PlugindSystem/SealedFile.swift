@@ -40,6 +40,14 @@ package enum SealedFile {
     }
 }
 
+extension SealedFile {
+    /// Replaces the sealed copy at `descriptor` with one this process alone holds (same number
+    /// and close-on-exec flag, another inode), read without moving the shared file position.
+    package static func makePrivate(_ descriptor: FileDescriptor) throws(SystemError) {
+        try checkShim("copy a sealed file", plugind_shim_sealed_file_make_private(descriptor.rawValue))
+    }
+}
+
 extension FileDescriptor {
     /// Opens `path` beneath the open directory `directory` without following any symlink (a
     /// component that is one fails with ELOOP) and without climbing out of it.

@@ -118,6 +118,7 @@ enum Confinement {
                 )
             ]
         }
+        try makeSealedCopiesPrivate(load)
         var reports: [ConfinementLayerReport] = []
         // The prepared rulesets until the Landlock layer takes them: a failure before closes them,
         // a failure after must not close them again.
@@ -180,6 +181,27 @@ enum Confinement {
             throw LoadFailure(kind: .confinementFailed, message: "the view was not completed: the host's tree is still open")
         }
         return reports
+    }
+
+    /// The host shares one sealed copy of a file between its launches; its mode allows no write,
+    /// so only its owner could change its mode or attributes. A worker that will run as that
+    /// owner (an ordinary user's) swaps each for a copy of its own before any plugin code runs,
+    /// so that nothing it does to one reaches another launch.
+    private static func makeSealedCopiesPrivate(_ load: LoadConfiguration) throws(LoadFailure) {
+        let owner = WorkerIdentity.current.uid
+        for operation in load.view {
+            guard case .sealed(let path, let descriptor) = operation else { continue }
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else {
+                throw LoadFailure(kind: .confinementFailed, message: "the sealed copy of \(path) (descriptor \(descriptor)) is missing")
+            }
+            guard status.st_uid == owner else { continue }
+            do throws(SystemError) {
+                try SealedFile.makePrivate(FileDescriptor(rawValue: descriptor))
+            } catch {
+                throw LoadFailure(kind: .confinementFailed, message: "cannot make a private copy of \(path): \(error)")
+            }
+        }
     }
 
     private static func applied(_ layer: String, _ detail: String) -> ConfinementLayerReport {

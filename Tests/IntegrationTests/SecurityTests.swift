@@ -118,6 +118,41 @@ struct SecurityTests {
         }
     }
 
+    /// Mode and `user.plugind` attribute of every sealed copy this process (the host) keeps.
+    static func sealedCopiesOfTheHost() -> [(name: String, mode: UInt32, marked: Bool)] {
+        let directory = "/proc/self/fd"
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        return entries.compactMap { entry in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: directory + "/" + entry),
+                target.hasPrefix("/memfd:plugind:lib"), let fd = Int32(entry)
+            else { return nil }
+            var status = stat()
+            guard fstat(fd, &status) == 0 else { return nil }
+            let copy: (name: String, mode: UInt32, marked: Bool) = (
+                target, status.st_mode & 0o7777, plugind_test_has_xattr(directory + "/" + entry, "user.plugind") != 0
+            )
+            return copy
+        }
+    }
+
+    @Test("a sealed copy shared between launches cannot be changed by a worker: mode and attributes stay, the next launch loads")
+    func sharedSealedCopies() async throws {
+        for launch in 1...2 {
+            try await withProbe { (probe: Probe, _: TestHost) async throws in
+                let answer = try await probe("tamper-descriptor", "\(LaunchPlan.firstSealedDescriptor)")
+                // A root host's worker is not the owner of the host's copy; an ordinary user's
+                // worker is, and tampers with a copy of its own.
+                #expect(answer == (geteuid() == 0 ? "refused EACCES" : "done marked and made unreadable"), "launch \(launch)")
+            }
+            let copies = Self.sealedCopiesOfTheHost()
+            #expect(!copies.isEmpty)
+            for copy in copies {
+                #expect(copy.mode == 0o555, "\(copy.name)")
+                #expect(!copy.marked, "\(copy.name)")
+            }
+        }
+    }
+
     @Test("metadata of the owner's files cannot change: chmod, chown, xattrs, times, inside the view or out")
     func fileMetadata() async throws {
         let directory = try TemporaryDirectory()

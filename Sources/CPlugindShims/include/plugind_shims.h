@@ -204,6 +204,12 @@ int plugind_shim_sealed_file_create(const char *_Nonnull name, int *_Nonnull fd)
 /// hold: its bytes can never change again. Returns 0 or an errno.
 int plugind_shim_sealed_file_seal(int fd);
 
+/// Replaces descriptor `fd`, a sealed copy, with a sealed copy of its bytes that this process
+/// alone holds: the same number and close-on-exec flag, another inode. Reads with an explicit
+/// offset, so the file position other holders of `fd`'s file description see is untouched.
+/// Returns 0 or an errno.
+int plugind_shim_sealed_file_make_private(int fd);
+
 /// Opens `path` (relative) beneath the open directory `directory` without following any symlink
 /// and without leaving the directory (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 /// RESOLVE_NO_MAGICLINKS), close-on-exec. A component swapped for a symlink fails with ELOOP.
