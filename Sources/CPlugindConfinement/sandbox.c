@@ -198,14 +198,16 @@ int plugind_sandbox_bind(const char *source, const char *target, int flags) {
     return error;
 }
 
-int plugind_sandbox_mount_tmpfs(const char *target, uint64_t size_bytes) {
+int plugind_sandbox_mount_tmpfs(const char *target, uint64_t size_bytes, uint32_t uid, uint32_t gid) {
     char destination[PATH_MAX];
     int error = join(destination, sizeof destination, view_root, target);
     if (error == 0) error = make_parents(destination);
     if (error != 0) return error;
     if (mkdir(destination, 0755) != 0 && errno != EEXIST) return errno;
-    char options[64];
-    snprintf(options, sizeof options, "size=%llu,mode=0700", (unsigned long long)size_bytes);
+    // Owned by the ids the plugin will run as (a root host's worker builds its view as root of
+    // its namespace, then takes its plugin's ids), usable by it alone.
+    char options[96];
+    snprintf(options, sizeof options, "size=%llu,mode=0700,uid=%u,gid=%u", (unsigned long long)size_bytes, uid, gid);
     return mount("tmpfs", destination, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, options) == 0 ? 0 : errno;
 }
 

@@ -30,20 +30,24 @@ typedef struct spawn_context {
     volatile int child_errno;
 } spawn_context;
 
-static size_t format_id_map(char *buffer, unsigned long id) {
-    // "<id> <id> 1\n", formatted in the parent (snprintf is not async-signal-safe).
+static size_t format_number(char *buffer, unsigned long value) {
     char digits[24];
     size_t count = 0;
     do {
-        digits[count++] = (char)('0' + id % 10);
-        id /= 10;
-    } while (id != 0);
-    size_t length = 0;
-    for (int copy = 0; copy < 2; copy++) {
-        for (size_t index = count; index > 0; index--) buffer[length++] = digits[index - 1];
-        buffer[length++] = ' ';
-    }
-    buffer[length++] = '1';
+        digits[count++] = (char)('0' + value % 10);
+        value /= 10;
+    } while (value != 0);
+    for (size_t index = 0; index < count; index++) buffer[index] = digits[count - 1 - index];
+    return count;
+}
+
+static size_t format_id_map(char *buffer, unsigned long id, unsigned long count) {
+    // "<id> <id> <count>\n", formatted in the parent (snprintf is not async-signal-safe).
+    size_t length = format_number(buffer, id);
+    buffer[length++] = ' ';
+    length += format_number(buffer + length, id);
+    buffer[length++] = ' ';
+    length += format_number(buffer + length, count == 0 ? 1 : count);
     buffer[length++] = '\n';
     buffer[length] = '\0';
     return length;
@@ -277,8 +281,8 @@ int plugind_shim_spawn(const plugind_shim_spawn_request *request, pid_t *pid, in
     spawn_context context;
     memset(&context, 0, sizeof context);
     context.request = request;
-    format_id_map(context.uid_map, (unsigned long)request->uid);
-    format_id_map(context.gid_map, (unsigned long)request->gid);
+    format_id_map(context.uid_map, (unsigned long)request->uid, 1);
+    format_id_map(context.gid_map, (unsigned long)request->gid, 1);
 
     void *stack = mmap(NULL, child_stack_size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -345,8 +349,8 @@ static int fork_and_set_up(const plugind_shim_spawn_request *request, child_setu
                            int *is_child) {
     char uid_map[id_map_capacity];
     char gid_map[id_map_capacity];
-    format_id_map(uid_map, (unsigned long)request->uid);
-    format_id_map(gid_map, (unsigned long)request->gid);
+    format_id_map(uid_map, (unsigned long)request->uid, request->id_count);
+    format_id_map(gid_map, (unsigned long)request->gid, request->id_count);
     // Only a privileged process may map its child to ids other than its own: it does so itself,
     // and the child waits for it on a pipe.
     int mapped_by_parent = (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) && geteuid() == 0;

@@ -83,6 +83,7 @@ package func spawnProcess(_ request: SpawnRequest) throws(SystemError) -> Spawne
                 flags: request.options.rawValue,
                 uid: getuid(),
                 gid: getgid(),
+                id_count: 1,
                 keep_descriptor: -1,
                 cgroup_files: nil,
                 cgroup_file_count: 0
@@ -122,22 +123,49 @@ private struct CStringArray {
 }
 
 /// The ids a worker runs plugin code as, in its user namespace (the same ids outside): the
-/// caller's own, or, when the caller is root, those of the unprivileged user `nobody` (65534
-/// where the system has no such entry), so that a worker of a root host owns no root file and
-/// holds no capability outside its namespaces. A root host's worker builds its view as root of
-/// its namespace (so that it can reach the owner's paths), then takes these ids.
+/// caller's own, or, when the caller is root, ids of plugind's own range that no other process
+/// of the machine uses, so that a worker of a root host owns no root file, holds no capability
+/// outside its namespaces and shares its uid with no daemon (`nobody` is many daemons' uid: they
+/// could signal or trace a worker running as it). A root host maps the whole range into each
+/// worker's namespace; each plugin takes the id its identifier hashes to, the same at every
+/// launch, so that what it wrote into its grants stays its own and another plugin's is not.
+/// A root host's worker builds its view as root of its namespace (so that it can reach the
+/// owner's paths), then takes its plugin's ids.
 package struct WorkerIdentity: Sendable, Equatable {
     package var uid: UInt32
     package var gid: UInt32
+    /// How many ids from `uid` and `gid` on are mapped: the range a root host's workers pick from.
+    package var count: UInt32 = 1
 
-    /// Computed once, in the launcher before it forks: a worker can no longer read /etc/passwd.
+    package init(uid: UInt32, gid: UInt32, count: UInt32 = 1) {
+        self.uid = uid
+        self.gid = gid
+        self.count = count
+    }
+
+    /// plugind's range for the workers of root hosts: uids and gids 2,000,000,000 to
+    /// 2,004,194,303, above every regular, system, systemd-homed and dynamic range and below the
+    /// ranges systemd hands out to containers' foreign ids (see the README's Security section).
+    package static let rootWorkerRange: ClosedRange<UInt32> = 2_000_000_000...2_004_194_303
+
+    /// Computed once, in the launcher before it forks.
     package static let current: WorkerIdentity = {
         guard geteuid() == 0 else { return WorkerIdentity(uid: getuid(), gid: getgid()) }
-        if let entry = getpwnam("nobody") {
-            return WorkerIdentity(uid: entry.pointee.pw_uid, gid: entry.pointee.pw_gid)
-        }
-        return WorkerIdentity(uid: 65534, gid: 65534)
+        let range = rootWorkerRange
+        return WorkerIdentity(uid: range.lowerBound, gid: range.lowerBound, count: range.upperBound - range.lowerBound + 1)
     }()
+
+    /// The ids the plugin `identifier` runs as: the caller's own, or (for a root host) the one of
+    /// the range that FNV-1a of the identifier, lowercased, selects.
+    package func forPlugin(_ identifier: String) -> WorkerIdentity {
+        guard count > 1 else { return self }
+        var hash: UInt32 = 2_166_136_261
+        for byte in identifier.lowercased().utf8 {
+            hash = (hash ^ UInt32(byte)) &* 16_777_619
+        }
+        let offset = hash % count
+        return WorkerIdentity(uid: uid + offset, gid: gid + offset)
+    }
 }
 
 /// Forks this single-threaded process into a worker with `request`'s descriptors and options
@@ -199,6 +227,7 @@ private func withShimRequest(
             flags: request.options.rawValue,
             uid: identity.uid,
             gid: identity.gid,
+            id_count: identity.count,
             keep_descriptor: keeping?.rawValue ?? -1,
             cgroup_files: UnsafeRawPointer(cgroupFiles.pointer).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
             cgroup_file_count: CInt(request.cgroupFiles.count)

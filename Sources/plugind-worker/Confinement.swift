@@ -148,7 +148,10 @@ enum Confinement {
             }
         }
         try record(view?.report ?? notRequested(Layer.filesystemView, "turned off by the host for measurement"))
-        try record(privileges(inUserNamespace: (try? prepared.view.get()) != nil, advance: prepared.advance))
+        try record(
+            privileges(
+                inUserNamespace: (try? prepared.view.get()) != nil, advance: prepared.advance,
+                identity: WorkerIdentity.current.forPlugin(load.pluginIdentifier)))
         try record(noNewPrivileges(advance: prepared.advance))
         try record(notDumpable())
         try record(noCoreFiles())
@@ -188,7 +191,7 @@ enum Confinement {
     /// owner (an ordinary user's) swaps each for a copy of its own before any plugin code runs,
     /// so that nothing it does to one reaches another launch.
     private static func makeSealedCopiesPrivate(_ load: LoadConfiguration) throws(LoadFailure) {
-        let owner = WorkerIdentity.current.uid
+        let owner = WorkerIdentity.current.forPlugin(load.pluginIdentifier).uid
         for operation in load.view {
             guard case .sealed(let path, let descriptor) = operation else { continue }
             var status = stat()
@@ -264,7 +267,9 @@ enum Confinement {
             return (unavailable(Layer.filesystemView, "no private view: \(failure)"), [])
         case .success(let begun):
             let grants = Set(load.confinement.readablePaths + load.confinement.writablePaths)
-            switch WorkerView.complete(load.view, prepared: begun, grants: grants) {
+            switch WorkerView.complete(
+                load.view, prepared: begun, grants: grants, owner: WorkerIdentity.current.forPlugin(load.pluginIdentifier))
+            {
             case .failure(let failure):
                 throw LoadFailure(kind: .confinementFailed, message: "cannot build the plugin's view: \(failure)")
             case .success(let completion):
@@ -283,7 +288,9 @@ enum Confinement {
     /// process restricted itself before its launch), the worker's unprivileged ids (a root host's
     /// worker built its view as root of its namespace), a new, empty session keyring, then no
     /// capability in any set. Verified from the kernel's own view of the thread.
-    private static func privileges(inUserNamespace: Bool, advance: AdvanceRestrictions?) -> ConfinementLayerReport {
+    private static func privileges(
+        inUserNamespace: Bool, advance: AdvanceRestrictions?, identity: WorkerIdentity
+    ) -> ConfinementLayerReport {
         var limited = advance?.capabilityLimit ?? plugind_sandbox_limit_capabilities()
         var bounding: UInt64 = .max
         if let advance {
@@ -291,7 +298,6 @@ enum Confinement {
         } else {
             _ = plugind_sandbox_bounding_set(&bounding)
         }
-        let identity = WorkerIdentity.current
         if inUserNamespace {
             let result = limited == 0 ? plugind_sandbox_set_identity(identity.uid, identity.gid, 0) : limited
             guard result == 0, getuid() == identity.uid, geteuid() == identity.uid, getgid() == identity.gid else {

@@ -49,7 +49,7 @@ enum WorkerView {
         var bound: Set<String> = []
         for operation in common {
             // A system without /usr/lib/locale, say, simply has nothing to show there.
-            let result = apply(operation)
+            let result = apply(operation, owner: WorkerIdentity(uid: getuid(), gid: getgid()))
             if result == ENOENT { continue }
             if let failure = check(operation.description, result) { return .failure(failure) }
             if case .bind(_, let path, _) = operation { bound.insert(path) }
@@ -78,11 +78,15 @@ enum WorkerView {
 
     /// Adds the plugin's part and seals the view. A step that binds the owner's grants may be
     /// left out (the plugin then has less, never more); any other failed step fails the view.
-    static func complete(_ operations: [ViewOperation], prepared: Prepared, grants: Set<String>) -> Result<Completion, Failure> {
+    /// `owner`: the ids the plugin will run as, who owns its scratch space.
+    static func complete(
+        _ operations: [ViewOperation], prepared: Prepared, grants: Set<String>,
+        owner: WorkerIdentity = WorkerIdentity(uid: getuid(), gid: getgid())
+    ) -> Result<Completion, Failure> {
         var completion = Completion()
         for operation in operations {
             if case .bind(let source, let path, _) = operation, source != "/", prepared.boundPaths.contains(path) { continue }
-            let result = apply(operation)
+            let result = apply(operation, owner: owner)
             guard result != 0 else { continue }
             if grants.contains(operation.path) {
                 completion.dropped.append("\(operation.path) (\(Errno(rawValue: result)))")
@@ -96,7 +100,7 @@ enum WorkerView {
         return .success(completion)
     }
 
-    private static func apply(_ operation: ViewOperation) -> CInt {
+    private static func apply(_ operation: ViewOperation, owner: WorkerIdentity) -> CInt {
         switch operation {
         case .bind(let source, let path, let writable):
             plugind_sandbox_bind(source, path, writable ? PLUGIND_SANDBOX_BIND_WRITABLE : 0)
@@ -107,7 +111,7 @@ enum WorkerView {
         case .sealed(let path, let descriptor):
             plugind_sandbox_symlink("/proc/self/fd/\(descriptor)", path)
         case .scratch(let path, let bytes):
-            plugind_sandbox_mount_tmpfs(path, bytes)
+            plugind_sandbox_mount_tmpfs(path, bytes, owner.uid, owner.gid)
         }
     }
 

@@ -193,7 +193,8 @@ struct SecurityTests {
                 #expect(status.contains("\(set):\t0000000000000000"), "\(set): \(status)")
             }
             let uid = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }.map(String.init) ?? ""
-            let expected = geteuid() == 0 ? 65534 : geteuid()
+            // A root host's worker: its plugin's id in plugind's own range, never nobody's.
+            let expected = WorkerIdentity.current.forPlugin("org.plugind.tests.faultyhostileprobe").uid
             #expect(uid == "Uid:\t\(expected)\t\(expected)\t\(expected)\t\(expected)", "\(uid)")
             #expect(status.contains("NoNewPrivs:\t1"))
             #expect(try await probe("capabilities") == "done 0000000000000000")
@@ -253,6 +254,16 @@ struct SecurityTests {
             // The worker's own thread counts against the cap.
             #expect(made >= 1 && made <= 15, "\(threads)")
         }
+    }
+
+    @Test("scratch space is the plugin's own, for a root host's worker too, and a bundle under /tmp still launches with it")
+    func scratchSpace() async throws {
+        try await withProbe(["limits": ["scratchBytes": 1 << 20]]) { (probe: Probe, test: TestHost) async throws in
+            #expect(test.bundledRoot.hasPrefix("/tmp/"), "the probe's bundle lies under the scratch path")
+            #expect(try await probe("write", "/tmp/scratch-file") == "done written")
+            #expect(try await probe("read", "/tmp/scratch-file") == "done written by the plugin")
+        }
+        #expect(access("/tmp/scratch-file", F_OK) != 0, "nothing reached the host's /tmp")
     }
 
     @Test("no setuid or setgid file, even where the plugin may write")

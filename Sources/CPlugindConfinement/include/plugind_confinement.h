@@ -119,7 +119,7 @@ int plugind_sandbox_enter(void);
 int plugind_sandbox_bind(const char *_Nonnull source, const char *_Nonnull target, int flags);
 
 /// Mounts a private tmpfs of at most `size_bytes` on `target` (nosuid, nodev, noexec, mode 0700).
-int plugind_sandbox_mount_tmpfs(const char *_Nonnull target, uint64_t size_bytes);
+int plugind_sandbox_mount_tmpfs(const char *_Nonnull target, uint64_t size_bytes, uint32_t uid, uint32_t gid);
 
 /// Mounts the worker's own /proc on `target`: its pid namespace only, and no system-wide files.
 int plugind_sandbox_mount_proc(const char *_Nonnull target);

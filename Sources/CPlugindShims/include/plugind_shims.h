@@ -71,6 +71,9 @@ typedef struct plugind_shim_spawn_request {
     /// PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE.
     uid_t uid;
     gid_t gid;
+    /// How many ids from `uid` and `gid` on are mapped (1 but for a privileged caller, which maps
+    /// a range for the child to pick from).
+    unsigned int id_count;
     /// A descriptor above the mapped range that stays open in the child, or -1.
     int keep_descriptor;
     /// Forks only: files (a control group's cgroup.procs) the parent writes the child's pid to

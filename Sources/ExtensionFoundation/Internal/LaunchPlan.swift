@@ -140,7 +140,9 @@ package struct LaunchPlan: Sendable {
             for path in Self.networkFiles { view.operations += ViewOperation.systemPath(path) }
         }
         let scratch = manifest.limits.scratchBytes.map { min($0, caps.scratchBytes) } ?? 0
-        if scratch > 0 { view.operations.append(.scratch(path: "/tmp", bytes: scratch)) }
+        // First, so that what the view puts under /tmp (a bundle's mirror, a grant) is made
+        // inside the scratch space instead of being hidden by it.
+        if scratch > 0 { view.operations.insert(.scratch(path: "/tmp", bytes: scratch), at: 0) }
 
         self.pluginIdentifier = manifest.identifier
         self.dependencyRefusal = dependencies.refusal
