@@ -405,6 +405,9 @@ int plugind_confinement_landlock_allow(int ruleset, int abi, const char *path, i
     uint64_t rights = ACCESS_FS_EXECUTE | ACCESS_FS_READ_FILE | ACCESS_FS_READ_DIR;
     if (writable) {
         rights |= filesystem_rights(abi) & ~(ACCESS_FS_MAKE_CHAR | ACCESS_FS_MAKE_BLOCK);
+        // A symlink the plugin plants in a grant cannot lead the plugin anywhere, but the owner
+        // or the host application reading the grant would follow it: only when asked for.
+        if (writable != PLUGIND_CONFINEMENT_WRITABLE_WITH_SYMLINKS) rights &= ~ACCESS_FS_MAKE_SYM;
     }
     if (!S_ISDIR(status.st_mode)) rights &= file_rights;
     rights &= filesystem_rights(abi);

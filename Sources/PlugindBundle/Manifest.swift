@@ -66,12 +66,18 @@ package struct Manifest: Equatable, Sendable {
         package var processes: Bool
         package var read: [String]
         package var write: [String]
+        /// Create symlinks in the write grants. Without it a plugin cannot plant a link there
+        /// for the owner or the host application to follow.
+        package var symlinks: Bool
 
-        package init(network: Bool = false, processes: Bool = false, read: [String] = [], write: [String] = []) {
+        package init(
+            network: Bool = false, processes: Bool = false, read: [String] = [], write: [String] = [], symlinks: Bool = false
+        ) {
             self.network = network
             self.processes = processes
             self.read = read
             self.write = write
+            self.symlinks = symlinks
         }
 
         package init(from decoder: any Decoder) throws {
@@ -81,9 +87,10 @@ package struct Manifest: Equatable, Sendable {
             processes = try container.decodeIfPresent(Bool.self, forKey: .processes) ?? false
             read = try container.decode([String].self, forKey: .read)
             write = try container.decode([String].self, forKey: .write)
+            symlinks = try container.decodeIfPresent(Bool.self, forKey: .symlinks) ?? false
         }
 
-        package var isEmpty: Bool { !network && !processes && read.isEmpty && write.isEmpty }
+        package var isEmpty: Bool { !network && !processes && read.isEmpty && write.isEmpty && !symlinks }
 
         /// "network, processes, read /srv/data, write /tmp/out" or "none".
         package var summary: String {
@@ -92,6 +99,7 @@ package struct Manifest: Equatable, Sendable {
             if processes { parts.append("processes") }
             parts += read.map { "read \($0)" }
             parts += write.map { "write \($0)" }
+            if symlinks { parts.append("symlinks in its write grants") }
             return parts.isEmpty ? "none" : parts.joined(separator: ", ")
         }
 
@@ -102,6 +110,7 @@ package struct Manifest: Equatable, Sendable {
             if processes && !approved.processes { added.append("processes") }
             added += read.filter { !approved.read.contains($0) && !approved.write.contains($0) }.map { "read \($0)" }
             added += write.filter { !approved.write.contains($0) }.map { "write \($0)" }
+            if symlinks && !approved.symlinks { added.append("symlinks in its write grants") }
             return added
         }
     }

@@ -17,7 +17,7 @@ package enum ManifestParser {
     static let limitKeys: Set<String> = [
         "memoryBytes", "cpuSeconds", "openFiles", "requestTimeoutMilliseconds", "maxMessageBytes", "threads", "scratchBytes",
     ]
-    static let permissionKeys: Set<String> = ["network", "processes", "read", "write"]
+    static let permissionKeys: Set<String> = ["network", "processes", "read", "write", "symlinks"]
 
     /// The largest manifest plugind reads: a manifest is a few hundred bytes; a larger file is
     /// refused before it is read, so that a huge (or sparse) file cannot make a scanning host
@@ -328,7 +328,7 @@ private struct ObjectReader {
             }
             return allowed
         }
-        var result = Manifest.Permissions(network: try flag("network"), processes: try flag("processes"))
+        var result = Manifest.Permissions(network: try flag("network"), processes: try flag("processes"), symlinks: try flag("symlinks"))
         for key in ["read", "write"] {
             let paths = try permissions.stringArray(key) ?? []
             for (index, path) in paths.enumerated() where !path.hasPrefix("/") {

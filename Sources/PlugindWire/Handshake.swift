@@ -212,6 +212,8 @@ package struct ConfinementRequest: Equatable, Sendable {
     package var allowsNetwork: Bool = false
     /// Let the plugin start processes and create memfds (the owner approved `processes`).
     package var allowsProcesses: Bool = false
+    /// Create symlinks in the writable paths (the manifest's `symlinks` permission).
+    package var allowsSymlinks: Bool = false
     /// Extra paths readable beneath (approved by the owner), as bound in the view.
     package var readablePaths: [String] = []
     /// Extra paths writable beneath (approved by the owner), as bound in the view.
@@ -233,6 +235,7 @@ package struct ConfinementRequest: Equatable, Sendable {
     package init(
         allowsNetwork: Bool = false,
         allowsProcesses: Bool = false,
+        allowsSymlinks: Bool = false,
         readablePaths: [String] = [],
         writablePaths: [String] = [],
         requiresEveryLayer: Bool = true,
@@ -241,6 +244,7 @@ package struct ConfinementRequest: Equatable, Sendable {
     ) {
         self.allowsNetwork = allowsNetwork
         self.allowsProcesses = allowsProcesses
+        self.allowsSymlinks = allowsSymlinks
         self.readablePaths = readablePaths
         self.writablePaths = writablePaths
         self.requiresEveryLayer = requiresEveryLayer

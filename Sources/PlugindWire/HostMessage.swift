@@ -142,6 +142,7 @@ extension PayloadWriter {
         write(load.limits.maxMessageBytes)
         write(load.confinement.allowsNetwork)
         write(load.confinement.allowsProcesses)
+        write(load.confinement.allowsSymlinks)
         write(load.confinement.readablePaths)
         write(load.confinement.writablePaths)
         write(load.confinement.requiresEveryLayer)
@@ -196,6 +197,7 @@ extension PayloadReader {
         load.confinement = ConfinementRequest(
             allowsNetwork: try readBool(),
             allowsProcesses: try readBool(),
+            allowsSymlinks: try readBool(),
             readablePaths: try readStrings(),
             writablePaths: try readStrings(),
             requiresEveryLayer: try readBool(),

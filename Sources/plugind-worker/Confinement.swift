@@ -544,8 +544,8 @@ enum Confinement {
         let abi = prepared.abi
         let ruleset = prepared.take(allowsNetwork: request.allowsNetwork).rawValue
         var dropped = prepared.dropped
-        for (path, writable) in pluginRules(load, inView: inView) {
-            let result = plugind_confinement_landlock_allow(ruleset, abi, path, writable ? 1 : 0)
+        for (path, access) in pluginRules(load, inView: inView) {
+            let result = plugind_confinement_landlock_allow(ruleset, abi, path, access)
             if result != 0 && result != ENOENT { dropped.append("\(path) (\(describe(result)))") }
         }
         if !dropped.isEmpty && request.requiresEveryLayer {
@@ -589,20 +589,25 @@ enum Confinement {
             return nil
         })
 
-    private static func pluginRules(_ load: LoadConfiguration, inView: Bool) -> [(String, Bool)] {
-        var rules: [(String, Bool)] = []
+    /// Each path with the `writable` argument of `plugind_confinement_landlock_allow`: 0 to
+    /// read, 1 to write, `PLUGIND_CONFINEMENT_WRITABLE_WITH_SYMLINKS` to write symlinks too (in
+    /// write grants only when the manifest asks). Not in the scratch space either: Landlock's
+    /// rights reach every path beneath a rule, a grant under /tmp included.
+    private static func pluginRules(_ load: LoadConfiguration, inView: Bool) -> [(String, CInt)] {
+        let grantAccess: CInt = load.confinement.allowsSymlinks ? PLUGIND_CONFINEMENT_WRITABLE_WITH_SYMLINKS : 1
+        var rules: [(String, CInt)] = []
         for operation in load.view {
             switch operation {
             case .bind(let source, let path, let writable):
                 // The prepared ruleset has the common view's directories read-only already.
                 if !writable && commonBindPaths.contains(path) { continue }
-                rules.append((inView ? path : source, writable))
-            case .scratch(let path, _): rules.append((path, true))
+                rules.append((inView ? path : source, writable ? grantAccess : 0))
+            case .scratch(let path, _): rules.append((path, grantAccess))
             case .symlink, .directory, .sealed: break
             }
         }
-        if !load.bundlePath.isEmpty { rules.append((load.bundlePath, false)) }
-        if inView { rules.append(("/.plugind", false)) }
+        if !load.bundlePath.isEmpty { rules.append((load.bundlePath, 0)) }
+        if inView { rules.append(("/.plugind", 0)) }
         return rules
     }
 }

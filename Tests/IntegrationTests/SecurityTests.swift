@@ -266,6 +266,25 @@ struct SecurityTests {
         #expect(access("/tmp/scratch-file", F_OK) != 0, "nothing reached the host's /tmp")
     }
 
+    @Test("no symlink in a write grant unless the manifest asks for symlinks")
+    func symlinksInGrants() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        chmod(directory.path, 0o777)
+        let granted: [String: Any] = ["permissions": ["write": [directory.path]]]
+        try await withProbe(granted) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("symlink", directory.path + "/shadow") == "refused EACCES")
+            #expect(try await probe("write", directory.path + "/plain") == "done written")
+        }
+        var status = stat()
+        #expect(lstat(directory.path + "/shadow", &status) != 0, "no link was planted")
+        let asked: [String: Any] = ["permissions": ["write": [directory.path], "symlinks": true]]
+        try await withProbe(asked) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("symlink", directory.path + "/shadow") == "done symlink made")
+        }
+        #expect(lstat(directory.path + "/shadow", &status) == 0 && status.st_mode & S_IFMT == S_IFLNK)
+    }
+
     @Test("no setuid or setgid file, even where the plugin may write")
     func setuidBits() async throws {
         let directory = try TemporaryDirectory()

@@ -356,6 +356,7 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         if (marked == 0) marked = chmod(link, 0);
         return outcome(response, marked, "marked and made unreadable");
     }
+    if (strcmp(vector, "symlink") == 0) return outcome(response, symlink("/etc/shadow", path), "symlink made");
     if (strcmp(vector, "mknod-setuid") == 0) return outcome(response, mknod(path, S_IFREG | 06755, 0), "setuid file made");
     if (strcmp(vector, "socket-unix") == 0) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -86,8 +86,12 @@ int plugind_confinement_landlock_abi(int *_Nonnull abi);
 /// unix sockets outside the domain (ABI 6+).
 int plugind_confinement_landlock_create(int abi, int deny_network, int *_Nonnull ruleset);
 
-/// Allows read (and execute) access beneath `path`, or, with `writable`, also creating, writing,
-/// truncating and removing. A path that names a file gets the file rights only.
+/// `writable` of plugind_confinement_landlock_allow: creating symlinks too.
+#define PLUGIND_CONFINEMENT_WRITABLE_WITH_SYMLINKS 2
+
+/// Allows read (and execute) access beneath `path`, or, with `writable` (1), also creating
+/// (symlinks only with PLUGIND_CONFINEMENT_WRITABLE_WITH_SYMLINKS), writing, truncating and
+/// removing. A path that names a file gets the file rights only.
 int plugind_confinement_landlock_allow(int ruleset, int abi, const char *_Nonnull path,
                                        int writable);
 

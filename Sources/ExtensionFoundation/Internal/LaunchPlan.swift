@@ -124,6 +124,7 @@ package struct LaunchPlan: Sendable {
         let confinement = ConfinementRequest(
             allowsNetwork: permissions.network,
             allowsProcesses: permissions.processes,
+            allowsSymlinks: permissions.symlinks,
             readablePaths: grants.read,
             writablePaths: grants.write,
             requiresEveryLayer: strict,

@@ -105,6 +105,7 @@ struct ListDocument: Encodable {
         var processes: Bool
         var read: [String]
         var write: [String]
+        var symlinks: Bool
     }
 
     struct Problem: Encodable {
@@ -137,7 +138,7 @@ struct ListDocument: Encodable {
                 functions: manifest.functions.map(\.description),
                 permissions: Permissions(
                     network: manifest.permissions.network, processes: manifest.permissions.processes, read: manifest.permissions.read,
-                    write: manifest.permissions.write)
+                    write: manifest.permissions.write, symlinks: manifest.permissions.symlinks)
             )
         }
         self.problems = problems.map {
