@@ -42,7 +42,7 @@ package struct BundleSignature: Codable, Sendable, Hashable {
     }
 
     /// A signature file larger than this is not read.
-    static let maximumBytes = 16 << 10
+    package static let maximumBytes = 16 << 10
 
     static func message(digest: String, expires: String?) -> [UInt8] {
         Array(("plugind-bundle-signature 1\n\(digest)\n" + (expires.map { "expires \($0)\n" } ?? "")).utf8)

@@ -427,6 +427,50 @@ struct PackageTests {
     }
 }
 
+extension PackageTests {
+    @Test("a gzip bomb writes nothing to disk: 0.5 MiB unpacking to 512 MiB, unsigned or with a signature that does not hold")
+    func gzipBomb() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let key = try await keygen(test)
+        let source = try bundle(test)
+        #expect(try await plugind("sign", source, "--key", key, in: test).status == 0)
+        for signed in [false, true] {
+            let package = test.directory.path + "/bomb-\(signed).plugin"
+            // Zeros streamed through gzip: about 0.5 MiB on disk, 512 MiB unpacked; with the real
+            // bundle's files and, when `signed`, its signature (of other contents).
+            let script = """
+                import gzip, io, sys, tarfile
+                source, output, signed = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+                class Zeros(io.RawIOBase):
+                    def __init__(self, size): self.left = size
+                    def readable(self): return True
+                    def readinto(self, buffer):
+                        count = min(len(buffer), self.left); buffer[:count] = bytes(count); self.left -= count; return count
+                with gzip.open(output, "wb", compresslevel=1) as stream, tarfile.open(fileobj=stream, mode="w", format=tarfile.PAX_FORMAT) as tar:
+                    for name in ["manifest.json", "libEcho.so"] + (["plugind-signature.json"] if signed else []):
+                        tar.add(source + "/" + name, arcname=name)
+                    info = tarfile.TarInfo("zeros"); info.size = 512 << 20
+                    tar.addfile(info, Zeros(info.size))
+                """
+            let made = try await CommandRunner.run(
+                "/usr/bin/env", ["python3", "-c", script, source, package, signed ? "1" : "0"],
+                environment: ProcessInfo.processInfo.environment)
+            #expect(made.status == 0, "\(made.stderr)")
+            // Under a file-size limit of 1 MiB, a write of the first zeros would fail with EFBIG.
+            var environment = test.environment
+            environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+            let installed = try await CommandRunner.run(
+                "/usr/bin/env", ["prlimit", "--fsize=1048576", try BuiltProducts.plugind(), "install", package],
+                environment: environment)
+            #expect(installed.status == 1)
+            let reason = signed ? "the bundle changed after it was signed" : "carries no publisher signature"
+            #expect(installed.stderr.contains(reason) && installed.stderr.contains("nothing was unpacked"), "\(installed.stderr)")
+            #expect(installedEntries(test).isEmpty, "\(installedEntries(test))")
+        }
+    }
+}
+
 /// Archives that `plugind pack` would never write, made byte by byte (libarchive refuses to write
 /// most of them): POSIX ustar headers, uncompressed.
 enum HostileArchive: String, CaseIterable, CustomTestStringConvertible {

@@ -93,11 +93,18 @@ enum PluginPackage {
 
     // MARK: Reading
 
-    /// Unpacks the package at `path` into `directory`, which must exist and be empty. Refuses,
-    /// naming the entry, anything but relative paths of regular files and directories within the
-    /// caps; a truncated or corrupt archive is refused too. What was unpacked before a refusal
-    /// stays in `directory` for the caller to remove.
-    static func unpack(_ path: String, into directory: String) throws(Failure) {
+    /// One checked archive entry: where it goes, and what it is.
+    private struct Item {
+        var relative: String
+        var shown: String
+        var isDirectory: Bool
+        var size: Int64
+        var executable: Bool
+    }
+
+    /// Reads the package at `path` entry by entry, checking every header (names, kinds, modes,
+    /// counts, sizes, the total) before `body` sees the entry and its data.
+    private static func readEntries(_ path: String, _ body: (OpaquePointer, Item) throws(Failure) -> Void) throws(Failure) {
         guard let archive = archive_read_new() else { throw Failure("cannot start reading \(path)") }
         defer { archive_read_free(archive) }
         // Only what `write` produces, so no other parser of libarchive sees hostile input.
@@ -126,10 +133,9 @@ enum PluginPackage {
                 throw Failure("entry '\(shown)' is a link: packages hold regular files and directories only")
             }
             guard mode & 0o7000 == 0 else { throw Failure("entry '\(shown)' has a setuid, setgid or sticky bit") }
-            let target = directory + "/" + relative
             switch mode & S_IFMT {
             case S_IFDIR:
-                try makeDirectories(directory, relative, shown: shown)
+                try body(archive, Item(relative: relative, shown: shown, isDirectory: true, size: 0, executable: false))
             case S_IFREG:
                 let size = archive_entry_size(entry)
                 guard archive_entry_size_is_set(entry) != 0, size >= 0, size <= Limits.entryBytes else {
@@ -137,15 +143,102 @@ enum PluginPackage {
                 }
                 total += size
                 guard total <= Limits.totalBytes else { throw Failure("\(path) unpacks to more than \(Limits.totalBytes) bytes") }
-                if let slash = relative.lastIndex(of: "/") {
-                    try makeDirectories(directory, String(relative[..<slash]), shown: shown)
-                }
-                try extract(archive, size: size, to: target, executable: mode & 0o100 != 0, shown: shown)
+                try body(archive, Item(relative: relative, shown: shown, isDirectory: false, size: size, executable: mode & 0o100 != 0))
             default:
                 throw Failure("entry '\(shown)' is not a regular file or a directory (a device, fifo or socket)")
             }
         }
         guard count > 0 else { throw Failure("\(path) is empty") }
+    }
+
+    /// Unpacks the package at `path` into `directory` (new, empty, the caller's own). Nothing is
+    /// written until a first pass, which writes nothing, has checked every header and the
+    /// publisher's signature against the digest of the bytes the archive holds: a package that
+    /// is unsigned, whose signature does not hold, or that is larger than the caps writes not a
+    /// byte (a gzip bomb costs the time to decompress it, not the disk).
+    static func unpack(_ path: String, into directory: String) throws(Failure) {
+        try checkSignature(path)
+        try readEntries(path) { (archive, item) throws(Failure) in
+            let target = directory + "/" + item.relative
+            if item.isDirectory {
+                try makeDirectories(directory, item.relative, shown: item.shown)
+                return
+            }
+            if let slash = item.relative.lastIndex(of: "/") {
+                try makeDirectories(directory, String(item.relative[..<slash]), shown: item.shown)
+            }
+            try extract(archive, size: item.size, to: target, executable: item.executable, shown: item.shown)
+        }
+    }
+
+    /// The first pass: hashes every file as the archive holds it (no byte written), makes the
+    /// bundle's digest as the unpacked bundle's would be, and checks the signature entry against
+    /// it. Throws naming why the package would not install.
+    private static func checkSignature(_ path: String) throws(Failure) {
+        var files: [String: (digest: String, size: Int64, executable: Bool)] = [:]
+        var directories: Set<String> = []
+        var signature: [UInt8]?
+        try readEntries(path) { (archive, item) throws(Failure) in
+            // Directories the unpacking would make for a file's path count as entries too.
+            var parent = item.isDirectory ? item.relative : ""
+            if !item.isDirectory, let slash = item.relative.lastIndex(of: "/") { parent = String(item.relative[..<slash]) }
+            while !parent.isEmpty {
+                directories.insert(parent)
+                parent = parent.lastIndex(of: "/").map { String(parent[..<$0]) } ?? ""
+            }
+            if item.isDirectory { return }
+            guard files[item.relative] == nil, signature == nil || item.relative != BundleContents.signatureFileName else {
+                throw Failure("cannot unpack entry '\(item.shown)': it appears twice in the package")
+            }
+            if item.relative == BundleContents.signatureFileName {
+                guard item.size <= Int64(BundleSignature.maximumBytes) else {
+                    throw Failure("\(BundleContents.signatureFileName) is larger than \(BundleSignature.maximumBytes) bytes")
+                }
+                var bytes: [UInt8] = []
+                try readData(archive, size: item.size, shown: item.shown) { bytes += $0 }
+                signature = bytes
+                return
+            }
+            var stream = SHA256Stream()
+            try readData(archive, size: item.size, shown: item.shown) { piece in piece.withUnsafeBytes { stream.update($0) } }
+            files[item.relative] = (stream.finish(), item.size, item.executable)
+        }
+        guard let signature else {
+            throw Failure(
+                "\(path) carries no publisher signature; nothing was unpacked (sign the bundle with 'plugind sign' before 'plugind pack')")
+        }
+        guard let decoded = try? JSONDecoder().decode(BundleSignature.self, from: Data(signature)) else {
+            throw Failure("\(BundleContents.signatureFileName) in \(path) is not a plugind signature; nothing was unpacked")
+        }
+        var lines: [(path: String, line: String)] = directories.map { ($0, "d \($0)\n") }
+        for (file, facts) in files {
+            lines.append((file, "f \(facts.digest) \(facts.size) \(facts.executable ? "x" : "-") \(file)\n"))
+        }
+        lines.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
+        let listing = BundleDigest.header + lines.map(\.line).joined()
+        switch decoded.check(digest: SHA256Digest.hex(of: Data(listing.utf8))) {
+        case .valid: return
+        case .unsigned: throw Failure("\(path) carries no publisher signature; nothing was unpacked")
+        case .invalid(let reason, _): throw Failure("the signature in \(path) is invalid (\(reason)); nothing was unpacked")
+        }
+    }
+
+    /// Passes the entry's data, piece by piece, to `body`; refuses more or fewer bytes than the
+    /// header declared.
+    private static func readData(_ archive: OpaquePointer, size: Int64, shown: String, _ body: ([UInt8]) throws(Failure) -> Void)
+        throws(Failure)
+    {
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var remaining = size
+        while true {
+            let count = archive_read_data(archive, &buffer, buffer.count)
+            guard count >= 0 else { throw Failure("entry '\(shown)' is corrupt or truncated: \(message(archive))") }
+            if count == 0 { break }
+            guard Int64(count) <= remaining else { throw Failure("entry '\(shown)' holds more than its declared size") }
+            try body(Array(buffer[..<count]))
+            remaining -= Int64(count)
+        }
+        guard remaining == 0 else { throw Failure("entry '\(shown)' is truncated: \(remaining) of \(size) bytes missing") }
     }
 
     /// `name` as a relative path of at most `Limits.depth` components, none of them empty, "."
@@ -191,22 +284,14 @@ enum PluginPackage {
             throw Failure("cannot unpack entry '\(shown)': \(reason)")
         }
         defer { close(fd) }
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
-        var remaining = size
-        while true {
-            let count = archive_read_data(archive, &buffer, buffer.count)
-            guard count >= 0 else { throw Failure("entry '\(shown)' is corrupt or truncated: \(message(archive))") }
-            if count == 0 { break }
-            guard Int64(count) <= remaining else { throw Failure("entry '\(shown)' holds more than its declared size") }
+        try readData(archive, size: size, shown: shown) { (piece) throws(Failure) in
             var offset = 0
-            while offset < count {
-                let written = buffer.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, count - offset) }
+            while offset < piece.count {
+                let written = piece.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + offset, piece.count - offset) }
                 guard written > 0 else { throw Failure("cannot write entry '\(shown)': \(String(cString: strerror(errno)))") }
                 offset += written
             }
-            remaining -= Int64(count)
         }
-        guard remaining == 0 else { throw Failure("entry '\(shown)' is truncated: \(remaining) of \(size) bytes missing") }
         fchmod(fd, executable ? 0o755 : 0o644)
     }
 
