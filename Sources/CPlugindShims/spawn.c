@@ -209,9 +209,23 @@ static int install_descriptors(const plugind_shim_spawn_request *request) {
     return 0;
 }
 
+/// `prepare_process` for a child forked without exec (a worker or a spare of the launcher), which
+/// must never be dumpable: the owner's other processes could ptrace it and inject into what
+/// becomes a plugin's worker. The launcher is not dumpable, and a forked child inherits that;
+/// only while it writes its own id maps (files a non-dumpable process cannot open) is it, for a
+/// few system calls. Not for `spawn_child`, which shares the caller's memory and so its flag.
+static int prepare_forked_process(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map,
+                                  int mapped_by_parent, int sync) {
+    int writes_own_maps = (request->flags & PLUGIND_SHIM_SPAWN_NEW_USER_NAMESPACE) && !mapped_by_parent;
+    if (writes_own_maps && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
+    int error = prepare_process(request, uid_map, gid_map, mapped_by_parent, sync);
+    if (error == 0 && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) error = errno;
+    return error;
+}
+
 static int prepare_child(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map,
                          int mapped_by_parent, int sync) {
-    int error = prepare_process(request, uid_map, gid_map, mapped_by_parent, sync);
+    int error = prepare_forked_process(request, uid_map, gid_map, mapped_by_parent, sync);
     return error != 0 ? error : install_descriptors(request);
 }
 
@@ -404,7 +418,7 @@ int plugind_shim_fork_worker(const plugind_shim_spawn_request *request, pid_t *p
 /// /dev/null in the launcher) and the spare's socket.
 static int prepare_spare(const plugind_shim_spawn_request *request, const char *uid_map, const char *gid_map,
                          int mapped_by_parent, int sync) {
-    int error = prepare_process(request, uid_map, gid_map, mapped_by_parent, sync);
+    int error = prepare_forked_process(request, uid_map, gid_map, mapped_by_parent, sync);
     if (error != 0) return error;
     int keep = request->keep_descriptor;
     if (keep > 3) close_above(3, (unsigned int)keep - 1);

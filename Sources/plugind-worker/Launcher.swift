@@ -32,6 +32,9 @@ enum Launcher {
     }
 
     static func run() -> Int32 {
+        // Not dumpable, so that the owner's other processes cannot ptrace it, and every spare and
+        // worker it forks is born the same (see `prepare_forked_process`).
+        guard plugind_confinement_set_not_dumpable() == 0 else { return 2 }
         guard let null = try? FileDescriptor.open("/dev/null", O_RDWR) else { return 2 }
         Confinement.prepareForForks()
         var received = [CInt](repeating: -1, count: Int(PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS))

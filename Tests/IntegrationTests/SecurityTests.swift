@@ -285,6 +285,26 @@ struct SecurityTests {
         #expect(lstat(directory.path + "/shadow", &status) == 0 && status.st_mode & S_IFMT == S_IFLNK)
     }
 
+    @Test(
+        "the launcher and the spares are not dumpable while they wait: the owner's other processes cannot ptrace them",
+        .enabled(if: geteuid() != 0, "a root host's processes belong to root whether dumpable or not; an ordinary user's show it"))
+    func sparesNotDumpable() async throws {
+        try await withProbe { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("socket-inet") == "refused EACCES")
+        }
+        await PreforkedLauncher.settleAll()
+        let waiting = ProcessInspection.children(of: getpid()).filter {
+            ProcessInspection.readProcFile("/proc/\($0)/comm").hasPrefix("plugind-worker") && ProcessInspection.state(of: $0) != "Z"
+        }
+        #expect(waiting.count >= 2, "the launcher and at least one spare: \(waiting)")
+        for pid in waiting {
+            // A process that is not dumpable has its /proc files owned by root, and only a
+            // process with CAP_SYS_PTRACE may trace it.
+            var status = stat()
+            #expect(stat("/proc/\(pid)/mem", &status) == 0 && status.st_uid == 0, "pid \(pid): owner \(status.st_uid)")
+        }
+    }
+
     @Test("no setuid or setgid file, even where the plugin may write")
     func setuidBits() async throws {
         let directory = try TemporaryDirectory()
