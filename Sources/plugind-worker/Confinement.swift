@@ -298,8 +298,11 @@ enum Confinement {
         } else {
             _ = plugind_sandbox_bounding_set(&bounding)
         }
-        if inUserNamespace {
-            let result = limited == 0 ? plugind_sandbox_set_identity(identity.uid, identity.gid, 0) : limited
+        // A root host's worker takes its plugin's ids with or without a user namespace (without
+        // one, on a kernel that refuses them, it also drops root's groups): never root's.
+        let dropsRoot = !inUserNamespace && geteuid() == 0
+        if inUserNamespace || dropsRoot {
+            let result = limited == 0 ? plugind_sandbox_set_identity(identity.uid, identity.gid, dropsRoot ? 1 : 0) : limited
             guard result == 0, getuid() == identity.uid, geteuid() == identity.uid, getgid() == identity.gid else {
                 return unavailable(Layer.privileges, "cannot take uid \(identity.uid) and gid \(identity.gid): \(describe(result))")
             }

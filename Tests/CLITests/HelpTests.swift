@@ -33,9 +33,12 @@ struct HelpTests {
             response bytes go to stdout unchanged; errors, progress and the plugin's log go to
             stderr. Progress shows as a bar when stderr is a terminal, as plain lines otherwise.
             A plugin that asks its host questions (plugin ABI 2) gets --answer TEXT to each one;
-            without --answer its questions fail as unsupported.
+            without --answer its questions fail as unsupported. On a kernel that lacks a
+            confinement layer (no user namespaces, no Landlock), the launch is refused naming
+            it; --best-effort runs with the layers the machine offers and names each missing
+            one on stderr.
 
-            USAGE: plugind run <id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet]
+            USAGE: plugind run <id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet] [--best-effort]
 
             ARGUMENTS:
               <id>                    The plugin's identifier.
@@ -46,6 +49,7 @@ struct HelpTests {
               --answer <text>         Answer every question the plugin asks with this text.
               --timeout <seconds>     Deadline for the answer (default: the plugin's, at most the host's cap).
               --quiet                 Do not show progress or the plugin's log.
+              --best-effort           Run with the confinement layers this machine offers; warn of each missing one.
               -h, --help              Show help information.
 
             """
@@ -84,7 +88,7 @@ struct HelpTests {
         #expect(missing.status == 64)
         #expect(
             missing.stderr
-                == "error: missing ID\nUsage: plugind run <id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet]\n  See 'plugind help run'.\n"
+                == "error: missing ID\nUsage: plugind run <id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet] [--best-effort]\n  See 'plugind help run'.\n"
         )
         let option = try await plugind("list", "--colour", in: test)
         #expect(option.status == 64)

@@ -10,6 +10,16 @@ package enum CCompiler {
 
     /// Compiles `source` into the shared library `output` with `flags` (e.g. "-L…", "-lname",
     /// "-Wl,-rpath,$ORIGIN"). The plugin header's directory is on the include path.
+    /// Compiles `source` into the program `output`.
+    package static func executable(_ source: String, output: String, flags: [String] = []) async throws {
+        let sourcePath = output + ".c"
+        try Data(source.utf8).write(to: URL(fileURLWithPath: sourcePath))
+        defer { try? FileManager.default.removeItem(atPath: sourcePath) }
+        let result = try await CommandRunner.run(
+            "/usr/bin/env", ["cc", "-O1", "-o", output, sourcePath] + flags, environment: ProcessInfo.processInfo.environment)
+        guard result.status == 0 else { throw Failure(description: "cc failed: \(result.stderr)") }
+    }
+
     package static func sharedLibrary(_ source: String, output: String, flags: [String] = []) async throws {
         let sourcePath = output + ".c"
         try Data(source.utf8).write(to: URL(fileURLWithPath: sourcePath))

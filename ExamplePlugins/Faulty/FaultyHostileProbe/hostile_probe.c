@@ -15,6 +15,8 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
+#include <sys/rseq.h>
 #include <sys/ptrace.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
@@ -51,6 +53,25 @@ static int unix_address(const char *path, int abstract, struct sockaddr_un *addr
 
 static void *idle_thread(void *argument) {
     pause();
+    return argument;
+}
+
+/// What a well-behaved plugin's thread does: random bytes, a futex-backed mutex, a private mapping.
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+static long shared_counter;
+
+static void *well_behaved_thread(void *argument) {
+    unsigned char random_bytes[16];
+    if (getrandom(random_bytes, sizeof random_bytes, 0) != (ssize_t)sizeof random_bytes) return (void *)"getrandom";
+    for (int round = 0; round < 1000; round++) {
+        pthread_mutex_lock(&shared_lock);
+        shared_counter++;
+        pthread_mutex_unlock(&shared_lock);
+    }
+    void *page = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return (void *)"mmap";
+    memset(page, 1, 1 << 20);
+    munmap(page, 1 << 20);
     return argument;
 }
 
@@ -355,6 +376,27 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         long marked = setxattr(link, "user.plugind", "x", 1, 0);
         if (marked == 0) marked = chmod(link, 0);
         return outcome(response, marked, "marked and made unreadable");
+    }
+    if (strcmp(vector, "well-behaved") == 0) {
+        // The positive control: what ordinary plugins do must work under every layer.
+        pthread_t threads[4];
+        for (int index = 0; index < 4; index++) {
+            if (pthread_create(&threads[index], NULL, well_behaved_thread, NULL) != 0) return outcome(response, -1, "");
+        }
+        for (int index = 0; index < 4; index++) {
+            void *failed = NULL;
+            pthread_join(threads[index], &failed);
+            if (failed != NULL) return faulty_reply(response, (const char *)failed);
+        }
+        if (shared_counter < 4000) return faulty_reply(response, "futex");
+        if (__rseq_size == 0) return faulty_reply(response, "rseq");
+        int pair[2];
+        char byte = 0;
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) return outcome(response, -1, "");
+        long moved = write(pair[0], "x", 1) == 1 && read(pair[1], &byte, 1) == 1 && byte == 'x' ? 0 : -1;
+        close(pair[0]);
+        close(pair[1]);
+        return outcome(response, moved, "threads, futexes, getrandom, mmap, rseq and a socketpair work");
     }
     if (strcmp(vector, "symlink") == 0) return outcome(response, symlink("/etc/shadow", path), "symlink made");
     if (strcmp(vector, "mknod-setuid") == 0) return outcome(response, mknod(path, S_IFREG | 06755, 0), "setuid file made");

@@ -8,13 +8,16 @@ struct RunCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "run",
         abstract: "Send input to a plugin and print its response.",
-        usage: "<id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet]",
+        usage: "<id> [<input>] [--input <file>] [--answer <text>] [--timeout <seconds>] [--quiet] [--best-effort]",
         discussion: """
             The input is INPUT as given, or the contents of --input FILE, or all of stdin. The
             response bytes go to stdout unchanged; errors, progress and the plugin's log go to
             stderr. Progress shows as a bar when stderr is a terminal, as plain lines otherwise.
             A plugin that asks its host questions (plugin ABI 2) gets --answer TEXT to each one;
-            without --answer its questions fail as unsupported.
+            without --answer its questions fail as unsupported. On a kernel that lacks a
+            confinement layer (no user namespaces, no Landlock), the launch is refused naming
+            it; --best-effort runs with the layers the machine offers and names each missing
+            one on stderr.
             """,
         arguments: [("<id>", "The plugin's identifier."), ("<input>", "The request, as text.")],
         options: [
@@ -22,9 +25,10 @@ struct RunCommand: PlugindCommand {
             ("--answer <text>", "Answer every question the plugin asks with this text."),
             ("--timeout <seconds>", "Deadline for the answer (default: the plugin's, at most the host's cap)."),
             ("--quiet", "Do not show progress or the plugin's log."),
+            ("--best-effort", "Run with the confinement layers this machine offers; warn of each missing one."),
         ],
         valueOptions: ["input", "timeout", "answer"],
-        flagOptions: ["quiet"]
+        flagOptions: ["quiet", "best-effort"]
     )
 
     let identifier: String
@@ -33,6 +37,7 @@ struct RunCommand: PlugindCommand {
     let timeout: Duration?
     let quiet: Bool
     let answer: String?
+    let bestEffort: Bool
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         let positionals = try arguments.positionals(["id"], optional: ["input"])
@@ -45,14 +50,20 @@ struct RunCommand: PlugindCommand {
         timeout = try arguments.seconds("timeout")
         quiet = arguments.flag("quiet")
         answer = arguments.value("answer")
+        bestEffort = arguments.flag("best-effort")
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let input = try readInput()
         let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
         var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: context.host), onInterruption: {})
-        configuration.host = context.host
+        var host = context.host
+        if bestEffort { host.confinement = .bestEffort }
+        configuration.host = host
         return try await AppExtensionProcess.withProcess(configuration: configuration) { process in
+            for layer in process.confinement where layer.state == .unavailable {
+                context.console.err("warning: confinement layer '\(layer.name)' is unavailable on this machine: \(layer.detail)\n")
+            }
             let connection: AppExtensionConnection
             if let answer {
                 let bytes = Array(answer.utf8)
