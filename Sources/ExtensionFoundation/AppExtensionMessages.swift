@@ -35,12 +35,26 @@ public struct AppExtensionMessages: AsyncSequence, Sendable {
     /// The shared state of one sequence: what the plugin sent and the reader has not taken.
     final class Buffer: Sendable {
         private struct State {
+            /// Messages before `head` are taken or dropped; `compact` releases them.
             var queue: [AppExtensionMessage] = []
             var head = 0
             var bytes = 0
             var dropped = 0
             var finished = false
             var waiter: CheckedContinuation<AppExtensionMessage?, Never>?
+
+            /// Releases what was taken or dropped once it is at least half the queue: what the
+            /// buffer holds in memory stays within twice its budget of messages, whether the
+            /// reader is slow or absent, at an amortized constant cost a message.
+            mutating func compact() {
+                if head == queue.count {
+                    queue.removeAll(keepingCapacity: queue.count <= 64)
+                    head = 0
+                } else if head >= 32, head * 2 >= queue.count {
+                    queue.removeFirst(head)
+                    head = 0
+                }
+            }
         }
 
         private let state = Locked(State())
@@ -74,6 +88,7 @@ public struct AppExtensionMessages: AsyncSequence, Sendable {
                     state.queue.append(message)
                     state.bytes += size
                 }
+                state.compact()
                 return nil
             }
             waiter?.resume(returning: message)
@@ -101,10 +116,7 @@ public struct AppExtensionMessages: AsyncSequence, Sendable {
                             let message = state.queue[state.head]
                             state.head += 1
                             state.bytes -= message.bufferedSize
-                            if state.head == state.queue.count {
-                                state.queue.removeAll(keepingCapacity: true)
-                                state.head = 0
-                            }
+                            state.compact()
                             return .some(message)
                         }
                         if state.finished || Task.isCancelled { return .some(nil) }

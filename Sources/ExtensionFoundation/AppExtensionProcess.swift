@@ -172,8 +172,13 @@ public final class AppExtensionProcess: Sendable {
     ///
     /// - Throws: `AppExtensionError` with code `connectionRefused` (the plugin's reason in the
     ///   description), `invalidated` once the process has ended.
-    public func makeConnection() async throws -> AppExtensionConnection {
-        try await openConnection(handler: nil)
+    ///
+    /// - Parameter timeout: how long the plugin has to accept or refuse the connection; the
+    ///   request timeout by default. Past it the connection fails with `timedOut` and is closed,
+    ///   and a worker that answers neither it nor the close within the host's cancellation grace
+    ///   period is stopped, like one that ignores a cancelled request.
+    public func makeConnection(timeout: Duration? = nil) async throws -> AppExtensionConnection {
+        try await openConnection(timeout: timeout, handler: nil)
     }
 
     /// Opens a connection whose `requestHandler` answers what the plugin asks the host on it.
@@ -182,28 +187,33 @@ public final class AppExtensionProcess: Sendable {
     /// with its code (`AppExtensionConnection.RequestFailure`, else 1) and description. Closing
     /// the connection, or the end of the process, cancels the handlers still running and fails
     /// the plugin's waiting asks at once.
+    /// `timeout` as in `makeConnection(timeout:)`.
     public func makeConnection(
+        timeout: Duration? = nil,
         requestHandler: @escaping @Sendable (_ request: [UInt8]) async throws -> [UInt8]
     ) async throws -> AppExtensionConnection {
-        try await openConnection(handler: requestHandler)
+        try await openConnection(timeout: timeout, handler: requestHandler)
     }
 
     /// `makeConnection(requestHandler:)` with JSON: the plugin's ask is decoded as `Request`,
     /// the handler's result encoded as the answer.
     public func makeConnection<Request: Decodable & Sendable, Response: Encodable & Sendable>(
+        timeout: Duration? = nil,
         requestHandler: @escaping @Sendable (_ request: Request) async throws -> Response
     ) async throws -> AppExtensionConnection {
-        try await openConnection { bytes in
+        try await openConnection(timeout: timeout) { bytes in
             let request = try JSONDecoder().decode(Request.self, from: Data(bytes))
             return [UInt8](try JSONEncoder().encode(try await requestHandler(request)))
         }
     }
 
-    private func openConnection(handler: WorkerChannel.RequestHandler?) async throws -> AppExtensionConnection {
+    private func openConnection(
+        timeout: Duration? = nil, handler: WorkerChannel.RequestHandler?
+    ) async throws -> AppExtensionConnection {
         if channel.isTerminated || channel.isInvalidated {
             throw AppExtensionError(.invalidated, plugin: plan.pluginIdentifier, "the process has ended")
         }
-        let identifier = try await channel.openConnection(handler: handler)
+        let identifier = try await channel.openConnection(handler: handler, timeout: timeout ?? plan.requestTimeout)
         return AppExtensionConnection(process: self, identifier: identifier)
     }
 

@@ -69,7 +69,7 @@ private struct Conversation {
 
     /// Opens a connection the worker accepts.
     mutating func open(handler: Bool = true) throws -> UInt32 {
-        let (id, effects) = try machine.openConnection(hasHandler: handler).get()
+        let (id, effects) = try machine.openConnection(hasHandler: handler, timeout: .seconds(1)).get()
         apply(effects)
         #expect(try sentToWorker() == [.openConnection(id, hostIdentifier: "org.plugind.tests.host")])
         try worker(.connectionAccepted(id))
@@ -124,6 +124,41 @@ struct ChannelProtocolTests {
         conversation.apply(conversation.machine.timerFired(.deadline(stuck)))
         conversation.apply(conversation.machine.timerFired(.grace(stuck)))
         #expect(conversation.stops == [.unresponsive(requestID: stuck, after: .milliseconds(500))])
+    }
+
+    @Test(
+        "a connection the plugin neither accepts nor refuses in time fails with timedOut and is closed; the worker is stopped only if it answers neither within the grace"
+    )
+    func connectionDeadline() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let (late, effects) = try conversation.machine.openConnection(hasHandler: true, timeout: .milliseconds(300)).get()
+        conversation.apply(effects)
+        #expect(conversation.timers == [.accepting(late)])
+        _ = try conversation.sentToWorker()
+        conversation.apply(conversation.machine.timerFired(.accepting(late)))
+        #expect(failureCode(conversation.connections[late]) == .timedOut)
+        #expect(try conversation.sentToWorker() == [.closeConnection(late)])
+        #expect(conversation.timers == [.closingGrace(late)])
+        // The plugin's accept returns at last: the grace ends, nothing is stopped, and no request
+        // can use the connection.
+        try conversation.worker(.connectionAccepted(late))
+        #expect(conversation.timers.isEmpty)
+        #expect(conversation.stops.isEmpty)
+        #expect(throws: AppExtensionError.self) { try conversation.machine.reserveRequest(connection: late, timeout: nil).get() }
+
+        let (stuck, more) = try conversation.machine.openConnection(hasHandler: true, timeout: .milliseconds(300)).get()
+        conversation.apply(more)
+        conversation.apply(conversation.machine.timerFired(.accepting(stuck)))
+        conversation.apply(conversation.machine.timerFired(.closingGrace(stuck)))
+        #expect(conversation.stops == [.unresponsiveConnection(stuck, after: .milliseconds(500))])
+
+        // Accepted in time: the deadline is cancelled and never fires.
+        _ = try conversation.sentToWorker()
+        let accepted = try conversation.open()
+        #expect(!conversation.timers.contains(.accepting(accepted)))
+        conversation.apply(conversation.machine.timerFired(.accepting(accepted)))
+        #expect(try conversation.connections[accepted]?.get() != nil)
     }
 
     @Test("an answer to a request never sent, and a second ready, are protocol violations")
@@ -184,7 +219,7 @@ struct ChannelProtocolTests {
     func refusalsAndBounds() throws {
         var conversation = Conversation()
         try conversation.ready()
-        let (refused, effects) = try conversation.machine.openConnection(hasHandler: true).get()
+        let (refused, effects) = try conversation.machine.openConnection(hasHandler: true, timeout: .seconds(1)).get()
         conversation.apply(effects)
         #expect(try conversation.sentToWorker() == [.openConnection(refused, hostIdentifier: "org.plugind.tests.host")])
         try conversation.worker(.connectionRefused(refused, reason: "one editor at a time"))
@@ -216,7 +251,7 @@ struct ChannelProtocolTests {
         try conversation.ready()
         let connection = try conversation.open()
         let id = try conversation.send([1], on: connection)
-        let (opening, effects) = try conversation.machine.openConnection(hasHandler: false).get()
+        let (opening, effects) = try conversation.machine.openConnection(hasHandler: false, timeout: .seconds(1)).get()
         conversation.apply(effects)
         try conversation.worker(.ask(id: 4, connection: connection, bytes: []))
         let failure = AppExtensionError(.workerCrashed, plugin: "org.plugind.tests.machine", "crashed with SIGSEGV")

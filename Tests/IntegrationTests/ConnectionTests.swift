@@ -144,6 +144,28 @@ struct ConnectionTests {
         #expect(refusal?.reason == "refused the connection: this plugin does not talk to org.plugind.tests.refused")
     }
 
+    @Test("makeConnection has a deadline: a plugin whose accept never returns gets timedOut, and its worker is stopped after the grace")
+    func acceptDeadline() async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        test.host.identifier = "org.plugind.tests.never-accepts"
+        let interruptions = InterruptionCounter()
+        let process = try await launch(test, onInterruption: interruptions.handler)
+        defer { process.invalidate() }
+        let started = ContinuousClock.now
+        let late = await #expect(throws: AppExtensionError.self) { _ = try await process.makeConnection(timeout: .milliseconds(300)) }
+        #expect(late?.code == .timedOut)
+        #expect(late?.reason == "did not accept or refuse the connection in time; it was closed", "\(String(describing: late))")
+        #expect(ContinuousClock.now - started < .seconds(5))
+        // It answers neither the connection nor its close: stopped like a worker that ignores a
+        // cancelled request, and the host hears of it.
+        await interruptions.firstCall()
+        let termination = await process.waitForTermination()
+        #expect(termination == .signaled(signal: SIGKILL, name: "SIGKILL"), "\(termination)")
+        let after = await #expect(throws: AppExtensionError.self) { _ = try await process.makeConnection() }
+        #expect(after != nil)
+    }
+
     @Test("closing a connection fails the plugin's waiting ask at once and cancels the handler")
     func closeMidAsk() async throws {
         let test = try TestHost()

@@ -464,4 +464,54 @@ struct SlowReaderTests {
         #expect(dropped >= 256 - AppExtensionMessages.bufferedBytes / (1 << 20))
         #expect(dropped + kept / (1 << 20) == 256)
     }
+
+    /// The host's resident memory now and its peak since the last reset, from /proc, in bytes.
+    static func residentBytes() -> (now: Int, peak: Int) {
+        let status = ProcessInspection.readProcFile("/proc/self/status")
+        func field(_ name: String) -> Int {
+            let line = status.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""
+            return (Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0) * 1024
+        }
+        return (field("VmRSS"), field("VmHWM"))
+    }
+
+    /// Resets the peak that `residentBytes` reports (writing 5 to clear_refs).
+    static func resetPeak() {
+        let fd = open("/proc/self/clear_refs", O_WRONLY)
+        guard fd >= 0 else { return }
+        _ = write(fd, "5", 1)
+        close(fd)
+    }
+
+    @Test(
+        "messages nobody reads, or a reader that takes one at a time, cost the host at most the budget in memory (RSS from /proc), not what the plugin sent",
+        arguments: [false, true])
+    func droppedMessagesReleaseMemory(readerKeepsUp: Bool) async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "FaultyHostileProbe", extra: ["limits": ["maxMessageBytes": 2 << 20]]))
+        let connection = try await process.makeConnection()
+        let messages = connection.messages()
+        let reader = Task {
+            var taken = 0
+            guard readerKeepsUp else { return taken }
+            for await _ in messages {
+                taken += 1
+                try? await Task.sleep(for: .milliseconds(5))
+            }
+            return taken
+        }
+        Self.resetPeak()
+        let before = Self.residentBytes()
+        let answer = try await connection.send(Array("post-events 400 1048576".utf8))
+        #expect(String(decoding: answer, as: UTF8.self) == "done 400")
+        let after = Self.residentBytes()
+        await process.invalidateAndWait()
+        reader.cancel()
+        _ = await reader.value
+        // 400 MiB were sent; the budget is 16 MiB. What else the test process does at the same
+        // time stays far below the margin.
+        let grown = max(after.now, after.peak) - before.now
+        #expect(grown < 128 << 20, "the host grew by \(grown >> 20) MiB")
+    }
 }

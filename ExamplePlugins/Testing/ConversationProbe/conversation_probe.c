@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const plugind_host *host;
 static atomic_int closed_connections;
@@ -44,6 +45,10 @@ static int32_t init(const plugind_host *given, void **state, plugind_plugin_resp
 static int32_t accept_connection(void *state, const plugind_plugin_connection *connection, void **connection_state,
                                  plugind_plugin_response *refusal) {
     (void)state;
+    // A plugin whose accept never returns (as hostile or broken code may).
+    if (strstr(connection->host_identifier, "never-accepts") != NULL) {
+        for (;;) pause();
+    }
     if (strstr(connection->host_identifier, "refused") != NULL) {
         char reason[256];
         snprintf(reason, sizeof reason, "this plugin does not talk to %s", connection->host_identifier);

@@ -24,6 +24,11 @@ struct ChannelProtocol {
         case deadline(UInt64)
         /// The time a worker has to confirm an abandoned request before it is judged stuck.
         case grace(UInt64)
+        /// The time the plugin has to accept or refuse a connection.
+        case accepting(UInt32)
+        /// The time a worker has, after a connection it did not answer was closed, to answer
+        /// before it is judged stuck.
+        case closingGrace(UInt32)
     }
 
     enum Effect {
@@ -89,6 +94,9 @@ struct ChannelProtocol {
     /// Requests the host gave up on and told the worker to drop.
     private var abandoned: Set<UInt64> = []
     private var connections: [UInt32: Connection] = [:]
+    /// Connections the host closed because the plugin did not answer them in time: an answer
+    /// must still come within the grace period.
+    private var unansweredConnections: Set<UInt32> = []
     /// Asks whose handler runs, by ask identifier: their connection.
     private var asks: [UInt64: UInt32] = [:]
     private var nextRequestID: UInt64 = 1
@@ -194,6 +202,18 @@ struct ChannelProtocol {
         case .grace(let id):
             guard abandoned.remove(id) != nil else { return [] }
             return [.stop(.unresponsive(requestID: id, after: cancellationGracePeriod))]
+        case .accepting(let id):
+            guard let connection = connections[id], connection.state == .opening else { return [] }
+            connections[id] = nil
+            unansweredConnections.insert(id)
+            let failure = error(.timedOut, "did not accept or refuse the connection in time; it was closed")
+            return [
+                .cancelTimer(.accepting(id)), .completeConnection(id, .failure(failure)), .send(.closeConnection(id)),
+                .startTimer(.closingGrace(id), cancellationGracePeriod),
+            ]
+        case .closingGrace(let id):
+            guard unansweredConnections.remove(id) != nil else { return [] }
+            return [.stop(.unresponsiveConnection(id, after: cancellationGracePeriod))]
         }
     }
 
@@ -210,14 +230,22 @@ struct ChannelProtocol {
 
     // MARK: Connections
 
-    /// Opens a connection; `completeConnection` follows when the plugin accepts or refuses it.
-    mutating func openConnection(hasHandler: Bool) -> Result<(UInt32, [Effect]), AppExtensionError> {
+    /// Opens a connection; `completeConnection` follows when the plugin accepts or refuses it,
+    /// or with `timedOut` when it has done neither within `timeout`.
+    mutating func openConnection(hasHandler: Bool, timeout: Duration) -> Result<(UInt32, [Effect]), AppExtensionError> {
         guard case .ready = phase, !invalidated else { return .failure(notReady) }
         let id = nextConnectionID
         nextConnectionID &+= 1
         if nextConnectionID == 0 { nextConnectionID = 1 }
         connections[id] = Connection(state: .opening, hasHandler: hasHandler)
-        return .success((id, [.send(.openConnection(id, hostIdentifier: hostIdentifier))]))
+        return .success((id, [.send(.openConnection(id, hostIdentifier: hostIdentifier)), .startTimer(.accepting(id), timeout)]))
+    }
+
+    /// The plugin answered connection `id` (accepted or refused): the answer ends the grace of a
+    /// connection the host closed for want of one; another is a violation.
+    private mutating func lateAnswer(connection id: UInt32, _ verb: String) -> [Effect] {
+        if unansweredConnections.remove(id) != nil { return [.cancelTimer(.closingGrace(id))] }
+        return id < nextConnectionID ? [] : [.stop(.protocolViolation("\(verb) connection \(id), which was never opened"))]
     }
 
     /// Closes a connection: its waiting requests fail, its asks stop, the plugin is told.
@@ -225,6 +253,7 @@ struct ChannelProtocol {
         guard let connection = connections.removeValue(forKey: id) else { return [] }
         var effects: [Effect] = []
         if connection.state == .opening {
+            effects.append(.cancelTimer(.accepting(id)))
             effects.append(.completeConnection(id, .failure(error(.connectionClosed, "the connection was closed while it opened"))))
         }
         for requestID in requests.keys.sorted() where requests[requestID]?.connection == id {
@@ -316,16 +345,19 @@ struct ChannelProtocol {
         case .connectionAccepted(let id):
             guard let connection = connections[id], connection.state == .opening else {
                 // Closed by the host while the plugin accepted it: the close is on its way.
-                return id < nextConnectionID ? [] : [.stop(.protocolViolation("accepted connection \(id), which was never opened"))]
+                return lateAnswer(connection: id, "accepted")
             }
             connections[id]?.state = .open
-            return [.completeConnection(id, .success(()))]
+            return [.cancelTimer(.accepting(id)), .completeConnection(id, .success(()))]
         case .connectionRefused(let id, let reason):
             guard let connection = connections[id], connection.state == .opening else {
-                return id < nextConnectionID ? [] : [.stop(.protocolViolation("refused connection \(id), which was never opened"))]
+                return lateAnswer(connection: id, "refused")
             }
             connections[id] = nil
-            return [.completeConnection(id, .failure(error(.connectionRefused, "refused the connection: \(reason)")))]
+            return [
+                .cancelTimer(.accepting(id)),
+                .completeConnection(id, .failure(error(.connectionRefused, "refused the connection: \(reason)"))),
+            ]
         case .ask(let id, let connection, let bytes):
             return received(ask: id, connection: connection, bytes: bytes)
         case .askCancelled(let id):
@@ -381,6 +413,8 @@ struct ChannelProtocol {
         var effects = failEverything(with: failure, connectionError: failure)
         for id in abandoned.sorted() { effects.append(.cancelTimer(.grace(id))) }
         abandoned.removeAll()
+        for id in unansweredConnections.sorted() { effects.append(.cancelTimer(.closingGrace(id))) }
+        unansweredConnections.removeAll()
         return effects
     }
 
@@ -400,6 +434,7 @@ struct ChannelProtocol {
             }
         }
         for id in connections.keys.sorted() where connections[id]?.state == .opening {
+            effects.append(.cancelTimer(.accepting(id)))
             effects.append(.completeConnection(id, .failure(connectionError)))
             connections[id] = nil
         }

@@ -82,6 +82,8 @@ final class WorkerChannel: EventLoopHandler {
     enum StopCause: Sendable, Equatable {
         case protocolViolation(String)
         case unresponsive(requestID: UInt64, after: Duration)
+        /// The plugin answered neither a connection in time nor its close within the grace.
+        case unresponsiveConnection(UInt32, after: Duration)
         case launchTimedOut(Duration)
         case closedChannel
         case cancelledLaunch
@@ -439,9 +441,9 @@ final class WorkerChannel: EventLoopHandler {
     // MARK: Connections
 
     /// Opens a connection and waits until the plugin accepts it; `handler` answers its asks.
-    func openConnection(handler: RequestHandler?) async throws -> UInt32 {
+    func openConnection(handler: RequestHandler?, timeout: Duration) async throws -> UInt32 {
         let (id, effects) = try state.withLock { state in
-            state.machine.openConnection(hasHandler: handler != nil).mapError { unavailable($0, state) }
+            state.machine.openConnection(hasHandler: handler != nil, timeout: timeout).mapError { unavailable($0, state) }
         }.get()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in

@@ -116,6 +116,12 @@ struct WorkerTermination: Sendable {
             return make(.protocolViolation, plugin, "broke the wire protocol (\(detail)); its worker was stopped")
         case .closedChannel:
             return make(.protocolViolation, plugin, "closed its protocol channel; its worker was stopped")
+        case .unresponsiveConnection(_, let grace):
+            return make(
+                .timedOut,
+                plugin,
+                "answered neither a connection in time nor its close within \(DurationText(grace)); its worker was killed"
+            )
         case .unresponsive(_, let grace):
             return make(
                 .timedOut,
