@@ -129,6 +129,14 @@ public final class AppExtensionProcess: Sendable {
         let session = WorkerSession(channel: channel, ready: ready, plan: plan, entry: entry, host: host, key: key)
         CrashRecorder.watch(channel, entry: entry, host: host)
         WorkerSessions.track(session)
+        // The policy was checked before the launch, and enforcement watches it from `track` on: a
+        // disable, revoke or quarantine that landed in between (a plugin's init may take as long as
+        // the launch timeout) is caught here, before the process answers anything.
+        if let reason = PolicyEnforcement.revocation(of: entry, host: host) {
+            session.channel.stop(.disabledByOwner(reason))
+            throw AppExtensionError(
+                .disabledByOwner, plugin: entry.identifier, reason.replacingOccurrences(of: "while it ran", with: "while it launched"))
+        }
         return session
     }
 

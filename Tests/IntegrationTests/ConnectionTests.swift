@@ -294,6 +294,57 @@ struct ConnectionTests {
         #expect(crashes.isEmpty)
     }
 
+    @Test(
+        "a disable or revoke that lands while the plugin's init runs ends the process before it answers anything",
+        arguments: ["disable", "revoke"])
+    func policyReachesLaunchingProcesses(change: String) async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let identifier = "org.plugind.tests.slowinit"
+        let bundle = test.externalRoot + "/slow-init.appex"
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        try await CCompiler.sharedLibrary(
+            """
+            #include <plugind_plugin.h>
+            #include <unistd.h>
+            static int32_t start(const plugind_host *host, void **state, plugind_plugin_response *error) {
+                (void)host; (void)state; (void)error; usleep(1500000); return PLUGIND_PLUGIN_OK;
+            }
+            static int32_t handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
+                (void)state; (void)request; (void)response; return PLUGIND_PLUGIN_OK;
+            }
+            static const plugind_plugin descriptor = {.abi_version = PLUGIND_PLUGIN_ABI_VERSION, .size = sizeof(plugind_plugin),
+                .name = "Slow init", .version = "1.0.0", .init = start, .handle = handle};
+            PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &descriptor; }
+            """, output: bundle + "/libSlowInit.so")
+        let manifest: [String: Any] = [
+            "manifestVersion": 1, "identifier": identifier, "name": "Slow init", "version": "1.0.0",
+            "extensionPoint": "org.plugind.tests.point", "library": "libSlowInit.so",
+        ]
+        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
+        let editor = PolicyEditor(directory: test.host.policyDirectory)
+        try editor.approve(try #require(Inventory.take(host: test.host, catalog: Catalog()).item(identifier)?.entry))
+        let configuration = try test.configuration(identifier)
+        let launch = Task { try await AppExtensionProcess(configuration: configuration) }
+        // The launch is past its policy check once the host holds the sealed copy of the library;
+        // the plugin's init then runs for 1.5 s.
+        try await Deadline.wait("the launch to seal the library") {
+            while !ProcessInspection.ownDescriptorTargets().contains(where: { $0.contains("plugind:libSlowInit.so") }) {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+        }
+        if change == "disable" { try editor.disable(identifier) } else { try editor.revoke(identifier) }
+        let error = await #expect(throws: AppExtensionError.self) { _ = try await launch.value }
+        #expect(error?.code == .disabledByOwner, "\(error.map { "\($0)" } ?? "")")
+        #expect(
+            error?.reason.contains(change == "disable" ? "was disabled by its owner while it launched" : "its approval was revoked")
+                == true,
+            "\(error?.reason ?? "")")
+        // The owner's decision is no crash of the plugin's.
+        await CrashRecorder.waitForPendingRecords()
+        #expect((try CrashLog(host: test.host).read().get().plugins[identifier]?.crashes ?? []).isEmpty)
+    }
+
     @Test("a plugin quarantined (by crashes of another process of it) ends its running processes too")
     func quarantineReachesRunningProcesses() async throws {
         let test = try TestHost()

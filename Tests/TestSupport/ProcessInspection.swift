@@ -41,6 +41,12 @@ package enum ProcessInspection {
             .joined(separator: ", ")
     }
 
+    /// What each descriptor of this process names ("pipe:[…]", "/memfd:plugind:libX.so (deleted)").
+    package static func ownDescriptorTargets() -> [String] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return entries.compactMap { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0) }
+    }
+
     /// Children of this process that exited but were not reaped.
     package static func zombieChildren() -> [Int32] {
         children(of: getpid()).filter { state(of: $0) == "Z" }

@@ -94,6 +94,11 @@ enum PolicyEnforcement {
         }
     }
 
+    /// Why `entry` may no longer run under `host`'s policy as it is now, if it may not.
+    static func revocation(of entry: CatalogEntry, host: AppExtensionHost) -> String? {
+        revocation(of: entry, policy: PolicySnapshot.read(for: host), crashLog: CrashLog(host: host))
+    }
+
     /// Why `entry` may no longer run, if it may not.
     static func revocation(of entry: CatalogEntry, policy: PolicySnapshot, crashLog: CrashLog) -> String? {
         switch policy.decision(for: entry) {
