@@ -34,7 +34,10 @@ public final class AppExtensionConnection: Sendable {
             defer { closed = true }
             return !closed
         }
-        if first { channel.closeConnection(identifier) }
+        if first {
+            channel.closeConnection(identifier)
+            process.forget(connection: identifier)
+        }
     }
 
     /// Thrown by a request handler to answer the plugin's ask with an error code and message of
@@ -131,12 +134,15 @@ public final class AppExtensionConnection: Sendable {
     }
 
     /// Events, progress reports and log lines the plugin sends unprompted, from now until the
-    /// process ends. Each call returns a new sequence; every sequence sees every message, up to
-    /// a bounded buffer for a reader that falls behind (see `AppExtensionMessages`). A message
+    /// process ends. Each call returns a new sequence, which sees the events and progress of the
+    /// requests sent on this connection (never those of another connection, even of another
+    /// `AppExtensionProcess` sharing the worker), the plugin's log lines, and what it posts
+    /// outside any request or during a typed call; up to a bounded buffer for a reader that
+    /// falls behind (see `AppExtensionMessages`). A message
     /// the plugin sent before a response is in the sequence before `send` returns, but a task
     /// reading it may not have reached it yet; to handle all of them, invalidate the process and
     /// read the sequence to its end.
     public func messages() -> AppExtensionMessages {
-        channel.messages()
+        channel.messages(connection: identifier)
     }
 }

@@ -69,6 +69,9 @@ public final class AppExtensionProcess: Sendable {
     public let configuration: Configuration
     let session: WorkerSession
     private let claim: Int
+    /// This handle's own state, apart from the worker's (which other handles may share): once it
+    /// is invalidated, its connections are closed and it opens no more.
+    private let handle = Locked<(invalidated: Bool, connections: Set<UInt32>)>((false, []))
 
     var channel: WorkerChannel { session.channel }
     var ready: Ready { session.ready }
@@ -166,13 +169,29 @@ public final class AppExtensionProcess: Sendable {
     /// if it has not exited after the host's grace period. `onInterruption` is not called for
     /// this process any more. Idempotent.
     public func invalidate() {
-        session.release(claim)
+        _ = endHandle()
+    }
+
+    /// Marks this handle invalidated, closes its connections and gives its claim back; true when
+    /// that ended the worker.
+    private func endHandle() -> Bool {
+        let connections = handle.withLock { handle -> Set<UInt32> in
+            defer { handle = (true, []) }
+            return handle.invalidated ? [] : handle.connections
+        }
+        for connection in connections.sorted() { channel.closeConnection(connection) }
+        return session.release(claim)
+    }
+
+    /// A connection of this handle closed.
+    func forget(connection identifier: UInt32) {
+        handle.withLock { _ = $0.connections.remove(identifier) }
     }
 
     /// `invalidate()`, then, when that ended the worker, waits until it has exited and been
     /// reaped. (A worker other processes still claim keeps running.)
     public func invalidateAndWait() async {
-        if session.release(claim) || channel.isInvalidated { _ = await channel.termination() }
+        if endHandle() || channel.isInvalidated { _ = await channel.termination() }
     }
 
     /// Opens a connection to the plugin, which may accept or refuse it. The plugin cannot ask
@@ -221,7 +240,18 @@ public final class AppExtensionProcess: Sendable {
         if channel.isTerminated || channel.isInvalidated {
             throw AppExtensionError(.invalidated, plugin: plan.pluginIdentifier, "the process has ended")
         }
+        let invalidated = AppExtensionError(.invalidated, plugin: plan.pluginIdentifier, "this process was invalidated")
+        if handle.withLock({ $0.invalidated }) { throw invalidated }
         let identifier = try await channel.openConnection(handler: handler, timeout: timeout ?? plan.requestTimeout)
+        let kept = handle.withLock { handle -> Bool in
+            guard !handle.invalidated else { return false }
+            handle.connections.insert(identifier)
+            return true
+        }
+        guard kept else {
+            channel.closeConnection(identifier)
+            throw invalidated
+        }
         return AppExtensionConnection(process: self, identifier: identifier)
     }
 

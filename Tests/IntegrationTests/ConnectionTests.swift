@@ -227,6 +227,43 @@ struct ConnectionTests {
         #expect(try await [text(first), text(second)] == [outcome, outcome])
     }
 
+    @Test(
+        "a shared worker keeps its handles apart: events reach only the connection whose request posted them; an invalidated handle's connections fail and it opens no more while another keeps the worker"
+    )
+    func perHandle() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        try test.install(PluginFixture(library: "FaultyHostileProbe"))
+        var configuration = try test.configuration("org.plugind.tests.faultyhostileprobe")
+        configuration.sharing = .shared
+        let first = try await AppExtensionProcess(configuration: configuration)
+        let second = try await AppExtensionProcess(configuration: configuration)
+        #expect(first.processIdentifier == second.processIdentifier)
+        let firstConnection = try await first.makeConnection()
+        let secondConnection = try await second.makeConnection()
+        func events(_ messages: AppExtensionMessages) -> Task<Int, Never> {
+            Task {
+                var count = 0
+                for await message in messages { if case .event = message { count += 1 } }
+                return count
+            }
+        }
+        let firstEvents = events(firstConnection.messages())
+        let secondEvents = events(secondConnection.messages())
+        #expect(text(try await secondConnection.send(Array("post-events 3 16".utf8))) == "done 3")
+        #expect(text(try await firstConnection.send(Array("post-events 2 16".utf8))) == "done 2")
+
+        first.invalidate()
+        let closed = await #expect(throws: AppExtensionError.self) { try await firstConnection.send(Array("socket-inet".utf8)) }
+        #expect(closed?.code == .connectionClosed, "\(String(describing: closed))")
+        let refused = await #expect(throws: AppExtensionError.self) { _ = try await first.makeConnection() }
+        #expect(refused?.code == .invalidated, "\(String(describing: refused))")
+        #expect(text(try await secondConnection.send(Array("socket-inet".utf8))) == "refused EACCES")
+        await second.invalidateAndWait()
+        #expect(await firstEvents.value == 2)
+        #expect(await secondEvents.value == 3)
+    }
+
     @Test("processes of one identity share a worker until the last lets go; a dedicated one gets its own; every live one hears a crash")
     func sharing() async throws {
         let test = try TestHost()

@@ -42,7 +42,9 @@ struct ChannelProtocol {
         /// Runs the connection's request handler for the plugin's ask.
         case runAskHandler(connection: UInt32, ask: UInt64, bytes: [UInt8])
         case cancelAskHandler(UInt64)
-        case broadcast(AppExtensionMessage)
+        /// A message for the readers of `connection`'s messages, or (nil) of every connection's:
+        /// a log line, or what the plugin posted outside any request.
+        case broadcast(AppExtensionMessage, connection: UInt32?)
         /// Kills the worker, naming why.
         case stop(WorkerChannel.StopCause)
         case loadFailed(LoadFailure)
@@ -333,11 +335,11 @@ struct ChannelProtocol {
         case .cancelled(let id):
             return complete(id, .failure(error(.cancelled, "request was cancelled")))
         case .event(let id, let bytes):
-            return [.broadcast(.event(requestIdentifier: id == 0 ? nil : id, bytes: bytes))]
+            return deliver(.event(requestIdentifier: id == 0 ? nil : id, bytes: bytes), request: id)
         case .progress(let id, let completed, let total):
-            return [.broadcast(.progress(requestIdentifier: id == 0 ? nil : id, completed: completed, total: total))]
+            return deliver(.progress(requestIdentifier: id == 0 ? nil : id, completed: completed, total: total), request: id)
         case .log(let level, let text):
-            return [.broadcast(.log(level: level, message: text))]
+            return [.broadcast(.log(level: level, message: text), connection: nil)]
         case .fatalSignal(let report):
             return [.fatalSignal(report)]
         case .goodbye:
@@ -365,6 +367,16 @@ struct ChannelProtocol {
             connections[connection]?.asks.remove(id)
             return [.cancelAskHandler(id)]
         }
+    }
+
+    /// What the plugin posted about request `id` goes to the readers of that request's
+    /// connection only, so that two documents or two users served by one shared process never
+    /// see each other's events. Outside a request (0), or for a typed call, to every reader; for a
+    /// request that is not running (finished, or never sent), to nobody.
+    private func deliver(_ message: AppExtensionMessage, request id: UInt64) -> [Effect] {
+        guard id != 0 else { return [.broadcast(message, connection: nil)] }
+        guard let request = requests[id] else { return [] }
+        return [.broadcast(message, connection: request.connection == 0 ? nil : request.connection)]
     }
 
     /// A response read from shared memory (nil: outside the region or over the limit).

@@ -64,7 +64,8 @@ final class WorkerChannel: EventLoopHandler {
         var stopCause: StopCause?
         var interruptionHandler: (@Sendable () -> Void)?
         var terminationObserver: (@Sendable (WorkerTermination) -> Void)?
-        var subscribers: [Int: AppExtensionMessages.Buffer] = [:]
+        /// Each reader of messages, with the connection whose messages it reads.
+        var subscribers: [Int: (buffer: AppExtensionMessages.Buffer, connection: UInt32)] = [:]
         var nextSubscriberID = 0
         var terminationWaiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var killTimer: UInt64?
@@ -221,8 +222,8 @@ final class WorkerChannel: EventLoopHandler {
         var handshake: (CheckedContinuation<Ready, any Error>, Ready)?
         var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?)] = []
         var cancelledAsks: [Task<Void, Never>] = []
-        var broadcasts: [AppExtensionMessage] = []
-        var subscribers: [AppExtensionMessages.Buffer] = []
+        var broadcasts: [(AppExtensionMessage, connection: UInt32?)] = []
+        var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
         var stop: StopCause?
         var sharedResponses: [(UInt64, SharedMemoryLocation)] = []
         var timers: [(ChannelProtocol.Timer, Duration)] = []
@@ -265,8 +266,8 @@ final class WorkerChannel: EventLoopHandler {
                 actions.askHandlers.append((ask, connection, bytes, state.handlers[connection]))
             case .cancelAskHandler(let ask):
                 if let task = state.askTasks.removeValue(forKey: ask) { actions.cancelledAsks.append(task) }
-            case .broadcast(let message):
-                actions.broadcasts.append(message)
+            case .broadcast(let message, let connection):
+                actions.broadcasts.append((message, connection))
             case .stop(let cause):
                 if actions.stop == nil { actions.stop = cause }
             case .loadFailed(let failure):
@@ -288,8 +289,10 @@ final class WorkerChannel: EventLoopHandler {
         for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
         for task in actions.cancelledAsks { task.cancel() }
         for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
-        for message in actions.broadcasts {
-            for subscriber in actions.subscribers { subscriber.yield(message) }
+        for (message, connection) in actions.broadcasts {
+            for subscriber in actions.subscribers where connection == nil || subscriber.connection == connection {
+                subscriber.buffer.yield(message)
+            }
         }
         for (id, location) in actions.sharedResponses {
             let bytes = readSharedResponse(at: location)
@@ -509,15 +512,16 @@ final class WorkerChannel: EventLoopHandler {
 
     // MARK: Messages the plugin sends unprompted
 
-    /// A new sequence of the messages the plugin sends from now on, with a bounded buffer. A
-    /// sequence nobody reads any more costs at most its budget until the process ends.
-    func messages() -> AppExtensionMessages {
+    /// A new sequence of the messages the plugin sends from now on about `connection`'s
+    /// requests, and its log, with a bounded buffer. A sequence nobody reads any more costs at
+    /// most its budget until the process ends.
+    func messages(connection: UInt32) -> AppExtensionMessages {
         let buffer = AppExtensionMessages.Buffer()
         let accepted = state.withLock { state -> Bool in
             if state.termination != nil { return false }
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
-            state.subscribers[id] = buffer
+            state.subscribers[id] = (buffer, connection)
             return true
         }
         if !accepted { buffer.finish() }
@@ -746,7 +750,7 @@ final class WorkerChannel: EventLoopHandler {
     private func finish(_ exit: ProcessExit) {
         var actions = Actions()
         var handshake: CheckedContinuation<Ready, any Error>?
-        var subscribers: [AppExtensionMessages.Buffer] = []
+        var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
         var waiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var interruption: (@Sendable () -> Void)?
         var observer: (@Sendable (WorkerTermination) -> Void)?
@@ -805,7 +809,7 @@ final class WorkerChannel: EventLoopHandler {
         observer?(termination)
         handshake?.resume(throwing: termination.launchError(plugin: pluginIdentifier, limits: limits))
         perform(actions)
-        for subscriber in subscribers { subscriber.finish() }
+        for subscriber in subscribers { subscriber.buffer.finish() }
         for waiter in waiters { waiter.resume(returning: termination) }
         if let interruption {
             Task.detached { interruption() }
