@@ -30,6 +30,12 @@ final class PluginServer: @unchecked Sendable {
     /// The most asks of one connection that may wait at once; the host allows as many.
     static let asksPerConnection = 64
 
+    /// The most asks one thread may nest (an ask whose answer comes from a handler that sends a
+    /// request, which asks again, …): each level runs the nested request on the asking thread's
+    /// stack, and a request thread's stack (`ThreadCondition.stackBytes`) holds this many with
+    /// room to spare. A deeper ask fails with ELOOP instead of overflowing the stack.
+    static let maximumNestingDepth = 16
+
     init(plugin: LoadedPlugin, load: LoadConfiguration, transport: PipeTransport, sharedMemory: WorkerSharedMemory?) {
         self.plugin = plugin
         self.load = load
@@ -319,6 +325,8 @@ final class PluginServer: @unchecked Sendable {
         var connections: [UInt32: Connection] = [:]
         var asks: [UInt64: AskWaiter] = [:]
         var nextAsk: UInt64 = 1
+        /// Asks each thread is waiting for, nested one in another.
+        var nesting: [pthread_t: Int] = [:]
 
         mutating func pop() -> Job? {
             guard queueStart < queue.count else { return nil }
@@ -595,6 +603,9 @@ final class PluginServer: @unchecked Sendable {
             guard var open = book.connections[connection] else { return .failure(Errno(rawValue: EINVAL)) }
             if open.closing { return .failure(Errno(rawValue: ECONNRESET)) }
             guard open.asks < Self.asksPerConnection else { return .failure(Errno(rawValue: EBUSY)) }
+            let depth = book.nesting[pthread_self(), default: 0]
+            guard depth < Self.maximumNestingDepth else { return .failure(Errno(rawValue: ELOOP)) }
+            book.nesting[pthread_self()] = depth + 1
             open.asks += 1
             book.connections[connection] = open
             let id = book.nextAsk
@@ -645,6 +656,8 @@ final class PluginServer: @unchecked Sendable {
         }
         let leftovers = book.asks.removeValue(forKey: id)?.nested ?? []
         book.connections[connection]?.asks -= 1
+        let depth = book.nesting[pthread_self(), default: 1] - 1
+        book.nesting[pthread_self()] = depth > 0 ? depth : nil
         condition.unlock()
         // Whoever waits may read now, or run what this thread's reading queued.
         condition.broadcast()

@@ -166,6 +166,28 @@ struct ConnectionTests {
         #expect(after != nil)
     }
 
+    @Test("asks nested 60 deep (each handler sends a request that asks again) stop at the bound with ELOOP; the worker lives")
+    func nestingBound() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await launch(test, concurrency: 1)
+        defer { process.invalidate() }
+        let box = Locked<AppExtensionConnection?>(nil)
+        let depth = Locked(0)
+        let nesting = try await process.makeConnection(requestHandler: { _ in
+            guard let connection = box.withLock({ $0 }), depth.withLock({ $0 += 1; return $0 }) < 60 else { return Array("bottom".utf8) }
+            return try await connection.send(Array("ask:deeper".utf8))
+        })
+        box.withLock { $0 = nesting }
+        let answer = text(try await nesting.send(Array("ask:deeper".utf8), timeout: .seconds(30)))
+        box.withLock { $0 = nil }
+        // The 17th ask on the thread is refused; that refusal is the answer every level passes up.
+        #expect(answer.hasPrefix("ask failed: \(ELOOP) "), "\(answer)")
+        // PluginServer.maximumNestingDepth: 16 asks, each answered by a handler.
+        #expect(depth.withLock { $0 } == 16, "handlers run: \(depth.withLock { $0 })")
+        #expect(text(try await nesting.send(Array("count".utf8))) == "1")
+    }
+
     @Test("closing a connection fails the plugin's waiting ask at once and cancels the handler")
     func closeMidAsk() async throws {
         let test = try TestHost()

@@ -153,6 +153,9 @@ typedef struct plugind_host {
     ///  - ECONNRESET: the connection was closed, or the host is going away;
     ///  - EBUSY: too many asks of this connection are waiting already (the host allows 64);
     ///  - EMSGSIZE: `length` is over the message limit;
+    ///  - ELOOP: this thread already waits for 16 asks nested in one another (each answered by a
+    ///    host handler that sent a request, which asked again): a deeper one would overflow the
+    ///    thread's stack;
     ///  - EINVAL: no such connection.
     int32_t (*_Nullable ask)(void *_Nullable context, uint32_t connection,
                              const uint8_t *_Nullable bytes, size_t length,
