@@ -8,7 +8,7 @@ import Testing
 private struct Conversation {
     var machine = ChannelProtocol(
         pluginIdentifier: "org.plugind.tests.machine", hostIdentifier: "org.plugind.tests.host", maximumMessageBytes: 1024,
-        asksPerConnection: 2, cancellationGracePeriod: .milliseconds(500))
+        asksPerConnection: 2, cancellationGracePeriod: .milliseconds(500), askByteBudget: 1500)
     private let toWorker = InMemoryConnection()
     private var atWorker: InMemoryFrameReceiver
     private let toHost = InMemoryConnection()
@@ -243,6 +243,25 @@ struct ChannelProtocolTests {
         #expect(conversation.cancelledHandlers == [2])
         try conversation.worker(.ask(id: 6, connection: busy, bytes: []))
         #expect(conversation.handlers[6] != nil)
+    }
+
+    @Test(
+        "the asks the host holds are bounded in bytes across connections: past the budget, tooManyAsks at once; answered ones free their room"
+    )
+    func askByteBudget() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let first = try conversation.open()
+        let second = try conversation.open()
+        _ = try conversation.sentToWorker()
+        try conversation.worker(.ask(id: 1, connection: first, bytes: [UInt8](repeating: 1, count: 1000)))
+        try conversation.worker(.ask(id: 2, connection: second, bytes: [UInt8](repeating: 2, count: 1000)))
+        #expect(conversation.handlers.keys.sorted() == [1])
+        #expect(try conversation.sentToWorker().map(\.askFailureReason) == [.tooManyAsks])
+        conversation.apply(conversation.machine.answerAsk(1, .success([]), maximumBytes: 1024))
+        _ = try conversation.sentToWorker()
+        try conversation.worker(.ask(id: 3, connection: second, bytes: [UInt8](repeating: 3, count: 1000)))
+        #expect(conversation.handlers[3] != nil)
     }
 
     @Test("the end of the worker fails every waiting request and opening connection, and stops the handlers")

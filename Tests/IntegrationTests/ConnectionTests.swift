@@ -175,7 +175,12 @@ struct ConnectionTests {
         let box = Locked<AppExtensionConnection?>(nil)
         let depth = Locked(0)
         let nesting = try await process.makeConnection(requestHandler: { _ in
-            guard let connection = box.withLock({ $0 }), depth.withLock({ $0 += 1; return $0 }) < 60 else { return Array("bottom".utf8) }
+            guard let connection = box.withLock({ $0 }),
+                depth.withLock({
+                    $0 += 1
+                    return $0
+                }) < 60
+            else { return Array("bottom".utf8) }
             return try await connection.send(Array("ask:deeper".utf8))
         })
         box.withLock { $0 = nesting }

@@ -483,6 +483,26 @@ struct SlowReaderTests {
         close(fd)
     }
 
+    @Test("a worker that stops reading and floods the host with asks costs the host at most its frame budget, and is stopped")
+    func unreadFrames() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let interruptions = InterruptionCounter()
+        let process = try await test.launch(PluginFixture(library: "FaultyHostileProbe"), onInterruption: interruptions.handler)
+        let connection = try await process.makeConnection()
+        Self.resetPeak()
+        let before = Self.residentBytes()
+        // 2,000,000 frames of 24 bytes: each makes the host queue an answer of about as many.
+        let flood = Task { try await connection.send(Array("flood-asks 2000000".utf8), timeout: .seconds(60)) }
+        try await Deadline.wait("the worker to be stopped") { await interruptions.firstCall() }
+        let error = await #expect(throws: AppExtensionError.self) { _ = try await flood.value }
+        #expect(error?.code == .timedOut, "\(String(describing: error))")
+        #expect(error?.reason.contains("the host sent unread for 500 ms") == true, "\(error?.reason ?? "")")
+        let after = Self.residentBytes()
+        let grown = max(after.now, after.peak) - before.now
+        #expect(grown < 64 << 20, "the host grew by \(grown >> 20) MiB")
+    }
+
     @Test(
         "messages nobody reads, or a reader that takes one at a time, cost the host at most the budget in memory (RSS from /proc), not what the plugin sent",
         arguments: [false, true])

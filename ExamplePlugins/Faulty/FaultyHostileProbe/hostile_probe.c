@@ -399,6 +399,23 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         return outcome(response, moved, "threads, futexes, getrandom, mmap, rseq and a socketpair work");
     }
     if (strcmp(vector, "symlink") == 0) return outcome(response, symlink("/etc/shadow", path), "symlink made");
+    if (strcmp(vector, "flood-asks") == 0) {
+        // Stops the worker reading what the host sends (its pipe moved aside, an empty one in its
+        // place), then writes `path` raw ask frames naming a connection that does not exist: each
+        // makes the host queue an answer the worker will never read.
+        long count = atol(path);
+        int empty[2];
+        if (dup(3) < 0 || pipe(empty) != 0 || dup2(empty[0], 3) < 0) return outcome(response, -1, "");
+        unsigned char frame[24] = {0x50, 0x4C, 0x47, 0x44, 2, 0x8F};
+        for (long index = 0; index < count; index++) {
+            uint64_t id = (uint64_t)index + 1000000;
+            memcpy(frame + 8, &id, sizeof id);
+            uint32_t connection = 999;
+            memcpy(frame + 20, &connection, sizeof connection);
+            if (write(4, frame, sizeof frame) != (ssize_t)sizeof frame) return outcome(response, -1, "");
+        }
+        return outcome(response, 0, "flooded");
+    }
     if (strcmp(vector, "mknod-setuid") == 0) return outcome(response, mknod(path, S_IFREG | 06755, 0), "setuid file made");
     if (strcmp(vector, "socket-unix") == 0) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);

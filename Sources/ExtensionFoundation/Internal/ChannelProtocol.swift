@@ -1,3 +1,4 @@
+import PlugindSystem
 import PlugindWire
 
 /// What the worker answered to a request or a typed call.
@@ -89,6 +90,10 @@ struct ChannelProtocol {
     /// How many of the plugin's asks may wait on one connection; more get `tooManyAsks`.
     let asksPerConnection: Int
     let cancellationGracePeriod: Duration
+    /// The most payload bytes of the plugin's asks the host holds at once, every connection
+    /// together: a plugin that asks more while the handlers run gets `tooManyAsks` at once. By
+    /// default 64 MiB, or two messages where the message limit is higher.
+    let askByteBudget: Int
 
     private(set) var phase: Phase = .handshaking
     private(set) var invalidated = false
@@ -101,13 +106,22 @@ struct ChannelProtocol {
     private var unansweredConnections: Set<UInt32> = []
     /// Asks whose handler runs, by ask identifier: their connection.
     private var asks: [UInt64: UInt32] = [:]
+    /// The payload bytes of each running ask, and their sum: what the host holds for them.
+    private var askPayloads: [UInt64: Int] = [:]
+    private var askBytes = 0
+
+    /// Forgets the payload of ask `id`, which no longer runs.
+    private mutating func releasePayload(of id: UInt64) {
+        if let bytes = askPayloads.removeValue(forKey: id) { askBytes -= bytes }
+    }
     private var nextRequestID: UInt64 = 1
     private var nextConnectionID: UInt32 = 1
 
     init(
         pluginIdentifier: String, hostIdentifier: String, maximumMessageBytes: UInt64, asksPerConnection: Int = 64,
-        cancellationGracePeriod: Duration
+        cancellationGracePeriod: Duration, askByteBudget: Int? = nil
     ) {
+        self.askByteBudget = askByteBudget ?? max(64 << 20, 2 * Int(clamping: maximumMessageBytes))
         self.pluginIdentifier = pluginIdentifier
         self.hostIdentifier = hostIdentifier
         self.maximumMessageBytes = maximumMessageBytes
@@ -263,6 +277,7 @@ struct ChannelProtocol {
         }
         for ask in connection.asks.sorted() {
             asks[ask] = nil
+            releasePayload(of: ask)
             effects.append(.cancelAskHandler(ask))
         }
         if !isEnded { effects.append(.send(.closeConnection(id))) }
@@ -285,9 +300,16 @@ struct ChannelProtocol {
             let message = "\(asksPerConnection) asks of this connection are waiting already"
             return [.send(.askFailed(ask: id, AskFailure(reason: .tooManyAsks, message: message)))]
         }
+        guard askBytes + bytes.count <= askByteBudget else {
+            let message =
+                "the host holds \(ByteCount(UInt64(askBytes))) of this plugin's asks already (at most \(ByteCount(UInt64(askByteBudget))))"
+            return [.send(.askFailed(ask: id, AskFailure(reason: .tooManyAsks, message: message)))]
+        }
         open.asks.insert(id)
         connections[connection] = open
         asks[id] = connection
+        askPayloads[id] = bytes.count
+        askBytes += bytes.count
         return [.runAskHandler(connection: connection, ask: id, bytes: bytes)]
     }
 
@@ -296,6 +318,7 @@ struct ChannelProtocol {
     mutating func answerAsk(_ id: UInt64, _ result: Result<[UInt8], AskFailure>, maximumBytes: Int) -> [Effect] {
         guard let connection = asks.removeValue(forKey: id) else { return [] }
         connections[connection]?.asks.remove(id)
+        releasePayload(of: id)
         switch result {
         case .success(let bytes) where bytes.count > maximumBytes:
             let message = "the answer of \(bytes.count) bytes exceeds the message limit of \(maximumBytes) bytes"
@@ -365,6 +388,7 @@ struct ChannelProtocol {
         case .askCancelled(let id):
             guard let connection = asks.removeValue(forKey: id) else { return [] }
             connections[connection]?.asks.remove(id)
+            releasePayload(of: id)
             return [.cancelAskHandler(id)]
         }
     }
@@ -452,6 +476,8 @@ struct ChannelProtocol {
         }
         for ask in asks.keys.sorted() { effects.append(.cancelAskHandler(ask)) }
         asks.removeAll()
+        askPayloads.removeAll()
+        askBytes = 0
         for id in connections.keys { connections[id]?.asks.removeAll() }
         return effects
     }

@@ -22,6 +22,8 @@ final class FrameWriter: Sendable {
         var head = 0
         var writing = false
         var closed = false
+        /// Bytes queued and not yet written.
+        var bytes = 0
     }
 
     enum Outcome: Equatable {
@@ -52,11 +54,17 @@ final class FrameWriter: Sendable {
         state.withLock { state in
             guard !state.closed, !(bytes.isEmpty && payload.isEmpty) else { return }
             state.queue.append(Pending(header: bytes, payload: payload))
+            state.bytes += bytes.count + payload.count
         }
     }
 
     var isEmpty: Bool {
         state.withLock { $0.head == $0.queue.count }
+    }
+
+    /// What the host holds for the worker that the worker has not read yet.
+    var queuedBytes: Int {
+        state.withLock { $0.bytes }
     }
 
     /// Nothing more is written; what is queued is dropped.
@@ -65,6 +73,7 @@ final class FrameWriter: Sendable {
             state.closed = true
             state.queue.removeAll()
             state.head = 0
+            state.bytes = 0
         }
     }
 
@@ -95,6 +104,7 @@ final class FrameWriter: Sendable {
                     state.writing = false
                     state.queue.removeAll()
                     state.head = 0
+                    state.bytes = 0
                     return .closed
                 }
                 guard !state.closed, state.head < state.queue.count else {
@@ -102,9 +112,16 @@ final class FrameWriter: Sendable {
                     return .closed
                 }
                 state.queue[state.head].written += written
+                state.bytes -= written
                 if state.queue[state.head].written == state.queue[state.head].total {
                     state.queue[state.head] = Pending(header: [], payload: [])
                     state.head += 1
+                    // Written entries are released once they are half the queue: a queue the
+                    // worker drains slowly holds what waits, not all it was ever sent.
+                    if state.head >= 1024, state.head * 2 >= state.queue.count {
+                        state.queue.removeFirst(state.head)
+                        state.head = 0
+                    }
                     return nil
                 }
                 state.writing = false

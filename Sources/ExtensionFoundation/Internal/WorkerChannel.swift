@@ -51,6 +51,10 @@ final class WorkerChannel: EventLoopHandler {
         var pendingTimers: Set<ChannelProtocol.Timer> = []
         /// The pipe to the worker is watched for room.
         var writeInterest = false
+        /// Reading from the worker stopped: it left more than `heldFrameBudget` unread.
+        var readingPaused = false
+        /// When the worker last read something of what the host queued, while reading is paused.
+        var lastDrain = ContinuousClock.now
         /// The descriptor to the worker has been closed (once, on the loop thread).
         var writeDescriptorClosed = false
         var output: TailBuffer
@@ -85,6 +89,8 @@ final class WorkerChannel: EventLoopHandler {
         case unresponsive(requestID: UInt64, after: Duration)
         /// The plugin answered neither a connection in time nor its close within the grace.
         case unresponsiveConnection(UInt32, after: Duration)
+        /// The worker left more than the host's budget of frames unread for the grace period.
+        case unreadFrames(bytes: Int, after: Duration)
         case launchTimedOut(Duration)
         case closedChannel
         case cancelledLaunch
@@ -327,10 +333,76 @@ final class WorkerChannel: EventLoopHandler {
         }
     }
 
-    /// Loop thread only: watches the pipe for room while frames wait, and stops watching when
-    /// none do. When epoll refuses, nothing queued would ever be written: the worker is stopped.
+    /// The most bytes of frames the host holds for one worker that has not read them (answers
+    /// to its asks, cancels, requests waiting for room in the pipe). Past it the host stops
+    /// reading from the worker until the worker has read down to half of it, so that nothing a
+    /// worker sends makes the host hold more; a worker that reads nothing of it for the
+    /// cancellation grace period is stopped (`unreadFrames`).
+    static let heldFrameBudget = 8 << 20
+
+    /// What one turn of the loop reads from a worker at most.
+    static let readPerTurn = 1 << 20
+
+    /// Loop thread only: stops reading from a worker that leaves more than the budget unread.
+    private func pauseReadingIfOverBudget() {
+        guard writer.queuedBytes > Self.heldFrameBudget else { return }
+        let paused = state.withLock { state -> Bool in
+            guard !state.readingPaused, state.termination == nil else { return false }
+            state.readingPaused = true
+            state.lastDrain = .now
+            return true
+        }
+        guard paused else { return }
+        do {
+            try loop.modify(fromWorker, events: 0)
+        } catch {
+            stop(.hostFailure("cannot pause reading from the worker: \(error)"))
+            return
+        }
+        watchWritable()
+        checkDrain(after: cancellationGracePeriod)
+    }
+
+    /// Stops the worker if it has read nothing of what waits for `cancellationGracePeriod`.
+    private func checkDrain(after delay: Duration) {
+        _ = loop.schedule(after: delay) { [weak self] in
+            guard let self else { return }
+            let grace = self.cancellationGracePeriod
+            let idle: Duration? = self.state.withLock { state in state.readingPaused ? ContinuousClock.now - state.lastDrain : nil }
+            guard let idle else { return }
+            if idle >= grace {
+                self.stop(.unreadFrames(bytes: self.writer.queuedBytes, after: grace))
+            } else {
+                self.checkDrain(after: grace - idle)
+            }
+        }
+    }
+
+    /// Loop thread only: after the worker read some of what waits; reading resumes at half the
+    /// budget.
+    private func noteDrained(from before: Int) {
+        let now = writer.queuedBytes
+        guard now < before else { return }
+        let resume = state.withLock { state -> Bool in
+            guard state.readingPaused else { return false }
+            state.lastDrain = .now
+            guard now <= Self.heldFrameBudget / 2, state.termination == nil else { return false }
+            state.readingPaused = false
+            return true
+        }
+        guard resume, !reading.withLock({ $0.closed }) else { return }
+        do {
+            try loop.modify(fromWorker, events: Epoll.readable)
+        } catch {
+            stop(.hostFailure("cannot resume reading from the worker: \(error)"))
+        }
+    }
+
+    /// Loop thread only: watches the pipe for room while frames wait (and while reading is
+    /// paused, so that the resumption is noticed), and stops watching when none do. When epoll
+    /// refuses, nothing queued would ever be written: the worker is stopped.
     private func watchWritable() {
-        let wanted = !writer.isEmpty
+        let wanted = !writer.isEmpty || state.withLock { $0.readingPaused }
         let change = state.withLock { state -> Bool in
             guard !state.writeDescriptorClosed, state.writeInterest != wanted else { return false }
             state.writeInterest = wanted
@@ -626,6 +698,8 @@ final class WorkerChannel: EventLoopHandler {
 
     /// The pipe has room: write, and stop watching once nothing waits.
     private func flushFromLoop() {
+        let before = writer.queuedBytes
+        defer { noteDrained(from: before) }
         switch writer.flush() {
         case .closed: closeWriteEnd()
         case .done, .blocked, .busy: watchWritable()
@@ -645,10 +719,14 @@ final class WorkerChannel: EventLoopHandler {
         var endOfStream = false
         reading.withLock { state in
             guard !state.closed else { return }
-            while true {
+            // At most this much a turn, so that what the frames make the host send is weighed
+            // against the budget before more is read (the loop calls again while data waits).
+            var budget = Self.readPerTurn
+            while budget > 0 {
                 let count = state.decoder.receive { buffer in
                     Glibc.read(fromWorker.rawValue, buffer.baseAddress, buffer.count)
                 }
+                if count > 0 { budget -= count }
                 if count == 0 {
                     endOfStream = true
                     break
@@ -676,6 +754,7 @@ final class WorkerChannel: EventLoopHandler {
         }
         // After a violation nothing more from this worker is believed, not even a later answer.
         for frame in frames where state.withLock({ $0.stopCause == nil }) { dispatch(frame) }
+        pauseReadingIfOverBudget()
         if let violation {
             stop(.protocolViolation(violation.description))
         }

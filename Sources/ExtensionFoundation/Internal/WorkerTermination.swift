@@ -116,6 +116,12 @@ struct WorkerTermination: Sendable {
             return make(.protocolViolation, plugin, "broke the wire protocol (\(detail)); its worker was stopped")
         case .closedChannel:
             return make(.protocolViolation, plugin, "closed its protocol channel; its worker was stopped")
+        case .unreadFrames(let bytes, let grace):
+            return make(
+                .timedOut,
+                plugin,
+                "left \(ByteCount(UInt64(bytes))) the host sent unread for \(DurationText(grace)) (the host stops reading a worker past its budget of \(ByteCount(UInt64(WorkerChannel.heldFrameBudget))) until it catches up); its worker was stopped"
+            )
         case .unresponsiveConnection(_, let grace):
             return make(
                 .timedOut,
