@@ -86,6 +86,10 @@ int plugind_confinement_set_not_dumpable(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : errno;
 }
 
+int plugind_confinement_set_dumpable(void) {
+    return prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) == 0 ? 0 : errno;
+}
+
 int plugind_confinement_get_dumpable(int *dumpable) {
     int result = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
     if (result < 0) return errno;

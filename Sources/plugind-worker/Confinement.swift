@@ -103,6 +103,8 @@ enum Confinement {
                     kind: .confinementFailed,
                     message: "this worker restricted itself before its launch and cannot run with confinement turned off")
             }
+            // Born not dumpable (see the launcher); with confinement off, a debugger may attach.
+            _ = plugind_confinement_set_dumpable()
             // A spare began its view before it knew; it ends it showing the host's whole tree.
             if case .success(let begun) = prepared.view,
                 case .failure(let failure) = WorkerView.complete(
@@ -155,7 +157,7 @@ enum Confinement {
         try record(noNewPrivileges(advance: prepared.advance))
         try record(notDumpable())
         try record(noCoreFiles())
-        try record(resourceLimits(load.limits))
+        try record(resourceLimits(load.limits, inUserNamespace: (try? prepared.view.get()) != nil))
         let filter = skipped(Layer.systemCalls) ? nil : systemCalls(request, advance: prepared.advance)
         try record(filter ?? notRequested(Layer.systemCalls, "turned off by the host for measurement"))
         if skipped(Layer.systemCalls) {
@@ -308,6 +310,19 @@ enum Confinement {
             }
         }
         let keyring = advance?.keyring ?? plugind_sandbox_join_new_session_keyring()
+        if !inUserNamespace && geteuid() != 0 {
+            // An ordinary user's process outside a user namespace holds no capability to drop,
+            // and may not lock securebits or empty the bounding set (which only file
+            // capabilities would use, and no-new-privileges makes execve ignore them).
+            var effective: UInt64 = 1
+            var permitted: UInt64 = 1
+            guard plugind_sandbox_capabilities(&effective, &permitted) == 0, effective == 0, permitted == 0 else {
+                return unavailable(Layer.privileges, "capabilities remain (effective \(hex(effective)), permitted \(hex(permitted)))")
+            }
+            var detail = "no capabilities (effective and permitted sets empty); uid \(getuid()), no user namespace"
+            detail += keyring == 0 ? "; a new empty session keyring" : "; keyring not replaced (\(describe(keyring)))"
+            return applied(Layer.privileges, detail)
+        }
         if limited == 0 { limited = plugind_sandbox_clear_capabilities() }
         var effective: UInt64 = 1
         var permitted: UInt64 = 1
@@ -401,9 +416,17 @@ enum Confinement {
         ]
     }
 
-    private static func resourceLimits(_ limits: ResourceLimits) -> ConfinementLayerReport {
+    private static func resourceLimits(_ limits: ResourceLimits, inUserNamespace: Bool) -> ConfinementLayerReport {
         var applied: [String] = []
+        // RLIMIT_NPROC counts the tasks of a uid in a user namespace. Without one of its own, an
+        // ordinary user's worker shares its uid with every process of the user, which the limit
+        // would count too (a root host's worker has its plugin's own uid): not applied then.
+        let countsOthers = !inUserNamespace && WorkerIdentity.current.count == 1
         for limit in describedLimits(limits) where limit.soft > 0 {
+            if countsOthers && limit.resource == PLUGIND_CONFINEMENT_LIMIT_TASKS {
+                applied.append("no thread limit (without a user namespace of its own it would count every process of uid \(getuid()))")
+                continue
+            }
             let result = plugind_confinement_set_limit(limit.resource, limit.soft, limit.hard)
             var soft: UInt64 = 0
             var hard: UInt64 = 0

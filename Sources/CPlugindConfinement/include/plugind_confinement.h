@@ -24,6 +24,10 @@ int plugind_confinement_get_no_new_privileges(int *_Nonnull enabled);
 
 /// Wraps prctl(PR_SET_DUMPABLE, 0).
 int plugind_confinement_set_not_dumpable(void);
+
+/// Makes the calling process dumpable again (a worker whose host turned confinement off, so that
+/// a debugger can attach). Returns 0 or an errno.
+int plugind_confinement_set_dumpable(void);
 /// Wraps prctl(PR_GET_DUMPABLE).
 int plugind_confinement_get_dumpable(int *_Nonnull dumpable);
 
