@@ -87,6 +87,9 @@ public final class AppExtensionProcess: Sendable {
     ///   when the worker dies or hangs while loading; `pluginError` when the plugin's init fails.
     public init(configuration: Configuration) async throws {
         let host = configuration.host
+        // Taken before the policy is checked: if the files are the same after the launch, no
+        // disable can have landed during it.
+        let policyBefore = PolicyEnforcement.Fingerprint(host: host)
         let (entry, approval) = try PluginResolution.entry(for: configuration.appExtensionIdentity, host: host)
         let key: WorkerSession.Key? =
             configuration.sharing == .dedicated
@@ -97,7 +100,8 @@ public final class AppExtensionProcess: Sendable {
         let requiresEnhancedSecurity = configuration.requiresEnhancedSecurity
         let launch: () async throws -> WorkerSession = {
             try await Self.launch(
-                entry: entry, approval: approval, host: host, requiresEnhancedSecurity: requiresEnhancedSecurity, key: key)
+                entry: entry, approval: approval, host: host, requiresEnhancedSecurity: requiresEnhancedSecurity, key: key,
+                policyBefore: policyBefore)
         }
         // A shared worker may end between the attach and the claim; then attach (or launch) again.
         for _ in 0..<3 {
@@ -118,7 +122,8 @@ public final class AppExtensionProcess: Sendable {
     }
 
     private static func launch(
-        entry: CatalogEntry, approval: Approval?, host: AppExtensionHost, requiresEnhancedSecurity: Bool, key: WorkerSession.Key?
+        entry: CatalogEntry, approval: Approval?, host: AppExtensionHost, requiresEnhancedSecurity: Bool, key: WorkerSession.Key?,
+        policyBefore: PolicyEnforcement.Fingerprint
     ) async throws -> WorkerSession {
         let plan = LaunchPlan.cached(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
         let channel: WorkerChannel
@@ -134,8 +139,9 @@ public final class AppExtensionProcess: Sendable {
         WorkerSessions.track(session)
         // The policy was checked before the launch, and enforcement watches it from `track` on: a
         // disable, revoke or quarantine that landed in between (a plugin's init may take as long as
-        // the launch timeout) is caught here, before the process answers anything.
-        if let reason = PolicyEnforcement.revocation(of: entry, host: host) {
+        // the launch timeout) is caught here, before the process answers anything. Unchanged
+        // files cannot have changed the decision: the common case costs four stat calls.
+        if PolicyEnforcement.Fingerprint(host: host) != policyBefore, let reason = PolicyEnforcement.revocation(of: entry, host: host) {
             session.channel.stop(.disabledByOwner(reason))
             throw AppExtensionError(
                 .disabledByOwner, plugin: entry.identifier, reason.replacingOccurrences(of: "while it ran", with: "while it launched"))

@@ -1,5 +1,6 @@
 import Foundation
 import PlugindSystem
+import PlugindWire
 
 /// Ends running workers the moment the owner (or the administrator) disables or revokes their
 /// plugin, or it is quarantined: the policy and crash-log directories of every host with running
@@ -91,6 +92,21 @@ enum PolicyEnforcement {
             if let reason = revocation(of: session.entry, policy: policy, crashLog: crashLog) {
                 session.channel.stop(.disabledByOwner(reason))
             }
+        }
+    }
+
+    /// The identities of the files a policy decision of `host` reads (the owner's and the
+    /// administrator's policy, the administrator's rules, the crash log; nil where missing):
+    /// while they are equal no decision can have changed, and a launch need not decide again.
+    struct Fingerprint: Equatable {
+        private var files: [FileIdentity?]
+
+        init(host: AppExtensionHost) {
+            let paths = HostFiles.of(host)
+            files = [
+                paths.userPolicyFile, paths.administratorPolicyFile,
+                paths.administratorPolicyDirectory + "/" + AdministratorRules.fileName, paths.crashLogFile,
+            ].map { FileIdentity(path: $0) }
         }
     }
 
