@@ -43,8 +43,9 @@ enum PlugindBench {
                 defer { bench.remove() }
                 try await Benchmarks.launch(bench, identifier: Benchmarks.swiftFilter, name: "launch-swift", iterations: iterations)
             case "first-response":
-                let bench = try BenchHost()
+                var bench = try BenchHost()
                 defer { bench.remove() }
+                if let layer = text("skip") { bench.host.skippedConfinementLayers = [layer] }
                 try await Benchmarks.firstResponse(bench, iterations: iterations)
             case "round-trip":
                 let bench = try BenchHost()

@@ -281,8 +281,14 @@ package final class PreforkedLauncher: EventLoopHandler {
     /// compete with the worker that just started.
     func launchFinished(_ started: StartedWorker, options: SpawnRequest.Options) {
         Self.dropHostTree(started.hostTree)
-        replenish(options: options)
+        _ = loop.schedule(after: Self.replenishDelay) { [weak self] in self?.replenish(options: options) }
     }
+
+    /// How long after a launch the next spare is asked for. Making one costs the kernel a few
+    /// hundred microseconds of a processor (its network namespace above all); right after a
+    /// launch that competes with the first request the host sends the new worker (measured: 200
+    /// µs more for it on this 2-core machine), a few milliseconds later it does not.
+    static let replenishDelay: Duration = .milliseconds(3)
 
     /// Closes a spare's copy of the host's tree. Closing the last reference costs tens of
     /// microseconds; it is done here, after the launch, rather than by the worker during it.
