@@ -87,6 +87,10 @@ public struct AppExtensionHost: Sendable, Hashable {
         /// Size of a worker's private scratch directory, when its manifest asks for one. Scratch
         /// space is memory, on top of `memoryBytes`.
         public var scratchBytes: UInt64
+        /// Largest file a worker may write, in its write grants or its scratch space
+        /// (`RLIMIT_FSIZE`: a write past it fails with `EFBIG`). Not a bound on the total a
+        /// plugin writes, which only the file system's quota sets.
+        public var fileBytes: UInt64
 
         public init(
             memoryBytes: UInt64 = 1 << 30,
@@ -95,8 +99,10 @@ public struct AppExtensionHost: Sendable, Hashable {
             requestTimeout: Duration = .seconds(30),
             maxMessageBytes: UInt64 = 64 << 20,
             threads: UInt64 = 64,
-            scratchBytes: UInt64 = 64 << 20
+            scratchBytes: UInt64 = 64 << 20,
+            fileBytes: UInt64 = 1 << 30
         ) {
+            self.fileBytes = fileBytes
             self.memoryBytes = memoryBytes
             self.cpuSeconds = cpuSeconds
             self.openFiles = openFiles

@@ -194,10 +194,14 @@ package struct ResourceLimits: Equatable, Sendable {
     package var tasks: UInt64 = 0
     /// Largest request or response payload; always set.
     package var maxMessageBytes: UInt64 = 64 << 20
+    /// Largest file the plugin may write (in its grants, its scratch space); 0: no limit.
+    package var fileBytes: UInt64 = 0
 
     package init(
-        addressSpaceBytes: UInt64 = 0, cpuSeconds: UInt64 = 0, openFiles: UInt64 = 0, tasks: UInt64 = 0, maxMessageBytes: UInt64 = 64 << 20
+        addressSpaceBytes: UInt64 = 0, cpuSeconds: UInt64 = 0, openFiles: UInt64 = 0, tasks: UInt64 = 0, maxMessageBytes: UInt64 = 64 << 20,
+        fileBytes: UInt64 = 0
     ) {
+        self.fileBytes = fileBytes
         self.addressSpaceBytes = addressSpaceBytes
         self.cpuSeconds = cpuSeconds
         self.openFiles = openFiles

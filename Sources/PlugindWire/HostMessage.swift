@@ -140,6 +140,7 @@ extension PayloadWriter {
         write(load.limits.openFiles)
         write(load.limits.tasks)
         write(load.limits.maxMessageBytes)
+        write(load.limits.fileBytes)
         write(load.confinement.allowsNetwork)
         write(load.confinement.allowsProcesses)
         write(load.confinement.allowsSymlinks)
@@ -192,7 +193,8 @@ extension PayloadReader {
             cpuSeconds: try readUInt64(),
             openFiles: try readUInt64(),
             tasks: try readUInt64(),
-            maxMessageBytes: try readUInt64()
+            maxMessageBytes: try readUInt64(),
+            fileBytes: try readUInt64()
         )
         load.confinement = ConfinementRequest(
             allowsNetwork: try readBool(),

@@ -413,6 +413,12 @@ enum Confinement {
                 hard: limits.tasks,
                 text: "threads \(limits.tasks)"
             ),
+            DescribedLimit(
+                resource: PLUGIND_CONFINEMENT_LIMIT_FILE_SIZE,
+                soft: limits.fileBytes,
+                hard: limits.fileBytes,
+                text: "files written \(ByteCount(limits.fileBytes)) each"
+            ),
         ]
     }
 

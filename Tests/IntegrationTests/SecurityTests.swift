@@ -266,6 +266,27 @@ struct SecurityTests {
         #expect(access("/tmp/scratch-file", F_OK) != 0, "nothing reached the host's /tmp")
     }
 
+    @Test("without the network a plugin's sockets keep their default buffers; no file it writes grows past the host's file cap")
+    func kernelMemoryAndFileBounds() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        chmod(directory.path, 0o777)
+        let granted: [String: Any] = ["permissions": ["write": [directory.path]]]
+        try await withProbe(granted, configure: { $0.host.limits.fileBytes = 16 }) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("grow-buffer") == "refused EPERM")
+            // "written by the plugin" is 21 bytes: past a 16-byte cap the write stops short.
+            #expect(try await probe("write", directory.path + "/big").hasPrefix("done"))
+            let layers = probe.process.confinement.first { $0.name == "resource-limits" }?.detail ?? ""
+            #expect(layers.contains("files written 16 bytes each"), "\(layers)")
+        }
+        var status = stat()
+        #expect(stat(directory.path + "/big", &status) == 0 && status.st_size == 16, "size \(status.st_size)")
+        // With the network, buffers stay the plugin's to size.
+        try await withProbe(["permissions": ["network": true]]) { (probe: Probe, _: TestHost) async throws in
+            #expect(try await probe("grow-buffer") == "done buffer grown")
+        }
+    }
+
     @Test("no symlink in a write grant unless the manifest asks for symlinks")
     func symlinksInGrants() async throws {
         let directory = try TemporaryDirectory()

@@ -417,6 +417,18 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         return outcome(response, 0, "flooded");
     }
     if (strcmp(vector, "mknod-setuid") == 0) return outcome(response, mknod(path, S_IFREG | 06755, 0), "setuid file made");
+    if (strcmp(vector, "grow-buffer") == 0) {
+        // A socket buffer of 8 MiB, which the kernel would hold outside the memory limit.
+        int pair[2];
+        if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, pair) != 0) return outcome(response, -1, "");
+        int size = 8 << 20;
+        long result = setsockopt(pair[0], SOL_SOCKET, SO_SNDBUF, &size, sizeof size);
+        int saved = errno;
+        close(pair[0]);
+        close(pair[1]);
+        errno = saved;
+        return outcome(response, result, "buffer grown");
+    }
     if (strcmp(vector, "socket-unix") == 0) {
         int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd >= 0) close(fd);

@@ -40,6 +40,8 @@ typedef enum plugind_confinement_limit {
     /// RLIMIT_NPROC, which counts the tasks of the worker's user in its own user namespace: a
     /// cap on the plugin's threads (and processes).
     PLUGIND_CONFINEMENT_LIMIT_TASKS = 4,
+    /// RLIMIT_FSIZE: the largest file the process may write (SIGXFSZ ignored: EFBIG instead).
+    PLUGIND_CONFINEMENT_LIMIT_FILE_SIZE = 5,
 } plugind_confinement_limit;
 
 /// Wraps setrlimit(2) for `limit`.

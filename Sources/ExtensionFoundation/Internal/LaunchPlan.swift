@@ -112,7 +112,8 @@ package struct LaunchPlan: Sendable {
             cpuSeconds: capped(manifest.limits.cpuSeconds, caps.cpuSeconds),
             openFiles: capped(manifest.limits.openFiles, caps.openFiles),
             tasks: capped(manifest.limits.threads, caps.threads),
-            maxMessageBytes: capped(manifest.limits.maxMessageBytes, caps.maxMessageBytes)
+            maxMessageBytes: capped(manifest.limits.maxMessageBytes, caps.maxMessageBytes),
+            fileBytes: caps.fileBytes
         )
         var requestTimeout = caps.requestTimeout
         if let milliseconds = manifest.limits.requestTimeoutMilliseconds {

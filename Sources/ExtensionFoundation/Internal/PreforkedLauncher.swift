@@ -46,6 +46,10 @@ package final class PreforkedLauncher: EventLoopHandler {
         var spares: [Spare] = []
         /// The request for a spare in flight, if any.
         var spareRequest: UInt32?
+        /// Changes of the host's mounts seen, and how many had been seen when the spare in
+        /// flight was asked for: one asked for before a change may copy the tree before it.
+        var mountGeneration = 0
+        var spareRequestGeneration = 0
         /// Callers of `settled()` waiting for the spare count to be reached.
         var settleWaiters: [CheckedContinuation<Void, Never>] = []
         /// The last spare could not be forked: no more are asked for until the next launch, so
@@ -317,7 +321,10 @@ package final class PreforkedLauncher: EventLoopHandler {
             // Whatever the launch that asks: a spare serves launches with every layer on and
             // without the network.
             let spareOptions = options.union(.newNetworkNamespace).subtracting(.noAdvanceRestrictions)
-            if send(id, options: spareOptions, descriptors: []) == nil { state.spareRequest = id }
+            if send(id, options: spareOptions, descriptors: []) == nil {
+                state.spareRequest = id
+                state.spareRequestGeneration = state.mountGeneration
+            }
         }
     }
 
@@ -366,12 +373,26 @@ package final class PreforkedLauncher: EventLoopHandler {
                 spareSocket?.close()
                 continue
             }
-            let (continuation, isSpare) = state.withLock { state in
+            let (continuation, isSpare, outdated) = state.withLock { state in
                 if state.spareRequest == id {
                     state.spareRequest = nil
-                    return (nil as CheckedContinuation<SpawnedProcess, any Error>?, true)
+                    return (
+                        nil as CheckedContinuation<SpawnedProcess, any Error>?, true, state.spareRequestGeneration != state.mountGeneration
+                    )
                 }
-                return (state.pending.removeValue(forKey: id), false)
+                return (state.pending.removeValue(forKey: id), false, false)
+            }
+            if isSpare && outdated {
+                // Asked for before the mounts changed: its copy of the host's tree may miss them.
+                spareSocket?.close()
+                if value > 0, let processDescriptor = try? FileDescriptor.processDescriptor(for: value) {
+                    discard(
+                        StartedWorker(
+                            process: SpawnedProcess(processIdentifier: value, processDescriptor: processDescriptor), hostTree: nil))
+                }
+                replenish(options: WorkerLauncher.isolatingOptions(), retryingAfterFailure: false)
+                resumeSettledWaiters()
+                continue
             }
             if isSpare {
                 if adoptSpare(pid: value, socket: spareSocket) {
@@ -493,6 +514,7 @@ package final class PreforkedLauncher: EventLoopHandler {
     /// the directory the mount covers).
     private func mountsChanged() {
         let outdated = state.withLock { state -> [Spare] in
+            state.mountGeneration += 1
             defer { state.spares.removeAll() }
             return state.spares
         }

@@ -94,6 +94,8 @@ struct EffectiveLimits: Encodable {
     var maxMessageBytes: UInt64
     var threads: UInt64
     var scratchBytes: UInt64
+    /// The largest file it may write (in its grants or its scratch space).
+    var fileBytes: UInt64
 
     init(_ plan: LaunchPlan) {
         let limits = plan.load.limits
@@ -108,12 +110,14 @@ struct EffectiveLimits: Encodable {
         let (seconds, attoseconds) = plan.requestTimeout.components
         requestTimeoutMilliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
         maxMessageBytes = limits.maxMessageBytes
+        fileBytes = limits.fileBytes
     }
 
     var summary: String {
         "memory \(ByteCount(memoryBytes)), CPU \(cpuSeconds) s, open files \(openFiles), threads \(threads), "
             + "request timeout \(Double(requestTimeoutMilliseconds) / 1000) s, message \(ByteCount(maxMessageBytes))"
             + (scratchBytes > 0 ? ", scratch \(ByteCount(scratchBytes))" : "")
+            + (fileBytes > 0 ? ", files written \(ByteCount(fileBytes)) each" : "")
     }
 }
 
