@@ -272,7 +272,8 @@ struct SecurityTests {
         defer { directory.remove() }
         chmod(directory.path, 0o777)
         let granted: [String: Any] = ["permissions": ["write": [directory.path]]]
-        try await withProbe(granted, configure: { $0.host.limits.fileBytes = 16 }) { (probe: Probe, _: TestHost) async throws in
+        let smallFiles: (inout TestHost) -> Void = { $0.host.limits.fileBytes = 16 }
+        try await withProbe(granted, configure: smallFiles) { (probe: Probe, _: TestHost) async throws in
             #expect(try await probe("grow-buffer") == "refused EPERM")
             // "written by the plugin" is 21 bytes: past a 16-byte cap the write stops short.
             #expect(try await probe("write", directory.path + "/big").hasPrefix("done"))
