@@ -21,8 +21,6 @@ public struct AppExtensionError: Error, Sendable, CustomStringConvertible, Local
         public static let workerNotFound = Code("workerNotFound")
         /// The worker process could not be started.
         public static let spawnFailed = Code("spawnFailed")
-        /// The worker did not complete the handshake (it exited, or did not answer in time).
-        public static let handshakeFailed = Code("handshakeFailed")
         /// Host and worker speak no common protocol version.
         public static let incompatibleProtocol = Code("incompatibleProtocol")
         /// `dlopen` failed, or the library changed after it was approved.

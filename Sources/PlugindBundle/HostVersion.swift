@@ -1,9 +1,11 @@
+import PlugindWire
+
 /// A dotted version number ("1.2.0"), compared component by component.
 package struct HostVersion: Comparable, Sendable, CustomStringConvertible {
     package var components: [Int]
 
     /// The version of this plugind; manifests compare `minimumHostVersion` against it.
-    package static let current = HostVersion("0.1.0")!
+    package static let current = HostVersion(PlugindRelease.version)!
 
     package init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)

@@ -4,7 +4,7 @@ import PlugindWire
 
 /// What the worker says to a person who runs it directly.
 enum WorkerUsage {
-    static let version = "0.1.0 (protocol \(ProtocolVersion.current), plugin ABI \(PLUGIND_PLUGIN_ABI_VERSION))"
+    static let version = "\(PlugindRelease.version) (protocol \(ProtocolVersion.current), plugin ABI \(PLUGIND_PLUGIN_ABI_VERSION))"
 
     static let help = """
         OVERVIEW: The plugind worker process: loads one plugin and serves its host.

@@ -1,11 +1,12 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindWire
 
 /// plugind: the command-line tool for the machine's owner and for plugin authors.
 @main
 enum Plugind {
-    static let version = "0.1.0"
+    static let version = PlugindRelease.version
 
     static let commands: [any PlugindCommand.Type] = [
         ListCommand.self, BrowseCommand.self, InfoCommand.self, RunCommand.self, CallCommand.self, ApproveCommand.self,

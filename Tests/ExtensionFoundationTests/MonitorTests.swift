@@ -26,6 +26,9 @@ struct MonitorTests {
     func appleSnippets() async throws {
         let test = try TestHost(identifier: "org.plugind.tests")
         defer { test.remove() }
+        // The process-wide host, for Apple's snippets that name none; given back after.
+        let previous = AppExtensionHost.current
+        defer { AppExtensionHost.current = previous }
         AppExtensionHost.current = test.host
         let someExtensionPoint = AppExtensionPoint.textFilters
         let editor = PolicyEditor(directory: test.host.policyDirectory)
