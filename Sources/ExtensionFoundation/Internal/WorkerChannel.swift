@@ -378,24 +378,29 @@ final class WorkerChannel: EventLoopHandler {
         }
     }
 
-    /// Loop thread only: after the worker read some of what waits; reading resumes at half the
-    /// budget.
+    /// Loop thread only, after a flush: notes that the worker read some of what waits, and
+    /// resumes reading once the queue is down to half the budget (however it got there: a flush
+    /// on another thread may have emptied it).
     private func noteDrained(from before: Int) {
         let now = writer.queuedBytes
-        guard now < before else { return }
         let resume = state.withLock { state -> Bool in
             guard state.readingPaused else { return false }
-            state.lastDrain = .now
+            if now < before { state.lastDrain = .now }
             guard now <= Self.heldFrameBudget / 2, state.termination == nil else { return false }
             state.readingPaused = false
             return true
         }
-        guard resume, !reading.withLock({ $0.closed }) else { return }
-        do {
-            try loop.modify(fromWorker, events: Epoll.readable)
-        } catch {
-            stop(.hostFailure("cannot resume reading from the worker: \(error)"))
+        guard resume else { return }
+        if !reading.withLock({ $0.closed }) {
+            do {
+                try loop.modify(fromWorker, events: Epoll.readable)
+            } catch {
+                stop(.hostFailure("cannot resume reading from the worker: \(error)"))
+                return
+            }
         }
+        // Watched for room only while reading was paused: no longer, if nothing waits.
+        watchWritable()
     }
 
     /// Loop thread only: watches the pipe for room while frames wait (and while reading is
