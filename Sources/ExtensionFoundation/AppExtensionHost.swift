@@ -102,7 +102,6 @@ public struct AppExtensionHost: Sendable, Hashable {
             scratchBytes: UInt64 = 64 << 20,
             fileBytes: UInt64 = 1 << 30
         ) {
-            self.fileBytes = fileBytes
             self.memoryBytes = memoryBytes
             self.cpuSeconds = cpuSeconds
             self.openFiles = openFiles
@@ -110,6 +109,7 @@ public struct AppExtensionHost: Sendable, Hashable {
             self.maxMessageBytes = maxMessageBytes
             self.threads = threads
             self.scratchBytes = scratchBytes
+            self.fileBytes = fileBytes
         }
     }
 

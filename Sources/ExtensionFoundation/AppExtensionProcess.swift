@@ -141,10 +141,10 @@ public final class AppExtensionProcess: Sendable {
         // disable, revoke or quarantine that landed in between (a plugin's init may take as long as
         // the launch timeout) is caught here, before the process answers anything. Unchanged
         // files cannot have changed the decision: the common case costs four stat calls.
-        if PolicyEnforcement.Fingerprint(host: host) != policyBefore, let reason = PolicyEnforcement.revocation(of: entry, host: host) {
+        if PolicyEnforcement.Fingerprint(host: host) != policyBefore, let reason = PolicyEnforcement.launchRevocation(of: entry, host: host)
+        {
             session.channel.stop(.disabledByOwner(reason))
-            throw AppExtensionError(
-                .disabledByOwner, plugin: entry.identifier, reason.replacingOccurrences(of: "while it ran", with: "while it launched"))
+            throw AppExtensionError(.disabledByOwner, plugin: entry.identifier, reason)
         }
         return session
     }

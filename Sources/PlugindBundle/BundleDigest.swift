@@ -36,16 +36,43 @@ package struct BundleDigest: Sendable, Hashable, Codable {
 
     /// The canonical listing of `contents` with the given file digests.
     package static func listing(_ contents: BundleContents, files: [String: String]) -> String {
+        listing(
+            contents.entries.map { entry in
+                switch entry.kind {
+                case .directory: .directory(path: entry.path)
+                case .file:
+                    .file(
+                        path: entry.path, sha256: files[entry.path] ?? "", size: entry.status.identity.size,
+                        executable: entry.status.mode & 0o100 != 0)
+                case .symlink(let target): .symlink(path: entry.path, target: target)
+                }
+            })
+    }
+
+    /// One line of a listing, for a bundle known only from elsewhere (a package's archive).
+    package enum ListedEntry: Sendable {
+        case directory(path: String)
+        case file(path: String, sha256: String, size: UInt64, executable: Bool)
+        case symlink(path: String, target: String)
+
+        var path: String {
+            switch self {
+            case .directory(let path), .file(let path, _, _, _), .symlink(let path, _): path
+            }
+        }
+    }
+
+    /// The canonical listing of `entries`, in any order.
+    package static func listing(_ entries: [ListedEntry]) -> String {
         var text = header
-        for entry in contents.entries {
-            switch entry.kind {
-            case .directory:
-                text += "d \(entry.path)\n"
-            case .file:
-                let executable = entry.status.mode & 0o100 != 0 ? "x" : "-"
-                text += "f \(files[entry.path] ?? "") \(entry.status.identity.size) \(executable) \(entry.path)\n"
-            case .symlink(let target):
-                text += "l \(target.utf8.count) \(target) \(entry.path)\n"
+        for entry in entries.sorted(by: { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }) {
+            switch entry {
+            case .directory(let path):
+                text += "d \(path)\n"
+            case .file(let path, let sha256, let size, let executable):
+                text += "f \(sha256) \(size) \(executable ? "x" : "-") \(path)\n"
+            case .symlink(let path, let target):
+                text += "l \(target.utf8.count) \(target) \(path)\n"
             }
         }
         return text

@@ -153,7 +153,7 @@ package enum BundleInspector {
             // Sonames are symlinks to versioned files (libz.so.1 -> libz.so.1.2.13), in
             // directories reached through symlinks (/lib -> usr/lib): followed as far as root
             // alone could have made them, ending in the system library directories.
-            switch TrustedLibraryPath.resolve(systemLibrary, owners: .root, withinSystemDirectories: true) {
+            switch TrustedLibraryPath.resolve(systemLibrary, rule: .systemLibrary) {
             case .success(let resolution): libraryPath = resolution.canonicalPath
             case .failure(let refusal):
                 return problem(.insecurePermissions, "system library '\(manifest.library)' is refused: \(refusal)")

@@ -98,7 +98,7 @@ package enum BundleVerifier {
             }
             libraryPath = resolved
         } else if manifest.librarySonameCandidate, !manifest.functions.isEmpty, let system = resolver.candidate(for: manifest.library) {
-            switch TrustedLibraryPath.resolve(system, owners: .root, withinSystemDirectories: true) {
+            switch TrustedLibraryPath.resolve(system, rule: .systemLibrary) {
             case .success(let resolution): libraryPath = resolution.canonicalPath
             case .failure(let refusal):
                 problem(
@@ -150,7 +150,7 @@ package enum BundleVerifier {
                 }
                 if !resolved.hasPrefix(bundlePath + "/"), seen.insert(resolved).inserted,
                     case .failure(let refusal) = TrustedLibraryPath.resolve(
-                        candidate, owners: .rootOrCurrentUser, withinSystemDirectories: false)
+                        candidate, rule: .dependency)
                 {
                     refused += 1
                     problem(

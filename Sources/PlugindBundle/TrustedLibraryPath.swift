@@ -11,27 +11,32 @@ package import Glibc
 /// trusted owner is root alone and the file must end inside the system library directories:
 /// such bytes change only when the package manager (or an administrator) changes them.
 package enum TrustedLibraryPath {
-    /// Who may own what the walk passes through.
-    package enum Owners: Sendable {
-        /// root: a library the package manager maintains.
-        case root
-        /// root or the user running the host: a dependency the bundle's author pointed at (the
-        /// Swift toolchain, a library the owner built), which no other user can change.
-        case rootOrCurrentUser
+    /// Which files the walk trusts.
+    package enum Rule: Sendable {
+        /// A library named by soname, which the owner approves as one the package manager
+        /// maintains: root owns everything on the way, and the file lies in the system library
+        /// directories.
+        case systemLibrary
+        /// A dependency outside the bundle, which the bundle's author pointed at (the Swift
+        /// toolchain, a library the owner built): root or the user running the host owns
+        /// everything on the way, so that no other user can change it.
+        case dependency
 
         func trusts(_ uid: uid_t) -> Bool {
             switch self {
-            case .root: uid == 0
-            case .rootOrCurrentUser: uid == 0 || uid == geteuid()
+            case .systemLibrary: uid == 0
+            case .dependency: uid == 0 || uid == geteuid()
             }
         }
 
         var phrase: String {
             switch self {
-            case .root: "root owns"
-            case .rootOrCurrentUser: "root or you own"
+            case .systemLibrary: "root owns"
+            case .dependency: "root or you own"
             }
         }
+
+        var endsInSystemDirectories: Bool { self == .systemLibrary }
     }
 
     /// The directories (canonical, as the walk ends) a system library named by soname may live in.
@@ -54,20 +59,14 @@ package enum TrustedLibraryPath {
     }
 
     /// The canonical path of `path` when the walk trusts everything on the way.
-    package static func resolve(
-        _ path: String, owners: Owners, withinSystemDirectories: Bool
-    ) -> Result<Resolution, Refusal> {
-        walk(path, owners: owners, withinSystemDirectories: withinSystemDirectories, open: false).map(\.resolution)
+    package static func resolve(_ path: String, rule: Rule) -> Result<Resolution, Refusal> {
+        walk(path, rule: rule, open: false).map(\.resolution)
     }
 
     /// Opens `path` for reading when the walk trusts everything on the way; the caller closes the
     /// descriptor. The file is opened from the descriptor of the directory that was checked.
-    package static func open(
-        _ path: String, owners: Owners, withinSystemDirectories: Bool
-    ) -> Result<(descriptor: CInt, resolution: Resolution), Refusal> {
-        walk(path, owners: owners, withinSystemDirectories: withinSystemDirectories, open: true).map {
-            ($0.descriptor, $0.resolution)
-        }
+    package static func open(_ path: String, rule: Rule) -> Result<(descriptor: CInt, resolution: Resolution), Refusal> {
+        walk(path, rule: rule, open: true).map { ($0.descriptor, $0.resolution) }
     }
 
     /// `O_PATH`, which Glibc's module does not export (it needs `_GNU_SOURCE`): a descriptor
@@ -79,7 +78,7 @@ package enum TrustedLibraryPath {
     private static let maximumLinks = 40
 
     private static func walk(
-        _ path: String, owners: Owners, withinSystemDirectories: Bool, open: Bool
+        _ path: String, rule: Rule, open: Bool
     ) -> Result<(descriptor: CInt, resolution: Resolution), Refusal> {
         func refuse(_ reason: String) -> Result<(descriptor: CInt, resolution: Resolution), Refusal> {
             .failure(Refusal(path: path, reason: reason))
@@ -90,7 +89,7 @@ package enum TrustedLibraryPath {
         defer { close(directory) }
         var rootStatus = stat()
         guard fstat(directory, &rootStatus) == 0 else { return refuse("cannot examine /") }
-        if let problem = untrusted(rootStatus, "/", owners) { return refuse(problem) }
+        if let problem = untrusted(rootStatus, "/", rule) { return refuse(problem) }
 
         var canonical: [String] = []
         var pending = Array(path.split(separator: "/").map(String.init).reversed())
@@ -116,9 +115,9 @@ package enum TrustedLibraryPath {
             switch status.st_mode & S_IFMT {
             case S_IFLNK:
                 // Its directory is trusted; a link in it is someone's choice only if they own it.
-                guard owners.trusts(status.st_uid) else {
+                guard rule.trusts(status.st_uid) else {
                     return refuse(
-                        "the symlink \(full) is owned by \(ownerName(status.st_uid)); only links that \(owners.phrase) are followed")
+                        "the symlink \(full) is owned by \(ownerName(status.st_uid)); only links that \(rule.phrase) are followed")
                 }
                 links += 1
                 guard links <= maximumLinks else { return refuse("more than \(maximumLinks) symlinks") }
@@ -132,7 +131,7 @@ package enum TrustedLibraryPath {
                 }
                 pending += target.split(separator: "/").map(String.init).reversed()
             case S_IFDIR:
-                if let problem = untrusted(status, full, owners) { return refuse(problem) }
+                if let problem = untrusted(status, full, rule) { return refuse(problem) }
                 let child = openat(directory, name, pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
                 guard child >= 0 else { return refuse("cannot open \(full): \(String(cString: strerror(errno)))") }
                 var opened = stat()
@@ -145,8 +144,8 @@ package enum TrustedLibraryPath {
                 canonical.append(name)
             case S_IFREG:
                 guard pending.allSatisfy({ $0 == "." }) else { return refuse("\(full) is a file, not a directory") }
-                if let problem = untrusted(status, full, owners) { return refuse(problem) }
-                if withinSystemDirectories, !systemDirectories.contains(where: { full.hasPrefix($0 + "/") }) {
+                if let problem = untrusted(status, full, rule) { return refuse(problem) }
+                if rule.endsInSystemDirectories, !systemDirectories.contains(where: { full.hasPrefix($0 + "/") }) {
                     return refuse(
                         "resolves to \(full), outside the system library directories (\(systemDirectories.prefix(3).joined(separator: ", ")), …)"
                     )
@@ -170,12 +169,12 @@ package enum TrustedLibraryPath {
     }
 
     /// Why a directory or file is not trusted, naming its owner and mode, or nil.
-    private static func untrusted(_ status: stat, _ path: String, _ owners: Owners) -> String? {
+    private static func untrusted(_ status: stat, _ path: String, _ rule: Rule) -> String? {
         let mode = String(status.st_mode & 0o7777, radix: 8)
         let kind = status.st_mode & S_IFMT == S_IFDIR ? "directory" : "file"
-        guard owners.trusts(status.st_uid) else {
+        guard rule.trusts(status.st_uid) else {
             return
-                "the \(kind) \(path) is owned by \(ownerName(status.st_uid)) (mode \(mode)); only files and directories that \(owners.phrase) and no one else may write are trusted"
+                "the \(kind) \(path) is owned by \(ownerName(status.st_uid)) (mode \(mode)); only files and directories that \(rule.phrase) and no one else may write are trusted"
         }
         // A sticky directory (/tmp) lets others add entries but not replace or rename ours, and
         // every entry the walk takes from it is checked in turn.

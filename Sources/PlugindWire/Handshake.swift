@@ -236,6 +236,12 @@ package struct ConfinementRequest: Equatable, Sendable {
         !disabled && !skippedLayers.contains("system-calls") && !skippedLayers.contains("filesystem-view")
     }
 
+    /// Whether a spare (or a worker primed from one) can serve the launch: it restricted itself
+    /// ahead and waits in a network namespace of its own, so not for a plugin granted the network.
+    package var permitsSpare: Bool {
+        permitsAdvanceRestrictions && !allowsNetwork && !skippedLayers.contains("network-namespace")
+    }
+
     package init(
         allowsNetwork: Bool = false,
         allowsProcesses: Bool = false,

@@ -120,7 +120,11 @@ enum Confinement {
                 )
             ]
         }
-        try makeSealedCopiesPrivate(load)
+        // The ids the plugin runs as, and whether the process has namespaces of its own: several
+        // layers depend on them.
+        let identity = WorkerIdentity.current.forPlugin(load.pluginIdentifier)
+        let inUserNamespace = (try? prepared.view.get()) != nil
+        try makeSealedCopiesPrivate(load, owner: identity.uid)
         var reports: [ConfinementLayerReport] = []
         // The prepared rulesets until the Landlock layer takes them: a failure before closes them,
         // a failure after must not close them again.
@@ -140,7 +144,7 @@ enum Confinement {
 
         try record(processTree())
         try record(session())
-        let view = skipped(Layer.filesystemView) ? nil : try filesystemView(load, prepared: prepared.view)
+        let view = skipped(Layer.filesystemView) ? nil : try filesystemView(load, prepared: prepared.view, owner: identity)
         if skipped(Layer.filesystemView), case .success(let begun) = prepared.view {
             // A spare began its view before it knew: it ends it showing the host's whole tree.
             if case .failure(let failure) = WorkerView.complete(
@@ -150,14 +154,11 @@ enum Confinement {
             }
         }
         try record(view?.report ?? notRequested(Layer.filesystemView, "turned off by the host for measurement"))
-        try record(
-            privileges(
-                inUserNamespace: (try? prepared.view.get()) != nil, advance: prepared.advance,
-                identity: WorkerIdentity.current.forPlugin(load.pluginIdentifier)))
+        try record(privileges(inUserNamespace: inUserNamespace, advance: prepared.advance, identity: identity))
         try record(noNewPrivileges(advance: prepared.advance))
         try record(notDumpable())
         try record(noCoreFiles())
-        try record(resourceLimits(load.limits, inUserNamespace: (try? prepared.view.get()) != nil))
+        try record(resourceLimits(load.limits, inUserNamespace: inUserNamespace))
         let filter = skipped(Layer.systemCalls) ? nil : systemCalls(request, advance: prepared.advance)
         try record(filter ?? notRequested(Layer.systemCalls, "turned off by the host for measurement"))
         if skipped(Layer.systemCalls) {
@@ -192,8 +193,7 @@ enum Confinement {
     /// so only its owner could change its mode or attributes. A worker that will run as that
     /// owner (an ordinary user's) swaps each for a copy of its own before any plugin code runs,
     /// so that nothing it does to one reaches another launch.
-    private static func makeSealedCopiesPrivate(_ load: LoadConfiguration) throws(LoadFailure) {
-        let owner = WorkerIdentity.current.forPlugin(load.pluginIdentifier).uid
+    private static func makeSealedCopiesPrivate(_ load: LoadConfiguration, owner: UInt32) throws(LoadFailure) {
         for operation in load.view {
             guard case .sealed(let path, let descriptor) = operation else { continue }
             var status = stat()
@@ -262,7 +262,8 @@ enum Confinement {
     /// load whatever the host requires, since the plugin cannot be loaded from sealed copies then.
     private static func filesystemView(
         _ load: LoadConfiguration,
-        prepared: Result<WorkerView.Prepared, WorkerView.Failure>
+        prepared: Result<WorkerView.Prepared, WorkerView.Failure>,
+        owner: WorkerIdentity
     ) throws(LoadFailure) -> (report: ConfinementLayerReport, dropped: [String]) {
         switch prepared {
         case .failure(let failure):
@@ -270,7 +271,7 @@ enum Confinement {
         case .success(let begun):
             let grants = Set(load.confinement.readablePaths + load.confinement.writablePaths)
             switch WorkerView.complete(
-                load.view, prepared: begun, grants: grants, owner: WorkerIdentity.current.forPlugin(load.pluginIdentifier))
+                load.view, prepared: begun, grants: grants, owner: owner)
             {
             case .failure(let failure):
                 throw LoadFailure(kind: .confinementFailed, message: "cannot build the plugin's view: \(failure)")

@@ -12,11 +12,11 @@ struct TrustedLibraryPathTests {
         let candidate = try #require(LibraryResolver().candidate(for: "libz.so.1"))
         var link = stat()
         #expect(lstat(candidate, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK, "libz.so.1 is a symlink on Debian")
-        let resolution = try TrustedLibraryPath.resolve(candidate, owners: .root, withinSystemDirectories: true).get()
+        let resolution = try TrustedLibraryPath.resolve(candidate, rule: .systemLibrary).get()
         #expect(resolution.canonicalPath == canonicalPath(candidate))
         #expect(resolution.canonicalPath.hasPrefix("/usr/lib/"))
         #expect(resolution.status.isRegularFile)
-        let opened = try TrustedLibraryPath.open(candidate, owners: .root, withinSystemDirectories: true).get()
+        let opened = try TrustedLibraryPath.open(candidate, rule: .systemLibrary).get()
         defer { close(opened.descriptor) }
         var status = stat()
         #expect(fstat(opened.descriptor, &status) == 0 && FileIdentity(status) == resolution.status.identity)
@@ -29,7 +29,7 @@ struct TrustedLibraryPathTests {
         let open = try directory.subdirectory("open")
         try Data("x".utf8).write(to: URL(fileURLWithPath: open + "/libx.so"))
         #expect(chmod(open, 0o777) == 0)
-        let writable = TrustedLibraryPath.resolve(open + "/libx.so", owners: .rootOrCurrentUser, withinSystemDirectories: false)
+        let writable = TrustedLibraryPath.resolve(open + "/libx.so", rule: .dependency)
         #expect(
             writable.failure?.reason
                 == "the directory \(open) is writable by every user (owner \(TrustedLibraryPath.ownerName(geteuid())), mode 777); only files and directories that no one else may write are trusted"
@@ -37,21 +37,21 @@ struct TrustedLibraryPathTests {
         // The same file in a directory only its owner may write: trusted as a dependency, never
         // as a system library (owned by root, inside the system directories).
         #expect(chmod(open, 0o755) == 0)
-        #expect(TrustedLibraryPath.resolve(open + "/libx.so", owners: .rootOrCurrentUser, withinSystemDirectories: false).failure == nil)
-        let system = TrustedLibraryPath.resolve(open + "/libx.so", owners: .root, withinSystemDirectories: true).failure
+        #expect(TrustedLibraryPath.resolve(open + "/libx.so", rule: .dependency).failure == nil)
+        let system = TrustedLibraryPath.resolve(open + "/libx.so", rule: .systemLibrary).failure
         let expected = geteuid() == 0 ? "outside the system library directories" : "is owned by \(TrustedLibraryPath.ownerName(geteuid()))"
         #expect(system?.reason.contains(expected) == true, "\(String(describing: system))")
 
         try FileManager.default.createSymbolicLink(atPath: open + "/a", withDestinationPath: "b")
         try FileManager.default.createSymbolicLink(atPath: open + "/b", withDestinationPath: "a")
         #expect(
-            TrustedLibraryPath.resolve(open + "/a", owners: .rootOrCurrentUser, withinSystemDirectories: false).failure?.reason
+            TrustedLibraryPath.resolve(open + "/a", rule: .dependency).failure?.reason
                 == "more than 40 symlinks")
         #expect(
-            TrustedLibraryPath.resolve(open, owners: .rootOrCurrentUser, withinSystemDirectories: false).failure?.reason
+            TrustedLibraryPath.resolve(open, rule: .dependency).failure?.reason
                 == "names a directory, not a file")
         #expect(
-            TrustedLibraryPath.resolve("libz.so.1", owners: .root, withinSystemDirectories: true).failure?.reason == "not an absolute path")
+            TrustedLibraryPath.resolve("libz.so.1", rule: .systemLibrary).failure?.reason == "not an absolute path")
     }
 
     @Test("a bundle naming a soname that resolves into a directory every user may write is refused at inspection")

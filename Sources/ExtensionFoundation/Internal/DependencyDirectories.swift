@@ -39,7 +39,7 @@ final class DependencyDirectories: Sendable {
                     pending.append(canonical)
                     continue
                 }
-                switch TrustedLibraryPath.resolve(dependency, owners: .rootOrCurrentUser, withinSystemDirectories: false) {
+                switch TrustedLibraryPath.resolve(dependency, rule: .dependency) {
                 case .success(let resolution):
                     // Canonical: the worker binds without following symlinks.
                     directories.insert((resolution.canonicalPath as NSString).deletingLastPathComponent)

@@ -110,25 +110,28 @@ enum PolicyEnforcement {
         }
     }
 
-    /// Why `entry` may no longer run under `host`'s policy as it is now, if it may not.
-    static func revocation(of entry: CatalogEntry, host: AppExtensionHost) -> String? {
-        revocation(of: entry, policy: PolicySnapshot.read(for: host), crashLog: CrashLog(host: host))
+    /// Why `entry`, launched a moment ago, may not run under `host`'s policy as it is now, if it
+    /// may not.
+    static func launchRevocation(of entry: CatalogEntry, host: AppExtensionHost) -> String? {
+        revocation(of: entry, policy: PolicySnapshot.read(for: host), crashLog: CrashLog(host: host), during: "while it launched")
     }
 
-    /// Why `entry` may no longer run, if it may not.
-    static func revocation(of entry: CatalogEntry, policy: PolicySnapshot, crashLog: CrashLog) -> String? {
+    /// Why `entry` may no longer run, if it may not; `during` says when the decision landed.
+    static func revocation(
+        of entry: CatalogEntry, policy: PolicySnapshot, crashLog: CrashLog, during: String = "while it ran"
+    ) -> String? {
         switch policy.decision(for: entry) {
         case .available, .approvalOutdated:
             break
         case .disabled(let byAdministrator):
-            return byAdministrator ? "was disabled by the administrator while it ran" : "was disabled by its owner while it ran"
+            return byAdministrator ? "was disabled by the administrator \(during)" : "was disabled by its owner \(during)"
         case .denied(let reason):
-            return "was refused while it ran: \(reason)"
+            return "was refused \(during): \(reason)"
         case .unapproved:
-            return "its approval was revoked while it ran"
+            return "its approval was revoked \(during)"
         }
         if let quarantine = crashLog.quarantine(of: entry.identifier, bundle: entry.bundle) {
-            return "was quarantined while it ran (\(quarantine.reason))"
+            return "was quarantined \(during) (\(quarantine.reason))"
         }
         return nil
     }

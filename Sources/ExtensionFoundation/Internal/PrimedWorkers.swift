@@ -37,10 +37,8 @@ package enum PrimedWorkers {
     /// no control group of its own (which the worker would join at its launch).
     static func isEligible(_ plan: LaunchPlan) -> Bool {
         plan.primesWorkers && plan.launchStrategy == .preforked && plan.load.mode == .serve
-            && plan.load.confinement.permitsAdvanceRestrictions
+            && plan.load.confinement.permitsSpare
             && !plan.load.confinement.allowsProcesses
-            // Primed workers come from spares, in network namespaces of their own.
-            && !plan.load.confinement.allowsNetwork
     }
 
     /// The worker primed for `plan` (started from `executable`), taken out of the slot; one

@@ -105,13 +105,13 @@ package final class SealedFileCache: Sendable {
         let (copy, size, digest): (FileDescriptor, UInt64, String)
         do throws(SystemError) {
             let file: FileDescriptor
-            if source.bundlePath == nil {
-                switch TrustedLibraryPath.open(source.path, owners: .root, withinSystemDirectories: true) {
+            if let bundlePath = source.bundlePath {
+                file = try Self.open(source.path, beneath: bundlePath)
+            } else {
+                switch TrustedLibraryPath.open(source.path, rule: .systemLibrary) {
                 case .success(let opened): file = FileDescriptor(rawValue: opened.descriptor)
                 case .failure(let refusal): return .failure(.untrusted(refusal))
                 }
-            } else {
-                file = try openBeneathBundle(source)
             }
             defer { file.close() }
             var stream = SHA256Stream()
@@ -131,11 +131,10 @@ package final class SealedFileCache: Sendable {
     }
 
     /// Opens a bundle file beneath its bundle without following symlinks.
-    private func openBeneathBundle(_ source: SealedSource) throws(SystemError) -> FileDescriptor {
-        guard let bundlePath = source.bundlePath else { throw SystemError("open", Errno(rawValue: EINVAL)) }
+    private static func open(_ path: String, beneath bundlePath: String) throws(SystemError) -> FileDescriptor {
         let bundle = try FileDescriptor.open(bundlePath, O_RDONLY | O_DIRECTORY)
         defer { bundle.close() }
-        return try FileDescriptor.open(beneath: bundle, source.path, O_RDONLY)
+        return try FileDescriptor.open(beneath: bundle, path, O_RDONLY)
     }
 
     /// Keeps `copy` (unless a copy of the same bytes arrived meanwhile) and returns a duplicate.

@@ -40,8 +40,7 @@ enum WorkerLauncher {
         // The spare this launch will most likely use is woken now, so that it runs by the time
         // the pipes and the shared memory below are made.
         let reservation =
-            plan.launchStrategy == .preforked && plan.load.confinement.permitsAdvanceRestrictions
-                && !plan.load.confinement.allowsNetwork
+            plan.launchStrategy == .preforked && plan.load.confinement.permitsSpare
             ? PreforkedLauncher.running(executable: executable)?.reserveSpare() : nil
         defer { reservation?.release() }
         // A plugin that may start processes runs in a control group of its own, where the host

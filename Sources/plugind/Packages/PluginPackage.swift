@@ -210,12 +210,10 @@ enum PluginPackage {
         guard let decoded = try? JSONDecoder().decode(BundleSignature.self, from: Data(signature)) else {
             throw Failure("\(BundleContents.signatureFileName) in \(path) is not a plugind signature; nothing was unpacked")
         }
-        var lines: [(path: String, line: String)] = directories.map { ($0, "d \($0)\n") }
-        for (file, facts) in files {
-            lines.append((file, "f \(facts.digest) \(facts.size) \(facts.executable ? "x" : "-") \(file)\n"))
-        }
-        lines.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
-        let listing = BundleDigest.header + lines.map(\.line).joined()
+        let entries =
+            directories.map { BundleDigest.ListedEntry.directory(path: $0) }
+            + files.map { .file(path: $0.key, sha256: $0.value.digest, size: UInt64($0.value.size), executable: $0.value.executable) }
+        let listing = BundleDigest.listing(entries)
         switch decoded.check(digest: SHA256Digest.hex(of: Data(listing.utf8))) {
         case .valid: return
         case .unsigned: throw Failure("\(path) carries no publisher signature; nothing was unpacked")
