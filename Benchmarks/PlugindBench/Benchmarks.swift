@@ -171,7 +171,7 @@ enum Benchmarks {
     }
 
     /// `count` live workers of the C echo plugin at once, and the unique memory of each.
-    static func liveWorkers(_ bench: BenchHost, count: Int) async throws {
+    static func liveWorkers(_ bench: BenchHost, count: Int, sharingLayout: Bool = false) async throws {
         var configuration = try bench.configuration(echo)
         // A worker each: shared, they would all be one.
         configuration.sharing = .dedicated
@@ -189,7 +189,7 @@ enum Benchmarks {
         }
         let (seconds, attoseconds) = launched.components
         Measurement(
-            name: "live-workers-uss",
+            name: sharingLayout ? "live-workers-uss-sharing-layout" : "live-workers-uss",
             unit: "KiB",
             values: unique,
             extra: [

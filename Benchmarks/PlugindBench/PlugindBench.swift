@@ -27,6 +27,9 @@ enum PlugindBench {
             case "launch-c":
                 var bench = try BenchHost()
                 defer { bench.remove() }
+                // --sharing-layout: one launcher forks every worker (see LaunchStrategy).
+                let sharing = arguments.contains("--sharing-layout")
+                if sharing { bench.host.launchStrategy = .preforkedSharingLayout }
                 // --spawn: without the pre-forked launcher, for comparison.
                 let spawn = arguments.contains("--spawn")
                 if spawn { bench.host.launchStrategy = .spawn }
@@ -36,7 +39,9 @@ enum PlugindBench {
                 // --unprimed: no worker primed by the launch before (a plugin's first launch).
                 let unprimed = arguments.contains("--unprimed")
                 if unprimed { bench.host.primesWorkers = false }
-                let name = spawn ? "launch-c-spawn" : backToBack ? "launch-c-back-to-back" : unprimed ? "launch-c-unprimed" : "launch-c"
+                let name =
+                    (spawn ? "launch-c-spawn" : backToBack ? "launch-c-back-to-back" : unprimed ? "launch-c-unprimed" : "launch-c")
+                    + (sharing ? "-sharing-layout" : "")
                 try await Benchmarks.launch(bench, identifier: Benchmarks.echo, name: name, iterations: iterations, backToBack: backToBack)
             case "launch-swift":
                 let bench = try BenchHost()
@@ -82,9 +87,11 @@ enum PlugindBench {
             case "swift-plugin-server":
                 try await Benchmarks.swiftPluginServer(iterations: iterations)
             case "live-workers":
-                let bench = try BenchHost()
+                var bench = try BenchHost()
                 defer { bench.remove() }
-                try await Benchmarks.liveWorkers(bench, count: option("count", 1000))
+                let sharing = arguments.contains("--sharing-layout")
+                if sharing { bench.host.launchStrategy = .preforkedSharingLayout }
+                try await Benchmarks.liveWorkers(bench, count: option("count", 1000), sharingLayout: sharing)
             case "populate":
                 try DiscoveryBenchmarks.populate(text("root") ?? "/tmp/plugind-bench-bundles", count: option("count", 10000))
             case "scan":

@@ -61,6 +61,7 @@ struct Suite {
         bench(["launch-c", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-c": "launch-c-same-core"])
         bench(["launch-c", "--unprimed", "--iterations", "\(count(300))"])
         bench(["launch-c", "--back-to-back", "--iterations", "\(count(300))"])
+        bench(["launch-c", "--back-to-back", "--sharing-layout", "--iterations", "\(count(300))"])
         bench(["launch-c", "--spawn", "--iterations", "\(count(100))"])
         bench(["launch-swift", "--iterations", "\(count(300))"], rename: ["launch-swift": "launch-swift-unpinned"])
         bench(["launch-swift", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-swift": "launch-swift-same-core"])
@@ -95,6 +96,7 @@ struct Suite {
         bench(["scans-per-install", "--iterations", quick ? "3" : "20"], times: 1)
         bench(["idle-monitor", "--seconds", quick ? "1" : "3"], times: 1)
         bench(["live-workers", "--count", quick ? "50" : "1000"], times: 1)
+        bench(["live-workers", "--count", quick ? "50" : "1000", "--sharing-layout"], times: 1)
         section("packages")
         bench(["install-package", "--iterations", quick ? "3" : "20"], times: 1)
 
@@ -249,6 +251,9 @@ struct Suite {
         ratioRow(
             "launch until ready, C plugin, back to back (each launch pays for the next spare)", "launch-c-back-to-back",
             "spawn-c-first-byte-unpinned", atMost: 1.0)
+        ratioRow(
+            "… back to back, the workers sharing a layout (preforkedSharingLayout)", "launch-c-back-to-back-sharing-layout",
+            "spawn-c-first-byte-unpinned", atMost: 1.0)
         ratioRow("launch until ready, Swift plugin, unpinned", "launch-swift-unpinned", "spawn-c-first-byte-unpinned", atMost: 1.0)
         ratioRow("launch until ready, Swift plugin, same core", "launch-swift-same-core", "spawn-c-first-byte-same-core", atMost: 1.0)
         if let ours = median("first-response"), let peer = median("swift-plugin-server-first-response") {
@@ -259,12 +264,13 @@ struct Suite {
                     baseline: "\(format(peer, "us")) (swift-plugin-server)", ratio: speedup, goal: "≥ 10× faster", met: speedup >= 10))
         }
         ratioRow("typed call through libffi vs empty request", "typed-call", "empty-request", atMost: 1.1)
-        if let workers = measurements["live-workers-uss"] {
+        for (name, layout) in [("live-workers-uss", "a layout each"), ("live-workers-uss-sharing-layout", "sharing a layout")] {
+            guard let workers = measurements[name] else { continue }
             let maximum = workers.extra["maxKiB"] ?? 0
             let count = Int(workers.extra["workers"] ?? 0)
             rows.append(
                 Row(
-                    figure: "live C workers at once, unique memory each",
+                    figure: "live C workers at once (\(layout)), unique memory each",
                     value: "\(count) workers, median \(format(workers.median, "KiB")), max \(format(maximum, "KiB"))",
                     baseline: "", goal: "1000, each ≤ 512 KiB", met: count >= (quick ? 50 : 1000) && maximum <= 512))
         }

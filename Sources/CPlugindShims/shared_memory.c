@@ -83,3 +83,7 @@ int plugind_shim_sealed_file_make_private(int fd) {
     close(copy);
     return result;
 }
+
+int plugind_shim_sealed_file_restrict_to_execution(int fd) {
+    return fchmod(fd, 0111) == 0 ? 0 : errno;
+}

@@ -229,11 +229,20 @@ static int prepare_child(const plugind_shim_spawn_request *request, const char *
     return error != 0 ? error : install_descriptors(request);
 }
 
+/// execve of the request's path, or execveat of its executable descriptor. Returns only on failure.
+static void exec_request(const plugind_shim_spawn_request *request) {
+    if (request->executable_descriptor >= 0) {
+        syscall(SYS_execveat, request->executable_descriptor, "", request->argv, request->envp, AT_EMPTY_PATH);
+    } else {
+        execve(request->path, request->argv, request->envp);
+    }
+}
+
 static int spawn_child(void *argument) {
     spawn_context *context = argument;
     int error = prepare_child(context->request, context->uid_map, context->gid_map, 0, -1);
     if (error == 0) {
-        execve(context->request->path, context->request->argv, context->request->envp);
+        exec_request(context->request);
         error = errno;
     }
     context->child_errno = error == 0 ? EINVAL : error;
@@ -261,7 +270,7 @@ static int spawn_with_fork(const plugind_shim_spawn_request *request, pid_t *pid
         plugind_shim_spawn_request copy = *request;
         int error = prepare_child(&copy, "", "", 0, -1);
         if (error == 0) {
-            execve(request->path, request->argv, request->envp);
+            exec_request(request);
             error = errno;
         }
         ssize_t ignored = write(report[1], &error, sizeof error);
@@ -287,6 +296,10 @@ static int spawn_with_fork(const plugind_shim_spawn_request *request, pid_t *pid
 
 int plugind_shim_spawn(const plugind_shim_spawn_request *request, pid_t *pid, int *pidfd) {
     if (request->descriptor_count < 0 || request->descriptor_count > PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS) {
+        return EINVAL;
+    }
+    if (request->executable_descriptor >= 0 &&
+        (request->executable_descriptor != request->keep_descriptor || request->keep_descriptor < request->descriptor_count)) {
         return EINVAL;
     }
 #ifdef PLUGIND_SHIM_THREAD_SANITIZER

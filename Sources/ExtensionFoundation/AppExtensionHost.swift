@@ -62,12 +62,29 @@ public struct AppExtensionHost: Sendable, Hashable {
     package var primesWorkers = true
 
     public enum LaunchStrategy: String, Sendable, Hashable {
-        /// Forked by a pre-forked launcher (`plugind-worker --launcher`, one per host) that has
-        /// the worker's runtime loaded already: the fastest start. The default.
+        /// From a spare, or forked on the spot, by a pre-forked launcher (`plugind-worker
+        /// --launcher`) that has the worker's runtime loaded already and forks that one worker:
+        /// each worker gets an address-space layout, stack canary and hash seed of its own. The
+        /// next launcher is exec'd ahead, off the launch's path; each worker holds about 1 MiB of
+        /// memory of its own. The default.
         case preforked
-        /// A launcher executed afresh for every launch forks that one worker: each worker gets an
-        /// address-space layout, stack canary and hash seed of its own, at a few milliseconds more.
+        /// Like `preforked`, but one launcher per host forks every worker: about 350 KiB of unique
+        /// memory per worker, and launches in quick succession never wait for a launcher to start;
+        /// but every worker of the host shares the launcher's address-space layout, stack canary
+        /// and hash seed, so a plugin learns where the code and data of the others are.
+        case preforkedSharingLayout
+        /// A launcher executed afresh for every launch forks that one worker, with no spares: the
+        /// slowest start.
         case spawn
+
+        /// How many children each launcher forks; nil without pre-forked launchers.
+        var forks: PreforkedLauncher.Forks? {
+            switch self {
+            case .preforked: .one
+            case .preforkedSharingLayout: .many
+            case .spawn: nil
+            }
+        }
     }
 
     /// Caps and defaults for plugin resource limits.

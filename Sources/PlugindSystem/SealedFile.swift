@@ -41,6 +41,23 @@ package enum SealedFile {
 }
 
 extension SealedFile {
+    /// A sealed, execute-only copy of the executable at `path`, for `SpawnRequest.executableDescriptor`.
+    /// A process that executes an image it may not read is not dumpable from its first
+    /// instruction: between its exec and its own `PR_SET_DUMPABLE` call, nobody of its uid can
+    /// trace it (only a caller with CAP_DAC_OVERRIDE, such as root, can read the copy).
+    package static func executableCopy(of path: String, maximumBytes: UInt64 = 1 << 30) throws(SystemError) -> FileDescriptor {
+        let source = try FileDescriptor.open(path, O_RDONLY)
+        defer { source.close() }
+        let (copy, _) = try SealedFile.copy(from: source, name: "plugind-worker", maximumBytes: maximumBytes) { _ in }
+        do throws(SystemError) {
+            try checkShim("chmod \(path)'s copy", plugind_shim_sealed_file_restrict_to_execution(copy.rawValue))
+        } catch {
+            copy.close()
+            throw error
+        }
+        return copy
+    }
+
     /// Replaces the sealed copy at `descriptor` with one this process alone holds (same number
     /// and close-on-exec flag, another inode), read without moving the shared file position.
     package static func makePrivate(_ descriptor: FileDescriptor) throws(SystemError) {

@@ -34,6 +34,9 @@ package struct SpawnRequest: Sendable {
     package var options: Options
     /// Forks only: cgroup.procs files the child's pid is written to before it goes on.
     package var cgroupFiles: [String] = []
+    /// Spawns only: the executable to run instead of `executablePath` (which then only names it
+    /// in errors), for an image that is not a file on disk (see `SealedFile.executableCopy`).
+    package var executableDescriptor: FileDescriptor?
 
     package init(
         executablePath: String,
@@ -70,6 +73,12 @@ package func spawnProcess(_ request: SpawnRequest) throws(SystemError) -> Spawne
         environment.deallocate()
     }
     let descriptors = request.descriptors.map(\.rawValue)
+    // Kept open in the child at a number above those it is given, for execveat.
+    var executable = request.executableDescriptor
+    if let given = executable, given.rawValue < CInt(descriptors.count) {
+        executable = try given.duplicate(minimum: CInt(descriptors.count))
+    }
+    defer { if let executable, executable != request.executableDescriptor { executable.close() } }
     var pid: Int32 = 0
     var pidfd: CInt = -1
     let result = request.executablePath.withCString { path in
@@ -84,9 +93,10 @@ package func spawnProcess(_ request: SpawnRequest) throws(SystemError) -> Spawne
                 uid: getuid(),
                 gid: getgid(),
                 id_count: 1,
-                keep_descriptor: -1,
+                keep_descriptor: executable?.rawValue ?? -1,
                 cgroup_files: nil,
-                cgroup_file_count: 0
+                cgroup_file_count: 0,
+                executable_descriptor: executable?.rawValue ?? -1
             )
             return plugind_shim_spawn(&shimRequest, &pid, &pidfd)
         }
@@ -230,7 +240,8 @@ private func withShimRequest(
             id_count: identity.count,
             keep_descriptor: keeping?.rawValue ?? -1,
             cgroup_files: UnsafeRawPointer(cgroupFiles.pointer).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
-            cgroup_file_count: CInt(request.cgroupFiles.count)
+            cgroup_file_count: CInt(request.cgroupFiles.count),
+            executable_descriptor: -1
         )
         return body(&shimRequest)
     }

@@ -4,9 +4,11 @@ import Glibc
 import PlugindSystem
 import PlugindWire
 
-/// The pre-forked launcher (`plugind-worker --launcher`): started once per host, with the Swift
-/// runtime, libffi and the worker's code already loaded and warmed up. It stays single-threaded,
-/// so forking without exec is safe. It forks workers in two ways:
+/// The pre-forked launcher (`plugind-worker --launcher`): started by the host ahead of need, with
+/// the Swift runtime, libffi and the worker's code already loaded and warmed up. It stays
+/// single-threaded, so forking without exec is safe. The host asks each launcher for one child
+/// and then closes its socket (so that every worker has an address-space layout of its own, see
+/// PreforkedLauncher); the protocol below would serve more. It forks workers in two ways:
 /// - *spares*, on the host's request, ahead of any launch: a spare waits on its own socket,
 ///   which the launcher hands to the host; a launch sends the worker's descriptors straight to
 ///   it, so neither fork, exec nor this process is on the launch's path;
@@ -18,7 +20,8 @@ import PlugindWire
 ///   followed by its sealed files (SCM_RIGHTS; fork a worker now, into the control group whose
 ///   cgroup.procs files are listed), or none (fork a spare);
 /// - launcher → host: `requestID: UInt32, result: Int32`, the new process's pid or minus an
-///   errno; for a spare it carries the spare's socket.
+///   errno; for a spare it carries the spare's socket. Request 0 (result 0), sent first, says
+///   the launcher is ready.
 /// Workers and spares are the host's children (CLONE_PARENT), so the host reaps them; end of
 /// file on the socket ends the launcher.
 enum Launcher {
@@ -35,8 +38,12 @@ enum Launcher {
         // Not dumpable, so that the owner's other processes cannot ptrace it, and every spare and
         // worker it forks is born the same (see `prepare_forked_process`).
         guard plugind_confinement_set_not_dumpable() == 0 else { return 2 }
+        // Exec'd from a sealed copy, it would be named after the copy's descriptor.
+        _ = plugind_shim_set_thread_name("plugind-worker")
         guard let null = try? FileDescriptor.open("/dev/null", O_RDWR) else { return 2 }
         Confinement.prepareForForks()
+        // Ready: the host counts a launcher still starting as work in progress.
+        guard reply(requestID: 0, result: 0, passing: nil) else { return 0 }
         var received = [CInt](repeating: -1, count: Int(PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS))
         while let (requestID, options, cgroupFiles, descriptors) = receiveRequest(into: &received) {
             // Forking without exec is only safe while no other thread can hold a lock: checked,

@@ -337,6 +337,40 @@ struct SecurityTests {
         }
     }
 
+    @Test("each worker has an address-space layout, a stack canary and a hash seed of its own, from a spare or forked on the spot")
+    func ownLayout() async throws {
+        var layouts: [[Substring]] = []
+        for launch in 0..<4 {
+            // Spares for the first three (the pool full before each); the fourth is granted the
+            // network, so it is forked on the spot.
+            await PreforkedLauncher.settleAll()
+            let extra: [String: Any] = launch == 3 ? ["permissions": ["network": true]] : [:]
+            let answer = try await withProbe(extra) { (probe: Probe, _: TestHost) async throws in try await probe("layout") }
+            #expect(answer.hasPrefix("done code="), "\(answer)")
+            layouts.append(answer.split(separator: " ").dropFirst().map { $0.drop(while: { $0 != "=" }) })
+        }
+        for field in 0..<5 {
+            let values = layouts.map { $0.count > field ? String($0[field]) : "" }
+            #expect(Set(values).count == values.count, "shared between workers: \(values)")
+        }
+    }
+
+    @Test("a host that chose preforkedSharingLayout gets what it chose: its spares' workers share one layout, canary and seed")
+    func sharedLayoutWhenChosen() async throws {
+        var layouts: [String] = []
+        for _ in 0..<2 {
+            await PreforkedLauncher.settleAll()
+            let sharing: (inout TestHost) -> Void = { $0.host.launchStrategy = .preforkedSharingLayout }
+            let answer = try await withProbe(configure: sharing) { (probe: Probe, _: TestHost) async throws in try await probe("layout") }
+            // The stack and heap addresses are the worker's own allocations; code, canary and
+            // seed come with the launcher.
+            let fields = answer.split(separator: " ")
+            #expect(fields.count == 6, "\(answer)")
+            layouts.append([1, 4, 5].compactMap { fields.count > $0 ? String(fields[$0]) : nil }.joined(separator: " "))
+        }
+        #expect(layouts.count == 2 && layouts[0] == layouts[1], "\(layouts)")
+    }
+
     @Test("no setuid or setgid file, even where the plugin may write")
     func setuidBits() async throws {
         let directory = try TemporaryDirectory()

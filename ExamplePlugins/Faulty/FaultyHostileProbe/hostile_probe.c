@@ -2,6 +2,7 @@
 // plugin tries it. It answers "refused <errno name>" when the system said no, "done <detail>"
 // when the attempt went through. The security tests check both the answer and, from outside,
 // that nothing happened.
+#include <dlfcn.h>
 #include <errno.h>
 #include <faulty_plugin.h>
 #include <fcntl.h>
@@ -438,6 +439,22 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (fd >= 0) close(fd);
         return outcome(response, fd, "socket");
+    }
+    if (strcmp(vector, "layout") == 0) {
+        // Where this worker's code, stack and heap are, its stack canary (glibc keeps it at
+        // %fs:0x28 on x86-64) and the Swift runtime's hash seed: what a plugin would learn of
+        // every other worker if they shared them.
+        unsigned long canary = 0;
+#if defined(__x86_64__)
+        __asm__ volatile("mov %%fs:0x28, %0" : "=r"(canary));
+#endif
+        const unsigned long long *seed = dlsym(RTLD_DEFAULT, "_swift_stdlib_Hashing_parameters");
+        void *heap = malloc(16);
+        int local = 0;
+        snprintf(answer, sizeof answer, "done code=%p stack=%p heap=%p canary=%lx seed=%llx%llx", (void *)&getpid, (void *)&local,
+                 heap, canary, seed ? seed[0] : 0ULL, seed ? seed[1] : 0ULL);
+        free(heap);
+        return faulty_reply(response, answer);
     }
     return faulty_fail(response, "unknown vector");
 }

@@ -80,6 +80,10 @@ typedef struct plugind_shim_spawn_request {
     /// before the child goes on, so that it runs no code of its own outside the group.
     const char *_Nullable const *_Nullable cgroup_files;
     int cgroup_file_count;
+    /// Spawns only: a close-on-exec descriptor of the executable to run instead of `path`
+    /// (execveat with AT_EMPTY_PATH), or -1. It must also be `keep_descriptor`, so numbered at or
+    /// above `descriptor_count`.
+    int executable_descriptor;
 } plugind_shim_spawn_request;
 
 /// Spawns a process with clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD): the child runs only
@@ -212,6 +216,11 @@ int plugind_shim_sealed_file_seal(int fd);
 /// offset, so the file position other holders of `fd`'s file description see is untouched.
 /// Returns 0 or an errno.
 int plugind_shim_sealed_file_make_private(int fd);
+
+/// Makes a sealed copy of an executable execute-only (mode 0111): a process executing it is not
+/// dumpable from its first instruction (the kernel keeps a process whose image it may not read
+/// from being traced or dumped), for any caller without CAP_DAC_OVERRIDE. Returns 0 or an errno.
+int plugind_shim_sealed_file_restrict_to_execution(int fd);
 
 /// Opens `path` (relative) beneath the open directory `directory` without following any symlink
 /// and without leaving the directory (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |

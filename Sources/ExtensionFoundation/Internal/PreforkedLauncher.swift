@@ -4,14 +4,20 @@ import Glibc
 import PlugindSystem
 import PlugindWire
 
-/// The host's side of the pre-forked launcher (`plugind-worker --launcher`): one per worker
-/// executable, started on first use. The launcher forks *spares* ahead of time and hands their
+/// The host's side of the pre-forked launchers (`plugind-worker --launcher`): one pool per worker
+/// executable, started on first use. A launcher forks *spares* ahead of time and hands their
 /// sockets to this side; a launch sends the worker's descriptors straight to a spare, so fork,
-/// exec, dynamic linking and even the launcher are off its path. Without a spare, the launcher
-/// forks a worker on the spot. The multi-threaded host never forks without exec itself; the
+/// exec, dynamic linking and even the launcher are off its path. Without a spare, a launcher
+/// forks a worker on the spot. The multi-threaded host never forks without exec itself; a
 /// launcher is single-threaded. Workers and spares are children of the host (CLONE_PARENT): the
 /// host holds a pidfd for each spare from the moment it learns of it, and reaps it whether it
 /// becomes a worker or dies unused.
+///
+/// Each launcher forks exactly one child and is then let go (`LauncherProcess`): a forked child
+/// shares its parent's address-space layout, stack canary and hash seed, so one launcher forking
+/// every worker would show each plugin where everything of every other plugin's worker lives.
+/// The next launcher is exec'd ahead, off the launch's path, from an execute-only copy of the
+/// worker executable, which keeps it undumpable from its first instruction.
 package final class PreforkedLauncher: EventLoopHandler {
     fileprivate struct Spare {
         var process: SpawnedProcess
@@ -38,8 +44,28 @@ package final class PreforkedLauncher: EventLoopHandler {
         let hostTree: FileDescriptor?
     }
 
+    /// A launcher process, for one child.
+    fileprivate struct LauncherProcess: Sendable {
+        let socket: FileDescriptor
+        let process: SpawnedProcess
+    }
+
     private struct State {
         var pending: [UInt32: CheckedContinuation<SpawnedProcess, any Error>] = [:]
+        /// The launcher the next request goes to, exec'd ahead (nil while one is being made, or
+        /// when making one failed: the next request makes one then).
+        var idle: LauncherProcess?
+        /// The idle launcher said it is ready (loaded and warmed up): until then its start-up
+        /// competes with whatever the host does.
+        var idleReady = false
+        /// A job that makes the idle launcher is scheduled.
+        var makingIdle = false
+        /// The launcher each request in flight went to.
+        var busy: [UInt32: LauncherProcess] = [:]
+        /// Launchers that answered and were let go (their socket closed, which ends them), by
+        /// pidfd, until they are reaped.
+        var retired: [CInt: LauncherProcess] = [:]
+        /// Never 0, which a launcher's readiness uses.
         var nextRequestID: UInt32 = 1
         var stopped = false
         /// Spares not handed out yet.
@@ -50,6 +76,16 @@ package final class PreforkedLauncher: EventLoopHandler {
         /// flight was asked for: one asked for before a change may copy the tree before it.
         var mountGeneration = 0
         var spareRequestGeneration = 0
+        /// The launcher whose socket, or pidfd, is `descriptor`, if it is not retired.
+        func launcher(socket descriptor: CInt) -> LauncherProcess? {
+            idle?.socket.rawValue == descriptor ? idle : busy.values.first { $0.socket.rawValue == descriptor }
+        }
+
+        func launcher(processDescriptor descriptor: CInt) -> LauncherProcess? {
+            idle?.process.processDescriptor.rawValue == descriptor
+                ? idle : busy.values.first { $0.process.processDescriptor.rawValue == descriptor }
+        }
+
         /// Callers of `settled()` waiting for the spare count to be reached.
         var settleWaiters: [CheckedContinuation<Void, Never>] = []
         /// The last spare could not be forked: no more are asked for until the next launch, so
@@ -59,7 +95,8 @@ package final class PreforkedLauncher: EventLoopHandler {
         var isSettled: Bool {
             stopped
                 || (spareRequest == nil && (spares.count >= PreforkedLauncher.spareCount || spareFailed)
-                    && spares.allSatisfy { $0.isPrepared && !$0.receivingHostTree })
+                    && spares.allSatisfy { $0.isPrepared && !$0.receivingHostTree } && busy.isEmpty && retired.isEmpty && !makingIdle
+                    && (idle == nil || idleReady))
         }
 
         /// The spare to hand out: the first one that is ready, else the oldest (the likeliest to
@@ -74,9 +111,22 @@ package final class PreforkedLauncher: EventLoopHandler {
         }
     }
 
+    /// How many children each launcher forks.
+    enum Forks: Sendable {
+        /// One: every worker has an address-space layout, stack canary and hash seed of its own,
+        /// and unique memory of its own (about 1 MiB); each costs the exec of a launcher, ahead.
+        case one
+        /// Any number: the workers of one host share the launcher's layout, canary and hash seed
+        /// and most of its memory (about 350 KiB each), and launches in quick succession do not
+        /// wait for launchers to start.
+        case many
+    }
+
     let executable: String
-    private let socket: FileDescriptor
-    private let process: SpawnedProcess
+    let forks: Forks
+    /// The execute-only copy launchers are exec'd from (nil if it could not be made: then they are
+    /// exec'd from `executable`, dumpable until their first instruction that says otherwise).
+    private let image: FileDescriptor?
     private let loop: WorkerEventLoop
     /// The host's mount table, watched: spares copy the host's tree when they get ready (see
     /// `StartedWorker.hostTree`), so a change of mounts replaces them. Nil where it cannot be
@@ -84,75 +134,52 @@ package final class PreforkedLauncher: EventLoopHandler {
     private let mountTable: FileDescriptor?
     private let state = Locked(State())
 
+    /// Running pools, by executable and how many children their launchers fork.
     private static let launchers = Locked<[String: PreforkedLauncher]>([:])
 
-    /// The running launcher for `executable`, if there is one.
-    static func running(executable: String) -> PreforkedLauncher? {
-        launchers.withLock { $0[executable] }.flatMap { $0.isStopped ? nil : $0 }
+    private static func key(_ executable: String, _ forks: Forks) -> String { "\(forks) \(executable)" }
+
+    /// The running pool for `executable`, if there is one.
+    static func running(executable: String, forks: Forks) -> PreforkedLauncher? {
+        launchers.withLock { $0[key(executable, forks)] }.flatMap { $0.isStopped ? nil : $0 }
     }
 
-    /// The running launcher for `executable`, started if there is none (or it died).
-    static func shared(executable: String, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
-        if let running = launchers.withLock({ $0[executable] }), !running.isStopped { return running }
-        let started = try await startPrivate(executable: executable, loop: loop)
+    /// The running pool for `executable`, started if there is none (or it stopped).
+    static func shared(executable: String, forks: Forks, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
+        let key = key(executable, forks)
+        if let running = launchers.withLock({ $0[key] }), !running.isStopped { return running }
+        let started = try await startPrivate(executable: executable, forks: forks, loop: loop)
         return launchers.withLock { launchers in
-            if let running = launchers[executable], !running.isStopped {
+            if let running = launchers[key], !running.isStopped {
                 started.stop()
                 return running
             }
-            launchers[executable] = started
+            launchers[key] = started
             return started
         }
     }
 
-    /// A launcher of the caller's own, not shared: it forks no spares unless asked to
-    /// (`replenish`), and the caller stops it.
-    static func startPrivate(executable: String, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
-        var hostEnd: CInt = -1
-        var launcherEnd: CInt = -1
-        try checkShim("socketpair", plugind_shim_socket_pair(&hostEnd, &launcherEnd))
-        let host = FileDescriptor(rawValue: hostEnd)
-        let launcher = FileDescriptor(rawValue: launcherEnd)
-        defer { launcher.close() }
-        let null: FileDescriptor
-        do {
-            null = try FileDescriptor.open("/dev/null", O_RDWR)
-        } catch {
-            host.close()
-            throw error
-        }
-        defer { null.close() }
-        let request = SpawnRequest(
-            executablePath: executable,
-            arguments: [executable, "--launcher"],
-            // Binding every symbol now, once, spares each worker the lazy binding of its own.
-            environment: WorkerLauncher.environment() + ["LD_BIND_NOW=1"],
-            descriptors: [null, null, null, launcher],
-            options: [.dieWithParentThread]
-        )
-        // From the loop thread: the launcher's parent-death signal, and so its workers', follows
-        // the thread that started it.
-        let spawned: Result<SpawnedProcess, SystemError> = try await loop.run {
-            do throws(SystemError) {
-                return .success(try spawnProcess(request))
-            } catch {
-                return .failure(error)
-            }
-        }
-        let process: SpawnedProcess
-        switch spawned {
-        case .success(let started): process = started
-        case .failure(let error):
-            host.close()
-            throw error
-        }
+    /// A pool of the caller's own, not shared: it forks no spares unless asked to (`replenish`),
+    /// and the caller stops it.
+    static func startPrivate(executable: String, forks: Forks = .one, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
         let mountTable = try? FileDescriptor.open("/proc/self/mountinfo", O_RDONLY)
-        let started = PreforkedLauncher(executable: executable, socket: host, process: process, loop: loop, mountTable: mountTable)
+        let started = PreforkedLauncher(
+            executable: executable, forks: forks, image: try? SealedFile.executableCopy(of: executable), loop: loop,
+            mountTable: mountTable)
         do {
-            try host.setNonBlocking()
-            try loop.register(host, events: Epoll.readable, handler: started)
-            try loop.register(process.processDescriptor, events: Epoll.readable, handler: started)
             if let mountTable { try loop.register(mountTable, events: Epoll.priority, handler: started) }
+            // The first launcher now, so that a launcher that cannot start fails here.
+            let first: Result<LauncherProcess, SystemError> = try await loop.run {
+                do throws(SystemError) { return .success(try started.makeLauncher()) } catch { return .failure(error) }
+            }
+            let launcher = try first.get()
+            if !started.state.withLock({ state in
+                guard !state.stopped else { return false }
+                state.idle = launcher
+                return true
+            }) {
+                loop.execute { started.retire(launcher) }
+            }
         } catch {
             started.stop()
             throw error
@@ -160,12 +187,125 @@ package final class PreforkedLauncher: EventLoopHandler {
         return started
     }
 
-    private init(executable: String, socket: FileDescriptor, process: SpawnedProcess, loop: WorkerEventLoop, mountTable: FileDescriptor?) {
+    private init(executable: String, forks: Forks, image: FileDescriptor?, loop: WorkerEventLoop, mountTable: FileDescriptor?) {
         self.executable = executable
-        self.socket = socket
-        self.process = process
+        self.forks = forks
+        self.image = image
         self.loop = loop
         self.mountTable = mountTable
+    }
+
+    deinit { image?.close() }
+
+    /// Starts a launcher process, watched by this pool. On the loop thread: a launcher's
+    /// parent-death signal, and so its children's, follows the thread that started it.
+    private func makeLauncher() throws(SystemError) -> LauncherProcess {
+        var hostEnd: CInt = -1
+        var launcherEnd: CInt = -1
+        try checkShim("socketpair", plugind_shim_socket_pair(&hostEnd, &launcherEnd))
+        let host = FileDescriptor(rawValue: hostEnd)
+        let launcher = FileDescriptor(rawValue: launcherEnd)
+        defer { launcher.close() }
+        do throws(SystemError) {
+            let null = try FileDescriptor.open("/dev/null", O_RDWR)
+            defer { null.close() }
+            var request = SpawnRequest(
+                executablePath: executable,
+                arguments: [executable, "--launcher"],
+                // Binding every symbol now spares the child the lazy binding of its own.
+                environment: WorkerLauncher.environment() + ["LD_BIND_NOW=1"],
+                descriptors: [null, null, null, launcher],
+                options: [.dieWithParentThread]
+            )
+            request.executableDescriptor = image
+            let process = try spawnProcess(request)
+            do throws(SystemError) {
+                try host.setNonBlocking()
+                try loop.register(process.processDescriptor, events: Epoll.readable, handler: self)
+            } catch {
+                process.processDescriptor.killAndReap()
+                throw error
+            }
+            do throws(SystemError) {
+                try loop.register(host, events: Epoll.readable, handler: self)
+            } catch {
+                loop.deregister(process.processDescriptor)
+                process.processDescriptor.killAndReap()
+                throw error
+            }
+            return LauncherProcess(socket: host, process: process)
+        } catch {
+            host.close()
+            throw error
+        }
+    }
+
+    /// The launcher for the next request, on the loop thread: the idle one, or one made now. The
+    /// next idle one is made a moment later, so that its exec does not compete with the launch.
+    private func takeLauncher() throws(SystemError) -> LauncherProcess {
+        if forks == .many {
+            if let idle = state.withLock({ $0.idle }) { return idle }
+            let made = try makeLauncher()
+            let kept = state.withLock { state -> LauncherProcess? in
+                if state.idle == nil { state.idle = made }
+                return state.idle
+            }
+            guard let kept, kept.socket == made.socket else {
+                retire(made)
+                if let kept { return kept }
+                throw SystemError("launcher", .noSuchProcess)
+            }
+            return made
+        }
+        let idle = state.withLock { state -> LauncherProcess? in
+            defer {
+                state.idle = nil
+                state.idleReady = false
+            }
+            return state.idle
+        }
+        defer { makeIdleLauncherLater() }
+        if let idle { return idle }
+        return try makeLauncher()
+    }
+
+    private func makeIdleLauncherLater() {
+        let scheduled = state.withLock { state -> Bool in
+            guard !state.stopped, state.idle == nil, !state.makingIdle else { return false }
+            state.makingIdle = true
+            return true
+        }
+        guard scheduled else { return }
+        _ = loop.schedule(after: Self.replenishDelay) { [weak self] in self?.makeIdleLauncher() }
+    }
+
+    private func makeIdleLauncher() {
+        let made = try? makeLauncher()
+        let unneeded = state.withLock { state -> LauncherProcess? in
+            state.makingIdle = false
+            guard let made, !state.stopped, state.idle == nil else { return made }
+            state.idle = made
+            state.idleReady = false
+            return nil
+        }
+        if let unneeded { retire(unneeded) }
+        resumeSettledWaiters()
+    }
+
+    /// Lets a launcher go: its socket closed, it ends; its pidfd stays watched until it is reaped.
+    /// On the loop thread.
+    private func retire(_ launcher: LauncherProcess) {
+        loop.deregister(launcher.socket)
+        launcher.socket.close()
+        let kept = state.withLock { state -> Bool in
+            guard !state.stopped else { return false }
+            state.retired[launcher.process.processDescriptor.rawValue] = launcher
+            return true
+        }
+        if !kept {
+            loop.deregister(launcher.process.processDescriptor)
+            launcher.process.processDescriptor.killAndReap()
+        }
     }
 
     var isStopped: Bool {
@@ -196,16 +336,33 @@ package final class PreforkedLauncher: EventLoopHandler {
             }
             if let started = hand(raw, to: &spare) { return started }
         }
+        let taken: Result<LauncherProcess, SystemError> = try await loop.run {
+            do throws(SystemError) { return .success(try self.takeLauncher()) } catch { return .failure(error) }
+        }
+        let launcher = try taken.get()
         let process = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SpawnedProcess, any Error>) in
-            let failure: SystemError? = state.withLock { state in
-                guard !state.stopped else { return SystemError("launcher", .noSuchProcess) }
+            // Known before it is sent: the answer is read on the loop thread.
+            let id = state.withLock { state -> UInt32? in
+                guard !state.stopped else { return nil }
                 let id = state.nextRequestID
-                state.nextRequestID &+= 1
-                if let error = send(id, options: options, descriptors: raw, cgroupFiles: cgroup?.processFiles ?? []) { return error }
+                state.nextRequestID = state.nextRequestID == .max ? 1 : state.nextRequestID + 1
                 state.pending[id] = continuation
-                return nil
+                state.busy[id] = launcher
+                return id
             }
-            if let failure { continuation.resume(throwing: failure) }
+            guard let id else {
+                if forks == .one { loop.execute { self.retire(launcher) } }
+                continuation.resume(throwing: SystemError("launcher", .noSuchProcess))
+                return
+            }
+            if let error = send(id, to: launcher, options: options, descriptors: raw, cgroupFiles: cgroup?.processFiles ?? []) {
+                let unanswered = state.withLock { state in
+                    state.busy[id] = nil
+                    return state.pending.removeValue(forKey: id)
+                }
+                if forks == .one { loop.execute { self.retire(launcher) } }
+                unanswered?.resume(throwing: error)
+            }
         }
         return StartedWorker(process: process, hostTree: nil)
     }
@@ -313,109 +470,179 @@ package final class PreforkedLauncher: EventLoopHandler {
     }
 
     private func replenish(options: SpawnRequest.Options, retryingAfterFailure: Bool) {
-        state.withLock { state in
+        let id = state.withLock { state -> UInt32? in
             if retryingAfterFailure { state.spareFailed = false }
-            guard !state.stopped, !state.spareFailed, state.spares.count < Self.spareCount, state.spareRequest == nil else { return }
+            guard !state.stopped, !state.spareFailed, state.spares.count < Self.spareCount, state.spareRequest == nil else { return nil }
             let id = state.nextRequestID
-            state.nextRequestID &+= 1
-            // Whatever the launch that asks: a spare serves launches with every layer on and
-            // without the network.
-            let spareOptions = options.union(.newNetworkNamespace).subtracting(.noAdvanceRestrictions)
-            if send(id, options: spareOptions, descriptors: []) == nil {
-                state.spareRequest = id
-                state.spareRequestGeneration = state.mountGeneration
-            }
+            state.nextRequestID = state.nextRequestID == .max ? 1 : state.nextRequestID + 1
+            state.spareRequest = id
+            state.spareRequestGeneration = state.mountGeneration
+            return id
         }
+        // Whatever the launch that asks: a spare serves launches with every layer on and
+        // without the network.
+        let spareOptions = options.union(.newNetworkNamespace).subtracting(.noAdvanceRestrictions)
+        if let id { loop.execute { self.askForSpare(id, options: spareOptions) } }
     }
 
-    private func send(_ id: UInt32, options: SpawnRequest.Options, descriptors: [CInt], cgroupFiles: [String] = []) -> SystemError? {
+    /// Sends request `id` for a spare to a launcher of its own, on the loop thread; when that
+    /// fails, no more spares are asked for until the next launch.
+    private func askForSpare(_ id: UInt32, options: SpawnRequest.Options) {
+        var failed = true
+        if let launcher = try? takeLauncher() {
+            let recorded = state.withLock { state -> Bool in
+                guard !state.stopped, state.spareRequest == id else { return false }
+                state.busy[id] = launcher
+                return true
+            }
+            if recorded && send(id, to: launcher, options: options, descriptors: []) == nil {
+                failed = false
+            } else {
+                state.withLock { $0.busy[id] = nil }
+                if forks == .one { retire(launcher) }
+            }
+        }
+        guard failed else { return }
+        state.withLock { state in
+            guard state.spareRequest == id else { return }
+            state.spareRequest = nil
+            state.spareFailed = true
+        }
+        resumeSettledWaiters()
+    }
+
+    private func send(
+        _ id: UInt32, to launcher: LauncherProcess, options: SpawnRequest.Options, descriptors: [CInt], cgroupFiles: [String] = []
+    ) -> SystemError? {
         var message = PayloadWriter(capacity: 64)
         message.write(id)
         message.write(options.rawValue)
         message.write(cgroupFiles)
         let result = message.bytes.withUnsafeBytes { bytes in
             descriptors.withUnsafeBufferPointer { fds in
-                plugind_shim_send_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
+                plugind_shim_send_descriptors(launcher.socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
             }
         }
         return result == 0 ? nil : SystemError("sendmsg to the launcher", Errno(rawValue: result))
     }
 
     func handleEvent(descriptor: Int32, events: UInt32) {
-        if descriptor == process.processDescriptor.rawValue {
-            stop()
-            return
-        }
         if descriptor == mountTable?.rawValue {
             mountsChanged()
             return
         }
-        if descriptor != socket.rawValue {
-            if !sparePrepared(socket: descriptor) { spareExited(descriptor) }
+        if let launcher = state.withLock({ $0.launcher(socket: descriptor) }) {
+            receiveMessages(from: launcher)
             return
         }
-        var message = [UInt8](repeating: 0, count: 16)
-        var passed = [CInt](repeating: -1, count: 1)
-        while true {
-            var length = 0
-            var count: CInt = 0
-            let result = message.withUnsafeMutableBytes { bytes in
-                plugind_shim_receive_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, &length, &passed, 1, &count)
+        if launcherExited(processDescriptor: descriptor) { return }
+        if !sparePrepared(socket: descriptor) { spareExited(descriptor) }
+    }
+
+    /// Reads what a launcher sent, without waiting: that it is ready, and its answers. A launcher
+    /// that forks one child is let go after its answer. At its end (which its pidfd reports) its
+    /// socket is no longer watched.
+    private func receiveMessages(from launcher: LauncherProcess) {
+        while let message = LauncherMessage.receive(from: launcher.socket) {
+            if message.isReadiness {
+                state.withLock { state in
+                    if state.idle?.socket == launcher.socket { state.idleReady = true }
+                }
+                resumeSettledWaiters()
+                continue
             }
-            if result == EAGAIN { return }
-            guard result == 0, length == 8 else {
-                stop()
+            guard let request = message.request, let value = message.value,
+                state.withLock({ $0.busy.removeValue(forKey: request) }) != nil
+            else {
+                // Ended, failed, or an answer to nothing asked.
+                message.passed?.close()
+                if message.request == nil { loop.deregister(launcher.socket) }
                 return
             }
-            var reader = PayloadReader(Array(message.prefix(8)))
-            let spareSocket = count == 1 ? FileDescriptor(rawValue: passed[0]) : nil
-            guard let id = try? reader.readUInt32(), let value = try? reader.readInt32() else {
-                spareSocket?.close()
-                continue
-            }
-            let (continuation, isSpare, outdated) = state.withLock { state in
-                if state.spareRequest == id {
-                    state.spareRequest = nil
-                    return (
-                        nil as CheckedContinuation<SpawnedProcess, any Error>?, true, state.spareRequestGeneration != state.mountGeneration
-                    )
-                }
-                return (state.pending.removeValue(forKey: id), false, false)
-            }
-            if isSpare && outdated {
-                // Asked for before the mounts changed: its copy of the host's tree may miss them.
-                spareSocket?.close()
-                if value > 0, let processDescriptor = try? FileDescriptor.processDescriptor(for: value) {
-                    discard(
-                        StartedWorker(
-                            process: SpawnedProcess(processIdentifier: value, processDescriptor: processDescriptor), hostTree: nil))
-                }
-                replenish(options: WorkerLauncher.isolatingOptions(), retryingAfterFailure: false)
-                resumeSettledWaiters()
-                continue
-            }
-            if isSpare {
-                if adoptSpare(pid: value, socket: spareSocket) {
-                    replenish(options: WorkerLauncher.isolatingOptions(), retryingAfterFailure: false)
-                } else {
-                    state.withLock { $0.spareFailed = true }
-                }
-                resumeSettledWaiters()
-                continue
-            }
-            spareSocket?.close()
-            guard value > 0 else {
-                continuation?.resume(throwing: SystemError("fork (pre-forked launcher)", Errno(rawValue: -value)))
-                continue
-            }
-            // The pid cannot be reused before this process, its parent, reaps it.
-            do {
-                let processDescriptor = try FileDescriptor.processDescriptor(for: value)
-                continuation?.resume(returning: SpawnedProcess(processIdentifier: value, processDescriptor: processDescriptor))
-            } catch {
-                continuation?.resume(throwing: error)
-            }
+            if forks == .one { retire(launcher) }
+            answered(request, value: value, socket: message.passed)
+            if forks == .one { return }
         }
+    }
+
+    /// The answer to `request`: a pid or minus an errno, and a spare's socket.
+    private func answered(_ request: UInt32, value: Int32, socket spareSocket: FileDescriptor?) {
+        let (continuation, isSpare, outdated) = state.withLock { state in
+            if state.spareRequest == request {
+                state.spareRequest = nil
+                return (nil as CheckedContinuation<SpawnedProcess, any Error>?, true, state.spareRequestGeneration != state.mountGeneration)
+            }
+            return (state.pending.removeValue(forKey: request), false, false)
+        }
+        if isSpare {
+            receivedSpare(pid: value, socket: spareSocket, outdated: outdated)
+            return
+        }
+        spareSocket?.close()
+        guard value > 0 else {
+            continuation?.resume(throwing: SystemError("fork (pre-forked launcher)", Errno(rawValue: -value)))
+            return
+        }
+        // The pid cannot be reused before this process, its parent, reaps it.
+        do {
+            let processDescriptor = try FileDescriptor.processDescriptor(for: value)
+            continuation?.resume(returning: SpawnedProcess(processIdentifier: value, processDescriptor: processDescriptor))
+        } catch {
+            continuation?.resume(throwing: error)
+        }
+    }
+
+    /// The answer to a request for a spare: the spare's pid (or minus an errno) and socket.
+    private func receivedSpare(pid: Int32, socket spareSocket: FileDescriptor?, outdated: Bool) {
+        if outdated {
+            // Asked for before the mounts changed: its copy of the host's tree may miss them.
+            spareSocket?.close()
+            if pid > 0, let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) {
+                discard(StartedWorker(process: SpawnedProcess(processIdentifier: pid, processDescriptor: processDescriptor), hostTree: nil))
+            }
+            replenish(options: WorkerLauncher.isolatingOptions(), retryingAfterFailure: false)
+        } else if adoptSpare(pid: pid, socket: spareSocket) {
+            replenish(options: WorkerLauncher.isolatingOptions(), retryingAfterFailure: false)
+        } else {
+            state.withLock { $0.spareFailed = true }
+        }
+        resumeSettledWaiters()
+    }
+
+    /// A launcher's pidfd became readable: it ended. A retired one is reaped; one that ended
+    /// while asked has its answers read first (it may have answered before it died), and what it
+    /// did not answer fails. False when `descriptor` is no launcher's.
+    private func launcherExited(processDescriptor descriptor: Int32) -> Bool {
+        if let retired = state.withLock({ $0.retired.removeValue(forKey: descriptor) }) {
+            loop.deregister(retired.process.processDescriptor)
+            retired.process.processDescriptor.killAndReap()
+            resumeSettledWaiters()
+            return true
+        }
+        guard let launcher = state.withLock({ $0.launcher(processDescriptor: descriptor) }) else { return false }
+        receiveMessages(from: launcher)
+        // No answer yet, and none will come.
+        let (unanswered, spareLost) = state.withLock { state in
+            if state.idle?.socket == launcher.socket { state.idle = nil }
+            let requests = state.busy.filter { $0.value.socket == launcher.socket }.keys
+            var spareLost = false
+            var unanswered: [CheckedContinuation<SpawnedProcess, any Error>] = []
+            for request in requests {
+                state.busy[request] = nil
+                if state.spareRequest == request {
+                    state.spareRequest = nil
+                    state.spareFailed = true
+                    spareLost = true
+                }
+                if let continuation = state.pending.removeValue(forKey: request) { unanswered.append(continuation) }
+            }
+            return (unanswered, spareLost)
+        }
+        // Retired before its pidfd is handled again, on the next pass: then it is reaped.
+        if state.withLock({ $0.retired[descriptor] == nil }) { retire(launcher) }
+        for continuation in unanswered { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
+        if spareLost || !unanswered.isEmpty { resumeSettledWaiters() }
+        return true
     }
 
     /// Returns once every launcher holds its full count of spares (or has stopped), so that the
@@ -564,29 +791,43 @@ package final class PreforkedLauncher: EventLoopHandler {
         stop(onLoop: false)
     }
 
-    /// Stops the launcher: pending forks fail, the process is killed and reaped on the loop thread.
+    /// Stops the pool: pending forks fail, its launchers and spares are killed and reaped on the loop
+    /// thread.
     func stop() {
         stop(onLoop: true)
     }
 
     private func stop(onLoop: Bool) {
-        typealias Stopped = (pending: [CheckedContinuation<SpawnedProcess, any Error>], spares: [Spare])
+        typealias Stopped = (
+            pending: [CheckedContinuation<SpawnedProcess, any Error>], spares: [Spare], launchers: [LauncherProcess],
+            retired: [LauncherProcess]
+        )
         let stopped: Stopped? = state.withLock { state -> Stopped? in
             guard !state.stopped else { return nil }
             state.stopped = true
             defer {
                 state.pending.removeAll()
                 state.spares.removeAll()
+                state.idle = nil
+                state.busy.removeAll()
+                state.retired.removeAll()
             }
-            return (Array(state.pending.values), state.spares)
+            // A launcher that forks many children is idle and busy at once.
+            var launchers = state.idle.map { [$0] } ?? []
+            for launcher in state.busy.values where !launchers.contains(where: { $0.socket == launcher.socket }) {
+                launchers.append(launcher)
+            }
+            return (Array(state.pending.values), state.spares, launchers, Array(state.retired.values))
         }
         guard let stopped else { return }
         resumeSettledWaiters()
         for continuation in stopped.pending { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
-        let (socket, process, loop, mountTable) = (socket, process, loop, mountTable)
+        let (loop, mountTable) = (loop, mountTable)
         let end: @Sendable () -> Void = {
-            loop.deregister(socket)
-            socket.close()
+            for launcher in stopped.launchers {
+                loop.deregister(launcher.socket)
+                launcher.socket.close()
+            }
             if let mountTable {
                 loop.deregister(mountTable)
                 mountTable.close()
@@ -596,7 +837,9 @@ package final class PreforkedLauncher: EventLoopHandler {
                 spare.socket.close()
                 spare.hostTree?.close()
             }
-            for child in [process.processDescriptor] + stopped.spares.map(\.process.processDescriptor) {
+            let children =
+                (stopped.launchers + stopped.retired).map(\.process.processDescriptor) + stopped.spares.map(\.process.processDescriptor)
+            for child in children {
                 loop.deregister(child)
                 child.killAndReap()
             }
@@ -648,5 +891,35 @@ private final class ReapOnExit: EventLoopHandler {
     /// Without the loop, the process is killed and reaped here.
     func loopFailed(_ error: SystemError) {
         processDescriptor.killAndReap()
+    }
+}
+
+/// One message from a launcher: `requestID: UInt32, result: Int32`, with the spare's socket for a
+/// spare; request 0 with result 0 says the launcher is ready.
+private struct LauncherMessage {
+    /// Nil when the message was malformed, or the socket failed or ended.
+    var request: UInt32?
+    var value: Int32?
+    var passed: FileDescriptor?
+
+    var isReadiness: Bool { request == 0 && value == 0 && passed == nil }
+
+    /// The next message without waiting; nil when there is none yet. A failed or ended socket
+    /// gives a message with neither request nor value.
+    static func receive(from socket: FileDescriptor) -> LauncherMessage? {
+        var message = [UInt8](repeating: 0, count: 16)
+        var passed = [CInt](repeating: -1, count: 1)
+        var length = 0
+        var count: CInt = 0
+        let result = message.withUnsafeMutableBytes { bytes in
+            plugind_shim_receive_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, &length, &passed, 1, &count)
+        }
+        if result == EAGAIN { return nil }
+        let descriptor = result == 0 && count == 1 ? FileDescriptor(rawValue: passed[0]) : nil
+        var reader = PayloadReader(Array(message.prefix(length)))
+        guard result == 0, length == 8, let request = try? reader.readUInt32(), let value = try? reader.readInt32() else {
+            return LauncherMessage(request: nil, value: nil, passed: descriptor)
+        }
+        return LauncherMessage(request: request, value: value, passed: descriptor)
     }
 }

@@ -36,7 +36,7 @@ package enum PrimedWorkers {
     /// Whether a launch of `plan` may be primed: a worker from a spare, with every layer on, and
     /// no control group of its own (which the worker would join at its launch).
     static func isEligible(_ plan: LaunchPlan) -> Bool {
-        plan.primesWorkers && plan.launchStrategy == .preforked && plan.load.mode == .serve
+        plan.primesWorkers && plan.launchStrategy.forks != nil && plan.load.mode == .serve
             && plan.load.confinement.permitsSpare
             && !plan.load.confinement.allowsProcesses
     }
@@ -45,7 +45,9 @@ package enum PrimedWorkers {
     /// primed for anything else ends.
     static func take(for plan: LaunchPlan, executable: String) -> Primed? {
         guard let primed = slot.withLock({ $0.take() }) else { return nil }
-        if primed.load == plan.load && primed.sealedFiles == plan.sealedFiles && primed.launcher.executable == executable {
+        if primed.load == plan.load && primed.sealedFiles == plan.sealedFiles && primed.launcher.executable == executable
+            && primed.launcher.forks == plan.launchStrategy.forks
+        {
             return primed
         }
         primed.end()

@@ -40,8 +40,8 @@ enum WorkerLauncher {
         // The spare this launch will most likely use is woken now, so that it runs by the time
         // the pipes and the shared memory below are made.
         let reservation =
-            plan.launchStrategy == .preforked && plan.load.confinement.permitsSpare
-            ? PreforkedLauncher.running(executable: executable)?.reserveSpare() : nil
+            plan.load.confinement.permitsSpare
+            ? plan.launchStrategy.forks.flatMap { PreforkedLauncher.running(executable: executable, forks: $0) }?.reserveSpare() : nil
         defer { reservation?.release() }
         // A plugin that may start processes runs in a control group of its own, where the host
         // may make one, so that its limits cover its children too.
@@ -54,9 +54,9 @@ enum WorkerLauncher {
                     .spawnFailed, plugin: plan.pluginIdentifier, "cannot create its control group: \(error)", underlying: error)
             }
         }
-        if plan.launchStrategy == .preforked,
+        if let forks = plan.launchStrategy.forks,
             let launched = try await launch(
-                plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop, sharedLauncher: true, reservation: reservation)
+                plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop, sharedLauncher: forks, reservation: reservation)
         {
             return launched
         }
@@ -64,7 +64,7 @@ enum WorkerLauncher {
         // less safe. With new pipes: a launcher that died mid-request may have forked a worker
         // holding the old ones.
         guard
-            let launched = try await launch(plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop, sharedLauncher: false)
+            let launched = try await launch(plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop, sharedLauncher: nil)
         else {
             cgroup?.remove()
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable)")
@@ -80,7 +80,7 @@ enum WorkerLauncher {
         sealed: [FileDescriptor],
         cgroup: WorkerCgroup?,
         loop: WorkerEventLoop,
-        sharedLauncher: Bool,
+        sharedLauncher: PreforkedLauncher.Forks?,
         reservation: SpareReservation? = nil
     ) async throws -> (WorkerChannel, Ready)? {
         let resources: WorkerResources
@@ -189,7 +189,7 @@ enum WorkerLauncher {
         sealed: [FileDescriptor],
         cgroup: WorkerCgroup?,
         confinement: ConfinementRequest,
-        sharedLauncher: Bool,
+        sharedLauncher: PreforkedLauncher.Forks?,
         reservation: SpareReservation?,
         loop: WorkerEventLoop
     ) async throws -> (PreforkedLauncher.StartedWorker, PreforkedLauncher?)? {
@@ -218,9 +218,9 @@ enum WorkerLauncher {
             }
             return (PreforkedLauncher.StartedWorker(process: try spawned.get(), hostTree: nil), nil)
         #else
-            if sharedLauncher {
+            if let forks = sharedLauncher {
                 do {
-                    let launcher = try await PreforkedLauncher.shared(executable: executable, loop: loop)
+                    let launcher = try await PreforkedLauncher.shared(executable: executable, forks: forks, loop: loop)
                     let started = try await launcher.start(
                         descriptors: descriptors, options: options, cgroup: cgroup, reservation: reservation)
                     return (started, launcher)
