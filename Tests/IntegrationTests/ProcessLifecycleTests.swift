@@ -131,13 +131,21 @@ struct ProcessLifecycleTests {
         let test = try TestHost()
         defer { test.remove() }
         let interruptions = InterruptionCounter()
-        let process = try await test.launch(PluginFixture(library: "FaultyHang"), onInterruption: interruptions.handler)
+        let process = try await test.launch(PluginFixture(library: "Countdown"), onInterruption: interruptions.handler)
         let pid = process.processIdentifier
         let connection = try await process.makeConnection()
-        let pending = Task { try await connection.send([]) }
+        let messages = connection.messages()
+        let pending = Task { try await connection.send(Array("100000".utf8)) }
+        // Invalidate once the plugin reports it is working on the request: before that, the
+        // request may not have been sent yet, and fails as sent on a closed connection.
+        for await message in messages {
+            if case .progress = message { break }
+        }
         process.invalidate()
+        // Invalidating the handle closes its connections first (other handles may share the
+        // worker), so the request fails as one whose connection closed while it waited.
         let error = await #expect(throws: AppExtensionError.self) { try await pending.value }
-        #expect(error?.code == .cancelled)
+        #expect(error?.code == .connectionClosed)
         _ = await process.waitForTermination()
         #expect(!ProcessInspection.exists(pid))
         #expect(interruptions.count == 0)

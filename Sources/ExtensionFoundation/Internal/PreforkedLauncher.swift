@@ -18,6 +18,10 @@ import PlugindWire
 /// every worker would show each plugin where everything of every other plugin's worker lives.
 /// The next launcher is exec'd ahead, off the launch's path, from an execute-only copy of the
 /// worker executable, which keeps it undumpable from its first instruction.
+///
+/// Longer than a file should be: spares, reservations and launcher processes are one pool here.
+/// Dividing it (a pool type owning them, a spare's states as an enum) is the renovation's next
+/// step.
 package final class PreforkedLauncher: EventLoopHandler {
     fileprivate struct Spare {
         var process: SpawnedProcess
@@ -280,6 +284,11 @@ package final class PreforkedLauncher: EventLoopHandler {
     }
 
     private func makeIdleLauncher() {
+        // A pool stopped meanwhile (a private one, after its one launch) needs none.
+        guard !isStopped else {
+            state.withLock { $0.makingIdle = false }
+            return
+        }
         let made = try? makeLauncher()
         let unneeded = state.withLock { state -> LauncherProcess? in
             state.makingIdle = false
@@ -869,57 +878,5 @@ final class SpareReservation: Sendable {
     /// Gives the spare back unless `start` took it.
     func release() {
         if let spare = take() { launcher.putBack(spare) }
-    }
-}
-
-/// Reaps a process whose pidfd became readable (it exited), then forgets it.
-private final class ReapOnExit: EventLoopHandler {
-    let loop: WorkerEventLoop
-    let processDescriptor: FileDescriptor
-
-    init(loop: WorkerEventLoop, processDescriptor: FileDescriptor) {
-        self.loop = loop
-        self.processDescriptor = processDescriptor
-    }
-
-    func handleEvent(descriptor: Int32, events: UInt32) {
-        loop.deregister(processDescriptor)
-        _ = try? processDescriptor.waitForProcessExit(noHang: true)
-        processDescriptor.close()
-    }
-
-    /// Without the loop, the process is killed and reaped here.
-    func loopFailed(_ error: SystemError) {
-        processDescriptor.killAndReap()
-    }
-}
-
-/// One message from a launcher: `requestID: UInt32, result: Int32`, with the spare's socket for a
-/// spare; request 0 with result 0 says the launcher is ready.
-private struct LauncherMessage {
-    /// Nil when the message was malformed, or the socket failed or ended.
-    var request: UInt32?
-    var value: Int32?
-    var passed: FileDescriptor?
-
-    var isReadiness: Bool { request == 0 && value == 0 && passed == nil }
-
-    /// The next message without waiting; nil when there is none yet. A failed or ended socket
-    /// gives a message with neither request nor value.
-    static func receive(from socket: FileDescriptor) -> LauncherMessage? {
-        var message = [UInt8](repeating: 0, count: 16)
-        var passed = [CInt](repeating: -1, count: 1)
-        var length = 0
-        var count: CInt = 0
-        let result = message.withUnsafeMutableBytes { bytes in
-            plugind_shim_receive_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, &length, &passed, 1, &count)
-        }
-        if result == EAGAIN { return nil }
-        let descriptor = result == 0 && count == 1 ? FileDescriptor(rawValue: passed[0]) : nil
-        var reader = PayloadReader(Array(message.prefix(length)))
-        guard result == 0, length == 8, let request = try? reader.readUInt32(), let value = try? reader.readInt32() else {
-            return LauncherMessage(request: nil, value: nil, passed: descriptor)
-        }
-        return LauncherMessage(request: request, value: value, passed: descriptor)
     }
 }
