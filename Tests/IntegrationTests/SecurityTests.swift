@@ -40,6 +40,14 @@ struct SecurityTests {
         }
     }
 
+    /// A directory every uid may write (a root host's worker runs under an id of plugind's own
+    /// range, so what it may write must be writable by it), and the permissions granting it.
+    static func writableGrant() throws -> (TemporaryDirectory, [String: Any]) {
+        let directory = try TemporaryDirectory()
+        chmod(directory.path, 0o777)
+        return (directory, ["permissions": ["write": [directory.path]]])
+    }
+
     @Test("the owner's unix sockets (stream, datagram, abstract) are out of reach; the listeners receive nothing")
     func ownerSockets() async throws {
         let directory = try TemporaryDirectory()
@@ -268,10 +276,8 @@ struct SecurityTests {
 
     @Test("without the network a plugin's sockets keep their default buffers; no file it writes grows past the host's file cap")
     func kernelMemoryAndFileBounds() async throws {
-        let directory = try TemporaryDirectory()
+        let (directory, granted) = try Self.writableGrant()
         defer { directory.remove() }
-        chmod(directory.path, 0o777)
-        let granted: [String: Any] = ["permissions": ["write": [directory.path]]]
         let smallFiles: (inout TestHost) -> Void = { $0.host.limits.fileBytes = 16 }
         try await withProbe(granted, configure: smallFiles) { (probe: Probe, _: TestHost) async throws in
             #expect(try await probe("grow-buffer") == "refused EPERM")
@@ -290,10 +296,8 @@ struct SecurityTests {
 
     @Test("no symlink in a write grant unless the manifest asks for symlinks")
     func symlinksInGrants() async throws {
-        let directory = try TemporaryDirectory()
+        let (directory, granted) = try Self.writableGrant()
         defer { directory.remove() }
-        chmod(directory.path, 0o777)
-        let granted: [String: Any] = ["permissions": ["write": [directory.path]]]
         try await withProbe(granted) { (probe: Probe, _: TestHost) async throws in
             #expect(try await probe("symlink", directory.path + "/shadow") == "refused EACCES")
             #expect(try await probe("write", directory.path + "/plain") == "done written")
@@ -373,11 +377,8 @@ struct SecurityTests {
 
     @Test("no setuid or setgid file, even where the plugin may write")
     func setuidBits() async throws {
-        let directory = try TemporaryDirectory()
+        let (directory, granted) = try Self.writableGrant()
         defer { directory.remove() }
-        // A root host's worker runs as nobody: what it may write must be writable by it.
-        chmod(directory.path, 0o777)
-        let granted = ["permissions": ["write": [directory.path]]]
         try await withProbe(granted) { (probe: Probe, _: TestHost) async throws in
             #expect(try await probe("create-setuid", directory.path + "/shell") == "refused EPERM")
             #expect(try await probe("write", directory.path + "/plain") == "done written")

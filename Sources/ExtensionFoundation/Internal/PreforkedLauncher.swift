@@ -80,6 +80,12 @@ package final class PreforkedLauncher: EventLoopHandler {
         /// flight was asked for: one asked for before a change may copy the tree before it.
         var mountGeneration = 0
         var spareRequestGeneration = 0
+        /// A new request's id.
+        mutating func takeRequestID() -> UInt32 {
+            defer { nextRequestID = nextRequestID == .max ? 1 : nextRequestID + 1 }
+            return nextRequestID
+        }
+
         /// The launcher whose socket, or pidfd, is `descriptor`, if it is not retired.
         func launcher(socket descriptor: CInt) -> LauncherProcess? {
             idle?.socket.rawValue == descriptor ? idle : busy.values.first { $0.socket.rawValue == descriptor }
@@ -131,6 +137,9 @@ package final class PreforkedLauncher: EventLoopHandler {
     /// The execute-only copy launchers are exec'd from (nil if it could not be made: then they are
     /// exec'd from `executable`, dumpable until their first instruction that says otherwise).
     private let image: FileDescriptor?
+    /// The launchers' environment. Binding every symbol at exec spares the child the lazy
+    /// binding of its own.
+    private let environment = WorkerLauncher.environment() + ["LD_BIND_NOW=1"]
     private let loop: WorkerEventLoop
     /// The host's mount table, watched: spares copy the host's tree when they get ready (see
     /// `StartedWorker.hostTree`), so a change of mounts replaces them. Nil where it cannot be
@@ -142,6 +151,23 @@ package final class PreforkedLauncher: EventLoopHandler {
     private static let launchers = Locked<[String: PreforkedLauncher]>([:])
 
     private static func key(_ executable: String, _ forks: Forks) -> String { "\(forks) \(executable)" }
+
+    /// Execute-only copies of worker executables, made once per executable and kept for the life
+    /// of the process: every pool of it, private ones included, execs its launchers from the same.
+    private static let images = Locked<[String: FileDescriptor]>([:])
+
+    private static func image(of executable: String) -> FileDescriptor? {
+        if let made = images.withLock({ $0[executable] }) { return made }
+        // Copied outside the lock; of two copies made at once, one is kept.
+        guard let copy = try? SealedFile.executableCopy(of: executable) else { return nil }
+        let kept = images.withLock { images in
+            if let made = images[executable] { return made }
+            images[executable] = copy
+            return copy
+        }
+        if kept != copy { copy.close() }
+        return kept
+    }
 
     /// The running pool for `executable`, if there is one.
     static func running(executable: String, forks: Forks) -> PreforkedLauncher? {
@@ -168,8 +194,7 @@ package final class PreforkedLauncher: EventLoopHandler {
     static func startPrivate(executable: String, forks: Forks = .one, loop: WorkerEventLoop) async throws -> PreforkedLauncher {
         let mountTable = try? FileDescriptor.open("/proc/self/mountinfo", O_RDONLY)
         let started = PreforkedLauncher(
-            executable: executable, forks: forks, image: try? SealedFile.executableCopy(of: executable), loop: loop,
-            mountTable: mountTable)
+            executable: executable, forks: forks, image: image(of: executable), loop: loop, mountTable: mountTable)
         do {
             if let mountTable { try loop.register(mountTable, events: Epoll.priority, handler: started) }
             // The first launcher now, so that a launcher that cannot start fails here.
@@ -199,8 +224,6 @@ package final class PreforkedLauncher: EventLoopHandler {
         self.mountTable = mountTable
     }
 
-    deinit { image?.close() }
-
     /// Starts a launcher process, watched by this pool. On the loop thread: a launcher's
     /// parent-death signal, and so its children's, follows the thread that started it.
     private func makeLauncher() throws(SystemError) -> LauncherProcess {
@@ -216,8 +239,7 @@ package final class PreforkedLauncher: EventLoopHandler {
             var request = SpawnRequest(
                 executablePath: executable,
                 arguments: [executable, "--launcher"],
-                // Binding every symbol now spares the child the lazy binding of its own.
-                environment: WorkerLauncher.environment() + ["LD_BIND_NOW=1"],
+                environment: environment,
                 descriptors: [null, null, null, launcher],
                 options: [.dieWithParentThread]
             )
@@ -226,13 +248,9 @@ package final class PreforkedLauncher: EventLoopHandler {
             do throws(SystemError) {
                 try host.setNonBlocking()
                 try loop.register(process.processDescriptor, events: Epoll.readable, handler: self)
-            } catch {
-                process.processDescriptor.killAndReap()
-                throw error
-            }
-            do throws(SystemError) {
                 try loop.register(host, events: Epoll.readable, handler: self)
             } catch {
+                // Forgetting what was not registered is a no-op.
                 loop.deregister(process.processDescriptor)
                 process.processDescriptor.killAndReap()
                 throw error
@@ -250,16 +268,15 @@ package final class PreforkedLauncher: EventLoopHandler {
         if forks == .many {
             if let idle = state.withLock({ $0.idle }) { return idle }
             let made = try makeLauncher()
+            // The pool may have stopped meanwhile: then the launcher is ended, not kept.
             let kept = state.withLock { state -> LauncherProcess? in
-                if state.idle == nil { state.idle = made }
+                guard !state.stopped else { return nil }
+                state.idle = state.idle ?? made
                 return state.idle
             }
-            guard let kept, kept.socket == made.socket else {
-                retire(made)
-                if let kept { return kept }
-                throw SystemError("launcher", .noSuchProcess)
-            }
-            return made
+            if kept?.socket != made.socket { retire(made) }
+            guard let kept else { throw SystemError("launcher", .noSuchProcess) }
+            return kept
         }
         let idle = state.withLock { state -> LauncherProcess? in
             defer {
@@ -299,6 +316,11 @@ package final class PreforkedLauncher: EventLoopHandler {
         }
         if let unneeded { retire(unneeded) }
         resumeSettledWaiters()
+    }
+
+    /// After a launcher's request, answered or not: one that forks a single child is let go.
+    private func finished(with launcher: LauncherProcess) {
+        if forks == .one { retire(launcher) }
     }
 
     /// Lets a launcher go: its socket closed, it ends; its pidfd stays watched until it is reaped.
@@ -353,14 +375,13 @@ package final class PreforkedLauncher: EventLoopHandler {
             // Known before it is sent: the answer is read on the loop thread.
             let id = state.withLock { state -> UInt32? in
                 guard !state.stopped else { return nil }
-                let id = state.nextRequestID
-                state.nextRequestID = state.nextRequestID == .max ? 1 : state.nextRequestID + 1
+                let id = state.takeRequestID()
                 state.pending[id] = continuation
                 state.busy[id] = launcher
                 return id
             }
             guard let id else {
-                if forks == .one { loop.execute { self.retire(launcher) } }
+                loop.execute { self.finished(with: launcher) }
                 continuation.resume(throwing: SystemError("launcher", .noSuchProcess))
                 return
             }
@@ -369,7 +390,7 @@ package final class PreforkedLauncher: EventLoopHandler {
                     state.busy[id] = nil
                     return state.pending.removeValue(forKey: id)
                 }
-                if forks == .one { loop.execute { self.retire(launcher) } }
+                loop.execute { self.finished(with: launcher) }
                 unanswered?.resume(throwing: error)
             }
         }
@@ -482,8 +503,7 @@ package final class PreforkedLauncher: EventLoopHandler {
         let id = state.withLock { state -> UInt32? in
             if retryingAfterFailure { state.spareFailed = false }
             guard !state.stopped, !state.spareFailed, state.spares.count < Self.spareCount, state.spareRequest == nil else { return nil }
-            let id = state.nextRequestID
-            state.nextRequestID = state.nextRequestID == .max ? 1 : state.nextRequestID + 1
+            let id = state.takeRequestID()
             state.spareRequest = id
             state.spareRequestGeneration = state.mountGeneration
             return id
@@ -508,7 +528,7 @@ package final class PreforkedLauncher: EventLoopHandler {
                 failed = false
             } else {
                 state.withLock { $0.busy[id] = nil }
-                if forks == .one { retire(launcher) }
+                finished(with: launcher)
             }
         }
         guard failed else { return }
@@ -568,7 +588,7 @@ package final class PreforkedLauncher: EventLoopHandler {
                 if message.request == nil { loop.deregister(launcher.socket) }
                 return
             }
-            if forks == .one { retire(launcher) }
+            finished(with: launcher)
             answered(request, value: value, socket: message.passed)
             if forks == .one { return }
         }
