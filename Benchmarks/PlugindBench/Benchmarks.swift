@@ -20,7 +20,7 @@ enum Benchmarks {
         let configuration = try bench.configuration(identifier)
         var samples: [Double] = []
         for index in 0..<(iterations + 5) {
-            if !backToBack { await PreforkedLauncher.settleAll() }
+            if !backToBack { await LaunchPool.settleAll() }
             var process: AppExtensionProcess?
             let elapsed = try await microseconds { process = try await AppExtensionProcess(configuration: configuration) }
             await process?.invalidateAndWait()
@@ -35,7 +35,7 @@ enum Benchmarks {
         var samples: [Double] = []
         var firstRequests: [Double] = []
         for index in 0..<(iterations + 5) {
-            await PreforkedLauncher.settleAll()
+            await LaunchPool.settleAll()
             var process: AppExtensionProcess?
             var firstRequest = 0.0
             let elapsed = try await microseconds {
@@ -357,11 +357,11 @@ enum Benchmarks {
             await process.invalidateAndWait()
         }
         for _ in 0..<100 { try await cycle() }
-        await PreforkedLauncher.settleAll()
+        await LaunchPool.settleAll()
         let before = HostFootprint.current()
         var samples: [Double] = []
         for _ in 0..<count { samples.append(try await microseconds { try await cycle() }) }
-        await PreforkedLauncher.settleAll()
+        await LaunchPool.settleAll()
         let after = HostFootprint.current()
         Measurement(
             name: "launch-cycles",

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -110,6 +111,8 @@ int plugind_shim_raise_open_file_limit(uint64_t *limit) {
 int plugind_shim_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0) == 0 ? 0 : errno;
 }
+
+void plugind_shim_release_free_memory(void) { (void)malloc_trim(0); }
 
 #ifndef SYS_openat2
 #define SYS_openat2 437

@@ -58,7 +58,7 @@ public struct AppExtensionHost: Sendable, Hashable {
     /// at once with "too many asks". Tests lower it.
     package var asksPerConnection = 64
     /// Whether a launch leaves a worker primed for the next launch of the same plugin
-    /// (`PrimedWorkers`). Benchmarks of a plugin's first launch turn it off.
+    /// (`PrimedWorker`). Benchmarks of a plugin's first launch turn it off.
     package var primesWorkers = true
 
     public enum LaunchStrategy: String, Sendable, Hashable {
@@ -78,7 +78,7 @@ public struct AppExtensionHost: Sendable, Hashable {
         case spawn
 
         /// How many children each launcher forks; nil without pre-forked launchers.
-        var forks: PreforkedLauncher.Forks? {
+        var forks: LaunchPool.Forks? {
             switch self {
             case .preforked: .one
             case .preforkedSharingLayout: .many

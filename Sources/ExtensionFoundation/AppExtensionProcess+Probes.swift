@@ -36,10 +36,10 @@ extension AppExtensionProcess {
     {
         var plan = LaunchPlan(entry: entry, host: host, permissions: withoutPermissions ? Manifest.Permissions() : nil)
         plan.load.mode = mode
-        let (channel, ready) = try await WorkerLauncher.launch(plan)
-        channel.invalidate(grace: plan.shutdownGracePeriod)
-        _ = await channel.termination()
-        return ready
+        let launched = try await WorkerLauncher.launch(plan)
+        launched.channel.invalidate(grace: plan.shutdownGracePeriod)
+        _ = await launched.channel.termination()
+        return launched.ready
     }
 }
 

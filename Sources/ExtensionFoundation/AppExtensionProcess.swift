@@ -126,16 +126,15 @@ public final class AppExtensionProcess: Sendable {
         policyBefore: PolicyEnforcement.Fingerprint
     ) async throws -> WorkerSession {
         let plan = LaunchPlan.cached(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
-        let channel: WorkerChannel
-        let ready: Ready
+        let launched: WorkerLauncher.Launched
         do {
-            (channel, ready) = try await WorkerLauncher.launch(plan)
+            launched = try await WorkerLauncher.launch(plan)
         } catch let error as AppExtensionError {
             CrashRecorder.recordLaunchFailure(error, entry: entry, host: host)
             throw error
         }
-        let session = WorkerSession(channel: channel, ready: ready, plan: plan, entry: entry, host: host, key: key)
-        CrashRecorder.watch(channel, entry: entry, host: host)
+        let session = WorkerSession(launched, plan: plan, entry: entry, host: host, key: key)
+        CrashRecorder.watch(launched.channel, entry: entry, host: host)
         WorkerSessions.track(session)
         // The policy was checked before the launch, and enforcement watches it from `track` on: a
         // disable, revoke or quarantine that landed in between (a plugin's init may take as long as
@@ -263,6 +262,10 @@ public final class AppExtensionProcess: Sendable {
 
     /// The worker's process identifier in the host's pid namespace.
     public var processIdentifier: Int32 { channel.processIdentifier }
+
+    /// Why the host's shared launch pool could not start this worker, when a launcher started for
+    /// it alone did (slower, never less safe); nil for a worker from the pool.
+    package var launchFallbackCause: String? { session.launchFallbackCause }
 
     /// How many requests and responses have travelled through shared memory rather than the pipe.
     package var sharedMemoryTransfers: (requests: Int, responses: UInt64) { channel.sharedMemoryTransfers }

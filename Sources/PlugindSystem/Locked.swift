@@ -7,15 +7,16 @@
 /// A value behind a lock: what plugind uses for every piece of shared mutable state. Normally
 /// Synchronization's `Mutex`. Built with `-DPLUGIND_THREAD_SANITIZER` (for `swift test
 /// --sanitize=thread`), a pthread mutex instead: ThreadSanitizer does not see the futexes `Mutex`
-/// is made of on Linux, and would report every access it protects as a race.
+/// is made of on Linux, and would report every access it protects as a race. The value may be
+/// non-copyable (the launch pool's spares are).
 #if PLUGIND_THREAD_SANITIZER
     // @unchecked: every access to `value` holds `mutex`. The value lives behind a pointer, which
     // the exclusivity checks leave to the sanitizer (they know nothing of the mutex).
-    package final class Locked<Value>: @unchecked Sendable {
+    package final class Locked<Value: ~Copyable>: @unchecked Sendable {
         private let value: UnsafeMutablePointer<Value>
         private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
-        package init(_ value: sending Value) {
+        package init(_ value: consuming sending Value) {
             self.value = .allocate(capacity: 1)
             self.value.initialize(to: value)
             mutex = .allocate(capacity: 1)
@@ -29,7 +30,8 @@
             value.deallocate()
         }
 
-        package func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure)
+        package func withLock<Result: ~Copyable, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result)
+            throws(Failure)
             -> sending Result
         {
             pthread_mutex_lock(mutex)
@@ -38,14 +40,15 @@
         }
     }
 #else
-    package final class Locked<Value>: Sendable {
+    package final class Locked<Value: ~Copyable>: Sendable {
         private let mutex: Mutex<Value>
 
-        package init(_ value: sending Value) {
+        package init(_ value: consuming sending Value) {
             mutex = Mutex(value)
         }
 
-        package func withLock<Result, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result) throws(Failure)
+        package func withLock<Result: ~Copyable, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result)
+            throws(Failure)
             -> sending Result
         {
             try mutex.withLock(body)

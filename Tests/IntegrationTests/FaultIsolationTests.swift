@@ -166,10 +166,10 @@ struct FaultIsolationTests {
             let warmUp = try await test.launch(PluginFixture(library: "Echo"))
             await warmUp.invalidateAndWait()
             // Spare workers of the pre-forked launcher hold descriptors too; count with a full pool.
-            await PreforkedLauncher.settleAll()
+            await LaunchPool.settleAll()
             // Sealed copies of libraries and a worker primed for the next launch are kept on
             // purpose; the check is about everything else.
-            PrimedWorkers.discardAllAndWait()
+            LaunchPool.discardPrimedAndWait()
             SealedFileCache.shared.removeAll()
             let descriptorsBefore = ProcessInspection.openDescriptorKinds()
             let cases: [(String, String, [String: Any])] = [
@@ -194,8 +194,8 @@ struct FaultIsolationTests {
             }
             // Crash records are written in the background; let them finish first.
             await CrashRecorder.waitForPendingRecords()
-            await PreforkedLauncher.settleAll()
-            PrimedWorkers.discardAllAndWait()
+            await LaunchPool.settleAll()
+            LaunchPool.discardPrimedAndWait()
             SealedFileCache.shared.removeAll()
             ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 20)
             guard ProcessInspection.zombieChildren().isEmpty else { exit(21) }
@@ -264,7 +264,7 @@ struct FaultIsolationTests {
                 // measured launch takes one.
                 let warmUp = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
                 await warmUp.invalidateAndWait()
-                await PreforkedLauncher.settleAll()
+                await LaunchPool.settleAll()
             }
             let process = try await AppExtensionProcess(configuration: try test.configuration(fixture.identifier))
             reports.append(process.confinement)
@@ -288,7 +288,7 @@ struct FaultIsolationTests {
                     // Take a spare, not a worker forked on the spot.
                     let warmUp = try await test.launch(fixture)
                     await warmUp.invalidateAndWait()
-                    await PreforkedLauncher.settleAll()
+                    await LaunchPool.settleAll()
                 }
                 let process = try await test.launch(fixture)
                 let answer = String(decoding: try await process.makeConnection().send([]), as: UTF8.self)
@@ -343,14 +343,14 @@ struct FaultIsolationTests {
         let configuration = try test.configuration(fixture.identifier)
         // Spares ready before the mount: each holds a copy of the host's tree without it.
         try await AppExtensionProcess.withProcess(configuration: configuration) { _ in }
-        await PreforkedLauncher.settleAll()
+        await LaunchPool.settleAll()
         guard mount("tmpfs", granted, "tmpfs", 0, "size=64k,mode=0755") == 0 else {
             Issue.record("cannot mount a tmpfs on \(granted): \(String(cString: strerror(errno)))")
             return
         }
         defer { umount2(granted, Int32(MNT_DETACH)) }
         let file = try TemporaryDirectory.publicFile(at: granted, name: "on-the-mount", contents: "from the new mount")
-        await PreforkedLauncher.settleAll()
+        await LaunchPool.settleAll()
         let answer = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
             String(decoding: try await process.makeConnection().send(Array(file.utf8)), as: UTF8.self)
         }

@@ -11,10 +11,10 @@ struct ProcessLifecycleTests {
     /// (one is when a spare is ready after the launch), and returns that worker's pid.
     static func primeWorker(_ configuration: AppExtensionProcess.Configuration) async -> Int32? {
         for _ in 0..<5 {
-            await PreforkedLauncher.settleAll()
+            await LaunchPool.settleAll()
             guard (try? await AppExtensionProcess.withProcess(configuration: configuration) { _ in }) != nil else { return nil }
-            await PreforkedLauncher.settleAll()
-            if let pid = PrimedWorkers.processIdentifier { return pid }
+            await LaunchPool.settleAll()
+            if let pid = LaunchPool.primedProcessIdentifier { return pid }
         }
         return nil
     }
@@ -42,6 +42,42 @@ struct ProcessLifecycleTests {
         #expect(interruptions.count == 1)
     }
 
+    @Test("a launcher that dies mid-launch: the launch falls back to a launcher of its own and says why; the pool recovers")
+    func launcherDiesMidLaunch() async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        // A copy of the worker: a pool of this test's own, which no other suite's launch uses.
+        let worker = test.directory.path + "/plugind-worker"
+        try FileManager.default.copyItem(atPath: try BuiltProducts.worker(), toPath: worker)
+        defer { LaunchPool.stopPools(executable: worker) }
+        test.host.workerExecutable = URL(fileURLWithPath: worker)
+        // Confinement off: forked on the spot by the pool's idle launcher, never from a spare.
+        test.host.confinement = .disabled
+        try test.install(PluginFixture(library: "Echo"))
+        let configuration = try test.configuration("org.plugind.tests.echo")
+        try await AppExtensionProcess(configuration: configuration).invalidateAndWait()
+        await LaunchPool.settleAll()
+        let launcher = try #require(LaunchPool.idleLauncherProcessIdentifier(executable: worker))
+        // Stopped, it takes the request and cannot answer; killed then, it never will.
+        #expect(kill(launcher, SIGSTOP) == 0)
+        let launch = Task { try await AppExtensionProcess(configuration: configuration) }
+        try await Deadline.wait("the launch's request to the stopped launcher") {
+            while !LaunchPool.awaitsAnswer(executable: worker, fromLauncher: launcher) { try await Task.sleep(for: .milliseconds(1)) }
+        }
+        #expect(kill(launcher, SIGKILL) == 0)
+        let process = try await Deadline.wait("the launch") { try await launch.value }
+        let cause = try #require(process.launchFallbackCause)
+        #expect(cause.contains("launcher (pid \(launcher)) ended before it answered"), "\(cause)")
+        #expect(try await process.makeConnection().send([7]) == [7])
+        await process.invalidateAndWait()
+        #expect(await Deadline.processExit(launcher))
+        // The pool made a new launcher: the next launch is its own again.
+        let next = try await AppExtensionProcess(configuration: configuration)
+        #expect(next.launchFallbackCause == nil)
+        #expect(try await next.makeConnection().send([8]) == [8])
+        await next.invalidateAndWait()
+    }
+
     @Test("launches back to back each get a worker, whether their spare has finished getting ready or not")
     func backToBackLaunches() async throws {
         let test = try TestHost()
@@ -65,7 +101,7 @@ struct ProcessLifecycleTests {
         try test.install(PluginFixture(library: "Echo"))
         // Spares ready and restricted ahead: they must not be handed to this launch.
         _ = try await AppExtensionProcess(configuration: test.configuration("org.plugind.tests.echo")).invalidateAndWait()
-        await PreforkedLauncher.settleAll()
+        await LaunchPool.settleAll()
         test.host.confinement = .disabled
         let process = try await AppExtensionProcess(configuration: test.configuration("org.plugind.tests.echo"))
         #expect(process.confinement.map(\.state) == [.notRequested])
@@ -184,7 +220,7 @@ struct ProcessLifecycleTests {
         // Forked from the launcher, not spawned: it carries the launcher's command line.
         #expect(ProcessInspection.readProcFile("/proc/\(process.processIdentifier)/cmdline").contains("--launcher"))
         await process.invalidateAndWait()
-        await PreforkedLauncher.settleAll()
+        await LaunchPool.settleAll()
         // Workers and spares carry the launcher's command line too, but live in pid namespaces of
         // their own (two pids in NSpid); the launcher does not.
         let launchers = ProcessInspection.children(of: getpid()).filter {
@@ -256,8 +292,8 @@ struct ProcessLifecycleTests {
             try await AppExtensionProcess.withProcess(configuration: configuration) { _ in }
             // Spare workers of the pre-forked launcher hold descriptors too; count with a full pool,
             // and without a worker primed for the next launch (made when a spare is ready).
-            await PreforkedLauncher.settleAll()
-            PrimedWorkers.discardAllAndWait()
+            await LaunchPool.settleAll()
+            LaunchPool.discardPrimedAndWait()
             let descriptorsBefore = ProcessInspection.openDescriptorKinds()
             var pids: [Int32] = []
             for index in 0..<200 {
@@ -269,8 +305,8 @@ struct ProcessLifecycleTests {
                 }
                 await process.invalidateAndWait()
             }
-            await PreforkedLauncher.settleAll()
-            PrimedWorkers.discardAllAndWait()
+            await LaunchPool.settleAll()
+            LaunchPool.discardPrimedAndWait()
             ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 11)
             guard ProcessInspection.zombieChildren().isEmpty else { exit(12) }
             guard pids.allSatisfy({ !ProcessInspection.exists($0) }), Set(pids).count == 200 else { exit(13) }

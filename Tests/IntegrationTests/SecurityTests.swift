@@ -324,7 +324,7 @@ struct SecurityTests {
             defer { test.remove() }
             let process = try await test.launch(PluginFixture(library: "FaultyHostileProbe"))
             await process.invalidateAndWait()
-            await PreforkedLauncher.settleAll()
+            await LaunchPool.settleAll()
             let waiting = ProcessInspection.children(of: getpid()).filter {
                 ProcessInspection.readProcFile("/proc/\($0)/comm").hasPrefix("plugind-worker") && ProcessInspection.state(of: $0) != "Z"
             }
@@ -347,7 +347,7 @@ struct SecurityTests {
         for launch in 0..<4 {
             // Spares for the first three (the pool full before each); the fourth is granted the
             // network, so it is forked on the spot.
-            await PreforkedLauncher.settleAll()
+            await LaunchPool.settleAll()
             let extra: [String: Any] = launch == 3 ? ["permissions": ["network": true]] : [:]
             let answer = try await withProbe(extra) { (probe: Probe, _: TestHost) async throws in try await probe("layout") }
             #expect(answer.hasPrefix("done code="), "\(answer)")
@@ -363,7 +363,7 @@ struct SecurityTests {
     func sharedLayoutWhenChosen() async throws {
         var layouts: [String] = []
         for _ in 0..<2 {
-            await PreforkedLauncher.settleAll()
+            await LaunchPool.settleAll()
             let sharing: (inout TestHost) -> Void = { $0.host.launchStrategy = .preforkedSharingLayout }
             let answer = try await withProbe(configure: sharing) { (probe: Probe, _: TestHost) async throws in try await probe("layout") }
             // The stack and heap addresses are the worker's own allocations; code, canary and
@@ -402,7 +402,7 @@ struct SecurityTests {
         // After the pool is full the second launch takes a spare, which settled its view ahead
         // and bound the bundle from its copy of the host's tree.
         for launch in 1...2 {
-            await PreforkedLauncher.settleAll()
+            await LaunchPool.settleAll()
             try await withProbe { (probe: Probe, _: TestHost) async throws in
                 let answer = try await probe("descriptors", String(secret.dropFirst()))
                 #expect(answer.hasPrefix("none of "), "launch \(launch): \(answer)")

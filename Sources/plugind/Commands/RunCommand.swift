@@ -64,6 +64,9 @@ struct RunCommand: PlugindCommand {
             for layer in process.confinement where layer.state == .unavailable {
                 context.console.err("warning: confinement layer '\(layer.name)' is unavailable on this machine: \(layer.detail)\n")
             }
+            if let cause = process.launchFallbackCause {
+                context.console.err("note: \(identifier) was started by a launcher of its own: the shared launcher failed (\(cause))\n")
+            }
             let connection: AppExtensionConnection
             if let answer {
                 let bytes = Array(answer.utf8)

@@ -28,7 +28,7 @@ enum PolicyEnforcement {
         }
 
         var ignored: [(directory: String, namePrefix: String)] {
-            watchedHosts.flatMap { MonitorEngine.ignoredFiles(host: $0) }
+            watchedHosts.flatMap { DiscoveryEngine.ignoredFiles(host: $0) }
         }
     }
 

@@ -209,19 +209,19 @@ enum Confinement {
         }
     }
 
-    private static func applied(_ layer: String, _ detail: String) -> ConfinementLayerReport {
+    static func applied(_ layer: String, _ detail: String) -> ConfinementLayerReport {
         ConfinementLayerReport(layer: layer, state: .applied, detail: detail)
     }
 
-    private static func unavailable(_ layer: String, _ detail: String) -> ConfinementLayerReport {
+    static func unavailable(_ layer: String, _ detail: String) -> ConfinementLayerReport {
         ConfinementLayerReport(layer: layer, state: .unavailable, detail: detail)
     }
 
-    private static func notRequested(_ layer: String, _ detail: String) -> ConfinementLayerReport {
+    static func notRequested(_ layer: String, _ detail: String) -> ConfinementLayerReport {
         ConfinementLayerReport(layer: layer, state: .notRequested, detail: detail)
     }
 
-    private static func describe(_ result: CInt) -> String {
+    static func describe(_ result: CInt) -> String {
         Errno(rawValue: result).description
     }
 
@@ -489,158 +489,5 @@ enum Confinement {
             return unavailable(Layer.network, "seccomp filter installed but an AF_INET socket was still created")
         }
         return applied(Layer.network, "seccomp: sockets other than AF_UNIX refused")
-    }
-
-    // MARK: Landlock, the second filesystem layer
-
-    /// Landlock rulesets a spare builds while it waits, with the rules of the common view: one for
-    /// plugins without network access (TCP handled, so refused) and one for those with it. A
-    /// launch adds only the plugin's own paths.
-    struct PreparedRulesets {
-        let abi: CInt
-        let withoutNetwork: FileDescriptor
-        let withNetwork: FileDescriptor
-        /// Rules that could not be added, with why.
-        let dropped: [String]
-
-        /// Nil when Landlock is unavailable; the launch then reports why.
-        /// `viewRoot`: where the view's paths are while it is built.
-        static func prepare(inView: Bool, viewRoot: String) -> PreparedRulesets? {
-            var abi: CInt = 0
-            guard plugind_confinement_landlock_abi(&abi) == 0, abi >= 1 else { return nil }
-            var dropped: [String] = []
-            guard let withoutNetwork = commonRuleset(abi: abi, denyTCP: true, inView: inView, viewRoot: viewRoot, dropped: &dropped)
-            else { return nil }
-            var ignored: [String] = []
-            guard let withNetwork = commonRuleset(abi: abi, denyTCP: false, inView: inView, viewRoot: viewRoot, dropped: &ignored)
-            else {
-                withoutNetwork.close()
-                return nil
-            }
-            return PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, dropped: dropped)
-        }
-
-        /// The same rulesets after the spare moved them to other descriptor numbers.
-        func moved(withoutNetwork: FileDescriptor, withNetwork: FileDescriptor) -> PreparedRulesets {
-            PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, dropped: dropped)
-        }
-
-        /// The ruleset for `allowsNetwork`; the other one is closed.
-        func take(allowsNetwork: Bool) -> FileDescriptor {
-            (allowsNetwork ? withoutNetwork : withNetwork).close()
-            return allowsNetwork ? withNetwork : withoutNetwork
-        }
-
-        func discard() {
-            withoutNetwork.close()
-            withNetwork.close()
-        }
-
-        private static func commonRuleset(
-            abi: CInt, denyTCP: Bool, inView: Bool, viewRoot: String, dropped: inout [String]
-        ) -> FileDescriptor? {
-            var ruleset: CInt = -1
-            guard plugind_confinement_landlock_create(abi, denyTCP ? 1 : 0, &ruleset) == 0 else { return nil }
-            let prefix = inView ? viewRoot : ""
-            for (path, writable) in commonRules(inView: inView) {
-                let result = plugind_confinement_landlock_allow(ruleset, abi, prefix + path, writable ? 1 : 0)
-                if result != 0 && result != ENOENT { dropped.append("\(path) (\(describe(result)))") }
-            }
-            return FileDescriptor(rawValue: ruleset)
-        }
-
-        /// What every plugin may read (and write, for /dev/null): the common view's paths.
-        private static func commonRules(inView: Bool) -> [(String, Bool)] {
-            var rules: [(String, Bool)] = WorkerView.common.compactMap { operation in
-                if case .bind(let source, let path, _) = operation { return (inView ? path : source, false) }
-                return nil
-            }
-            rules += WorkerView.devices.map { ($0, $0 == "/dev/null") }
-            rules.append((inView ? "/proc" : "/proc/self", false))
-            return rules
-        }
-    }
-
-    private static func filesystem(
-        _ load: LoadConfiguration,
-        request: ConfinementRequest,
-        prepared: PreparedRulesets?,
-        inView: Bool
-    ) -> (filesystem: ConfinementLayerReport, signals: ConfinementLayerReport) {
-        guard let prepared else {
-            var abi: CInt = 0
-            let reason =
-                plugind_confinement_landlock_abi(&abi) == 0 && abi >= 1
-                ? "the ruleset could not be created" : "the kernel does not offer Landlock"
-            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
-        }
-        let abi = prepared.abi
-        let ruleset = prepared.take(allowsNetwork: request.allowsNetwork).rawValue
-        var dropped = prepared.dropped
-        for (path, access) in pluginRules(load, inView: inView) {
-            let result = plugind_confinement_landlock_allow(ruleset, abi, path, access)
-            if result != 0 && result != ENOENT { dropped.append("\(path) (\(describe(result)))") }
-        }
-        if !dropped.isEmpty && request.requiresEveryLayer {
-            close(ruleset)
-            let reason = "cannot add rules for " + dropped.joined(separator: ", ")
-            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
-        }
-        let enforced = plugind_confinement_landlock_enforce(ruleset)
-        guard enforced == 0 else {
-            let reason = "landlock_restrict_self failed: \(describe(enforced))"
-            return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
-        }
-        // Verify: the root directory is outside every rule unless someone granted it.
-        let grantedRoot = (request.readablePaths + request.writablePaths).contains("/")
-        let probe = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if probe >= 0 { close(probe) }
-        guard grantedRoot || (probe < 0 && errno == EACCES) else {
-            return (
-                unavailable(Layer.filesystem, "Landlock ABI \(abi) enforced, but / is still readable"),
-                unavailable(Layer.signals, "Landlock did not take effect")
-            )
-        }
-        let grants = request.readablePaths.count + request.writablePaths.count
-        var detail =
-            "Landlock ABI \(abi): read-only bundle and system libraries"
-            + (grants > 0 ? ", plus \(grants) approved path(s)" : "")
-            + (abi >= 4 && !request.allowsNetwork ? "; TCP bind/connect denied" : "")
-        if !dropped.isEmpty { detail += "; rules left out: " + dropped.joined(separator: ", ") }
-        let filesystemReport = applied(Layer.filesystem, detail)
-        let signalsReport =
-            abi >= 6
-            ? applied(Layer.signals, "Landlock ABI \(abi): cannot signal processes or reach abstract sockets outside the sandbox")
-            : unavailable(Layer.signals, "Landlock ABI \(abi) has no signal scoping (needs 6)")
-        return (filesystemReport, signalsReport)
-    }
-
-    /// The plugin's own Landlock rules: what its view binds, its scratch space, its bundle.
-    private static let commonBindPaths: Set<String> = Set(
-        WorkerView.common.compactMap { operation in
-            if case .bind(let source, let path, _) = operation, source == path { return path }
-            return nil
-        })
-
-    /// Each path with the `writable` argument of `plugind_confinement_landlock_allow`: 0 to
-    /// read, 1 to write, `PLUGIND_CONFINEMENT_WRITABLE_WITH_SYMLINKS` to write symlinks too (in
-    /// write grants only when the manifest asks). Not in the scratch space either: Landlock's
-    /// rights reach every path beneath a rule, a grant under /tmp included.
-    private static func pluginRules(_ load: LoadConfiguration, inView: Bool) -> [(String, CInt)] {
-        let grantAccess: CInt = load.confinement.allowsSymlinks ? PLUGIND_CONFINEMENT_WRITABLE_WITH_SYMLINKS : 1
-        var rules: [(String, CInt)] = []
-        for operation in load.view {
-            switch operation {
-            case .bind(let source, let path, let writable):
-                // The prepared ruleset has the common view's directories read-only already.
-                if !writable && commonBindPaths.contains(path) { continue }
-                rules.append((inView ? path : source, writable ? grantAccess : 0))
-            case .scratch(let path, _): rules.append((path, grantAccess))
-            case .symlink, .directory, .sealed: break
-            }
-        }
-        if !load.bundlePath.isEmpty { rules.append((load.bundlePath, 0)) }
-        if inView { rules.append(("/.plugind", 0)) }
-        return rules
     }
 }

@@ -87,6 +87,10 @@ enum WorkerMain {
             report("could not answer the host: \(error)")
             return 2
         }
+        // What setting up needed (the filters' compilation above all) is freed, but stays this
+        // worker's own memory until it is given back: about 70 KiB a worker. After `ready`, so
+        // that the launch does not wait for it.
+        plugind_shim_release_free_memory()
         return server.serve()
     }
 

@@ -9,6 +9,8 @@ import PlugindWire
 final class WorkerSession: Sendable {
     let channel: WorkerChannel
     let ready: Ready
+    /// Why the shared launch pool could not start this worker, if a launcher of its own did.
+    let launchFallbackCause: String?
     let plan: LaunchPlan
     /// What was launched, for the policy checks while it runs.
     let entry: CatalogEntry
@@ -34,14 +36,15 @@ final class WorkerSession: Sendable {
 
     private let claims = Locked(Claims())
 
-    init(channel: WorkerChannel, ready: Ready, plan: LaunchPlan, entry: CatalogEntry, host: AppExtensionHost, key: Key?) {
-        self.channel = channel
-        self.ready = ready
+    init(_ launched: WorkerLauncher.Launched, plan: LaunchPlan, entry: CatalogEntry, host: AppExtensionHost, key: Key?) {
+        self.channel = launched.channel
+        self.ready = launched.ready
+        self.launchFallbackCause = launched.fallbackCause
         self.plan = plan
         self.entry = entry
         self.host = host
         self.key = key
-        channel.setInterruptionHandler { [weak self] in self?.interrupted() }
+        launched.channel.setInterruptionHandler { [weak self] in self?.interrupted() }
     }
 
     /// A new claim with its interruption handler; nil when the worker is ending.

@@ -8,7 +8,7 @@ import PlugindWire
 /// the Swift runtime, libffi and the worker's code already loaded and warmed up. It stays
 /// single-threaded, so forking without exec is safe. The host asks each launcher for one child
 /// and then closes its socket (so that every worker has an address-space layout of its own, see
-/// PreforkedLauncher); the protocol below would serve more. It forks workers in two ways:
+/// LaunchPool); the protocol below would serve more. It forks workers in two ways:
 /// - *spares*, on the host's request, ahead of any launch: a spare waits on its own socket,
 ///   which the launcher hands to the host; a launch sends the worker's descriptors straight to
 ///   it, so neither fork, exec nor this process is on the launch's path;
@@ -179,7 +179,7 @@ enum Launcher {
         // may have handed this spare its work already (and closed its end): then the send fails
         // and the work is read all the same.
         // With it goes a reference to the view's copy of the host's tree, which the host closes
-        // after the launch: the worker's own close is then cheap (see PreforkedLauncher).
+        // after the launch: the worker's own close is then cheap (see StartedWorker.hostTree).
         let ready: [UInt8] = [1]
         let hostTree = plugind_sandbox_host_tree()
         let handedOver = hostTree >= 0 ? [hostTree] : []

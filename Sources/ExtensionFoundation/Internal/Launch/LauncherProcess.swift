@@ -1,0 +1,90 @@
+import CPlugindShims
+import Glibc
+import PlugindSystem
+import PlugindWire
+
+/// A launcher process (`plugind-worker --launcher`) and the host's end of its socket. The pool
+/// asks it for children; see `LaunchPool` for how many it forks.
+struct LauncherProcess: Sendable {
+    let socket: FileDescriptor
+    let process: SpawnedProcess
+
+    /// Starts a launcher from `image` (an execute-only copy of `executable`, when there is one),
+    /// its pidfd and socket watched by `handler`. On the loop thread: a launcher's parent-death
+    /// signal, and so its children's, follows the thread that started it.
+    static func start(
+        executable: String, image: FileDescriptor?, environment: [String], loop: WorkerEventLoop, handler: any EventLoopHandler
+    ) throws(SystemError) -> LauncherProcess {
+        var hostEnd: CInt = -1
+        var launcherEnd: CInt = -1
+        try checkShim("socketpair", plugind_shim_socket_pair(&hostEnd, &launcherEnd))
+        let host = FileDescriptor(rawValue: hostEnd)
+        let launcher = FileDescriptor(rawValue: launcherEnd)
+        defer { launcher.close() }
+        do throws(SystemError) {
+            let null = try FileDescriptor.open("/dev/null", O_RDWR)
+            defer { null.close() }
+            var request = SpawnRequest(
+                executablePath: executable,
+                arguments: [executable, "--launcher"],
+                environment: environment,
+                descriptors: [null, null, null, launcher],
+                options: [.dieWithParentThread]
+            )
+            request.executableDescriptor = image
+            let process = try spawnProcess(request)
+            do throws(SystemError) {
+                try host.setNonBlocking()
+                try loop.register(process.processDescriptor, events: Epoll.readable, handler: handler)
+                try loop.register(host, events: Epoll.readable, handler: handler)
+            } catch {
+                // Forgetting what was not registered is a no-op.
+                loop.deregister(process.processDescriptor)
+                process.processDescriptor.killAndReap()
+                throw error
+            }
+            return LauncherProcess(socket: host, process: process)
+        } catch {
+            host.close()
+            throw error
+        }
+    }
+
+    /// Asks for a child: request `id`, how to fork it, the control group files it joins, and the
+    /// descriptors it gets (none for a spare). Never under a lock: `sendmsg` may wait for room.
+    func send(_ id: UInt32, options: SpawnRequest.Options, descriptors: [CInt], cgroupFiles: [String] = []) -> SystemError? {
+        var message = PayloadWriter(capacity: 64)
+        message.write(id)
+        message.write(options.rawValue)
+        message.write(cgroupFiles)
+        let result = message.bytes.withUnsafeBytes { bytes in
+            descriptors.withUnsafeBufferPointer { fds in
+                plugind_shim_send_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
+            }
+        }
+        return result == 0 ? nil : SystemError("sendmsg to the launcher", Errno(rawValue: result))
+    }
+}
+
+/// Execute-only copies of worker executables (`SealedFile.executableCopy`), made once per
+/// executable and kept for the life of the process: every pool of it, private ones included,
+/// execs its launchers from the same. A launcher exec'd from one is undumpable from its first
+/// instruction.
+enum LauncherImages {
+    private static let images = Locked<[String: FileDescriptor]>([:])
+
+    /// The copy of `executable`; nil if none could be made (launchers are then exec'd from the
+    /// path, dumpable until their first instruction that says otherwise).
+    static func image(of executable: String) -> FileDescriptor? {
+        if let made = images.withLock({ $0[executable] }) { return made }
+        // Copied outside the lock; of two copies made at once, one is kept.
+        guard let copy = try? SealedFile.executableCopy(of: executable) else { return nil }
+        let kept = images.withLock { images in
+            if let made = images[executable] { return made }
+            images[executable] = copy
+            return copy
+        }
+        if kept != copy { copy.close() }
+        return kept
+    }
+}

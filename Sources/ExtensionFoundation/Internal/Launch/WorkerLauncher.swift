@@ -1,0 +1,265 @@
+import Foundation
+import Glibc
+import PlugindSystem
+import PlugindWire
+
+/// Starts a worker for a `LaunchPlan`: pipes, spawn (on the event loop's thread, so the worker's
+/// parent-death signal is tied to a thread that lives as long as the process), handshake.
+enum WorkerLauncher {
+    /// Variables a worker inherits; everything else in the host's environment stays behind.
+    static let environmentAllowlist = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "TZ"]
+
+    /// A worker that answered its handshake.
+    struct Launched {
+        let channel: WorkerChannel
+        let ready: Ready
+        /// Why the host's shared launch pool could not start this worker, when a launcher of its
+        /// own did instead: slower, never less safe, and said (`plugind run` prints it).
+        let fallbackCause: String?
+    }
+
+    static func launch(_ plan: LaunchPlan) async throws -> Launched {
+        let executable: String
+        do {
+            executable = try ExecutableLocator.worker.locate(explicit: plan.workerExecutable)
+        } catch {
+            throw AppExtensionError(.workerNotFound, plugin: nil, error.message)
+        }
+        if let refusal = plan.dependencyRefusal {
+            throw AppExtensionError(.pluginLoadFailed, plugin: plan.pluginIdentifier, "\(refusal); nothing was loaded")
+        }
+        let loop: WorkerEventLoop
+        do {
+            loop = try WorkerEventLoop.shared()
+        } catch {
+            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start the event loop: \(error)", underlying: error)
+        }
+        let pool = plan.launchStrategy.forks.flatMap { LaunchPool.running(executable: executable, forks: $0) }
+        // A worker confined for this very plan waits already (see `PrimedWorker`): this launch,
+        // whose policy check has passed, is its go.
+        if let pool, let primed = pool.takePrimed(for: plan) { return try await launch(plan, primed: primed, pool: pool) }
+        // The bytes the worker will load: read, hashed and sealed (or reused from an earlier
+        // launch), and checked against the approval before any process starts.
+        let sealed: [FileDescriptor]
+        do {
+            sealed = try await SealedFileCache.shared.descriptors(for: plan.sealedFiles)
+        } catch {
+            throw AppExtensionError(sealedFileFailure: error, plugin: plan.pluginIdentifier)
+        }
+        defer { for descriptor in sealed { descriptor.close() } }
+        // The spare this launch will most likely use is woken now, so that it runs by the time
+        // the pipes and the shared memory below are made.
+        let reservation = plan.load.confinement.permitsSpare ? pool?.reserveSpare() : nil
+        defer { reservation?.release() }
+        // A plugin that may start processes runs in a control group of its own, where the host
+        // may make one, so that its limits cover its children too.
+        var cgroup: WorkerCgroup?
+        if plan.load.confinement.allowsProcesses, let cgroups = WorkerCgroups.available(delegated: plan.cgroupDirectory) {
+            do {
+                cgroup = try cgroups.makeGroup(for: plan.pluginIdentifier, limits: plan.load.limits)
+            } catch {
+                throw AppExtensionError(
+                    .spawnFailed, plugin: plan.pluginIdentifier, "cannot create its control group: \(error)", underlying: error)
+            }
+        }
+        let attempt = Attempt(plan: plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop)
+        var fallbackCause: String?
+        if let forks = plan.launchStrategy.forks {
+            switch try await attempt.run(pool: .shared(forks), reservation: reservation) {
+            case .launched(let launched): return launched
+            case .failed(let cause): fallbackCause = cause
+            }
+        }
+        // Without the shared pool (or when it failed), a launcher of its own. With new pipes: a
+        // launcher that died mid-request may have forked a worker holding the old ones.
+        switch try await attempt.run(pool: .own, reservation: nil) {
+        case .launched(let launched):
+            return Launched(channel: launched.channel, ready: launched.ready, fallbackCause: fallbackCause)
+        case .failed(let cause):
+            cgroup?.remove()
+            let before = fallbackCause.map { "the shared launcher failed (\($0)), then " } ?? ""
+            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(before)\(cause)")
+        }
+    }
+
+    /// Which pool an attempt starts its worker from.
+    private enum PoolChoice {
+        /// The host's shared pool with launchers of this kind.
+        case shared(LaunchPool.Forks)
+        /// A private pool, whose one launcher forks this worker and is ended at once.
+        case own
+    }
+
+    /// One attempt at starting the worker and waiting for its handshake.
+    private struct Attempt {
+        enum Outcome {
+            case launched(Launched)
+            /// The pool could not start the worker (everything opened for the attempt is closed
+            /// again): why.
+            case failed(String)
+        }
+
+        let plan: LaunchPlan
+        let executable: String
+        let sealed: [FileDescriptor]
+        let cgroup: WorkerCgroup?
+        let loop: WorkerEventLoop
+
+        func run(pool choice: PoolChoice, reservation: SpareReservation?) async throws -> Outcome {
+            let resources: WorkerResources
+            do {
+                resources = try WorkerResources(load: plan.load)
+            } catch {
+                throw AppExtensionError(
+                    .spawnFailed, plugin: plan.pluginIdentifier, "cannot create the worker's pipes: \(error)", underlying: error)
+            }
+            let started: (StartedWorker, LaunchPool?)
+            do {
+                started = try await start(resources: resources, pool: choice, reservation: reservation)
+            } catch {
+                resources.hostEnds.close()
+                return .failed("\(error)")
+            }
+            let (worker, pool) = started
+            let launched = try await handshake(
+                plan, worker: worker, ends: resources.hostEnds, pending: resources.pending, cgroup: cgroup, loop: loop
+            ) {
+                // The spare's copy of the host's tree is released and the next spare forked,
+                // neither while the worker starts.
+                pool?.launchFinished(worker, options: isolatingOptions())
+            }
+            // The next launch of the same plugin finds a worker confined for it already.
+            if let pool, cgroup == nil, let copies = try? sealed.map({ try $0.duplicate() }) {
+                loop.execute { pool.prime(plan, sealed: copies) }
+            }
+            return .launched(Launched(channel: launched.0, ready: launched.1, fallbackCause: nil))
+        }
+
+        /// Starts the worker from the shared pool (returning it, so that it makes the next spare)
+        /// or from a pool of its own. The descriptors for the child are closed here either way.
+        private func start(resources: WorkerResources, pool choice: PoolChoice, reservation: SpareReservation?) async throws -> (
+            StartedWorker, LaunchPool?
+        ) {
+            defer { resources.closeChildEnds() }
+            let descriptors = resources.childDescriptors + sealed
+            let confinement = plan.load.confinement
+            var options = isolatingOptions()
+            // A spare has restricted itself ahead; a worker whose host turns confinement (or its
+            // system-call layer) off is forked on the spot, restricting nothing before it knows.
+            if !confinement.permitsAdvanceRestrictions { options.insert(.noAdvanceRestrictions) }
+            // A plugin granted the network shares the host's network namespace, so it is forked
+            // on the spot: every spare waits in a network namespace of its own.
+            if confinement.allowsNetwork || confinement.disabled || confinement.skippedLayers.contains("network-namespace") {
+                options.remove(.newNetworkNamespace)
+            }
+            #if PLUGIND_THREAD_SANITIZER
+                // ThreadSanitizer cannot follow the launcher's forks: the worker is executed
+                // directly, without namespaces (the tests that run under it turn confinement off).
+                _ = (choice, reservation, options)
+                let request = SpawnRequest(
+                    executablePath: executable, arguments: [executable], environment: environment(),
+                    descriptors: [resources.null, resources.output.writeEnd, resources.output.writeEnd] + descriptors.dropFirst(),
+                    options: [.dieWithParentThread]
+                )
+                let spawned: Result<SpawnedProcess, SystemError> = try await loop.run {
+                    do throws(SystemError) { return .success(try spawnProcess(request)) } catch { return .failure(error) }
+                }
+                return (StartedWorker(process: try spawned.get(), hostTree: nil), nil)
+            #else
+                switch choice {
+                case .shared(let forks):
+                    let pool = try await LaunchPool.shared(executable: executable, forks: forks, loop: loop)
+                    let started = try await pool.start(descriptors: descriptors, options: options, cgroup: cgroup, reservation: reservation)
+                    return (started, pool)
+                case .own:
+                    // The worker (the host's child, like every worker) gets a fresh address-space
+                    // layout.
+                    let pool = try await LaunchPool.startPrivate(executable: executable, loop: loop)
+                    defer { pool.stop() }
+                    return (try await pool.start(descriptors: descriptors, options: options, cgroup: cgroup), nil)
+                }
+            #endif
+        }
+    }
+
+    /// Launches `plan` on the worker primed for it: the same hello in mode `serve` is its go.
+    private static func launch(_ plan: LaunchPlan, primed: PrimedWorker, pool: LaunchPool) async throws -> Launched {
+        let pending: [UInt8]
+        do {
+            pending = try WorkerResources.writeHello(
+                load: plan.load, sharedMemory: primed.ends.sharedMemory != nil, to: primed.ends.toWorker)
+        } catch {
+            pool.end(primed)
+            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot write to the worker: \(error)", underlying: error)
+        }
+        let launched: (WorkerChannel, Ready)
+        do {
+            launched = try await handshake(plan, worker: primed.worker, ends: primed.ends, pending: pending, cgroup: nil, loop: pool.loop) {
+                pool.launchFinished(primed.worker, options: isolatingOptions())
+            }
+        } catch {
+            for descriptor in primed.sealed { descriptor.close() }
+            throw error
+        }
+        pool.loop.execute { pool.prime(plan, sealed: primed.sealed) }
+        return Launched(channel: launched.0, ready: launched.1, fallbackCause: nil)
+    }
+
+    /// Watches a started worker and waits for its answer to the handshake; `finished` runs on the
+    /// loop's thread once it answered or failed.
+    static func handshake(
+        _ plan: LaunchPlan,
+        worker: StartedWorker,
+        ends: WorkerHostEnds,
+        pending: [UInt8],
+        cgroup: WorkerCgroup?,
+        loop: WorkerEventLoop,
+        finished: @escaping @Sendable () -> Void
+    ) async throws -> (WorkerChannel, Ready) {
+        let channel = WorkerChannel(
+            pluginIdentifier: plan.pluginIdentifier,
+            hostIdentifier: plan.hostIdentifier,
+            asksPerConnection: plan.asksPerConnection,
+            limits: plan.load.limits,
+            process: worker.process,
+            toWorker: ends.toWorker,
+            fromWorker: ends.fromWorker,
+            diagnostics: ends.diagnostics,
+            loop: loop,
+            cancellationGracePeriod: plan.cancellationGracePeriod,
+            sharedMemory: ends.sharedMemory,
+            cgroup: cgroup
+        )
+        defer { loop.execute(finished) }
+        // With the whole hello in the pipe, a quick worker's answer is awaited right here.
+        if pending.isEmpty { channel.receiveHandshake(within: min(plan.launchTimeout, handshakeWaitOnCaller)) }
+        do {
+            try channel.activate(pending: pending)
+        } catch {
+            channel.stop(.cancelledLaunch)
+            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot watch the worker: \(error)", underlying: error)
+        }
+        let ready = try await channel.awaitReady(timeout: plan.launchTimeout)
+        return (channel, ready)
+    }
+
+    /// How long a launch waits for the worker's answer on its own thread before it leaves the
+    /// wait to the event loop: longer than a quick plugin takes to load, short enough that a
+    /// slow one does not hold a thread of the cooperative pool for long.
+    static let handshakeWaitOnCaller: Duration = .milliseconds(2)
+
+    /// A new session and new user, pid, mount and IPC namespaces (also under root): the worker
+    /// and everything it starts die together, it holds no privilege outside, and it builds its
+    /// own view of the filesystem.
+    static func isolatingOptions() -> SpawnRequest.Options {
+        [.newSession, .dieWithParentThread, .namespaces, .newNetworkNamespace]
+    }
+
+    static func environment() -> [String] {
+        let current = ProcessInfo.processInfo.environment
+        var result = environmentAllowlist.compactMap { name in current[name].map { "\(name)=\($0)" } }
+        // The worker reports crashes itself; the Swift runtime's backtracer would only slow them.
+        result.append("SWIFT_BACKTRACE=enable=no")
+        return result
+    }
+}
