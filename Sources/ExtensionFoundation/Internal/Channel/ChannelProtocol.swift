@@ -10,8 +10,12 @@ enum WorkerReply: Sendable, Equatable {
 /// The host's side of the conversation with one worker, as a state machine with no system calls:
 /// the handshake, requests and their deadlines, cancellation, connections, the plugin's asks and
 /// the end. Each input returns the effects to carry out, in order; `WorkerChannel` carries them
-/// out (writes, resumes, timers) after releasing its lock. Tests drive it directly, over an
-/// in-memory transport.
+/// out (writes, resumes) after releasing its lock. Tests drive it directly, over an in-memory
+/// transport.
+///
+/// Deadlines are data: every timer the conversation needs is an entry of `deadlines`, armed at
+/// `now` (the time of the input being decided, which the caller sets) plus its duration.
+/// `nextDeadline` is the earliest; `expire(now:)` fires those due. One channel needs one timer.
 struct ChannelProtocol {
     enum Phase: Equatable {
         case handshaking
@@ -19,8 +23,12 @@ struct ChannelProtocol {
         case ended
     }
 
-    /// Timers the machine asks for; `timerFired` reports them back.
+    /// The machine's timers; `expire(now:)` fires those whose deadline passed.
     enum Timer: Hashable {
+        /// The time the worker has to answer the handshake.
+        case launch(Duration)
+        /// After `invalidate`, the time the worker has to exit before it is killed.
+        case shutdown
         /// A request's deadline.
         case deadline(UInt64)
         /// The time a worker has to confirm an abandoned request before it is judged stuck.
@@ -38,8 +46,6 @@ struct ChannelProtocol {
         case completeRequest(UInt64, Result<WorkerReply, AppExtensionError>)
         case completeConnection(UInt32, Result<Void, AppExtensionError>)
         case handshakeDone(Ready)
-        case startTimer(Timer, Duration)
-        case cancelTimer(Timer)
         /// Runs the connection's request handler for the plugin's ask.
         case runAskHandler(connection: UInt32, ask: UInt64, bytes: [UInt8])
         case cancelAskHandler(UInt64)
@@ -48,6 +54,8 @@ struct ChannelProtocol {
         case broadcast(AppExtensionMessage, connection: UInt32?)
         /// Kills the worker, naming why.
         case stop(WorkerChannel.StopCause)
+        /// Kills a worker that did not exit within the grace after `invalidate`.
+        case kill
         case loadFailed(LoadFailure)
         case fatalSignal(FatalSignalReport)
         case sharedResponse(UInt64, SharedMemoryLocation)
@@ -97,6 +105,13 @@ struct ChannelProtocol {
 
     private(set) var phase: Phase = .handshaking
     private(set) var invalidated = false
+    /// The time of the input being decided: timers armed now fire at `now` plus their duration.
+    var now = ContinuousClock.now
+    /// When each armed timer fires.
+    private(set) var deadlines: [Timer: ContinuousClock.Instant] = [:]
+    /// The earliest of `deadlines`, kept as they change (nil: recompute).
+    private var earliest: ContinuousClock.Instant?
+    private var earliestKnown = true
     private var requests: [UInt64: Request] = [:]
     /// Requests the host gave up on and told the worker to drop.
     private var abandoned: Set<UInt64> = []
@@ -129,6 +144,40 @@ struct ChannelProtocol {
         self.cancellationGracePeriod = cancellationGracePeriod
     }
 
+    // MARK: Deadlines
+
+    private mutating func arm(_ timer: Timer, after duration: Duration) {
+        let deadline = now + duration
+        deadlines[timer] = deadline
+        if earliestKnown, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+    }
+
+    private mutating func disarm(_ timer: Timer) {
+        guard let deadline = deadlines.removeValue(forKey: timer) else { return }
+        if deadline == earliest { earliestKnown = false }
+    }
+
+    /// When the next timer fires; nil when none is armed.
+    var nextDeadline: ContinuousClock.Instant? {
+        mutating get {
+            if !earliestKnown {
+                earliest = deadlines.values.min()
+                earliestKnown = true
+            }
+            return earliest
+        }
+    }
+
+    /// Fires, in the order of their deadlines, the timers due at `now`.
+    mutating func expire(now: ContinuousClock.Instant) -> [Effect] {
+        self.now = now
+        var effects: [Effect] = []
+        while let (timer, deadline) = deadlines.min(by: { $0.value < $1.value }), deadline <= now {
+            effects += timerFired(timer)
+        }
+        return effects
+    }
+
     var isEnded: Bool { phase == .ended }
     var pendingRequestCount: Int { requests.count }
     var openConnectionCount: Int { connections.count }
@@ -144,10 +193,17 @@ struct ChannelProtocol {
 
     // MARK: Handshake
 
+    /// The launch waits for the worker's `ready` from now, for at most `timeout`.
+    mutating func awaitReady(timeout: Duration) {
+        guard phase == .handshaking else { return }
+        arm(.launch(timeout), after: timeout)
+    }
+
     /// The worker's `ready`: once, and only first.
     private mutating func received(_ ready: Ready) -> [Effect] {
         guard phase == .handshaking else { return [.stop(.protocolViolation("sent ready twice"))] }
         phase = .ready(ready)
+        for case .launch(let timeout) in Array(deadlines.keys) { disarm(.launch(timeout)) }
         return [.handshakeDone(ready)]
     }
 
@@ -176,9 +232,8 @@ struct ChannelProtocol {
         }
         request.slot = .sent
         requests[id] = request
-        var effects: [Effect] = [.send(message)]
-        if let timeout = request.timeout { effects.append(.startTimer(.deadline(id), timeout)) }
-        return effects
+        if let timeout = request.timeout { arm(.deadline(id), after: timeout) }
+        return [.send(message)]
     }
 
     /// Fails a request now and tells the worker to drop it; if the worker neither answers nor
@@ -204,15 +259,21 @@ struct ChannelProtocol {
         case .sent:
             requests[id] = nil
             abandoned.insert(id)
-            return [
-                .cancelTimer(.deadline(id)), .send(.cancel(id: id)), .startTimer(.grace(id), cancellationGracePeriod),
-                .completeRequest(id, .failure(failure)),
-            ]
+            disarm(.deadline(id))
+            arm(.grace(id), after: cancellationGracePeriod)
+            return [.send(.cancel(id: id)), .completeRequest(id, .failure(failure))]
         }
     }
 
+    /// `timer` fired (whether or not it was still armed): what follows from it.
     mutating func timerFired(_ timer: Timer) -> [Effect] {
+        disarm(timer)
         switch timer {
+        case .launch(let timeout):
+            guard phase == .handshaking else { return [] }
+            return [.stop(.launchTimedOut(timeout))]
+        case .shutdown:
+            return phase == .ended ? [] : [.kill]
         case .deadline(let id):
             return abandon(id, because: .timedOut(requests[id]?.timeout))
         case .grace(let id):
@@ -223,10 +284,8 @@ struct ChannelProtocol {
             connections[id] = nil
             unansweredConnections.insert(id)
             let failure = error(.timedOut, "did not accept or refuse the connection in time; it was closed")
-            return [
-                .cancelTimer(.accepting(id)), .completeConnection(id, .failure(failure)), .send(.closeConnection(id)),
-                .startTimer(.closingGrace(id), cancellationGracePeriod),
-            ]
+            arm(.closingGrace(id), after: cancellationGracePeriod)
+            return [.completeConnection(id, .failure(failure)), .send(.closeConnection(id))]
         case .closingGrace(let id):
             guard unansweredConnections.remove(id) != nil else { return [] }
             return [.stop(.unresponsiveConnection(id, after: cancellationGracePeriod))]
@@ -236,12 +295,16 @@ struct ChannelProtocol {
     /// An answer from the worker: delivered, dropped when the host gave up on it, a violation
     /// when it answers what was never sent.
     private mutating func complete(_ id: UInt64, _ result: Result<WorkerReply, AppExtensionError>) -> [Effect] {
-        if abandoned.remove(id) != nil { return [.cancelTimer(.grace(id))] }
+        if abandoned.remove(id) != nil {
+            disarm(.grace(id))
+            return []
+        }
         guard let request = requests[id], case .sent = request.slot else {
             return id < nextRequestID ? [] : [.stop(.protocolViolation("answer to request \(id), which was never sent"))]
         }
         requests[id] = nil
-        return [.cancelTimer(.deadline(id)), .completeRequest(id, result)]
+        disarm(.deadline(id))
+        return [.completeRequest(id, result)]
     }
 
     // MARK: Connections
@@ -254,13 +317,17 @@ struct ChannelProtocol {
         nextConnectionID &+= 1
         if nextConnectionID == 0 { nextConnectionID = 1 }
         connections[id] = Connection(state: .opening, hasHandler: hasHandler)
-        return .success((id, [.send(.openConnection(id, hostIdentifier: hostIdentifier)), .startTimer(.accepting(id), timeout)]))
+        arm(.accepting(id), after: timeout)
+        return .success((id, [.send(.openConnection(id, hostIdentifier: hostIdentifier))]))
     }
 
     /// The plugin answered connection `id` (accepted or refused): the answer ends the grace of a
     /// connection the host closed for want of one; another is a violation.
     private mutating func lateAnswer(connection id: UInt32, _ verb: String) -> [Effect] {
-        if unansweredConnections.remove(id) != nil { return [.cancelTimer(.closingGrace(id))] }
+        if unansweredConnections.remove(id) != nil {
+            disarm(.closingGrace(id))
+            return []
+        }
         return id < nextConnectionID ? [] : [.stop(.protocolViolation("\(verb) connection \(id), which was never opened"))]
     }
 
@@ -269,7 +336,7 @@ struct ChannelProtocol {
         guard let connection = connections.removeValue(forKey: id) else { return [] }
         var effects: [Effect] = []
         if connection.state == .opening {
-            effects.append(.cancelTimer(.accepting(id)))
+            disarm(.accepting(id))
             effects.append(.completeConnection(id, .failure(error(.connectionClosed, "the connection was closed while it opened"))))
         }
         for requestID in requests.keys.sorted() where requests[requestID]?.connection == id {
@@ -373,16 +440,15 @@ struct ChannelProtocol {
                 return lateAnswer(connection: id, "accepted")
             }
             connections[id]?.state = .open
-            return [.cancelTimer(.accepting(id)), .completeConnection(id, .success(()))]
+            disarm(.accepting(id))
+            return [.completeConnection(id, .success(()))]
         case .connectionRefused(let id, let reason):
             guard let connection = connections[id], connection.state == .opening else {
                 return lateAnswer(connection: id, "refused")
             }
             connections[id] = nil
-            return [
-                .cancelTimer(.accepting(id)),
-                .completeConnection(id, .failure(error(.connectionRefused, "refused the connection: \(reason)"))),
-            ]
+            disarm(.accepting(id))
+            return [.completeConnection(id, .failure(error(.connectionRefused, "refused the connection: \(reason)")))]
         case .ask(let id, let connection, let bytes):
             return received(ask: id, connection: connection, bytes: bytes)
         case .askCancelled(let id):
@@ -431,11 +497,12 @@ struct ChannelProtocol {
     // MARK: The end
 
     /// The host ends the process in an orderly way: everything waiting fails, the worker gets
-    /// `shutdown`.
-    mutating func invalidate() -> [Effect] {
+    /// `shutdown`, and is killed if it has not exited after `grace`.
+    mutating func invalidate(grace: Duration) -> [Effect] {
         guard !invalidated else { return [] }
         invalidated = true
         guard phase != .ended else { return [] }
+        arm(.shutdown, after: grace)
         let failure = error(.cancelled, "the process was invalidated")
         var effects = failEverything(with: failure, connectionError: failure)
         effects.append(.send(.shutdown))
@@ -446,11 +513,12 @@ struct ChannelProtocol {
     mutating func ended(failure: AppExtensionError) -> [Effect] {
         guard phase != .ended else { return [] }
         phase = .ended
-        var effects = failEverything(with: failure, connectionError: failure)
-        for id in abandoned.sorted() { effects.append(.cancelTimer(.grace(id))) }
+        let effects = failEverything(with: failure, connectionError: failure)
         abandoned.removeAll()
-        for id in unansweredConnections.sorted() { effects.append(.cancelTimer(.closingGrace(id))) }
         unansweredConnections.removeAll()
+        deadlines.removeAll()
+        earliest = nil
+        earliestKnown = true
         return effects
     }
 
@@ -465,12 +533,12 @@ struct ChannelProtocol {
                 break
             case .sent:
                 requests[id] = nil
-                effects.append(.cancelTimer(.deadline(id)))
+                disarm(.deadline(id))
                 effects.append(.completeRequest(id, .failure(failure)))
             }
         }
         for id in connections.keys.sorted() where connections[id]?.state == .opening {
-            effects.append(.cancelTimer(.accepting(id)))
+            disarm(.accepting(id))
             effects.append(.completeConnection(id, .failure(connectionError)))
             connections[id] = nil
         }

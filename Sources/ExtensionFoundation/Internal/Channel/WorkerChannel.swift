@@ -45,10 +45,11 @@ final class WorkerChannel: EventLoopHandler {
         var connections: [UInt32: CheckedContinuation<Void, any Error>] = [:]
         var handlers: [UInt32: RequestHandler] = [:]
         var askTasks: [UInt64: Task<Void, Never>] = [:]
-        var timers: [ChannelProtocol.Timer: UInt64] = [:]
-        /// Timers decided but not scheduled yet (that happens after the lock is released; a
-        /// cancel before then removes them here).
-        var pendingTimers: Set<ChannelProtocol.Timer> = []
+        /// The one loop timer of the channel: set for the protocol's earliest deadline (or an
+        /// earlier one that has since been disarmed, which then fires for nothing), and its token
+        /// once scheduled (that happens after the lock is released).
+        var armedDeadline: ContinuousClock.Instant?
+        var armedToken: UInt64?
         /// The pipe to the worker is watched for room.
         var writeInterest = false
         /// Reading from the worker stopped: it left more than `heldFrameBudget` unread.
@@ -72,7 +73,6 @@ final class WorkerChannel: EventLoopHandler {
         var subscribers: [Int: (buffer: AppExtensionMessages.Buffer, connection: UInt32)] = [:]
         var nextSubscriberID = 0
         var terminationWaiters: [CheckedContinuation<WorkerTermination, Never>] = []
-        var killTimer: UInt64?
         /// The memory large payloads travel through, when the host created it, until the worker
         /// answers `ready`: then it becomes `sharedRequests` if the worker agreed to it.
         var sharedMemoryOffered: (memory: SharedMemory, layout: SharedMemoryLayout)?
@@ -214,6 +214,7 @@ final class WorkerChannel: EventLoopHandler {
     private func decide(_ body: (inout ChannelProtocol) -> [ChannelProtocol.Effect]) {
         var actions = Actions()
         state.withLock { state in
+            state.machine.now = .now
             let effects = body(&state.machine)
             collect(effects, into: &actions, state: &state)
         }
@@ -232,7 +233,10 @@ final class WorkerChannel: EventLoopHandler {
         var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
         var stop: StopCause?
         var sharedResponses: [(UInt64, SharedMemoryLocation)] = []
-        var timers: [(ChannelProtocol.Timer, Duration)] = []
+        var kill = false
+        /// The channel's timer is set for this deadline, the one it was set for cancelled.
+        var arm: ContinuousClock.Instant?
+        var disarmedToken: UInt64?
     }
 
     /// Turns effects into state changes (under the lock) and actions (for after it). Frames are
@@ -259,15 +263,6 @@ final class WorkerChannel: EventLoopHandler {
                     state.handshake = nil
                     actions.handshake = (continuation, ready)
                 }
-            case .startTimer(let timer, let duration):
-                state.pendingTimers.insert(timer)
-                actions.timers.append((timer, duration))
-            case .cancelTimer(let timer):
-                if let token = state.timers.removeValue(forKey: timer) {
-                    loop.cancelTimer(token)
-                } else {
-                    state.pendingTimers.remove(timer)
-                }
             case .runAskHandler(let connection, let ask, let bytes):
                 actions.askHandlers.append((ask, connection, bytes, state.handlers[connection]))
             case .cancelAskHandler(let ask):
@@ -276,6 +271,8 @@ final class WorkerChannel: EventLoopHandler {
                 actions.broadcasts.append((message, connection))
             case .stop(let cause):
                 if actions.stop == nil { actions.stop = cause }
+            case .kill:
+                actions.kill = true
             case .loadFailed(let failure):
                 state.loadFailure = failure
             case .fatalSignal(let report):
@@ -285,11 +282,20 @@ final class WorkerChannel: EventLoopHandler {
             }
         }
         if !actions.broadcasts.isEmpty { actions.subscribers = Array(state.subscribers.values) }
+        // Only an earlier deadline moves the timer: one that fires for a deadline disarmed since
+        // costs one look, whereas moving it at every request would cost a schedule each.
+        if state.termination == nil, let next = state.machine.nextDeadline, state.armedDeadline.map({ next < $0 }) ?? true {
+            state.armedDeadline = next
+            actions.arm = next
+            actions.disarmedToken = state.armedToken
+            state.armedToken = nil
+        }
     }
 
     private func perform(_ actions: Actions) {
         if actions.write { flush() }
-        for (timer, duration) in actions.timers { start(timer, after: duration) }
+        if let token = actions.disarmedToken { loop.cancelTimer(token) }
+        if let deadline = actions.arm { arm(at: deadline) }
         if let (continuation, ready) = actions.handshake { continuation.resume(returning: ready) }
         for (continuation, result) in actions.requests { continuation.resume(with: result.mapError { $0 as any Error }) }
         for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
@@ -305,18 +311,25 @@ final class WorkerChannel: EventLoopHandler {
             decide { $0.complete(sharedResponse: id, bytes: bytes) }
         }
         if let cause = actions.stop { stop(cause) }
+        if actions.kill { kill() }
     }
 
-    /// Schedules a timer the protocol asked for (scheduling may wake the loop: a system call, so
-    /// not under the lock), unless it was cancelled meanwhile. A timer that fires after all is
-    /// harmless: the protocol ignores one whose request is settled.
-    private func start(_ timer: ChannelProtocol.Timer, after duration: Duration) {
-        let token = loop.schedule(after: duration) { [weak self] in
-            self?.decide { $0.timerFired(timer) }
+    /// Sets the channel's timer for `deadline` (scheduling may wake the loop: a system call, so
+    /// not under the lock), unless an earlier deadline took its place meanwhile. When it fires,
+    /// the protocol's due timers fire, and the next deadline sets it again.
+    private func arm(at deadline: ContinuousClock.Instant) {
+        let token = loop.schedule(at: deadline) { [weak self] in
+            guard let self else { return }
+            self.state.withLock { state in
+                guard state.armedDeadline == deadline else { return }
+                state.armedDeadline = nil
+                state.armedToken = nil
+            }
+            self.decide { $0.expire(now: .now) }
         }
         let kept = state.withLock { state -> Bool in
-            guard state.pendingTimers.remove(timer) != nil, state.termination == nil else { return false }
-            state.timers[timer] = token
+            guard state.armedDeadline == deadline, state.termination == nil else { return false }
+            state.armedToken = token
             return true
         }
         if !kept { loop.cancelTimer(token) }
@@ -430,10 +443,10 @@ final class WorkerChannel: EventLoopHandler {
     func awaitReady(timeout: Duration) async throws -> Ready {
         // Often the answer is in already (`receiveHandshake`): no timer, no suspension.
         if let ready = state.withLock({ $0.ready }) { return ready }
-        let timer = loop.schedule(after: timeout) { [weak self] in
-            self?.stop(.launchTimedOut(timeout))
+        decide { machine in
+            machine.awaitReady(timeout: timeout)
+            return []
         }
-        defer { loop.cancelTimer(timer) }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Ready, any Error>) in
                 let immediate: Result<Ready, any Error>? = state.withLock { state in
@@ -628,18 +641,12 @@ final class WorkerChannel: EventLoopHandler {
         var actions = Actions()
         let first = state.withLock { state -> Bool in
             guard !state.machine.invalidated else { return false }
-            collect(state.machine.invalidate(), into: &actions, state: &state)
+            state.machine.now = .now
+            collect(state.machine.invalidate(grace: grace), into: &actions, state: &state)
             return true
         }
         guard first else { return }
         perform(actions)
-        let timer = loop.schedule(after: grace) { [weak self] in self?.kill() }
-        let kept = state.withLock { state -> Bool in
-            guard state.termination == nil else { return false }
-            state.killTimer = timer
-            return true
-        }
-        if !kept { loop.cancelTimer(timer) }
         // End of file once the shutdown is written.
         loop.execute { [weak self] in self?.closeWhenWritten() }
     }
@@ -858,10 +865,9 @@ final class WorkerChannel: EventLoopHandler {
             state.handshake = nil
             collect(
                 state.machine.ended(failure: termination.error(plugin: pluginIdentifier, limits: limits)), into: &actions, state: &state)
-            for token in state.timers.values { loop.cancelTimer(token) }
-            state.timers.removeAll()
-            state.pendingTimers.removeAll()
-            if let timer = state.killTimer { loop.cancelTimer(timer) }
+            if let token = state.armedToken { loop.cancelTimer(token) }
+            state.armedToken = nil
+            state.armedDeadline = nil
             subscribers = Array(state.subscribers.values)
             state.subscribers.removeAll()
             waiters = state.terminationWaiters

@@ -183,7 +183,13 @@ final class WorkerEventLoop: TaskExecutor {
     /// Runs `action` on the loop thread after `delay`. Returns an identifier for `cancelTimer`.
     @discardableResult
     func schedule(after delay: Duration, _ action: @escaping Job) -> UInt64 {
-        let deadline = ContinuousClock.now.advanced(by: delay)
+        schedule(at: ContinuousClock.now.advanced(by: delay), action)
+    }
+
+    /// Runs `action` on the loop thread at `deadline` (at once if it has passed); returns a token
+    /// for `cancelTimer`.
+    @discardableResult
+    func schedule(at deadline: ContinuousClock.Instant, _ action: @escaping Job) -> UInt64 {
         let (identifier, wakeLoop) = state.withLock { state in
             // The loop only needs waking when it would sleep past this deadline. A request's
             // deadline is usually later than the one before it (whose timer was cancelled but
