@@ -17,7 +17,7 @@ private struct Conversation {
     var requests: [UInt64: Result<WorkerReply, AppExtensionError>] = [:]
     var connections: [UInt32: Result<Void, AppExtensionError>] = [:]
     /// The timers armed now.
-    var timers: Set<ChannelProtocol.Timer> { Set(machine.deadlines.keys) }
+    var timers: Set<ChannelProtocol.Timer> { Set(machine.deadlines.entries.keys) }
     var stops: [WorkerChannel.StopCause] = []
     var handlers: [UInt64: [UInt8]] = [:]
     var cancelledHandlers: [UInt64] = []
@@ -296,7 +296,8 @@ struct ChannelProtocolDeadlineTests {
         let quick = try conversation.send([1], on: connection, timeout: .milliseconds(100))
         let slow = try conversation.send([2], on: connection, timeout: .seconds(2))
         let untimed = try conversation.send([3], on: connection, timeout: nil)
-        #expect(conversation.machine.deadlines == [.deadline(quick): start + .milliseconds(100), .deadline(slow): start + .seconds(2)])
+        #expect(
+            conversation.machine.deadlines.entries == [.deadline(quick): start + .milliseconds(100), .deadline(slow): start + .seconds(2)])
         #expect(conversation.machine.nextDeadline == start + .milliseconds(100))
         _ = try conversation.sentToWorker()
         // Nothing is due before the first deadline.
@@ -336,7 +337,9 @@ struct ChannelProtocolDeadlineTests {
             ])
     }
 
-    @Test("the launch deadline stops a worker that never answers, and is disarmed by its ready; the shutdown grace kills one that does not exit")
+    @Test(
+        "the launch deadline stops a worker that never answers, and is disarmed by its ready; the shutdown grace kills one that does not exit"
+    )
     func launchAndShutdown() throws {
         var silent = Conversation()
         let start = ContinuousClock.now

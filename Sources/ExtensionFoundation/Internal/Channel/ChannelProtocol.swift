@@ -16,6 +16,10 @@ enum WorkerReply: Sendable, Equatable {
 /// Deadlines are data: every timer the conversation needs is an entry of `deadlines`, armed at
 /// `now` (the time of the input being decided, which the caller sets) plus its duration.
 /// `nextDeadline` is the earliest; `expire(now:)` fires those due. One channel needs one timer.
+///
+/// Longer than a file should be: its inputs share private bookkeeping (requests, abandoned
+/// requests, connections, asks and their budget) that files of their own would have to expose
+/// to the whole module.
 struct ChannelProtocol {
     enum Phase: Equatable {
         case handshaking
@@ -108,10 +112,7 @@ struct ChannelProtocol {
     /// The time of the input being decided: timers armed now fire at `now` plus their duration.
     var now = ContinuousClock.now
     /// When each armed timer fires.
-    private(set) var deadlines: [Timer: ContinuousClock.Instant] = [:]
-    /// The earliest of `deadlines`, kept as they change (nil: recompute).
-    private var earliest: ContinuousClock.Instant?
-    private var earliestKnown = true
+    private(set) var deadlines = Deadlines<Timer>()
     private var requests: [UInt64: Request] = [:]
     /// Requests the host gave up on and told the worker to drop.
     private var abandoned: Set<UInt64> = []
@@ -147,34 +148,23 @@ struct ChannelProtocol {
     // MARK: Deadlines
 
     private mutating func arm(_ timer: Timer, after duration: Duration) {
-        let deadline = now + duration
-        deadlines[timer] = deadline
-        if earliestKnown, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
+        deadlines.arm(timer, at: now + duration)
     }
 
     private mutating func disarm(_ timer: Timer) {
-        guard let deadline = deadlines.removeValue(forKey: timer) else { return }
-        if deadline == earliest { earliestKnown = false }
+        deadlines.disarm(timer)
     }
 
     /// When the next timer fires; nil when none is armed.
     var nextDeadline: ContinuousClock.Instant? {
-        mutating get {
-            if !earliestKnown {
-                earliest = deadlines.values.min()
-                earliestKnown = true
-            }
-            return earliest
-        }
+        mutating get { deadlines.next }
     }
 
     /// Fires, in the order of their deadlines, the timers due at `now`.
     mutating func expire(now: ContinuousClock.Instant) -> [Effect] {
         self.now = now
         var effects: [Effect] = []
-        while let (timer, deadline) = deadlines.min(by: { $0.value < $1.value }), deadline <= now {
-            effects += timerFired(timer)
-        }
+        while let timer = deadlines.firstDue(at: now) { effects += timerFired(timer) }
         return effects
     }
 
@@ -203,7 +193,7 @@ struct ChannelProtocol {
     private mutating func received(_ ready: Ready) -> [Effect] {
         guard phase == .handshaking else { return [.stop(.protocolViolation("sent ready twice"))] }
         phase = .ready(ready)
-        for case .launch(let timeout) in Array(deadlines.keys) { disarm(.launch(timeout)) }
+        for case .launch(let timeout) in Array(deadlines.entries.keys) { disarm(.launch(timeout)) }
         return [.handshakeDone(ready)]
     }
 
@@ -517,8 +507,6 @@ struct ChannelProtocol {
         abandoned.removeAll()
         unansweredConnections.removeAll()
         deadlines.removeAll()
-        earliest = nil
-        earliestKnown = true
         return effects
     }
 

@@ -11,34 +11,23 @@ import PlugindWire
 final class WorkerChannel: EventLoopHandler {
     let pluginIdentifier: String
     let limits: ResourceLimits
-    let processIdentifier: Int32
-    let processDescriptor: FileDescriptor
+    let process: WorkerProcess
+    var processIdentifier: Int32 { process.identifier }
     let toWorker: FileDescriptor
-    let fromWorker: FileDescriptor
-    let diagnostics: FileDescriptor
+    let input: WorkerInput
+    var fromWorker: FileDescriptor { input.frames }
+    var diagnostics: FileDescriptor { input.output }
     let loop: WorkerEventLoop
     let writer: FrameWriter
-    private let state: Locked<State>
-    /// What the loop thread reads with, apart from `state`: reads (system calls) never hold the
-    /// lock that callers sending requests need.
-    private let reading: Locked<Reading>
-
-    private struct Reading {
-        var decoder: FrameDecoder
-        var closed = false
-    }
-
+    let state: Locked<State>
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
     let cancellationGracePeriod: Duration
-    /// The worker's control group, for a plugin that may start processes (where the host can make
-    /// one): its CPU time is watched here, and it is removed once the worker is gone.
-    let cgroup: WorkerCgroup?
 
     /// Answers the plugin's asks on one connection.
     typealias RequestHandler = @Sendable ([UInt8]) async throws -> [UInt8]
 
-    private struct State {
+    struct State {
         var machine: ChannelProtocol
         var handshake: CheckedContinuation<Ready, any Error>?
         var requests: [UInt64: CheckedContinuation<WorkerReply, any Error>] = [:]
@@ -64,9 +53,7 @@ final class WorkerChannel: EventLoopHandler {
         /// The worker's `ready`, kept after it ends: a worker that only inspects or probes may exit
         /// before anyone asked for its answer.
         var ready: Ready?
-        var termination: WorkerTermination?
-        /// Why the host stopped the worker itself, if it did.
-        var stopCause: StopCause?
+        var lifecycle = Lifecycle.running
         var interruptionHandler: (@Sendable () -> Void)?
         var terminationObserver: (@Sendable (WorkerTermination) -> Void)?
         /// Each reader of messages, with the connection whose messages it reads.
@@ -82,6 +69,33 @@ final class WorkerChannel: EventLoopHandler {
         /// Responses read from the worker's shared region; the worker reuses it when this
         /// count, published in the region's header, reaches the number it placed there.
         var sharedResponsesRead: UInt64 = 0
+    }
+
+    /// Where the worker's process is in its life, as the host sees it.
+    enum Lifecycle {
+        case running
+        /// The host killed it, for this cause; its exit is not reaped yet.
+        case stopping(StopCause)
+        /// Reaped: how it ended (kept for as long as the channel is).
+        case ended(WorkerTermination)
+
+        var termination: WorkerTermination? {
+            if case .ended(let termination) = self { return termination }
+            return nil
+        }
+
+        var isRunning: Bool {
+            if case .running = self { return true }
+            return false
+        }
+
+        var stopCause: StopCause? {
+            switch self {
+            case .running: nil
+            case .stopping(let cause): cause
+            case .ended(let termination): termination.stopCause
+            }
+        }
     }
 
     enum StopCause: Sendable, Equatable {
@@ -118,16 +132,12 @@ final class WorkerChannel: EventLoopHandler {
     ) {
         self.pluginIdentifier = pluginIdentifier
         self.limits = limits
-        self.processIdentifier = process.processIdentifier
-        self.processDescriptor = process.processDescriptor
+        self.process = WorkerProcess(process, cgroup: cgroup, loop: loop)
         self.toWorker = toWorker
-        self.fromWorker = fromWorker
-        self.diagnostics = diagnostics
+        self.input = WorkerInput(frames: fromWorker, output: diagnostics, maximumPayload: Int(limits.maxMessageBytes) + 4096)
         self.loop = loop
         self.writer = FrameWriter(descriptor: toWorker)
         self.cancellationGracePeriod = cancellationGracePeriod
-        self.cgroup = cgroup
-        self.reading = Locked(Reading(decoder: FrameDecoder(direction: .workerToHost, maximumPayload: Int(limits.maxMessageBytes) + 4096)))
         self.state = Locked(
             State(
                 machine: ChannelProtocol(
@@ -151,8 +161,12 @@ final class WorkerChannel: EventLoopHandler {
         try loop.register(diagnostics, events: Epoll.readable, handler: self)
         try loop.register(toWorker, events: pending.isEmpty ? 0 : Epoll.writable, handler: self)
         if !pending.isEmpty { state.withLock { $0.writeInterest = true } }
-        try loop.register(processDescriptor, events: Epoll.readable, handler: self)
-        if cgroup != nil && limits.cpuSeconds > 0 { watchCPUTime() }
+        try loop.register(process.descriptor, events: Epoll.readable, handler: self)
+        let limit = limits.cpuSeconds
+        process.watchCPUTime(
+            limitSeconds: limit,
+            isReaped: { [weak self] in self?.isTerminated ?? true },
+            exceeded: { [weak self] in self?.stop(.exceededLimit(.init(kind: .cpu, value: limit))) })
     }
 
     /// Before `activate`: waits on the calling thread, at most `budget`, for the worker's answer
@@ -166,274 +180,19 @@ final class WorkerChannel: EventLoopHandler {
         let deadline = ContinuousClock.now + budget
         let spinDeadline = ContinuousClock.now + min(budget, Self.handshakeSpin)
         guard (try? fromWorker.setNonBlocking()) != nil else { return }
-        while state.withLock({ $0.ready == nil && $0.stopCause == nil && $0.loadFailure == nil }) {
+        while state.withLock({ $0.ready == nil && $0.lifecycle.isRunning && $0.loadFailure == nil }) {
             guard let events = fromWorker.awaitReadable(spinUntil: spinDeadline, sleepUntil: deadline), events & Int16(POLLIN) != 0
             else { return }
-            var frames: [Frame] = []
-            var violation: WireError?
-            let received = reading.withLock { state -> Bool in
-                // End of file stays in the pipe for the event loop, which reports the exit.
-                let count = state.decoder.receive { buffer in Glibc.read(fromWorker.rawValue, buffer.baseAddress, buffer.count) }
-                guard count > 0 else { return false }
-                do throws(WireError) {
-                    while let frame = try state.decoder.nextFrame() { frames.append(frame) }
-                } catch {
-                    violation = error
-                }
-                return true
-            }
-            for frame in frames where state.withLock({ $0.stopCause == nil }) { dispatch(frame) }
-            if let violation { stop(.protocolViolation(violation.description)) }
-            guard received, violation == nil else { return }
+            let batch = input.readOnce()
+            for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+            if let violation = batch.violation { stop(.protocolViolation(violation.description)) }
+            guard batch.received, batch.violation == nil else { return }
         }
     }
 
     /// How long `receiveHandshake` polls without sleeping: a C plugin's worker answers about
     /// 0.35 ms after it has its descriptors; a longer spin would burn a processor under load.
     static let handshakeSpin: Duration = .microseconds(500)
-
-    /// Checks the control group's CPU time, the worker's and its children's together, and stops
-    /// the worker at the limit. The next check comes when the limit could be reached at the
-    /// earliest, with every processor busy.
-    private func watchCPUTime() {
-        guard let cgroup, !isTerminated else { return }
-        let limit = limits.cpuSeconds * 1_000_000_000
-        let used = cgroup.cpuNanoseconds ?? 0
-        if used >= limit {
-            stop(.exceededLimit(.init(kind: .cpu, value: limits.cpuSeconds)))
-            return
-        }
-        let processors = UInt64(max(ProcessInfo.processInfo.activeProcessorCount, 1))
-        let wait = max((limit - used) / processors, 50_000_000)
-        loop.schedule(after: .nanoseconds(Int64(clamping: wait))) { [weak self] in self?.watchCPUTime() }
-    }
-
-    // MARK: Carrying out the protocol's decisions
-
-    /// Runs `body` on the protocol under the lock, then carries out its effects without it.
-    private func decide(_ body: (inout ChannelProtocol) -> [ChannelProtocol.Effect]) {
-        var actions = Actions()
-        state.withLock { state in
-            state.machine.now = .now
-            let effects = body(&state.machine)
-            collect(effects, into: &actions, state: &state)
-        }
-        perform(actions)
-    }
-
-    /// What to do once the lock is released.
-    private struct Actions {
-        var write = false
-        var requests: [(CheckedContinuation<WorkerReply, any Error>, Result<WorkerReply, AppExtensionError>)] = []
-        var connections: [(CheckedContinuation<Void, any Error>, Result<Void, AppExtensionError>)] = []
-        var handshake: (CheckedContinuation<Ready, any Error>, Ready)?
-        var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?)] = []
-        var cancelledAsks: [Task<Void, Never>] = []
-        var broadcasts: [(AppExtensionMessage, connection: UInt32?)] = []
-        var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
-        var stop: StopCause?
-        var sharedResponses: [(UInt64, SharedMemoryLocation)] = []
-        var kill = false
-        /// The channel's timer is set for this deadline, the one it was set for cancelled.
-        var arm: ContinuousClock.Instant?
-        var disarmedToken: UInt64?
-    }
-
-    /// Turns effects into state changes (under the lock) and actions (for after it). Frames are
-    /// queued here, so that they leave in the order decided.
-    private func collect(_ effects: [ChannelProtocol.Effect], into actions: inout Actions, state: inout State) {
-        for effect in effects {
-            switch effect {
-            case .send(let message):
-                writer.enqueue(message)
-                actions.write = true
-            case .completeRequest(let id, let result):
-                state.sharedRequests?.release(id)
-                if let continuation = state.requests.removeValue(forKey: id) { actions.requests.append((continuation, result)) }
-            case .completeConnection(let id, let result):
-                if case .failure = result { state.handlers[id] = nil }
-                if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
-            case .handshakeDone(let ready):
-                state.ready = ready
-                if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
-                    state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
-                }
-                state.sharedMemoryOffered = nil
-                if let continuation = state.handshake {
-                    state.handshake = nil
-                    actions.handshake = (continuation, ready)
-                }
-            case .runAskHandler(let connection, let ask, let bytes):
-                actions.askHandlers.append((ask, connection, bytes, state.handlers[connection]))
-            case .cancelAskHandler(let ask):
-                if let task = state.askTasks.removeValue(forKey: ask) { actions.cancelledAsks.append(task) }
-            case .broadcast(let message, let connection):
-                actions.broadcasts.append((message, connection))
-            case .stop(let cause):
-                if actions.stop == nil { actions.stop = cause }
-            case .kill:
-                actions.kill = true
-            case .loadFailed(let failure):
-                state.loadFailure = failure
-            case .fatalSignal(let report):
-                if state.fatalReport == nil { state.fatalReport = report }
-            case .sharedResponse(let id, let location):
-                actions.sharedResponses.append((id, location))
-            }
-        }
-        if !actions.broadcasts.isEmpty { actions.subscribers = Array(state.subscribers.values) }
-        // Only an earlier deadline moves the timer: one that fires for a deadline disarmed since
-        // costs one look, whereas moving it at every request would cost a schedule each.
-        if state.termination == nil, let next = state.machine.nextDeadline, state.armedDeadline.map({ next < $0 }) ?? true {
-            state.armedDeadline = next
-            actions.arm = next
-            actions.disarmedToken = state.armedToken
-            state.armedToken = nil
-        }
-    }
-
-    private func perform(_ actions: Actions) {
-        if actions.write { flush() }
-        if let token = actions.disarmedToken { loop.cancelTimer(token) }
-        if let deadline = actions.arm { arm(at: deadline) }
-        if let (continuation, ready) = actions.handshake { continuation.resume(returning: ready) }
-        for (continuation, result) in actions.requests { continuation.resume(with: result.mapError { $0 as any Error }) }
-        for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
-        for task in actions.cancelledAsks { task.cancel() }
-        for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
-        for (message, connection) in actions.broadcasts {
-            for subscriber in actions.subscribers where connection == nil || subscriber.connection == connection {
-                subscriber.buffer.yield(message)
-            }
-        }
-        for (id, location) in actions.sharedResponses {
-            let bytes = readSharedResponse(at: location)
-            decide { $0.complete(sharedResponse: id, bytes: bytes) }
-        }
-        if let cause = actions.stop { stop(cause) }
-        if actions.kill { kill() }
-    }
-
-    /// Sets the channel's timer for `deadline` (scheduling may wake the loop: a system call, so
-    /// not under the lock), unless an earlier deadline took its place meanwhile. When it fires,
-    /// the protocol's due timers fire, and the next deadline sets it again.
-    private func arm(at deadline: ContinuousClock.Instant) {
-        let token = loop.schedule(at: deadline) { [weak self] in
-            guard let self else { return }
-            self.state.withLock { state in
-                guard state.armedDeadline == deadline else { return }
-                state.armedDeadline = nil
-                state.armedToken = nil
-            }
-            self.decide { $0.expire(now: .now) }
-        }
-        let kept = state.withLock { state -> Bool in
-            guard state.armedDeadline == deadline, state.termination == nil else { return false }
-            state.armedToken = token
-            return true
-        }
-        if !kept { loop.cancelTimer(token) }
-    }
-
-    /// Writes what is queued; when the pipe is full, the loop thread watches it for room.
-    private func flush() {
-        switch writer.flush() {
-        case .done, .busy: break
-        case .closed:
-            loop.execute { [weak self] in self?.closeWriteEnd() }
-        case .blocked:
-            loop.execute { [weak self] in self?.watchWritable() }
-        }
-    }
-
-    /// The most bytes of frames the host holds for one worker that has not read them (answers
-    /// to its asks, cancels, requests waiting for room in the pipe). Past it the host stops
-    /// reading from the worker until the worker has read down to half of it, so that nothing a
-    /// worker sends makes the host hold more; a worker that reads nothing of it for the
-    /// cancellation grace period is stopped (`unreadFrames`).
-    static let heldFrameBudget = 8 << 20
-
-    /// What one turn of the loop reads from a worker at most.
-    static let readPerTurn = 1 << 20
-
-    /// Loop thread only: stops reading from a worker that leaves more than the budget unread.
-    private func pauseReadingIfOverBudget() {
-        guard writer.queuedBytes > Self.heldFrameBudget else { return }
-        let paused = state.withLock { state -> Bool in
-            guard !state.readingPaused, state.termination == nil else { return false }
-            state.readingPaused = true
-            state.lastDrain = .now
-            return true
-        }
-        guard paused else { return }
-        do {
-            try loop.modify(fromWorker, events: 0)
-        } catch {
-            stop(.hostFailure("cannot pause reading from the worker: \(error)"))
-            return
-        }
-        watchWritable()
-        checkDrain(after: cancellationGracePeriod)
-    }
-
-    /// Stops the worker if it has read nothing of what waits for `cancellationGracePeriod`.
-    private func checkDrain(after delay: Duration) {
-        _ = loop.schedule(after: delay) { [weak self] in
-            guard let self else { return }
-            let grace = self.cancellationGracePeriod
-            let idle: Duration? = self.state.withLock { state in state.readingPaused ? ContinuousClock.now - state.lastDrain : nil }
-            guard let idle else { return }
-            if idle >= grace {
-                self.stop(.unreadFrames(bytes: self.writer.queuedBytes, after: grace))
-            } else {
-                self.checkDrain(after: grace - idle)
-            }
-        }
-    }
-
-    /// Loop thread only, after a flush: notes that the worker read some of what waits, and
-    /// resumes reading once the queue is down to half the budget (however it got there: a flush
-    /// on another thread may have emptied it).
-    private func noteDrained(from before: Int) {
-        let now = writer.queuedBytes
-        let resume = state.withLock { state -> Bool in
-            guard state.readingPaused else { return false }
-            if now < before { state.lastDrain = .now }
-            guard now <= Self.heldFrameBudget / 2, state.termination == nil else { return false }
-            state.readingPaused = false
-            return true
-        }
-        guard resume else { return }
-        if !reading.withLock({ $0.closed }) {
-            do {
-                try loop.modify(fromWorker, events: Epoll.readable)
-            } catch {
-                stop(.hostFailure("cannot resume reading from the worker: \(error)"))
-                return
-            }
-        }
-        // Watched for room only while reading was paused: no longer, if nothing waits.
-        watchWritable()
-    }
-
-    /// Loop thread only: watches the pipe for room while frames wait (and while reading is
-    /// paused, so that the resumption is noticed), and stops watching when none do. When epoll
-    /// refuses, nothing queued would ever be written: the worker is stopped.
-    private func watchWritable() {
-        let wanted = !writer.isEmpty || state.withLock { $0.readingPaused }
-        let change = state.withLock { state -> Bool in
-            guard !state.writeDescriptorClosed, state.writeInterest != wanted else { return false }
-            state.writeInterest = wanted
-            return true
-        }
-        guard change else { return }
-        do {
-            try loop.modify(toWorker, events: wanted ? Epoll.writable : 0)
-        } catch {
-            writer.close()
-            stop(.hostFailure("cannot watch the pipe to the worker: \(error)"))
-        }
-    }
 
     // MARK: Handshake
 
@@ -451,7 +210,7 @@ final class WorkerChannel: EventLoopHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Ready, any Error>) in
                 let immediate: Result<Ready, any Error>? = state.withLock { state in
                     if let ready = state.ready { return .success(ready) }
-                    if let termination = state.termination {
+                    if let termination = state.lifecycle.termination {
                         return .failure(termination.launchError(plugin: pluginIdentifier, limits: limits))
                     }
                     state.handshake = continuation
@@ -501,7 +260,7 @@ final class WorkerChannel: EventLoopHandler {
         return value
     }
 
-    private func perform(
+    func perform(
         connection: UInt32,
         timeout: Duration?,
         message makeMessage: (UInt64) -> HostMessage
@@ -526,8 +285,8 @@ final class WorkerChannel: EventLoopHandler {
 
     /// Why a request cannot start: once the worker ended on its own, its cause (a crash, the
     /// owner's decision), as every later request of the process learns.
-    private func unavailable(_ error: AppExtensionError, _ state: State) -> AppExtensionError {
-        guard let termination = state.termination, !state.machine.invalidated else { return error }
+    func unavailable(_ error: AppExtensionError, _ state: State) -> AppExtensionError {
+        guard let termination = state.lifecycle.termination, !state.machine.invalidated else { return error }
         return termination.error(plugin: pluginIdentifier, limits: limits)
     }
 
@@ -566,7 +325,7 @@ final class WorkerChannel: EventLoopHandler {
     }
 
     /// Runs the connection's handler for an ask, in a task of its own, and answers.
-    private func runHandler(_ handler: RequestHandler?, ask: UInt64, connection: UInt32, bytes: [UInt8]) {
+    func runHandler(_ handler: RequestHandler?, ask: UInt64, connection: UInt32, bytes: [UInt8]) {
         guard let handler else {
             answer(ask, .failure(AskFailure(reason: .unsupported, message: "the host has no request handler on this connection")))
             return
@@ -591,7 +350,7 @@ final class WorkerChannel: EventLoopHandler {
         if stale { task.cancel() }
     }
 
-    private func answer(_ ask: UInt64, _ result: Result<[UInt8], AskFailure>) {
+    func answer(_ ask: UInt64, _ result: Result<[UInt8], AskFailure>) {
         var actions = Actions()
         state.withLock { state in
             state.askTasks[ask] = nil
@@ -608,7 +367,7 @@ final class WorkerChannel: EventLoopHandler {
     func messages(connection: UInt32) -> AppExtensionMessages {
         let buffer = AppExtensionMessages.Buffer()
         let accepted = state.withLock { state -> Bool in
-            if state.termination != nil { return false }
+            if state.lifecycle.termination != nil { return false }
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
             state.subscribers[id] = (buffer, connection)
@@ -625,7 +384,7 @@ final class WorkerChannel: EventLoopHandler {
     /// Called on the loop thread with the termination, before anyone waiting for it resumes.
     func setTerminationObserver(_ observer: @escaping @Sendable (WorkerTermination) -> Void) {
         let ended: WorkerTermination? = state.withLock { state in
-            if let termination = state.termination { return termination }
+            if let termination = state.lifecycle.termination { return termination }
             state.terminationObserver = observer
             return nil
         }
@@ -655,7 +414,7 @@ final class WorkerChannel: EventLoopHandler {
     func termination() async -> WorkerTermination {
         await withCheckedContinuation { continuation in
             let ended: WorkerTermination? = state.withLock { state in
-                if let termination = state.termination { return termination }
+                if let termination = state.lifecycle.termination { return termination }
                 state.terminationWaiters.append(continuation)
                 return nil
             }
@@ -668,269 +427,22 @@ final class WorkerChannel: EventLoopHandler {
     }
 
     var isTerminated: Bool {
-        state.withLock { $0.termination != nil }
+        state.withLock { $0.lifecycle.termination != nil }
     }
 
     /// Kills the worker because of `cause`, which the errors of pending requests will name.
     func stop(_ cause: StopCause) {
         let first = state.withLock { state -> Bool in
-            guard state.termination == nil, state.stopCause == nil else { return false }
-            state.stopCause = cause
+            guard state.lifecycle.isRunning else { return false }
+            state.lifecycle = .stopping(cause)
             return true
         }
         if first { kill() }
     }
 
-    /// Sends SIGKILL from the loop thread, which is also where the pidfd is closed, so that a
-    /// late kill can never reach a recycled descriptor.
-    private func kill() {
-        let signal: @Sendable () -> Void = { [self] in
-            guard !isTerminated else { return }
-            try? processDescriptor.sendSignal(SIGKILL)
-        }
-        if loop.isOnLoopThread { signal() } else { loop.execute(signal) }
-    }
-
-    // MARK: Event loop side
-
-    func handleEvent(descriptor: Int32, events: UInt32) {
-        switch descriptor {
-        case fromWorker.rawValue: readFromWorker()
-        case diagnostics.rawValue: readDiagnostics()
-        case toWorker.rawValue:
-            if events & (Epoll.error | Epoll.hangUp) != 0 {
-                closeWriteEnd()
-            } else {
-                flushFromLoop()
-            }
-        case processDescriptor.rawValue: processExited()
-        default: break
-        }
-    }
-
-    /// The pipe has room: write, and stop watching once nothing waits.
-    private func flushFromLoop() {
-        let before = writer.queuedBytes
-        defer { noteDrained(from: before) }
-        switch writer.flush() {
-        case .closed: closeWriteEnd()
-        case .done, .blocked, .busy: watchWritable()
-        }
-        if state.withLock({ $0.machine.invalidated }) { closeWhenWritten() }
-    }
-
-    /// After `invalidate`: closes the pipe once the shutdown left, so that the worker reads
-    /// end-of-file after it.
-    private func closeWhenWritten() {
-        if writer.isEmpty { closeWriteEnd() } else { watchWritable() }
-    }
-
-    private func readFromWorker() {
-        var frames: [Frame] = []
-        var violation: WireError?
-        var endOfStream = false
-        reading.withLock { state in
-            guard !state.closed else { return }
-            // At most this much a turn, so that what the frames make the host send is weighed
-            // against the budget before more is read (the loop calls again while data waits).
-            var budget = Self.readPerTurn
-            while budget > 0 {
-                let count = state.decoder.receive { buffer in
-                    Glibc.read(fromWorker.rawValue, buffer.baseAddress, buffer.count)
-                }
-                if count > 0 { budget -= count }
-                if count == 0 {
-                    endOfStream = true
-                    break
-                }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    if errno != EAGAIN { endOfStream = true }
-                    break
-                }
-                do throws(WireError) {
-                    while let frame = try state.decoder.nextFrame() { frames.append(frame) }
-                } catch {
-                    violation = error
-                    break
-                }
-            }
-            if endOfStream {
-                state.closed = true
-                do throws(WireError) {
-                    try state.decoder.finish()
-                } catch {
-                    violation = violation ?? error
-                }
-            }
-        }
-        // After a violation nothing more from this worker is believed, not even a later answer.
-        for frame in frames where state.withLock({ $0.stopCause == nil }) { dispatch(frame) }
-        pauseReadingIfOverBudget()
-        if let violation {
-            stop(.protocolViolation(violation.description))
-        }
-        if endOfStream {
-            loop.deregister(fromWorker)
-            // The worker closes this pipe when it exits, just before its pidfd reports the exit.
-            // If it is still alive a moment later, it closed the pipe itself and cannot answer.
-            loop.schedule(after: .milliseconds(500)) { [weak self] in
-                guard let self, !self.isTerminated else { return }
-                self.stop(.closedChannel)
-            }
-        }
-    }
-
-    private func dispatch(_ frame: Frame) {
-        let message: WorkerMessage
-        do {
-            message = try WorkerMessage(frame)
-        } catch {
-            stop(.protocolViolation(error.description))
-            return
-        }
-        decide { $0.receive(message) }
-    }
-
-    private func readDiagnostics() {
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        var closed = false
-        while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(diagnostics.rawValue, $0.baseAddress, $0.count) }
-            if count > 0 {
-                chunk.withUnsafeBytes { bytes in
-                    state.withLock { $0.output.append(UnsafeRawBufferPointer(rebasing: bytes[..<count])) }
-                }
-                continue
-            }
-            if count < 0 && errno == EINTR { continue }
-            closed = count == 0 || errno != EAGAIN
-            break
-        }
-        if closed { loop.deregister(diagnostics) }
-    }
-
-    /// Closes the descriptor to the worker, which reads end-of-file. Loop thread only.
-    private func closeWriteEnd() {
-        writer.close()
-        let close = state.withLock { state -> Bool in
-            guard !state.writeDescriptorClosed else { return false }
-            state.writeDescriptorClosed = true
-            return true
-        }
-        if close {
-            loop.deregister(toWorker)
-            toWorker.close()
-        }
-    }
-
-    private func processExited() {
-        // Take what the worker wrote before it died: final answers and its fatal-signal report.
-        readFromWorker()
-        readDiagnostics()
-        let exit: ProcessExit
-        do {
-            guard let reaped = try processDescriptor.waitForProcessExit(noHang: true) else { return }
-            exit = reaped
-        } catch {
-            exit = ProcessExit(reason: .exited(status: -1))
-        }
-        finish(exit)
-    }
-
-    private func finish(_ exit: ProcessExit) {
-        var actions = Actions()
-        var handshake: CheckedContinuation<Ready, any Error>?
-        var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
-        var waiters: [CheckedContinuation<WorkerTermination, Never>] = []
-        var interruption: (@Sendable () -> Void)?
-        var observer: (@Sendable (WorkerTermination) -> Void)?
-        var closeWriteDescriptor = false
-        // Read before the lock: a file of the kernel's.
-        let hitMemoryLimit = cgroup?.hitMemoryLimit ?? false
-        let termination: WorkerTermination? = state.withLock { state in
-            guard state.termination == nil else { return nil }
-            var termination = WorkerTermination(
-                exit: exit,
-                fatalReport: state.fatalReport,
-                stopCause: state.stopCause,
-                loadFailure: state.loadFailure,
-                output: state.output.text,
-                wasInvalidated: state.machine.invalidated
-            )
-            termination.cgroupHitMemoryLimit = hitMemoryLimit
-            state.termination = termination
-            let wasReady = state.ready != nil
-            handshake = state.handshake
-            state.handshake = nil
-            collect(
-                state.machine.ended(failure: termination.error(plugin: pluginIdentifier, limits: limits)), into: &actions, state: &state)
-            if let token = state.armedToken { loop.cancelTimer(token) }
-            state.armedToken = nil
-            state.armedDeadline = nil
-            subscribers = Array(state.subscribers.values)
-            state.subscribers.removeAll()
-            waiters = state.terminationWaiters
-            state.terminationWaiters.removeAll()
-            if !state.machine.invalidated && wasReady { interruption = state.interruptionHandler }
-            state.interruptionHandler = nil
-            observer = state.terminationObserver
-            state.terminationObserver = nil
-            state.handlers.removeAll()
-            // Unmapped here rather than with the channel, which the caller may keep long after.
-            state.sharedRequests = nil
-            state.sharedMemoryOffered = nil
-            closeWriteDescriptor = !state.writeDescriptorClosed
-            state.writeDescriptorClosed = true
-            return termination
-        }
-        guard let termination else { return }
-        writer.close()
-        actions.write = false
-        if let cgroup { removeWhenEmpty(cgroup, attempts: 100) }
-
-        var descriptors = [fromWorker, diagnostics, processDescriptor]
-        if closeWriteDescriptor { descriptors.append(toWorker) }
-        for descriptor in descriptors {
-            loop.deregister(descriptor)
-            descriptor.close()
-        }
-
-        observer?(termination)
-        handshake?.resume(throwing: termination.launchError(plugin: pluginIdentifier, limits: limits))
-        perform(actions)
-        for subscriber in subscribers { subscriber.buffer.finish() }
-        for waiter in waiters { waiter.resume(returning: termination) }
-        if let interruption {
-            Task.detached { interruption() }
-        }
-    }
-
-    /// Removes the control group once the last of the worker's processes (dying with it, as pid 1
-    /// of their namespace) has left it: retried on the loop, never waited for.
-    private func removeWhenEmpty(_ cgroup: WorkerCgroup, attempts: Int) {
-        Self.retryRemoval(cgroup, attempts: attempts, loop: loop)
-    }
-
-    private static func retryRemoval(_ cgroup: WorkerCgroup, attempts: Int, loop: WorkerEventLoop) {
-        guard !cgroup.remove(), attempts > 1 else { return }
-        loop.schedule(after: .milliseconds(20)) { retryRemoval(cgroup, attempts: attempts - 1, loop: loop) }
-    }
-
-    /// Copies a response out of the worker's region and tells the worker it may reuse it. Loop
-    /// thread only. Nil when the location is not inside the region, the message is over the
-    /// limit, or shared memory was never agreed.
-    private func readSharedResponse(at location: SharedMemoryLocation) -> [UInt8]? {
-        guard let sharedMemory = state.withLock({ state in state.sharedRequests.map { (memory: $0.memory, layout: $0.layout) } }),
-            let range = location.range(inRegionOf: sharedMemory.layout.regionSize), UInt64(range.count) <= limits.maxMessageBytes,
-            let bytes = sharedMemory.memory.copyBytes(at: sharedMemory.layout.toHostOffset + range.lowerBound, count: range.count)
-        else { return nil }
-        let read = state.withLock { state in
-            state.sharedResponsesRead += 1
-            return state.sharedResponsesRead
-        }
-        sharedMemory.memory.storeCounter(read, at: SharedMemoryLayout.consumedResponsesOffset)
-        return bytes
+    /// Kills the worker (on the loop thread, unless it is reaped by then).
+    func kill() {
+        process.kill { [weak self] in self?.isTerminated ?? true }
     }
 
     /// How many requests and responses travelled through shared memory so far.
@@ -938,45 +450,4 @@ final class WorkerChannel: EventLoopHandler {
         state.withLock { ($0.sharedRequests?.placedCount ?? 0, $0.sharedResponsesRead) }
     }
 
-    /// The loop gave up: nothing will be read or written any more. The worker is killed and
-    /// reaped here, and everyone waiting learns why.
-    func loopFailed(_ error: SystemError) {
-        let first = state.withLock { state -> Bool in
-            guard state.termination == nil else { return false }
-            if state.stopCause == nil { state.stopCause = .hostFailure("the host's event loop failed: \(error)") }
-            return true
-        }
-        guard first else { return }
-        try? processDescriptor.sendSignal(SIGKILL)
-        let exit = (try? processDescriptor.waitForProcessExit()) ?? ProcessExit(reason: .signaled(signal: SIGKILL, coreDumped: false))
-        finish(exit)
-    }
-}
-
-/// The ask whose handler the current task runs, so that a request it sends to the same worker is
-/// nested in the ask (run by the plugin thread that waits for the answer) instead of queued
-/// behind it.
-struct AskContext: Sendable {
-    let channel: ObjectIdentifier
-    let ask: UInt64
-
-    @TaskLocal static var current: AskContext?
-}
-
-/// "250 ms", "2 s", "1.5 s".
-struct DurationText: CustomStringConvertible {
-    let duration: Duration
-
-    init(_ duration: Duration) {
-        self.duration = duration
-    }
-
-    var description: String {
-        let (seconds, attoseconds) = duration.components
-        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
-        if milliseconds == 0 { return "\(attoseconds / 1_000_000_000_000) µs" }
-        if milliseconds < 1000 { return "\(milliseconds) ms" }
-        if milliseconds % 1000 == 0 { return "\(milliseconds / 1000) s" }
-        return "\(Double(milliseconds) / 1000) s"
-    }
 }

@@ -1,0 +1,133 @@
+import Glibc
+import PlugindSystem
+import PlugindWire
+
+/// Carrying out the protocol's decisions: `decide` runs an input on `ChannelProtocol` under the
+/// lock and turns its effects into state changes and `Actions`, which run once the lock is
+/// released (writes, resumes, the channel's one timer).
+extension WorkerChannel {
+    /// Runs `body` on the protocol under the lock, then carries out its effects without it.
+    func decide(_ body: (inout ChannelProtocol) -> [ChannelProtocol.Effect]) {
+        var actions = Actions()
+        state.withLock { state in
+            state.machine.now = .now
+            let effects = body(&state.machine)
+            collect(effects, into: &actions, state: &state)
+        }
+        perform(actions)
+    }
+
+    /// What to do once the lock is released.
+    struct Actions {
+        var write = false
+        var requests: [(CheckedContinuation<WorkerReply, any Error>, Result<WorkerReply, AppExtensionError>)] = []
+        var connections: [(CheckedContinuation<Void, any Error>, Result<Void, AppExtensionError>)] = []
+        var handshake: (CheckedContinuation<Ready, any Error>, Ready)?
+        var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?)] = []
+        var cancelledAsks: [Task<Void, Never>] = []
+        var broadcasts: [(AppExtensionMessage, connection: UInt32?)] = []
+        var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
+        var stop: StopCause?
+        var sharedResponses: [(UInt64, SharedMemoryLocation)] = []
+        var kill = false
+        /// The channel's timer is set for this deadline, the one it was set for cancelled.
+        var arm: ContinuousClock.Instant?
+        var disarmedToken: UInt64?
+    }
+
+    /// Turns effects into state changes (under the lock) and actions (for after it). Frames are
+    /// queued here, so that they leave in the order decided.
+    func collect(_ effects: [ChannelProtocol.Effect], into actions: inout Actions, state: inout State) {
+        for effect in effects {
+            switch effect {
+            case .send(let message):
+                writer.enqueue(message)
+                actions.write = true
+            case .completeRequest(let id, let result):
+                state.sharedRequests?.release(id)
+                if let continuation = state.requests.removeValue(forKey: id) { actions.requests.append((continuation, result)) }
+            case .completeConnection(let id, let result):
+                if case .failure = result { state.handlers[id] = nil }
+                if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
+            case .handshakeDone(let ready):
+                state.ready = ready
+                if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
+                    state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
+                }
+                state.sharedMemoryOffered = nil
+                if let continuation = state.handshake {
+                    state.handshake = nil
+                    actions.handshake = (continuation, ready)
+                }
+            case .runAskHandler(let connection, let ask, let bytes):
+                actions.askHandlers.append((ask, connection, bytes, state.handlers[connection]))
+            case .cancelAskHandler(let ask):
+                if let task = state.askTasks.removeValue(forKey: ask) { actions.cancelledAsks.append(task) }
+            case .broadcast(let message, let connection):
+                actions.broadcasts.append((message, connection))
+            case .stop(let cause):
+                if actions.stop == nil { actions.stop = cause }
+            case .kill:
+                actions.kill = true
+            case .loadFailed(let failure):
+                state.loadFailure = failure
+            case .fatalSignal(let report):
+                if state.fatalReport == nil { state.fatalReport = report }
+            case .sharedResponse(let id, let location):
+                actions.sharedResponses.append((id, location))
+            }
+        }
+        if !actions.broadcasts.isEmpty { actions.subscribers = Array(state.subscribers.values) }
+        // Only an earlier deadline moves the timer: one that fires for a deadline disarmed since
+        // costs one look, whereas moving it at every request would cost a schedule each.
+        if state.lifecycle.termination == nil, let next = state.machine.nextDeadline, state.armedDeadline.map({ next < $0 }) ?? true {
+            state.armedDeadline = next
+            actions.arm = next
+            actions.disarmedToken = state.armedToken
+            state.armedToken = nil
+        }
+    }
+
+    func perform(_ actions: Actions) {
+        if actions.write { flush() }
+        if let token = actions.disarmedToken { loop.cancelTimer(token) }
+        if let deadline = actions.arm { arm(at: deadline) }
+        if let (continuation, ready) = actions.handshake { continuation.resume(returning: ready) }
+        for (continuation, result) in actions.requests { continuation.resume(with: result.mapError { $0 as any Error }) }
+        for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
+        for task in actions.cancelledAsks { task.cancel() }
+        for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
+        for (message, connection) in actions.broadcasts {
+            for subscriber in actions.subscribers where connection == nil || subscriber.connection == connection {
+                subscriber.buffer.yield(message)
+            }
+        }
+        for (id, location) in actions.sharedResponses {
+            let bytes = readSharedResponse(at: location)
+            decide { $0.complete(sharedResponse: id, bytes: bytes) }
+        }
+        if let cause = actions.stop { stop(cause) }
+        if actions.kill { kill() }
+    }
+
+    /// Sets the channel's timer for `deadline` (scheduling may wake the loop: a system call, so
+    /// not under the lock), unless an earlier deadline took its place meanwhile. When it fires,
+    /// the protocol's due timers fire, and the next deadline sets it again.
+    func arm(at deadline: ContinuousClock.Instant) {
+        let token = loop.schedule(at: deadline) { [weak self] in
+            guard let self else { return }
+            self.state.withLock { state in
+                guard state.armedDeadline == deadline else { return }
+                state.armedDeadline = nil
+                state.armedToken = nil
+            }
+            self.decide { $0.expire(now: .now) }
+        }
+        let kept = state.withLock { state -> Bool in
+            guard state.armedDeadline == deadline, state.lifecycle.termination == nil else { return false }
+            state.armedToken = token
+            return true
+        }
+        if !kept { loop.cancelTimer(token) }
+    }
+}

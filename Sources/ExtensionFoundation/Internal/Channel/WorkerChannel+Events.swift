@@ -1,0 +1,160 @@
+import Glibc
+import PlugindSystem
+import PlugindWire
+
+/// The event loop's side of a channel: what the worker sent (frames, output), its exit, and the
+/// end of everything waiting once it is reaped. Loop thread.
+extension WorkerChannel {
+    func handleEvent(descriptor: Int32, events: UInt32) {
+        switch descriptor {
+        case fromWorker.rawValue: readFromWorker()
+        case diagnostics.rawValue: readDiagnostics()
+        case toWorker.rawValue:
+            if events & (Epoll.error | Epoll.hangUp) != 0 {
+                closeWriteEnd()
+            } else {
+                flushFromLoop()
+            }
+        case process.descriptor.rawValue: processExited()
+        default: break
+        }
+    }
+
+    func readFromWorker() {
+        let batch = input.read(budget: Self.readPerTurn)
+        // After a violation nothing more from this worker is believed, not even a later answer.
+        for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+        pauseReadingIfOverBudget()
+        if let violation = batch.violation {
+            stop(.protocolViolation(violation.description))
+        }
+        if batch.endOfStream {
+            loop.deregister(fromWorker)
+            // The worker closes this pipe when it exits, just before its pidfd reports the exit.
+            // If it is still alive a moment later, it closed the pipe itself and cannot answer.
+            loop.schedule(after: .milliseconds(500)) { [weak self] in
+                guard let self, !self.isTerminated else { return }
+                self.stop(.closedChannel)
+            }
+        }
+    }
+
+    func dispatch(_ frame: Frame) {
+        let message: WorkerMessage
+        do {
+            message = try WorkerMessage(frame)
+        } catch {
+            stop(.protocolViolation(error.description))
+            return
+        }
+        decide { $0.receive(message) }
+    }
+
+    func readDiagnostics() {
+        let closed = input.readOutput { bytes in state.withLock { $0.output.append(bytes) } }
+        if closed { loop.deregister(diagnostics) }
+    }
+
+    func processExited() {
+        // Take what the worker wrote before it died: final answers and its fatal-signal report.
+        readFromWorker()
+        readDiagnostics()
+        guard let exit = process.reap() else { return }
+        finish(exit)
+    }
+
+    func finish(_ exit: ProcessExit) {
+        var actions = Actions()
+        var handshake: CheckedContinuation<Ready, any Error>?
+        var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
+        var waiters: [CheckedContinuation<WorkerTermination, Never>] = []
+        var interruption: (@Sendable () -> Void)?
+        var observer: (@Sendable (WorkerTermination) -> Void)?
+        var closeWriteDescriptor = false
+        // Read before the lock: a file of the kernel's.
+        let hitMemoryLimit = process.hitMemoryLimit
+        let termination: WorkerTermination? = state.withLock { state in
+            guard state.lifecycle.termination == nil else { return nil }
+            var termination = WorkerTermination(
+                exit: exit,
+                fatalReport: state.fatalReport,
+                stopCause: state.lifecycle.stopCause,
+                loadFailure: state.loadFailure,
+                output: state.output.text,
+                wasInvalidated: state.machine.invalidated
+            )
+            termination.cgroupHitMemoryLimit = hitMemoryLimit
+            state.lifecycle = .ended(termination)
+            let wasReady = state.ready != nil
+            handshake = state.handshake
+            state.handshake = nil
+            collect(
+                state.machine.ended(failure: termination.error(plugin: pluginIdentifier, limits: limits)), into: &actions, state: &state)
+            if let token = state.armedToken { loop.cancelTimer(token) }
+            state.armedToken = nil
+            state.armedDeadline = nil
+            subscribers = Array(state.subscribers.values)
+            state.subscribers.removeAll()
+            waiters = state.terminationWaiters
+            state.terminationWaiters.removeAll()
+            if !state.machine.invalidated && wasReady { interruption = state.interruptionHandler }
+            state.interruptionHandler = nil
+            observer = state.terminationObserver
+            state.terminationObserver = nil
+            state.handlers.removeAll()
+            // Unmapped here rather than with the channel, which the caller may keep long after.
+            state.sharedRequests = nil
+            state.sharedMemoryOffered = nil
+            closeWriteDescriptor = !state.writeDescriptorClosed
+            state.writeDescriptorClosed = true
+            return termination
+        }
+        guard let termination else { return }
+        writer.close()
+        actions.write = false
+        process.close()
+        var descriptors = [fromWorker, diagnostics]
+        if closeWriteDescriptor { descriptors.append(toWorker) }
+        for descriptor in descriptors {
+            loop.deregister(descriptor)
+            descriptor.close()
+        }
+
+        observer?(termination)
+        handshake?.resume(throwing: termination.launchError(plugin: pluginIdentifier, limits: limits))
+        perform(actions)
+        for subscriber in subscribers { subscriber.buffer.finish() }
+        for waiter in waiters { waiter.resume(returning: termination) }
+        if let interruption {
+            Task.detached { interruption() }
+        }
+    }
+
+    /// Copies a response out of the worker's region and tells the worker it may reuse it. Loop
+    /// thread only. Nil when the location is not inside the region, the message is over the
+    /// limit, or shared memory was never agreed.
+    func readSharedResponse(at location: SharedMemoryLocation) -> [UInt8]? {
+        guard let sharedMemory = state.withLock({ state in state.sharedRequests.map { (memory: $0.memory, layout: $0.layout) } }),
+            let range = location.range(inRegionOf: sharedMemory.layout.regionSize), UInt64(range.count) <= limits.maxMessageBytes,
+            let bytes = sharedMemory.memory.copyBytes(at: sharedMemory.layout.toHostOffset + range.lowerBound, count: range.count)
+        else { return nil }
+        let read = state.withLock { state in
+            state.sharedResponsesRead += 1
+            return state.sharedResponsesRead
+        }
+        sharedMemory.memory.storeCounter(read, at: SharedMemoryLayout.consumedResponsesOffset)
+        return bytes
+    }
+
+    /// The loop gave up: nothing will be read or written any more. The worker is killed and
+    /// reaped here, and everyone waiting learns why.
+    func loopFailed(_ error: SystemError) {
+        let first = state.withLock { state -> Bool in
+            guard state.lifecycle.termination == nil else { return false }
+            if state.lifecycle.isRunning { state.lifecycle = .stopping(.hostFailure("the host's event loop failed: \(error)")) }
+            return true
+        }
+        guard first else { return }
+        finish(process.killAndWait())
+    }
+}
