@@ -130,10 +130,12 @@ let package = Package(
         .target(name: "PluginKit", dependencies: ["PlugindPluginABI", "PluginKitABINote"], swiftSettings: swiftSettings),
         // C: the ABI note a Swift plugin carries (one file that includes the plugin header).
         .target(name: "PluginKitABINote", dependencies: ["PlugindPluginABI"]),
+        // The worker's bookkeeping as a state machine without system calls (`WorkerCore`).
+        .target(name: "PlugindWorkerCore", dependencies: ["PlugindWire"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "plugind-worker",
             dependencies: [
-                "PlugindSystem", "PlugindWire", "PlugindPluginABI", "CFFI", "CPlugindShims",
+                "PlugindSystem", "PlugindWire", "PlugindWorkerCore", "PlugindPluginABI", "CFFI", "CPlugindShims",
                 "CPlugindConfinement",
             ],
             swiftSettings: swiftSettings
@@ -198,6 +200,11 @@ let package = Package(
         .testTarget(
             name: "ExtensionFoundationTests",
             dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport", "CPlugindShims"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "PlugindWorkerCoreTests",
+            dependencies: ["PlugindWorkerCore", "PlugindWire"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,6 +1,7 @@
 import Glibc
 import PlugindPluginABI
 import PlugindWire
+import PlugindWorkerCore
 
 /// The `plugind_host` table a plugin receives in `init`: C callbacks that route plugin output
 /// to the host through the worker's transport. Allocated once; lives as long as the process.

@@ -3,15 +3,17 @@ import Glibc
 import PlugindPluginABI
 import PlugindSystem
 import PlugindWire
+import PlugindWorkerCore
 import Synchronization
 
-/// Serves one loaded plugin. The main thread reads what the host sends and routes it: requests,
-/// typed calls, connections opened and closed go to a queue that `concurrency` request threads
-/// take work from; cancels mark a running request; answers to the plugin's asks wake the thread
-/// that asked, and a request nested in an ask runs on that thread. Everything shared lives under
-/// one `ThreadCondition`; no plugin code runs while it is held.
+/// Serves one loaded plugin: the threads and the plugin's ABI calls. What the host sends is read
+/// by one thread at a time and routed: requests, typed calls, connections opened and closed are
+/// work for `concurrency` request threads; cancels mark a running request; answers to the
+/// plugin's asks wake the thread that asked, and a request nested in an ask runs on that thread.
+/// The bookkeeping is `WorkerCore`, a state machine without system calls, under one
+/// `ThreadCondition`; no plugin code runs and nothing is read or written while it is held.
 final class PluginServer: @unchecked Sendable {
-    // @unchecked: the mutable state is `book`, guarded by `condition`; the rest is immutable
+    // @unchecked: the mutable state is `core`, guarded by `condition`; the rest is immutable
     // after `start`, or is the plugin's state pointer, which only plugin code touches.
     let plugin: LoadedPlugin
     let load: LoadConfiguration
@@ -22,7 +24,21 @@ final class PluginServer: @unchecked Sendable {
     private var hostInterface: UnsafeMutablePointer<plugind_host>?
 
     private let condition = ThreadCondition()
-    private var book = Book()
+    private var core: WorkerCore<ConnectionRecord>
+
+    typealias Job = WorkerCore<ConnectionRecord>.Job
+
+    /// What the plugin sees of a connection it accepted: valid until `close` returned for it.
+    struct ConnectionRecord {
+        let record: UnsafeMutablePointer<plugind_plugin_connection>
+        let state: UnsafeMutableRawPointer?
+
+        /// After the plugin's `close` (or a refused accept): the record is gone.
+        func free() {
+            Glibc.free(UnsafeMutableRawPointer(mutating: record.pointee.host_identifier))
+            record.deallocate()
+        }
+    }
     /// Set when a write to the host failed or the host closed its end; plugin threads set it too
     /// (through `log` and `post_message`), hence atomic.
     private let hostHungUp = Atomic(false)
@@ -44,6 +60,8 @@ final class PluginServer: @unchecked Sendable {
         // Two threads of the task limit stay free: the reader and one for the plugin.
         let threadRoom = load.limits.tasks > 3 ? UInt32(clamping: load.limits.tasks - 2) : 1
         self.concurrency = Int(plugin.concurrency(manifest: load.concurrency, maximum: min(64, threadRoom)))
+        self.core = WorkerCore(
+            concurrency: concurrency, asksPerConnection: Self.asksPerConnection, maximumNestingDepth: Self.maximumNestingDepth)
     }
 
     static func from(_ context: UnsafeMutableRawPointer?) -> PluginServer? {
@@ -89,61 +107,45 @@ final class PluginServer: @unchecked Sendable {
             return 2
         }
         for thread in threads { WorkerThread.join(thread) }
-        let (status, orderly) = condition.withLock { (book.exitStatus, book.orderly) }
+        let (status, orderly) = condition.withLock { (core.exitStatus, core.orderly) }
         if status == 0 { finish() }
         if orderly { try? transport.send(.goodbye) }
         return status
     }
 
-    /// One thread's turns: run a queued job when one may start, else lead (read) when nobody
-    /// does, else wait.
+    /// One thread's turns (`WorkerCore.nextTurn`): run a queued job when one may start, else lead
+    /// (read) when nobody does, else wait.
     private func participate() {
         _ = plugind_shim_install_alternate_signal_stack()
         let response = ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
         condition.lock()
-        while true {
-            if book.jobs < concurrency, let job = book.pop() {
-                startJob(job, response: response)
-                continue
-            }
-            if book.stopping { break }
-            if !book.reading {
-                book.reading = true
+        turns: while true {
+            switch core.nextTurn() {
+            case .run(let job):
+                runUnlocked(job, response: response)
+            case .stop:
+                break turns
+            case .read:
                 condition.unlock()
                 let outcome = readOne()
                 condition.lock()
-                book.reading = false
-                if case .job(let job) = outcome, book.jobs < concurrency && book.isQueueEmpty {
-                    // This thread runs what it read. With room for more requests, another
-                    // thread reads meanwhile; with one at a time, the request itself reads when
-                    // it needs to (a cancel check, an ask), and this thread again afterwards.
-                    if concurrency > 1 { condition.broadcast() }
-                    startJob(job, response: response)
-                } else if absorb(outcome) {
+                switch core.read(outcome) {
+                case .run(let job, let wakeOthers):
+                    // With room for more requests, another thread reads meanwhile; with one at a
+                    // time, the request itself reads when it needs to (a cancel check, an ask),
+                    // and this thread again afterwards.
+                    if wakeOthers { condition.broadcast() }
+                    runUnlocked(job, response: response)
+                case .wake:
                     condition.broadcast()
+                case .nothing:
+                    break
                 }
-                continue
+            case .wait:
+                condition.wait()
             }
-            condition.wait()
         }
         condition.unlock()
-    }
-
-    /// Takes in what a read brought (lock held): a job joins the queue, the end stops
-    /// everything. True when other threads should look again.
-    private func absorb(_ outcome: ReadOutcome) -> Bool {
-        switch outcome {
-        case .handled:
-            return false
-        case .job(let job):
-            book.append(job)
-            return true
-        case .end(let status, let orderly):
-            book.exitStatus = status
-            book.orderly = orderly
-            stopRequestsLocked()
-            return true
-        }
     }
 
     /// With the reader's turn held and the lock released: waits up to `milliseconds` for a frame
@@ -152,30 +154,23 @@ final class PluginServer: @unchecked Sendable {
         var descriptor = pollfd(fd: transport.input.rawValue, events: Int16(POLLIN), revents: 0)
         guard poll(&descriptor, 1, milliseconds) > 0 else { return false }
         let outcome = readOne()
-        let wake = condition.withLock { absorb(outcome) }
+        let wake = condition.withLock { core.absorb(outcome) }
         if wake { condition.broadcast() }
         return true
     }
 
-    /// Runs `job` with the lock released; the lock is held again afterwards.
-    private func startJob(_ job: Job, response: ResponseBuffer) {
-        book.jobs += 1
+    /// Runs `job` (counted as running by the core) with the lock released; the lock is held
+    /// again afterwards.
+    private func runUnlocked(_ job: Job, response: ResponseBuffer) {
         condition.unlock()
         run(job, response: response)
         condition.lock()
-        book.jobs -= 1
         // A queued job may start now, on whichever thread waits.
-        if !book.isQueueEmpty { condition.broadcast() }
-    }
-
-    private enum ReadOutcome {
-        case handled
-        case job(Job)
-        case end(status: Int32, orderly: Bool)
+        if core.jobFinished() { condition.broadcast() }
     }
 
     /// Reads one frame and routes it: a job for a thread, or handled here.
-    private func readOne() -> ReadOutcome {
+    private func readOne() -> WorkerCore<ConnectionRecord>.ReadOutcome {
         if hostHungUp.load(ordering: .acquiring) { return .end(status: 0, orderly: false) }
         let frame: Frame
         do {
@@ -192,9 +187,18 @@ final class PluginServer: @unchecked Sendable {
             PluginServerLog.protocolError(error)
             return .end(status: 2, orderly: false)
         }
-        switch route(message) {
-        case .handled: return .handled
+        let routing = condition.withLock { core.receive(message) { sharedMemory?.request(at: $0) } }
+        switch routing {
         case .job(let job): return .job(job)
+        case .handled: return .handled
+        case .wake:
+            condition.broadcast()
+            return .handled
+        case .closed(let connection, let dropped, let closeNow):
+            condition.broadcast()
+            for id in dropped { send(.cancelled(id: id)) }
+            if closeNow { enqueue(.close(connection: connection)) }
+            return .handled
         case .shutdown: return .end(status: 0, orderly: true)
         case .violation(let error):
             PluginServerLog.protocolError(error)
@@ -202,150 +206,10 @@ final class PluginServer: @unchecked Sendable {
         }
     }
 
-    private enum Routing {
-        case handled
-        case job(Job)
-        case shutdown
-        case violation(WireError)
-    }
-
-    private func route(_ message: HostMessage) -> Routing {
-        switch message {
-        case .request(let id, let connection, let bytes):
-            return queued(.request(id: id, connection: connection, bytes: .owned(bytes)))
-        case .sharedRequest(let id, let connection, let location):
-            guard let bytes = sharedMemory?.request(at: location) else {
-                return .violation(.malformedPayload("request \(id) lies outside the shared-memory region"))
-            }
-            return queued(.request(id: id, connection: connection, bytes: .shared(bytes)))
-        case .nestedRequest(let id, let connection, let ask, let bytes):
-            let job = Job.request(id: id, connection: connection, bytes: .owned(bytes))
-            let delivered = condition.withLock { () -> Bool in
-                guard book.asks[ask] != nil else { return false }
-                book.asks[ask]?.nested.append(job)
-                book.queuedRequests.insert(id)
-                return true
-            }
-            // Nobody waits for that answer any more: an ordinary request, then.
-            guard delivered else { return queued(job) }
-            condition.broadcast()
-        case .call(let id, let function, let arguments):
-            return queued(.call(id: id, function: function, arguments: arguments))
-        case .cancel(let id):
-            cancel(id)
-        case .openConnection(let connection, let hostIdentifier):
-            return .job(.accept(connection: connection, hostIdentifier: hostIdentifier))
-        case .closeConnection(let connection):
-            closeConnection(connection)
-        case .answer(let ask, let bytes):
-            deliver(ask, .answered(bytes))
-        case .askFailed(let ask, let failure):
-            deliver(ask, .failed(failure))
-        case .shutdown:
-            return .shutdown
-        case .hello:
-            return .violation(.unexpectedMessage("second hello"))
-        }
-        return .handled
-    }
-
-    /// A request, known as queued from now on (a cancel finds it).
-    private func queued(_ job: Job) -> Routing {
-        if let id = job.requestID { condition.withLock { _ = book.queuedRequests.insert(id) } }
-        return .job(job)
-    }
-
     // MARK: Work for the request threads
 
-    /// Where a request's bytes are: its own array, or the host's shared region (valid until the
-    /// answer is sent).
-    enum RequestBytes {
-        case owned([UInt8])
-        case shared(UnsafeRawBufferPointer)
-    }
-
-    enum Job {
-        case request(id: UInt64, connection: UInt32, bytes: RequestBytes)
-        case call(id: UInt64, function: UInt32, arguments: [FunctionValue])
-        case accept(connection: UInt32, hostIdentifier: String)
-        case close(connection: UInt32)
-
-        var requestID: UInt64? {
-            switch self {
-            case .request(let id, _, _), .call(let id, _, _): id
-            case .accept, .close: nil
-            }
-        }
-    }
-
-    /// The answer to an ask, once it came.
-    enum AskResult {
-        case answered([UInt8])
-        case failed(AskFailure)
-        case closed
-    }
-
-    struct AskWaiter {
-        let connection: UInt32
-        var result: AskResult?
-        /// Requests the host sent while this ask waits, for the thread that asked.
-        var nested: [Job] = []
-    }
-
-    /// A connection the plugin accepted. `record` is what the plugin sees, valid until `close`
-    /// returned for it.
-    struct Connection {
-        let record: UnsafeMutablePointer<plugind_plugin_connection>
-        let state: UnsafeMutableRawPointer?
-        var running = 0
-        var closing = false
-        var asks = 0
-    }
-
-    struct Book {
-        var queue: [Job] = []
-        var queueStart = 0
-        var stopping = false
-        /// A thread is reading from the host.
-        var reading = false
-        /// Jobs running now (requests, calls, accepts and closes).
-        var jobs = 0
-        var exitStatus: Int32 = 0
-        var orderly = false
-
-        var isQueueEmpty: Bool { queueStart == queue.count }
-
-        mutating func append(_ job: Job) {
-            queue.append(job)
-        }
-        /// Requests queued or running, and those the host cancelled.
-        var queuedRequests: Set<UInt64> = []
-        var running: Set<UInt64> = []
-        var cancelled: Set<UInt64> = []
-        var connections: [UInt32: Connection] = [:]
-        var asks: [UInt64: AskWaiter] = [:]
-        var nextAsk: UInt64 = 1
-        /// Asks each thread is waiting for, nested one in another.
-        var nesting: [pthread_t: Int] = [:]
-
-        mutating func pop() -> Job? {
-            guard queueStart < queue.count else { return nil }
-            defer {
-                queueStart += 1
-                if queueStart == queue.count {
-                    queue.removeAll(keepingCapacity: true)
-                    queueStart = 0
-                }
-            }
-            return queue[queueStart]
-        }
-    }
-
     private func enqueue(_ job: Job) {
-        condition.withLock {
-            if let id = job.requestID { book.queuedRequests.insert(id) }
-            book.queue.append(job)
-        }
+        condition.withLock { core.enqueue(job) }
         condition.broadcast()
     }
 
@@ -375,28 +239,8 @@ final class PluginServer: @unchecked Sendable {
     /// Marks a request running; nil (and the host told) when it was cancelled while queued or
     /// its connection is closing. The connection's record and state, for the plugin.
     private func begin(_ id: UInt64, connection: UInt32) -> (UnsafeMutablePointer<plugind_plugin_connection>?, UnsafeMutableRawPointer?)? {
-        enum Start {
-            case run(UnsafeMutablePointer<plugind_plugin_connection>?, UnsafeMutableRawPointer?)
-            case cancelled
-            case noConnection
-        }
-        let start: Start = condition.withLock {
-            book.queuedRequests.remove(id)
-            if book.cancelled.remove(id) != nil || book.stopping { return .cancelled }
-            var record: UnsafeMutablePointer<plugind_plugin_connection>?
-            var connectionState: UnsafeMutableRawPointer?
-            if connection != 0 {
-                guard var open = book.connections[connection], !open.closing else { return .noConnection }
-                open.running += 1
-                book.connections[connection] = open
-                record = open.record
-                connectionState = open.state
-            }
-            book.running.insert(id)
-            return .run(record, connectionState)
-        }
-        switch start {
-        case .run(let record, let connectionState): return (record, connectionState)
+        switch condition.withLock({ core.begin(id, connection: connection) }) {
+        case .run(let handle): return (handle?.record, handle?.state)
         case .cancelled:
             send(.cancelled(id: id))
             return nil
@@ -407,15 +251,7 @@ final class PluginServer: @unchecked Sendable {
     }
 
     private func end(_ id: UInt64, connection: UInt32) {
-        let closeNow = condition.withLock { () -> Bool in
-            book.running.remove(id)
-            book.cancelled.remove(id)
-            guard connection != 0, var open = book.connections[connection] else { return false }
-            open.running -= 1
-            book.connections[connection] = open
-            return open.closing && open.running == 0
-        }
-        if closeNow { enqueue(.close(connection: connection)) }
+        if condition.withLock({ core.end(id, connection: connection) }) { enqueue(.close(connection: connection)) }
     }
 
     /// `bytes` may lie in shared memory: valid until the answer is sent, like the plugin's view.
@@ -468,8 +304,7 @@ final class PluginServer: @unchecked Sendable {
     // MARK: Connections
 
     private func accept(_ connection: UInt32, hostIdentifier: String, response: ResponseBuffer) {
-        let alreadyOpen = condition.withLock { book.connections[connection] != nil || book.stopping }
-        guard !alreadyOpen, connection != 0 else {
+        guard condition.withLock({ core.mayAccept(connection) }) else {
             send(.connectionRefused(connection, reason: "connection \(connection) is already open"))
             return
         }
@@ -484,51 +319,22 @@ final class PluginServer: @unchecked Sendable {
             response.reset()
             let status = accept(state, record, &connectionState, response.opaque)
             guard status == PLUGIND_PLUGIN_OK else {
-                free(UnsafeMutableRawPointer(mutating: record.pointee.host_identifier))
-                record.deallocate()
+                ConnectionRecord(record: record, state: nil).free()
                 let reason = response.errorMessage ?? "the plugin refused the connection (code \(status))"
                 send(.connectionRefused(connection, reason: reason))
                 return
             }
         }
-        condition.withLock { book.connections[connection] = Connection(record: record, state: connectionState) }
+        condition.withLock { core.accepted(connection, handle: ConnectionRecord(record: record, state: connectionState)) }
         send(.connectionAccepted(connection))
     }
 
     /// The host closed `connection`: its asks fail now, its queued requests are dropped, and the
     /// plugin hears of it once no request of it runs.
-    private func closeConnection(_ connection: UInt32) {
-        var dropped: [UInt64] = []
-        let closeNow = condition.withLock { () -> Bool in
-            guard var open = book.connections[connection], !open.closing else { return false }
-            open.closing = true
-            book.connections[connection] = open
-            for (id, waiter) in book.asks where waiter.connection == connection && waiter.result == nil {
-                book.asks[id]?.result = .closed
-            }
-            var kept: [Job] = []
-            for job in book.queue[book.queueStart...] {
-                if case .request(let id, connection, _) = job {
-                    dropped.append(id)
-                    book.queuedRequests.remove(id)
-                } else {
-                    kept.append(job)
-                }
-            }
-            book.queue = kept
-            book.queueStart = 0
-            return open.running == 0
-        }
-        condition.broadcast()
-        for id in dropped { send(.cancelled(id: id)) }
-        if closeNow { enqueue(.close(connection: connection)) }
-    }
-
     private func close(_ connection: UInt32) {
-        guard let open = condition.withLock({ book.connections.removeValue(forKey: connection) }) else { return }
+        guard let open = condition.withLock({ core.removeConnection(connection) }) else { return }
         plugin.close?(state, open.record, open.state)
-        free(UnsafeMutableRawPointer(mutating: open.record.pointee.host_identifier))
-        open.record.deallocate()
+        open.free()
     }
 
     // MARK: Cancellation and the end
@@ -537,47 +343,24 @@ final class PluginServer: @unchecked Sendable {
     /// host (one request at a time, and this is it), reads what has arrived first.
     func isCancelled(_ id: UInt64) -> Bool {
         if hostHungUp.load(ordering: .acquiring) { return true }
-        let mayRead = condition.withLock { () -> Bool in
-            guard !book.reading, !book.stopping else { return false }
-            book.reading = true
-            return true
-        }
-        if mayRead {
+        if condition.withLock({ core.beginReading() }) {
             while pump(waitingMilliseconds: 0) {}
-            condition.withLock { book.reading = false }
+            condition.withLock { core.endReading() }
         }
-        return condition.withLock { book.stopping || book.cancelled.contains(id) }
-    }
-
-    /// Running: the plugin sees it through `is_cancelled`. Queued: the thread that takes it
-    /// answers `cancelled` without running it. Unknown: answered already.
-    private func cancel(_ id: UInt64) {
-        condition.withLock {
-            if book.running.contains(id) || book.queuedRequests.contains(id) { book.cancelled.insert(id) }
-        }
+        return condition.withLock { core.isCancelled(id) }
     }
 
     /// No more work: running requests see themselves cancelled, every waiting ask fails.
     private func stopRequests() {
-        condition.withLock { stopRequestsLocked() }
+        condition.withLock { core.stop() }
         condition.broadcast()
-    }
-
-    private func stopRequestsLocked() {
-        book.stopping = true
-        for id in book.asks.keys where book.asks[id]?.result == nil { book.asks[id]?.result = .closed }
     }
 
     /// After the request threads ended: the plugin hears every connection close, then `deinit`.
     private func finish() {
-        let open = condition.withLock { () -> [Connection] in
-            defer { book.connections.removeAll() }
-            return Array(book.connections.values)
-        }
-        for connection in open {
+        for connection in condition.withLock({ core.removeAllConnections() }) {
             plugin.close?(state, connection.record, connection.state)
-            free(UnsafeMutableRawPointer(mutating: connection.record.pointee.host_identifier))
-            connection.record.deallocate()
+            connection.free()
         }
         if let deinitialize = plugin.descriptor?.pointee.deinit {
             deinitialize(state)
@@ -587,104 +370,62 @@ final class PluginServer: @unchecked Sendable {
 
     // MARK: Asks
 
-    /// What `ask` returns: the answer bytes, or an errno value with, for EREMOTEIO, the host's
-    /// code and message.
-    enum AskOutcome {
-        case answered([UInt8])
-        case failed(Int32, code: Int32, message: String?)
-    }
+    typealias AskOutcome = WorkerCore<ConnectionRecord>.AskOutcome
 
     /// Asks the host on `connection` and blocks until the answer. Runs the requests the host
     /// nests in this ask on the way, with a response buffer of their own.
     func ask(connection: UInt32, bytes: UnsafeRawBufferPointer, timeoutMilliseconds: UInt32) -> AskOutcome {
         guard bytes.count <= Int(load.limits.maxMessageBytes) else { return .failed(EMSGSIZE, code: 0, message: nil) }
-        let registered: Result<UInt64, Errno> = condition.withLock {
-            if book.stopping { return .failure(Errno(rawValue: ECONNRESET)) }
-            guard var open = book.connections[connection] else { return .failure(Errno(rawValue: EINVAL)) }
-            if open.closing { return .failure(Errno(rawValue: ECONNRESET)) }
-            guard open.asks < Self.asksPerConnection else { return .failure(Errno(rawValue: EBUSY)) }
-            let depth = book.nesting[pthread_self(), default: 0]
-            guard depth < Self.maximumNestingDepth else { return .failure(Errno(rawValue: ELOOP)) }
-            book.nesting[pthread_self()] = depth + 1
-            open.asks += 1
-            book.connections[connection] = open
-            let id = book.nextAsk
-            book.nextAsk += 1
-            book.asks[id] = AskWaiter(connection: connection)
-            return .success(id)
-        }
+        let thread = UInt(pthread_self())
         let id: UInt64
-        switch registered {
-        case .success(let registeredID): id = registeredID
-        case .failure(let error): return .failed(error.rawValue, code: 0, message: nil)
+        switch condition.withLock({ core.registerAsk(connection: connection, thread: thread) }) {
+        case .success(let registered): id = registered
+        case .failure(let refusal): return .failed(refusal.errno, code: 0, message: nil)
         }
-        let sent =
-            (try? transport.send(FrameHeader(kind: .ask, requestID: id, payloadLength: bytes.count, connection: connection), payload: bytes))
-            != nil
+        let header = FrameHeader(kind: .ask, requestID: id, payloadLength: bytes.count, connection: connection)
+        let sent = (try? transport.send(header, payload: bytes)) != nil
         if !sent { hostHungUp.store(true, ordering: .releasing) }
         let timeout = timeoutMilliseconds > 0 ? UInt64(timeoutMilliseconds) : UInt64(load.askTimeoutMilliseconds)
         let deadline = ThreadCondition.deadline(afterMilliseconds: timeout)
+        let result = sent ? awaitAnswer(id, until: deadline) : .closed
+        let leftovers = condition.withLock { core.finishAsk(id, connection: connection, thread: thread) }
+        // Whoever waits may read now, or run what this thread's reading queued.
+        condition.broadcast()
+        // Requests nested in an ask nobody waits for any more run like any other.
+        for job in leftovers { enqueue(job) }
+        if result == nil { try? transport.send(.askCancelled(id: id)) }
+        return WorkerCore<ConnectionRecord>.outcome(result)
+    }
+
+    /// Waits for the answer to ask `id` until `deadline`, running what the host nests in it and
+    /// reading from the host when nobody else does. Nil when the deadline passed.
+    private func awaitAnswer(_ id: UInt64, until deadline: timespec) -> WorkerCore<ConnectionRecord>.AskResult? {
         var nestedResponse: ResponseBuffer?
-        var result: AskResult? = sent ? nil : .closed
         condition.lock()
-        while result == nil {
-            if let done = book.asks[id]?.result {
-                result = done
-                break
-            }
-            if let job = book.asks[id]?.nested.first {
-                book.asks[id]?.nested.removeFirst()
+        defer { condition.unlock() }
+        while true {
+            switch core.nextAskStep(id) {
+            case .done(let result):
+                return result
+            case .runNested(let job):
                 condition.unlock()
                 let buffer = nestedResponse ?? ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
                 nestedResponse = buffer
                 run(job, response: buffer)
                 condition.lock()
-                continue
-            }
-            let remaining = ThreadCondition.milliseconds(until: deadline)
-            if remaining <= 0 { break }
-            if !book.reading && !book.stopping {
-                // Nobody reads: this thread reads its own answer, with no other thread to wake.
-                book.reading = true
+            case .read:
+                let remaining = ThreadCondition.milliseconds(until: deadline)
                 condition.unlock()
-                _ = pump(waitingMilliseconds: Int32(min(remaining, 100)))
+                // Nobody reads: this thread reads its own answer, with no other thread to wake.
+                if remaining > 0 { _ = pump(waitingMilliseconds: Int32(min(remaining, 100))) }
                 condition.lock()
-                book.reading = false
-                continue
+                core.endReading()
+                if remaining <= 0 { return nil }
+            case .wait:
+                if ThreadCondition.milliseconds(until: deadline) <= 0 { return nil }
+                _ = condition.wait(until: deadline)
             }
-            _ = condition.wait(until: deadline)
         }
-        let leftovers = book.asks.removeValue(forKey: id)?.nested ?? []
-        book.connections[connection]?.asks -= 1
-        let depth = book.nesting[pthread_self(), default: 1] - 1
-        book.nesting[pthread_self()] = depth > 0 ? depth : nil
-        condition.unlock()
-        // Whoever waits may read now, or run what this thread's reading queued.
-        condition.broadcast()
-        // Requests nested in an ask nobody waits for any more run like any other.
-        for job in leftovers { enqueue(job) }
-        switch result {
-        case .answered(let bytes)?: return .answered(bytes)
-        case .failed(let failure)?:
-            switch failure.reason {
-            case .unsupported: return .failed(ENOTSUP, code: 0, message: failure.message)
-            case .handlerFailed: return .failed(EREMOTEIO, code: failure.code, message: failure.message)
-            case .tooManyAsks: return .failed(EBUSY, code: 0, message: failure.message)
-            case .tooLarge: return .failed(EMSGSIZE, code: 0, message: failure.message)
-            case .closed: return .failed(ECONNRESET, code: 0, message: failure.message)
-            }
-        case .closed?: return .failed(ECONNRESET, code: 0, message: nil)
-        case nil:
-            try? transport.send(.askCancelled(id: id))
-            return .failed(ETIMEDOUT, code: 0, message: nil)
-        }
-    }
-
-    private func deliver(_ ask: UInt64, _ result: AskResult) {
-        condition.withLock {
-            if book.asks[ask] != nil && book.asks[ask]?.result == nil { book.asks[ask]?.result = result }
-        }
-        condition.broadcast()
     }
 
     // MARK: Messages to the host (thread-safe: the transport serialises writes)

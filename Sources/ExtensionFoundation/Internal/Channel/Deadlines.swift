@@ -1,27 +1,39 @@
 /// When each of a state machine's armed timers fires, and which is next: timers as data, so that
 /// the machine needs no clock of its own and its owner one loop timer. The earliest is kept as
-/// timers are armed, and found again only after it was disarmed.
+/// timers are armed, and found again only after it was disarmed. Timers due at the same instant
+/// fire in the order they were armed.
 struct Deadlines<Timer: Hashable> {
-    private(set) var entries: [Timer: ContinuousClock.Instant] = [:]
+    private struct Entry {
+        var deadline: ContinuousClock.Instant
+        /// The order of arming, for timers due at the same instant.
+        var sequence: UInt64
+    }
+
+    private var armed: [Timer: Entry] = [:]
+    private var nextSequence: UInt64 = 0
     private var earliest: ContinuousClock.Instant?
     private var earliestKnown = true
 
-    var isEmpty: Bool { entries.isEmpty }
+    var isEmpty: Bool { armed.isEmpty }
 
-    subscript(timer: Timer) -> ContinuousClock.Instant? { entries[timer] }
+    /// Every armed timer with its deadline.
+    var entries: [Timer: ContinuousClock.Instant] { armed.mapValues(\.deadline) }
+
+    subscript(timer: Timer) -> ContinuousClock.Instant? { armed[timer]?.deadline }
 
     mutating func arm(_ timer: Timer, at deadline: ContinuousClock.Instant) {
-        entries[timer] = deadline
+        armed[timer] = Entry(deadline: deadline, sequence: nextSequence)
+        nextSequence += 1
         if earliestKnown, earliest.map({ deadline < $0 }) ?? true { earliest = deadline }
     }
 
     mutating func disarm(_ timer: Timer) {
-        guard let deadline = entries.removeValue(forKey: timer) else { return }
-        if deadline == earliest { earliestKnown = false }
+        guard let entry = armed.removeValue(forKey: timer) else { return }
+        if entry.deadline == earliest { earliestKnown = false }
     }
 
     mutating func removeAll() {
-        entries.removeAll()
+        armed.removeAll()
         earliest = nil
         earliestKnown = true
     }
@@ -30,7 +42,7 @@ struct Deadlines<Timer: Hashable> {
     var next: ContinuousClock.Instant? {
         mutating get {
             if !earliestKnown {
-                earliest = entries.values.min()
+                earliest = armed.values.map(\.deadline).min()
                 earliestKnown = true
             }
             return earliest
@@ -39,7 +51,8 @@ struct Deadlines<Timer: Hashable> {
 
     /// The timer due first at `now`, if any is due.
     func firstDue(at now: ContinuousClock.Instant) -> Timer? {
-        guard let (timer, deadline) = entries.min(by: { $0.value < $1.value }), deadline <= now else { return nil }
-        return timer
+        let first = armed.min { ($0.value.deadline, $0.value.sequence) < ($1.value.deadline, $1.value.sequence) }
+        guard let first, first.value.deadline <= now else { return nil }
+        return first.key
     }
 }
