@@ -3,7 +3,9 @@
 /// including the payload limit — before it reserves room for the payload.
 package struct FrameDecoder: Sendable {
     package let direction: FrameKind.Direction
-    package let maximumPayload: Int
+    /// The largest payload accepted; a larger frame is refused before room is made for it. A
+    /// reader may raise it once it knows the peer's limit (the worker, after its `hello`).
+    package var maximumPayload: Int
 
     private var buffer: [UInt8]
     private var start = 0
@@ -12,12 +14,12 @@ package struct FrameDecoder: Sendable {
 
     /// Buffers up to this size are kept between frames; larger ones are released.
     private static let retainedCapacity = 1 << 20
-    private static let initialCapacity = 64 << 10
+    package static let initialCapacity = 64 << 10
 
-    package init(direction: FrameKind.Direction, maximumPayload: Int) {
+    package init(direction: FrameKind.Direction, maximumPayload: Int, initialCapacity: Int = Self.initialCapacity) {
         self.direction = direction
         self.maximumPayload = maximumPayload
-        self.buffer = [UInt8](repeating: 0, count: Self.initialCapacity)
+        self.buffer = [UInt8](repeating: 0, count: initialCapacity)
     }
 
     /// Bytes received but not yet returned as frames.

@@ -4,41 +4,66 @@ import Synchronization
 
 /// Blocking frame I/O over a pair of descriptors: the worker's side of the protocol. Sending is
 /// serialised by a lock because plugin threads may post messages while the worker answers a
-/// request; receiving is for one thread.
+/// request; receiving is for one thread at a time, through the same `FrameDecoder` the host
+/// reads with: one read takes in as many frames as have arrived.
 package final class PipeTransport: Sendable {
     package let input: FileDescriptor
     package let output: FileDescriptor
-    private let maximumPayloadStorage: Atomic<Int>
+    private struct Receiving {
+        var decoder: FrameDecoder
+        /// A frame (or the error decoding it) taken out ahead by `hasBufferedFrame`.
+        var lookahead: Result<Frame, WireError>?
+    }
+
+    private let receiving: Locked<Receiving>
     private let sendLock = Locked(())
 
     package init(input: FileDescriptor, output: FileDescriptor, maximumPayload: Int) {
         self.input = input
         self.output = output
-        self.maximumPayloadStorage = Atomic(maximumPayload)
+        // Small at first: a worker's frames are mostly small, and the buffer grows for large ones.
+        let decoder = FrameDecoder(direction: .hostToWorker, maximumPayload: maximumPayload, initialCapacity: 16 << 10)
+        receiving = Locked(Receiving(decoder: decoder))
     }
 
     /// The largest payload `receive()` accepts; larger frames are refused before allocation.
     package var maximumPayload: Int {
-        get { maximumPayloadStorage.load(ordering: .relaxed) }
-        set { maximumPayloadStorage.store(newValue, ordering: .relaxed) }
+        get { receiving.withLock { $0.decoder.maximumPayload } }
+        set { receiving.withLock { $0.decoder.maximumPayload = newValue } }
+    }
+
+    /// Whether a frame has arrived already that `receive()` returns without reading: a reader
+    /// that polls the descriptor before it reads must ask this first, since one read may have
+    /// taken in several frames.
+    package var hasBufferedFrame: Bool {
+        receiving.withLock { state in
+            if state.lookahead != nil { return true }
+            do throws(WireError) {
+                guard let frame = try state.decoder.nextFrame() else { return false }
+                state.lookahead = .success(frame)
+            } catch {
+                state.lookahead = .failure(error)
+            }
+            return true
+        }
     }
 
     /// Reads one host-to-worker frame, or nil on end of stream between frames.
     package func receive() throws -> Frame? {
-        var headerBytes = [UInt8](repeating: 0, count: FrameHeader.size)
-        let gotHeader = try headerBytes.withUnsafeMutableBytes { try readFully(into: $0, what: .header) }
-        guard gotHeader else { return nil }
-        let limit = maximumPayload
-        let header = try headerBytes.withUnsafeBytes { bytes in
-            try FrameHeader.decode(bytes, direction: .hostToWorker, maximumPayload: limit)
-        }
-        let payload = try [UInt8](unsafeUninitializedCapacity: header.payloadLength) { buffer, count in
-            if header.payloadLength > 0 {
-                _ = try readFully(into: UnsafeMutableRawBufferPointer(buffer), what: .payload(header.payloadLength))
+        try receiving.withLock { state in
+            if let ahead = state.lookahead {
+                state.lookahead = nil
+                return try ahead.get()
             }
-            count = header.payloadLength
+            while true {
+                if let frame = try state.decoder.nextFrame() { return frame }
+                let count = try state.decoder.receive { buffer in try input.read(into: buffer) }
+                if count == 0 {
+                    try state.decoder.finish()
+                    return nil
+                }
+            }
         }
-        return Frame(header: header, payload: payload)
     }
 
     /// Writes a header and its payload with one writev where possible.
@@ -58,27 +83,6 @@ package final class PipeTransport: Sendable {
 
     package func send(_ message: WorkerMessage) throws(SystemError) {
         try send(message.encode())
-    }
-
-    private enum Part {
-        case header
-        case payload(Int)
-    }
-
-    private func readFully(into buffer: UnsafeMutableRawBufferPointer, what: Part) throws -> Bool {
-        var offset = 0
-        while offset < buffer.count {
-            let count = try input.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[offset...]))
-            if count == 0 {
-                if offset == 0, case .header = what { return false }
-                switch what {
-                case .header: throw WireError.truncatedHeader(received: offset)
-                case .payload(let expected): throw WireError.truncatedPayload(expected: expected, received: offset)
-                }
-            }
-            offset += count
-        }
-        return true
     }
 
     private func writeVectored(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) throws(SystemError) {

@@ -152,7 +152,7 @@ final class PluginServer: @unchecked Sendable {
     /// and takes in what arrives. False when nothing came.
     private func pump(waitingMilliseconds milliseconds: Int32) -> Bool {
         var descriptor = pollfd(fd: transport.input.rawValue, events: Int16(POLLIN), revents: 0)
-        guard poll(&descriptor, 1, milliseconds) > 0 else { return false }
+        guard transport.hasBufferedFrame || poll(&descriptor, 1, milliseconds) > 0 else { return false }
         let outcome = readOne()
         let wake = condition.withLock { core.absorb(outcome) }
         if wake { condition.broadcast() }

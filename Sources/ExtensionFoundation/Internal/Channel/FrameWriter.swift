@@ -87,17 +87,19 @@ final class FrameWriter: Sendable {
         }
         if let turn { return turn }
         while true {
-            let next = state.withLock { state -> Pending? in
+            // Up to `framesPerWrite` frames at once, in one gathering write: under load the
+            // queue holds many small frames, and a system call each would cost more than them.
+            let batch = state.withLock { state -> ArraySlice<Pending> in
                 guard state.head < state.queue.count else {
                     state.writing = false
                     state.queue.removeAll(keepingCapacity: true)
                     state.head = 0
-                    return nil
+                    return []
                 }
-                return state.queue[state.head]
+                return state.queue[state.head..<min(state.queue.count, state.head + Self.framesPerWrite)]
             }
-            guard let next else { return .done }
-            let written = write(next)
+            guard !batch.isEmpty else { return .done }
+            let written = write(batch)
             let outcome = state.withLock { state -> Outcome? in
                 if written < 0 {
                     state.closed = true
@@ -111,19 +113,24 @@ final class FrameWriter: Sendable {
                     state.writing = false
                     return .closed
                 }
-                state.queue[state.head].written += written
                 state.bytes -= written
-                if state.queue[state.head].written == state.queue[state.head].total {
+                var left = written
+                while left > 0, state.head < state.queue.count {
+                    let taken = min(left, state.queue[state.head].total - state.queue[state.head].written)
+                    state.queue[state.head].written += taken
+                    left -= taken
+                    guard state.queue[state.head].written == state.queue[state.head].total else { break }
                     state.queue[state.head] = Pending(header: [], payload: [])
                     state.head += 1
-                    // Written entries are released once they are half the queue: a queue the
-                    // worker drains slowly holds what waits, not all it was ever sent.
-                    if state.head >= 1024, state.head * 2 >= state.queue.count {
-                        state.queue.removeFirst(state.head)
-                        state.head = 0
-                    }
-                    return nil
                 }
+                // Written entries are released once they are half the queue: a queue the
+                // worker drains slowly holds what waits, not all it was ever sent.
+                if state.head >= 1024, state.head * 2 >= state.queue.count {
+                    state.queue.removeFirst(state.head)
+                    state.head = 0
+                }
+                let wroteAll = written == batch.reduce(0) { $0 + $1.total - $1.written }
+                if wroteAll { return nil }
                 state.writing = false
                 return .blocked
             }
@@ -131,25 +138,43 @@ final class FrameWriter: Sendable {
         }
     }
 
-    /// Writes what the pipe takes of `pending` without blocking: the count, 0 when full, -1 when
-    /// the worker's end is gone.
-    private func write(_ pending: Pending) -> Int {
-        pending.header.withUnsafeBytes { header in
+    /// The most frames one write gathers (two vectors each, well under IOV_MAX).
+    static let framesPerWrite = 32
+
+    /// Writes what the pipe takes of `batch` (in order, the first one perhaps partly written
+    /// already) without blocking: the count, 0 when full, -1 when the worker's end is gone.
+    private func write(_ batch: ArraySlice<Pending>) -> Int {
+        var vectors: [iovec] = []
+        vectors.reserveCapacity(batch.count * 2)
+        return gather(batch, into: &vectors) { vectors in
+            while true {
+                let count = vectors.withUnsafeMutableBufferPointer { writev(descriptor.rawValue, $0.baseAddress, CInt($0.count)) }
+                if count >= 0 { return count }
+                if errno == EINTR { continue }
+                return errno == EAGAIN ? 0 : -1
+            }
+        }
+    }
+
+    /// Calls `body` with the vectors of every frame of `batch` (what is left of each), while the
+    /// arrays they point into are held: one level of recursion per frame.
+    private func gather(_ batch: ArraySlice<Pending>, into vectors: inout [iovec], _ body: (inout [iovec]) -> Int) -> Int {
+        guard let pending = batch.first else { return body(&vectors) }
+        return pending.header.withUnsafeBytes { header in
             pending.payload.withUnsafeBytes { payload in
-                var parts: [UnsafeRawBufferPointer] = []
+                let mark = vectors.count
                 if pending.written < header.count {
-                    parts.append(UnsafeRawBufferPointer(rebasing: header[pending.written...]))
-                    parts.append(payload)
+                    let rest = UnsafeRawBufferPointer(rebasing: header[pending.written...])
+                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: rest.baseAddress), iov_len: rest.count))
+                    if !payload.isEmpty {
+                        vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: payload.baseAddress), iov_len: payload.count))
+                    }
                 } else {
-                    parts.append(UnsafeRawBufferPointer(rebasing: payload[(pending.written - header.count)...]))
+                    let rest = UnsafeRawBufferPointer(rebasing: payload[(pending.written - header.count)...])
+                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: rest.baseAddress), iov_len: rest.count))
                 }
-                var vectors = parts.map { iovec(iov_base: UnsafeMutableRawPointer(mutating: $0.baseAddress), iov_len: $0.count) }
-                while true {
-                    let count = vectors.withUnsafeMutableBufferPointer { writev(descriptor.rawValue, $0.baseAddress, CInt($0.count)) }
-                    if count >= 0 { return count }
-                    if errno == EINTR { continue }
-                    return errno == EAGAIN ? 0 : -1
-                }
+                defer { vectors.removeSubrange(mark...) }
+                return gather(batch.dropFirst(), into: &vectors, body)
             }
         }
     }
