@@ -172,6 +172,10 @@ int plugind_shim_set_pipe_size(int fd, int size, int *_Nonnull actual);
 /// Names the calling thread (at most 15 bytes show) as ps, top and /proc/PID/task/TID/comm see it.
 int plugind_shim_set_thread_name(const char *_Nonnull name);
 
+/// Creates a file from `template_path` (ending in XXXXXX, which is replaced), exclusively and
+/// close-on-exec (`mkostemp`); its descriptor in `fd`.
+int plugind_shim_make_temporary_file(char *_Nonnull template_path, int *_Nonnull fd);
+
 /// Returns the free pages of every malloc arena to the kernel (`malloc_trim(0)`), so memory a
 /// worker used only while it set itself up stops counting as its own.
 void plugind_shim_release_free_memory(void);

@@ -1,5 +1,7 @@
 package import Foundation
+// flock and open of the lock file: the policy files' lock protocol lives here, not in PlugindSystem.
 import Glibc
+import PlugindSystem
 
 /// Read-modify-write of a small file shared between processes: an exclusive `flock` on a
 /// companion lock file serialises writers, and the new contents replace the old atomically
@@ -37,41 +39,12 @@ package enum LockedFileUpdate {
         return result
     }
 
-    /// Atomically replaces `path` with `data`.
+    /// Atomically replaces `path` with `data` (`AtomicFile.replace`), readable by the owner only.
     package static func replace(_ path: String, with data: Data) throws {
-        var template = Array((path + ".XXXXXX").utf8CString)
-        let fd = template.withUnsafeMutableBufferPointer { buffer in buffer.baseAddress.map { mkstemp($0) } ?? -1 }
-        guard fd >= 0 else { throw Failure(path: path, reason: "cannot create a temporary file: \(String(cString: strerror(errno)))") }
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        let temporary = template.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
-        var succeeded = false
-        defer {
-            close(fd)
-            if !succeeded { unlink(temporary) }
-        }
-        let written = data.withUnsafeBytes { bytes -> Bool in
-            var offset = 0
-            while offset < bytes.count {
-                let count = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    return false
-                }
-                offset += count
-            }
-            return true
-        }
-        guard written, fchmod(fd, 0o600) == 0, fsync(fd) == 0 else {
-            throw Failure(path: temporary, reason: "write failed: \(String(cString: strerror(errno)))")
-        }
-        guard rename(temporary, path) == 0 else {
-            throw Failure(path: path, reason: "rename failed: \(String(cString: strerror(errno)))")
-        }
-        succeeded = true
-        let directory = open((path as NSString).deletingLastPathComponent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if directory >= 0 {
-            fsync(directory)
-            close(directory)
+        do {
+            try AtomicFile.replace(path, with: [UInt8](data))
+        } catch {
+            throw Failure(path: path, reason: "cannot be replaced: \(error)")
         }
     }
 }

@@ -1,3 +1,4 @@
+import CPlugindShims
 import Glibc
 
 /// A lock with a condition variable, for the worker's threads: the request threads wait on it

@@ -224,6 +224,8 @@ final class WorkerEventLoop: TaskExecutor {
         _ = plugind_shim_set_thread_name(Self.threadName)
         let capacity = 64
         let events = UnsafeMutableBufferPointer<epoll_event>.allocate(capacity: capacity)
+        // Freed when the loop gives up (its thread ends).
+        defer { events.deallocate() }
         var consecutiveFailures = 0
         var backoff = Duration.milliseconds(1)
         while true {

@@ -1,14 +1,13 @@
-import CPlugindShims
 import Dispatch
 import Foundation
-import Glibc
 import PlugindSystem
 
 /// Watches directories with inotify on the event loop and calls `onChange` once per burst of
 /// events: the first event starts a short quiet period, and everything that arrives during it is
 /// folded into the same call. Idle, it costs nothing: no polling, no timers.
 final class DirectoryWatcher: EventLoopHandler {
-    private let descriptor: FileDescriptor
+    private let inotify: Inotify
+    private var descriptor: FileDescriptor { inotify.descriptor }
     private let loop: WorkerEventLoop
     private let quietPeriod: Duration
     private let onChange: @Sendable () -> Void
@@ -24,16 +23,11 @@ final class DirectoryWatcher: EventLoopHandler {
 
     private let state = Locked(State())
 
-    private static let mask: UInt32 =
-        UInt32(IN_CREATE) | UInt32(IN_DELETE) | UInt32(IN_MOVED_FROM) | UInt32(IN_MOVED_TO) | UInt32(IN_CLOSE_WRITE)
-        | UInt32(IN_ATTRIB) | UInt32(IN_DELETE_SELF) | UInt32(IN_MOVE_SELF)
-
     init(
         loop: WorkerEventLoop, quietPeriod: Duration = .milliseconds(5), ignoring ignored: [(directory: String, namePrefix: String)] = [],
         onChange: @escaping @Sendable () -> Void
     ) throws(SystemError) {
-        let fd = try retryingInterrupts("inotify_init1") { inotify_init1(CInt(IN_NONBLOCK | IN_CLOEXEC)) }
-        descriptor = FileDescriptor(rawValue: fd)
+        inotify = try Inotify()
         self.loop = loop
         self.quietPeriod = quietPeriod
         self.onChange = onChange
@@ -63,13 +57,12 @@ final class DirectoryWatcher: EventLoopHandler {
             guard !state.closed else { return false }
             if let ignored { state.ignored = ignored }
             for (path, watch) in state.watches where !wanted.contains(path) {
-                inotify_rm_watch(descriptor.rawValue, watch)
+                inotify.removeWatch(watch)
                 state.watches[path] = nil
             }
             var added = false
             for path in wanted where state.watches[path] == nil {
-                let watch = inotify_add_watch(descriptor.rawValue, path, Self.mask)
-                if watch >= 0 {
+                if let watch = inotify.addWatch(path, mask: Inotify.directoryChanges) {
                     state.watches[path] = watch
                     added = true
                 }
@@ -83,16 +76,9 @@ final class DirectoryWatcher: EventLoopHandler {
     }
 
     func handleEvent(descriptor fd: Int32, events: UInt32) {
-        var buffer = [UInt8](repeating: 0, count: 16 << 10)
         var sawEvent = false
-        while true {
-            let count = buffer.withUnsafeMutableBytes { Glibc.read(descriptor.rawValue, $0.baseAddress, $0.count) }
-            if count > 0 {
-                if !sawEvent && !onlyIgnored(buffer.prefix(count)) { sawEvent = true }
-                continue
-            }
-            if count < 0 && errno == EINTR { continue }
-            break
+        inotify.drain { bytes in
+            if !sawEvent && !onlyIgnored(bytes) { sawEvent = true }
         }
         guard sawEvent else { return }
         let schedule = state.withLock { state -> Bool in
@@ -126,25 +112,11 @@ final class DirectoryWatcher: EventLoopHandler {
     static func onlyIgnored(
         _ bytes: ArraySlice<UInt8>, directories: [Int32: String], ignored: [(directory: String, namePrefix: String)]
     ) -> Bool {
-        let headerSize = MemoryLayout<inotify_event>.size
-        var offset = bytes.startIndex
-        while offset + headerSize <= bytes.endIndex {
-            let (watch, nameLength) = bytes.withUnsafeBytes { raw in
-                let start = offset - bytes.startIndex
-                return (
-                    raw.loadUnaligned(fromByteOffset: start, as: Int32.self),
-                    Int(raw.loadUnaligned(fromByteOffset: start + 12, as: UInt32.self))
-                )
-            }
-            let nameBytes = bytes[(offset + headerSize)..<min(offset + headerSize + nameLength, bytes.endIndex)]
-            let name = String(decoding: nameBytes.prefix { $0 != 0 }, as: UTF8.self)
-            let directory = directories[watch] ?? ""
-            guard !name.isEmpty, ignored.contains(where: { $0.directory == directory && name.hasPrefix($0.namePrefix) }) else {
-                return false
-            }
-            offset += headerSize + nameLength
+        guard let events = Inotify.events(in: bytes) else { return false }
+        return events.allSatisfy { event in
+            let directory = directories[event.watch] ?? ""
+            return !event.name.isEmpty && ignored.contains { $0.directory == directory && event.name.hasPrefix($0.namePrefix) }
         }
-        return offset == bytes.endIndex
     }
 
     /// The loop gave up: stop, and tell the owner, whose next refresh makes a new watcher.
