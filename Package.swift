@@ -127,7 +127,7 @@ let package = Package(
             dependencies: ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
             swiftSettings: swiftSettings
         ),
-        .target(name: "PluginKit", dependencies: ["PlugindPluginABI", "PluginKitABINote"], swiftSettings: swiftSettings),
+        .target(name: "PluginKit", dependencies: ["PlugindTypes", "PlugindPluginABI", "PluginKitABINote"], swiftSettings: swiftSettings),
         // C: the ABI note a Swift plugin carries (one file that includes the plugin header).
         .target(name: "PluginKitABINote", dependencies: ["PlugindPluginABI"]),
         // The worker's bookkeeping as a state machine without system calls (`WorkerCore`).

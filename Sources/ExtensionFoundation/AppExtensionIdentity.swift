@@ -27,7 +27,11 @@ public struct AppExtensionIdentity: Sendable, Hashable, Identifiable, CustomStri
         self.requiresEnhancedSecurity = requiresEnhancedSecurity
     }
 
-    public var id: String { bundleIdentifier }
+    /// The identity itself: two identities are the same exactly when they are equal — the same
+    /// plugin, found at the same place, under the same name, for the same host and point. An
+    /// identifier alone would call a plugin moved to another root, or renamed, the same one,
+    /// which a list that follows a monitor must see change.
+    public var id: AppExtensionIdentity { self }
 
     public var description: String {
         "\(localizedName) (\(bundleIdentifier))"

@@ -68,9 +68,11 @@ public struct AppExtensionPoint: Sendable, Hashable, Identifiable, CustomStringC
         identifier(in: .current)
     }
 
-    /// The full identifier within `AppExtensionHost.current`.
+    /// Stable whatever `AppExtensionHost.current` is: the identifier the point was made with, or
+    /// the name its definition gave (a defined point's full identifier depends on the host:
+    /// `identifier(in:)`).
     public var id: String {
-        identifier
+        explicitIdentifier ?? name ?? ""
     }
 
     public var description: String {

@@ -1,6 +1,3 @@
-import Dispatch
-import Synchronization
-
 extension PluginExport {
     /// Returns the descriptor for an `AppExtension`; call it from the one function the plugin
     /// exports:
@@ -16,8 +13,8 @@ extension PluginExport {
 /// connection, each request answered by its connection's `requestHandler`.
 final class AppExtensionPlugin<Extension: AppExtension>: Plugin {
     static var name: String { String(describing: Extension.self) }
-    /// Requests run on pool threads while a worker thread waits for each: more than one may
-    /// wait at once, so that a host request nested in an ask (the host's handler sending to the
+    /// Requests run on the worker threads that handle them (`CallingThreadExecutor`): more than
+    /// one at once, so that a host request nested in an ask (the host's handler sending to the
     /// plugin) finds a thread. The manifest's `concurrency` may lower it.
     static var concurrency: Int { 8 }
 
@@ -41,22 +38,7 @@ final class AppExtensionPlugin<Extension: AppExtension>: Plugin {
         guard let connection = request.connection, let handler = connection.requestHandler else {
             throw PluginError("\(Self.name) has no request handler on this connection")
         }
-        let bytes = Array(request.bytes)
-        return try Self.wait { try await handler(bytes) }
-    }
-
-    /// Runs `operation` on the cooperative pool and blocks this (worker) thread until it ends.
-    private static func wait(_ operation: @escaping @Sendable () async throws -> [UInt8]) throws -> [UInt8] {
-        let outcome = Mutex<Result<[UInt8], any Error>?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        Task {
-            let result: Result<[UInt8], any Error>
-            do { result = .success(try await operation()) } catch { result = .failure(error) }
-            outcome.withLock { $0 = result }
-            finished.signal()
-        }
-        finished.wait()
-        guard let result = outcome.withLock({ $0 }) else { throw PluginError("the request ended without an answer") }
-        return try result.get()
+        let bytes = request.bytes
+        return try CallingThreadExecutor.run { try await handler(bytes) }
     }
 }

@@ -1,6 +1,8 @@
 import Dispatch
 import Glibc
 internal import PlugindPluginABI
+// The one log-level enum, shared with the host's side (`AppExtensionMessage.log`).
+@_exported public import PlugindTypes
 import Synchronization
 
 /// What the worker offers a Swift plugin: logging and unprompted messages to the host. Valid for
@@ -10,23 +12,12 @@ public struct PluginHost: @unchecked Sendable {
     // callbacks it holds are documented as thread-safe in plugind_plugin.h.
     let table: UnsafePointer<plugind_host>
 
-    /// Log severities, as in `plugind_plugin_log_level`.
-    public enum LogLevel: Sendable {
-        case debug, info, warning, error
-
-        var cValue: plugind_plugin_log_level {
-            switch self {
-            case .debug: PLUGIND_PLUGIN_LOG_DEBUG
-            case .info: PLUGIND_PLUGIN_LOG_INFO
-            case .warning: PLUGIND_PLUGIN_LOG_WARNING
-            case .error: PLUGIND_PLUGIN_LOG_ERROR
-            }
-        }
-    }
+    /// Log severities: the same enum the host reads them as.
+    public typealias LogLevel = PluginLogLevel
 
     /// Sends a log line to the host.
     public func log(_ message: String, level: LogLevel = .info) {
-        table.pointee.log(table.pointee.context, level.cValue, message)
+        table.pointee.log(table.pointee.context, plugind_plugin_log_level(rawValue: UInt32(level.rawValue)), message)
     }
 
     /// Sends bytes to the host unprompted, tied to a request in progress or to none (0).
@@ -45,22 +36,31 @@ public struct PluginHost: @unchecked Sendable {
     }
 }
 
-/// One request: its bytes and ways to cooperate with the host. Do not keep it, or its `bytes`,
-/// beyond `handle`: the memory belongs to the worker.
+/// One request: its bytes and ways to cooperate with the host.
 public struct PluginRequest {
     /// Unique among the worker's requests.
     public let identifier: UInt64
-    /// The request bytes; valid until `handle` returns.
-    public let bytes: UnsafeRawBufferPointer
+    /// The worker's memory (perhaps the region shared with the host), valid until `handle`
+    /// returns: only lent out, through `withUnsafeBytes`.
+    private let storage: UnsafeRawBufferPointer
     let host: PluginHost
     /// The connection the request came on, to ask the host on; nil for none.
     public let connection: PluginConnection?
 
     init(identifier: UInt64, bytes: UnsafeRawBufferPointer, host: PluginHost, connection: PluginConnection?) {
         self.identifier = identifier
-        self.bytes = bytes
+        self.storage = bytes
         self.host = host
         self.connection = connection
+    }
+
+    /// The request bytes: a copy, the plugin's to keep.
+    public var bytes: [UInt8] { Array(storage) }
+
+    /// The request bytes where the worker holds them, without a copy, for the duration of
+    /// `body` only: the buffer must not escape it.
+    public func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(storage)
     }
 
     /// True once the host cancelled the request or stopped waiting; stop early when it is.

@@ -8,11 +8,12 @@ import PlugindWire
 enum Plugind {
     static let version = PlugindRelease.version
 
-    static let commands: [any PlugindCommand.Type] = [
-        ListCommand.self, BrowseCommand.self, InfoCommand.self, RunCommand.self, CallCommand.self, ApproveCommand.self,
-        DisableCommand.self, EnableCommand.self, RevokeCommand.self, WatchCommand.self, VerifyCommand.self,
-        NewCommand.self, BindCommand.self, KeygenCommand.self, SignCommand.self, PackCommand.self, TrustCommand.self, InstallCommand.self,
-        UninstallCommand.self, QuarantineCommand.self, PolicyCommand.self,
+    static let commands: [CommandEntry] = [
+        .of(ListCommand.self), .of(BrowseCommand.self), .of(InfoCommand.self), .of(RunCommand.self), .of(CallCommand.self),
+        .of(ApproveCommand.self), PolicyChangeCommand.entry(.disable), PolicyChangeCommand.entry(.enable),
+        PolicyChangeCommand.entry(.revoke), .of(WatchCommand.self), .of(VerifyCommand.self), .of(NewCommand.self),
+        .of(BindCommand.self), .of(KeygenCommand.self), .of(SignCommand.self), .of(PackCommand.self), .of(TrustCommand.self),
+        .of(InstallCommand.self), .of(UninstallCommand.self), .of(QuarantineCommand.self), .of(PolicyCommand.self),
     ]
 
     static func main() async {
@@ -68,7 +69,7 @@ enum Plugind {
                 flagOptions: description.flagOptions,
                 aliases: description.aliases
             )
-            let instance = try command.init(scanner)
+            let instance = try command.make(scanner)
             return try await instance.run(CommandContext(host: .current, console: console))
         } catch let error as UsageError {
             return usageFailure(error, console: console)
@@ -84,7 +85,7 @@ enum Plugind {
         }
     }
 
-    static func command(named name: String) -> (any PlugindCommand.Type)? {
+    static func command(named name: String) -> CommandEntry? {
         commands.first { $0.description.name == name }
     }
 

@@ -56,11 +56,30 @@ struct ExtensionPointTests {
         }
     }
 
-    @Test("points are Identifiable by their full identifier")
+    @Test("points are Identifiable by their full identifier, whatever host is current; a defined one by its name")
     func identifiable() throws {
         let point = try AppExtensionPoint(identifier: "org.other.point")
         #expect(point.id == "org.other.point")
         #expect(Set([point, point].map(\.id)).count == 1)
+        // Not the full identifier, which depends on the host (the global one is not changed
+        // here: other suites read it).
+        let defined = AppExtensionPoint.ownPlugins
+        #expect(defined.id == "own")
+        #expect(defined.identifier(in: AppExtensionHost(identifier: "org.other.host")) == "org.other.host.own")
+    }
+
+    @Test("identities are equal exactly when their ids are")
+    func identityEqualityAgreesWithID() {
+        let identity = AppExtensionIdentity(
+            bundleIdentifier: "org.example.p", extensionPointIdentifier: "org.example.point", localizedName: "P", bundlePath: "/a/P.appex")
+        let moved = AppExtensionIdentity(
+            bundleIdentifier: "org.example.p", extensionPointIdentifier: "org.example.point", localizedName: "P", bundlePath: "/b/P.appex")
+        let same = AppExtensionIdentity(
+            bundleIdentifier: "org.example.p", extensionPointIdentifier: "org.example.point", localizedName: "P", bundlePath: "/a/P.appex")
+        #expect((identity == moved) == (identity.id == moved.id))
+        #expect(identity != moved)
+        #expect(identity == same && identity.id == same.id)
+        #expect(Set([identity, moved, same].map(\.id)).count == 2)
     }
 
     @Test("scope, user interface and enhanced security are recorded")

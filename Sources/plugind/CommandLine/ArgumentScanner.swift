@@ -74,15 +74,31 @@ struct ArgumentScanner {
         return first.isNumber || first == "." || rest.lowercased() == "inf" || rest.lowercased() == "nan"
     }
 
-    func flag(_ name: String) -> Bool {
+    func flag(_ option: CommandOption) -> Bool {
+        flag(option.name)
+    }
+
+    func value(_ option: CommandOption) -> String? {
+        value(option.name)
+    }
+
+    func allValues(_ option: CommandOption) -> [String] {
+        allValues(option.name)
+    }
+
+    func seconds(_ option: CommandOption) throws(UsageError) -> Duration? {
+        try seconds(option.name)
+    }
+
+    private func flag(_ name: String) -> Bool {
         flags.contains(name)
     }
 
-    func value(_ name: String) -> String? {
+    private func value(_ name: String) -> String? {
         values[name]?.last
     }
 
-    func allValues(_ name: String) -> [String] {
+    private func allValues(_ name: String) -> [String] {
         values[name] ?? []
     }
 
@@ -101,7 +117,7 @@ struct ArgumentScanner {
     static let maximumSeconds: Double = 365 * 24 * 3600
 
     /// A duration given in seconds ("2.5", "0.0001"), exact to the nanosecond.
-    func seconds(_ name: String) throws(UsageError) -> Duration? {
+    private func seconds(_ name: String) throws(UsageError) -> Duration? {
         guard let text = value(name) else { return nil }
         guard let seconds = Double(text), seconds.isFinite, seconds > 0 else {
             throw UsageError(message: "--\(name) needs a positive number of seconds, got '\(text)'", command: command)

@@ -12,7 +12,7 @@ enum HelpText {
         if !description.arguments.isEmpty {
             text += "\nARGUMENTS:\n" + rows(description.arguments)
         }
-        text += "\nOPTIONS:\n" + rows(description.options + [("-h, --help", "Show help information.")])
+        text += "\nOPTIONS:\n" + rows(description.optionRows + [("-h, --help", "Show help information.")])
         return text
     }
 

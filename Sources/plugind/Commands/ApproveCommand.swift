@@ -5,6 +5,13 @@ import PlugindBundle
 /// `plugind approve`: the owner allows a plugin to run, pinned to its current bytes and the
 /// permissions it asks for.
 struct ApproveCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let yes = CommandOption.flag("yes", short: "-y", "Approve without asking.")
+        static let administrator = CommandOption.flag(
+            "administrator", "Write the administrator's policy ($PLUGIND_ADMIN_POLICY_DIR, default /etc/plugind) instead of yours.")
+    }
+
     static let description = CommandDescription(
         name: "approve",
         abstract: "Approve a plugin (pinned to its current bytes and requested permissions).",
@@ -18,15 +25,7 @@ struct ApproveCommand: PlugindCommand {
             anew.
             """,
         arguments: [("<id>", "The plugin's identifier.")],
-        options: [
-            ("-y, --yes", "Approve without asking."),
-            (
-                "--administrator",
-                "Write the administrator's policy ($PLUGIND_ADMIN_POLICY_DIR, default /etc/plugind) instead of yours."
-            ),
-        ],
-        flagOptions: ["yes", "administrator"],
-        aliases: ["-y": "yes"]
+        options: [Options.yes, Options.administrator]
     )
 
     let identifier: String
@@ -35,8 +34,8 @@ struct ApproveCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         identifier = try arguments.positionals(["id"])[0]
-        assumeYes = arguments.flag("yes")
-        administrator = arguments.flag("administrator")
+        assumeYes = arguments.flag(Options.yes)
+        administrator = arguments.flag(Options.administrator)
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
@@ -73,91 +72,4 @@ struct ApproveCommand: PlugindCommand {
         context.console.err("Approved \(manifest.identifier.inert).\n")
         return .success
     }
-}
-
-/// The shared shape of `disable`, `enable` and `revoke`: one identifier, one policy change.
-protocol PolicyChangeCommand: PlugindCommand {
-    var identifier: String { get }
-    var administrator: Bool { get }
-    static var pastTense: String { get }
-    func apply(_ editor: PolicyEditor) throws(PolicyEditor.EditError)
-}
-
-extension PolicyChangeCommand {
-    static func describe(name: String, abstract: String, discussion: String) -> CommandDescription {
-        CommandDescription(
-            name: name,
-            abstract: abstract,
-            usage: "<id> [--administrator]",
-            discussion: discussion,
-            arguments: [("<id>", "The plugin's identifier.")],
-            options: [("--administrator", "Change the administrator's policy instead of yours.")],
-            flagOptions: ["administrator"]
-        )
-    }
-
-    func run(_ context: CommandContext) async throws -> ExitStatus {
-        let editor = PolicyEditor(directory: administrator ? context.host.administratorPolicyDirectory : context.host.policyDirectory)
-        do {
-            try apply(editor)
-        } catch {
-            throw CommandFailure(message: "\(error)", status: .failure)
-        }
-        context.console.err("\(Self.pastTense) \(identifier.inert).\n")
-        return .success
-    }
-}
-
-struct DisableCommand: PolicyChangeCommand {
-    static let description = describe(
-        name: "disable",
-        abstract: "Disable a plugin (its approval is kept for 'enable').",
-        discussion: "No host can use a disabled plugin. An administrator's disable wins over the owner's policy."
-    )
-    static let pastTense = "Disabled"
-    let identifier: String
-    let administrator: Bool
-
-    init(_ arguments: ArgumentScanner) throws(UsageError) {
-        identifier = try arguments.positionals(["id"])[0]
-        administrator = arguments.flag("administrator")
-    }
-
-    func apply(_ editor: PolicyEditor) throws(PolicyEditor.EditError) { try editor.disable(identifier) }
-}
-
-struct EnableCommand: PolicyChangeCommand {
-    static let description = describe(
-        name: "enable",
-        abstract: "Enable a disabled plugin with the approval it had.",
-        discussion: "If the plugin's bytes changed meanwhile it stays unavailable until approved again."
-    )
-    static let pastTense = "Enabled"
-    let identifier: String
-    let administrator: Bool
-
-    init(_ arguments: ArgumentScanner) throws(UsageError) {
-        identifier = try arguments.positionals(["id"])[0]
-        administrator = arguments.flag("administrator")
-    }
-
-    func apply(_ editor: PolicyEditor) throws(PolicyEditor.EditError) { try editor.enable(identifier) }
-}
-
-struct RevokeCommand: PolicyChangeCommand {
-    static let description = describe(
-        name: "revoke",
-        abstract: "Forget every decision about a plugin: it is unapproved again.",
-        discussion: "Removes the plugin's entry from the policy file."
-    )
-    static let pastTense = "Revoked"
-    let identifier: String
-    let administrator: Bool
-
-    init(_ arguments: ArgumentScanner) throws(UsageError) {
-        identifier = try arguments.positionals(["id"])[0]
-        administrator = arguments.flag("administrator")
-    }
-
-    func apply(_ editor: PolicyEditor) throws(PolicyEditor.EditError) { try editor.revoke(identifier) }
 }

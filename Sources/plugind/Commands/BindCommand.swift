@@ -3,6 +3,12 @@ import Foundation
 /// `plugind bind`: the extension point a Swift package's code binds to, written into its
 /// manifest and recorded in its library.
 struct BindCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let target = CommandOption.value("target", "<name>", "The target whose sources bind the extension (its library's name).")
+        static let check = CommandOption.flag("check", "Only report whether the manifest agrees with the code.")
+    }
+
     static let description = CommandDescription(
         name: "bind",
         abstract: "Write the extension point the code binds to into the manifest and the library.",
@@ -17,12 +23,7 @@ struct BindCommand: PlugindCommand {
             exits 1 when the manifest disagrees with the code.
             """,
         arguments: [("<package>", "The package directory (holding manifest.json and Sources/).")],
-        options: [
-            ("--target <name>", "The target whose sources bind the extension (its library's name)."),
-            ("--check", "Only report whether the manifest agrees with the code."),
-        ],
-        valueOptions: ["target"],
-        flagOptions: ["check"]
+        options: [Options.target, Options.check]
     )
 
     let package: String
@@ -31,11 +32,11 @@ struct BindCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         package = try arguments.positionals(["package"])[0]
-        guard let target = arguments.value("target"), !target.isEmpty else {
+        guard let target = arguments.value(Options.target), !target.isEmpty else {
             throw UsageError(message: "bind needs --target <name>: the target whose sources bind the extension")
         }
         self.target = target
-        check = arguments.flag("check")
+        check = arguments.flag(Options.check)
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {

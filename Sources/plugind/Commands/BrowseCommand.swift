@@ -7,6 +7,11 @@ import PlugindBundle
 /// `plugind browse`: the owner's full-screen view of every plugin, updated live, where plugins
 /// are reviewed, approved, disabled, enabled, revoked and released from quarantine.
 struct BrowseCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let point = CommandOption.value("point", "<id>", "Only plugins of this extension point (repeatable).")
+    }
+
     static let description = CommandDescription(
         name: "browse",
         abstract: "Review, approve and disable plugins in a full-screen view that updates live.",
@@ -22,15 +27,14 @@ struct BrowseCommand: PlugindCommand {
             Ctrl-C quits. NO_COLOR turns colour off; states are always written as words. Without
             a terminal it prints the list like 'list --all' and exits.
             """,
-        options: [("--point <id>", "Only plugins of this extension point (repeatable).")],
-        valueOptions: ["point"]
+        options: [Options.point]
     )
 
     let points: [String]
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         _ = try arguments.positionals([])
-        points = arguments.allValues("point")
+        points = arguments.allValues(Options.point)
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {

@@ -5,6 +5,12 @@ import PlugindBundle
 /// `plugind call`: calls a C function a plugin's manifest declares, parsing each argument by its
 /// declared type.
 struct CallCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let json = CommandOption.flag("json", "Print the result as JSON.")
+        static let timeout = CommandOption.value("timeout", "<seconds>", "Deadline for the call.")
+    }
+
     static let description = CommandDescription(
         name: "call",
         abstract: "Call a function a plugin declares, with typed arguments.",
@@ -20,12 +26,7 @@ struct CallCommand: PlugindCommand {
             ("<function>", "The function's name."),
             ("<argument>", "One per declared argument."),
         ],
-        options: [
-            ("--json", "Print the result as JSON."),
-            ("--timeout <seconds>", "Deadline for the call."),
-        ],
-        valueOptions: ["timeout"],
-        flagOptions: ["json"]
+        options: [Options.json, Options.timeout]
     )
 
     let identifier: String
@@ -39,8 +40,8 @@ struct CallCommand: PlugindCommand {
         identifier = positionals[0]
         function = positionals[1]
         rawArguments = Array(positionals.dropFirst(2))
-        json = arguments.flag("json")
-        timeout = try arguments.seconds("timeout")
+        json = arguments.flag(Options.json)
+        timeout = try arguments.seconds(Options.timeout)
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {

@@ -7,6 +7,12 @@ import PlugindWire
 /// `plugind info`: everything about one plugin: where it is, what it asks for, whether it may
 /// run and why, its functions, and the confinement its worker gets on this machine.
 struct InfoCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let json = CommandOption.flag("json", "Print JSON for scripts.")
+        static let noProbe = CommandOption.flag("no-probe", "Do not start a worker to verify the confinement layers.")
+    }
+
     static let description = CommandDescription(
         name: "info",
         abstract: "Show a plugin's details, state, functions and confinement.",
@@ -19,11 +25,7 @@ struct InfoCommand: PlugindCommand {
             yet).
             """,
         arguments: [("<id>", "The plugin's identifier.")],
-        options: [
-            ("--json", "Print JSON for scripts."),
-            ("--no-probe", "Do not start a worker to verify the confinement layers."),
-        ],
-        flagOptions: ["json", "no-probe"]
+        options: [Options.json, Options.noProbe]
     )
 
     let identifier: String
@@ -32,8 +34,8 @@ struct InfoCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         identifier = try arguments.positionals(["id"])[0]
-        json = arguments.flag("json")
-        probe = !arguments.flag("no-probe")
+        json = arguments.flag(Options.json)
+        probe = !arguments.flag(Options.noProbe)
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {

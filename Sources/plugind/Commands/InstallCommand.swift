@@ -4,6 +4,11 @@ import PlugindBundle
 
 /// `plugind install`: copies a bundle into the user's plugin directory, atomically.
 struct InstallCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let force = CommandOption.flag("force", "Replace an installed plugin with the same identifier and other bytes.")
+    }
+
     static let description = CommandDescription(
         name: "install",
         abstract: "Install a plugin bundle into your plugin directory.",
@@ -20,8 +25,7 @@ struct InstallCommand: PlugindCommand {
             Installing does not approve: run 'plugind approve <id>' next.
             """,
         arguments: [("<bundle-or-package>", "A bundle directory, or a .plugin package file.")],
-        options: [("--force", "Replace an installed plugin with the same identifier and other bytes.")],
-        flagOptions: ["force"]
+        options: [Options.force]
     )
 
     let source: String
@@ -29,7 +33,7 @@ struct InstallCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         source = try arguments.positionals(["bundle"])[0]
-        force = arguments.flag("force")
+        force = arguments.flag(Options.force)
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {

@@ -4,6 +4,11 @@ import PlugindBundle
 
 /// `plugind keygen`: a publisher's Ed25519 key pair.
 struct KeygenCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let output = CommandOption.value("output", "<file>", "Where to write the private key (the public key goes to <file>.pub).")
+    }
+
     static let description = CommandDescription(
         name: "keygen",
         abstract: "Make a publisher key pair for signing plugins.",
@@ -14,15 +19,14 @@ struct KeygenCommand: PlugindCommand {
             The private key is never printed. Sign bundles with 'plugind sign <bundle> --key
             <file>'; hand out <file>.pub so owners can trust you ('plugind trust add').
             """,
-        options: [("--output <file>", "Where to write the private key (the public key goes to <file>.pub).")],
-        valueOptions: ["output"]
+        options: [Options.output]
     )
 
     let output: String
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         _ = try arguments.positionals([])
-        guard let output = arguments.value("output"), !output.isEmpty else {
+        guard let output = arguments.value(Options.output), !output.isEmpty else {
             throw UsageError(message: "keygen needs --output <file>", command: "keygen")
         }
         self.output = output

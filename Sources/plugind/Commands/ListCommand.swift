@@ -4,6 +4,13 @@ import PlugindBundle
 /// `plugind list`: the plugins a host could use, or with `--all` every candidate and why it is
 /// not available.
 struct ListCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let point = CommandOption.value("point", "<id>", "Only plugins for this extension point.")
+        static let all = CommandOption.flag("all", "Also list unavailable plugins, with the reason.")
+        static let json = CommandOption.flag("json", "Print JSON (format version 1) for scripts.")
+    }
+
     static let description = CommandDescription(
         name: "list",
         abstract: "List installed plugins.",
@@ -13,13 +20,7 @@ struct ListCommand: PlugindCommand {
             are unapproved, disabled, changed since approval, quarantined or broken, each with the
             reason. The --json format is documented in Documentation/CLI.md.
             """,
-        options: [
-            ("--point <id>", "Only plugins for this extension point."),
-            ("--all", "Also list unavailable plugins, with the reason."),
-            ("--json", "Print JSON (format version 1) for scripts."),
-        ],
-        valueOptions: ["point"],
-        flagOptions: ["all", "json"]
+        options: [Options.point, Options.all, Options.json]
     )
 
     let point: String?
@@ -28,9 +29,9 @@ struct ListCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         _ = try arguments.positionals([])
-        point = arguments.value("point")
-        all = arguments.flag("all")
-        json = arguments.flag("json")
+        point = arguments.value(Options.point)
+        all = arguments.flag(Options.all)
+        json = arguments.flag(Options.json)
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {

@@ -3,6 +3,15 @@ import PlugindBundle
 
 /// `plugind new`: a plugin project that builds with one command into a ready bundle.
 struct NewCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let lang = CommandOption.value("lang", "c|swift", "The language of the plugin.")
+        static let point = CommandOption.value(
+            "point", "<id>", "The extension point it serves (default: org.plugind.examples.text-filters).")
+        static let identifier = CommandOption.value("identifier", "<id>", "Its identifier (default: local.<name in lower case>).")
+        static let dir = CommandOption.value("dir", "<directory>", "Where to create the project (default: the current directory).")
+    }
+
     static let description = CommandDescription(
         name: "new",
         abstract: "Create a plugin project in C or Swift.",
@@ -14,13 +23,7 @@ struct NewCommand: PlugindCommand {
             source tree (found beside this plugind, or through $PLUGIND_SOURCE).
             """,
         arguments: [("<name>", "The plugin's name: letters, digits and '_', starting with a letter.")],
-        options: [
-            ("--lang c|swift", "The language of the plugin."),
-            ("--point <id>", "The extension point it serves (default: org.plugind.examples.text-filters)."),
-            ("--identifier <id>", "Its identifier (default: local.<name in lower case>)."),
-            ("--dir <directory>", "Where to create the project (default: the current directory)."),
-        ],
-        valueOptions: ["lang", "point", "identifier", "dir"]
+        options: [Options.lang, Options.point, Options.identifier, Options.dir]
     )
 
     let name: String
@@ -38,17 +41,17 @@ struct NewCommand: PlugindCommand {
             throw UsageError(
                 message: "'\(name)' is not a valid plugin name (letters, digits and '_', starting with a letter)", command: "new")
         }
-        guard let lang = arguments.value("lang") else { throw UsageError(message: "missing --lang c|swift", command: "new") }
+        guard let lang = arguments.value(Options.lang) else { throw UsageError(message: "missing --lang c|swift", command: "new") }
         guard let language = PluginTemplate.Language(rawValue: lang) else {
             throw UsageError(message: "unknown language '\(lang)' (use c or swift)", command: "new")
         }
         self.language = language
-        point = arguments.value("point") ?? "org.plugind.examples.text-filters"
-        identifier = arguments.value("identifier") ?? "local.\(name.lowercased().replacingOccurrences(of: "_", with: "-"))"
+        point = arguments.value(Options.point) ?? "org.plugind.examples.text-filters"
+        identifier = arguments.value(Options.identifier) ?? "local.\(name.lowercased().replacingOccurrences(of: "_", with: "-"))"
         for (option, value) in [("--point", point), ("--identifier", identifier)] where !ManifestParser.isReverseDNS(value) {
             throw UsageError(message: "\(option) must be a reverse-DNS name such as com.example.thing, got '\(value)'", command: "new")
         }
-        directory = arguments.value("dir") ?? FileManager.default.currentDirectoryPath
+        directory = arguments.value(Options.dir) ?? FileManager.default.currentDirectoryPath
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {

@@ -5,6 +5,11 @@ import PlugindSystem
 
 /// `plugind pack`: one file to hand out, from a signed bundle.
 struct PackCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let output = CommandOption.value("output", "<file>", "The package to write, conventionally <name>.plugin.")
+    }
+
     static let description = CommandDescription(
         name: "pack",
         abstract: "Pack a signed bundle into a single .plugin file.",
@@ -16,8 +21,7 @@ struct PackCommand: PlugindCommand {
             sign'); 'plugind install <file>' checks both again before anything lands.
             """,
         arguments: [("<bundle>", "The signed bundle directory.")],
-        options: [("--output <file>", "The package to write, conventionally <name>.plugin.")],
-        valueOptions: ["output"]
+        options: [Options.output]
     )
 
     let bundle: String
@@ -25,7 +29,7 @@ struct PackCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         bundle = try arguments.positionals(["bundle"])[0]
-        guard let output = arguments.value("output"), !output.isEmpty else {
+        guard let output = arguments.value(Options.output), !output.isEmpty else {
             throw UsageError(message: "pack needs --output <file>", command: "pack")
         }
         self.output = output

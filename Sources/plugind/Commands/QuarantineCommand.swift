@@ -4,6 +4,11 @@ import PlugindBundle
 
 /// `plugind quarantine`: plugins held back after repeated crashes.
 struct QuarantineCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let json = CommandOption.flag("json", "Print JSON (with list).")
+    }
+
     static let description = CommandDescription(
         name: "quarantine",
         abstract: "List quarantined plugins, or clear one.",
@@ -20,8 +25,7 @@ struct QuarantineCommand: PlugindCommand {
             ("list", "Show quarantines and recent crashes."), ("clear <id>", "Forget a plugin's crashes and quarantine."),
             ("reset", "Move an unusable crash log aside."),
         ],
-        options: [("--json", "Print JSON (with list).")],
-        flagOptions: ["json"]
+        options: [Options.json]
     )
 
     enum Action {
@@ -37,7 +41,7 @@ struct QuarantineCommand: PlugindCommand {
         switch positionals[0] {
         case "list":
             guard positionals.count == 1 else { throw UsageError(message: "'list' takes no identifier", command: "quarantine") }
-            action = .list(json: arguments.flag("json"))
+            action = .list(json: arguments.flag(Options.json))
         case "clear":
             guard positionals.count == 2 else { throw UsageError(message: "missing ID", command: "quarantine") }
             action = .clear(positionals[1])

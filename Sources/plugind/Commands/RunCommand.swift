@@ -5,6 +5,17 @@ import PlugindBundle
 /// `plugind run`: sends input to a plugin's request handler and writes its response to stdout
 /// byte for byte.
 struct RunCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let input = CommandOption.value("input", "<file>", "Read the request from a file.")
+        static let answer = CommandOption.value("answer", "<text>", "Answer every question the plugin asks with this text.")
+        static let timeout = CommandOption.value(
+            "timeout", "<seconds>", "Deadline for the answer (default: the plugin's, at most the host's cap).")
+        static let quiet = CommandOption.flag("quiet", "Do not show progress or the plugin's log.")
+        static let bestEffort = CommandOption.flag(
+            "best-effort", "Run with the confinement layers this machine offers; warn of each missing one.")
+    }
+
     static let description = CommandDescription(
         name: "run",
         abstract: "Send input to a plugin and print its response.",
@@ -20,15 +31,7 @@ struct RunCommand: PlugindCommand {
             one on stderr.
             """,
         arguments: [("<id>", "The plugin's identifier."), ("<input>", "The request, as text.")],
-        options: [
-            ("--input <file>", "Read the request from a file."),
-            ("--answer <text>", "Answer every question the plugin asks with this text."),
-            ("--timeout <seconds>", "Deadline for the answer (default: the plugin's, at most the host's cap)."),
-            ("--quiet", "Do not show progress or the plugin's log."),
-            ("--best-effort", "Run with the confinement layers this machine offers; warn of each missing one."),
-        ],
-        valueOptions: ["input", "timeout", "answer"],
-        flagOptions: ["quiet", "best-effort"]
+        options: [Options.input, Options.answer, Options.timeout, Options.quiet, Options.bestEffort]
     )
 
     let identifier: String
@@ -43,14 +46,14 @@ struct RunCommand: PlugindCommand {
         let positionals = try arguments.positionals(["id"], optional: ["input"])
         identifier = positionals[0]
         inputText = positionals.count > 1 ? positionals[1] : nil
-        inputFile = arguments.value("input")
+        inputFile = arguments.value(Options.input)
         if inputText != nil && inputFile != nil {
             throw UsageError(message: "give the input either as INPUT or with --input, not both", command: "run")
         }
-        timeout = try arguments.seconds("timeout")
-        quiet = arguments.flag("quiet")
-        answer = arguments.value("answer")
-        bestEffort = arguments.flag("best-effort")
+        timeout = try arguments.seconds(Options.timeout)
+        quiet = arguments.flag(Options.quiet)
+        answer = arguments.value(Options.answer)
+        bestEffort = arguments.flag(Options.bestEffort)
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {

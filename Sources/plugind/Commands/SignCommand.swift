@@ -4,6 +4,12 @@ import PlugindBundle
 
 /// `plugind sign`: a publisher's signature over every file of a bundle.
 struct SignCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let key = CommandOption.value("key", "<file>", "The private key from 'plugind keygen'.")
+        static let expires = CommandOption.value("expires", "<YYYY-MM-DD>", "The last day (UTC) the signature holds.")
+    }
+
     static let description = CommandDescription(
         name: "sign",
         abstract: "Sign a plugin bundle with a publisher key.",
@@ -17,11 +23,7 @@ struct SignCommand: PlugindCommand {
             file must be readable by you alone (mode 0600).
             """,
         arguments: [("<bundle>", "The bundle directory.")],
-        options: [
-            ("--key <file>", "The private key from 'plugind keygen'."),
-            ("--expires <YYYY-MM-DD>", "The last day (UTC) the signature holds."),
-        ],
-        valueOptions: ["key", "expires"]
+        options: [Options.key, Options.expires]
     )
 
     let bundle: String
@@ -30,9 +32,11 @@ struct SignCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         bundle = try arguments.positionals(["bundle"])[0]
-        guard let key = arguments.value("key"), !key.isEmpty else { throw UsageError(message: "sign needs --key <file>", command: "sign") }
+        guard let key = arguments.value(Options.key), !key.isEmpty else {
+            throw UsageError(message: "sign needs --key <file>", command: "sign")
+        }
         keyPath = key
-        expires = arguments.value("expires")
+        expires = arguments.value(Options.expires)
         if let expires, BundleSignature.endOfDay(expires) == nil {
             throw UsageError(message: "--expires takes a day such as 2027-12-31, got '\(expires)'", command: "sign")
         }

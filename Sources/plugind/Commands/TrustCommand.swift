@@ -4,6 +4,13 @@ import PlugindBundle
 
 /// `plugind trust`: publishers whose signed plugins need no approval one by one.
 struct TrustCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let json = CommandOption.flag("json", "Print JSON for scripts (list).")
+        static let administrator = CommandOption.flag(
+            "administrator", "Change the administrator's policy ($PLUGIND_ADMIN_POLICY_DIR) instead of yours.")
+    }
+
     static let description = CommandDescription(
         name: "trust",
         abstract: "Trust a publisher for all of its signed plugins, list or remove trusted publishers.",
@@ -21,11 +28,7 @@ struct TrustCommand: PlugindCommand {
             ("list", "The trusted publishers, with when they were trusted."),
             ("remove <fingerprint>", "Stop trusting a publisher."),
         ],
-        options: [
-            ("--json", "Print JSON for scripts (list)."),
-            ("--administrator", "Change the administrator's policy ($PLUGIND_ADMIN_POLICY_DIR) instead of yours."),
-        ],
-        flagOptions: ["json", "administrator"]
+        options: [Options.json, Options.administrator]
     )
 
     enum Action {
@@ -40,8 +43,8 @@ struct TrustCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         let words = try arguments.positionals(["action"], optional: ["argument"])
-        json = arguments.flag("json")
-        administrator = arguments.flag("administrator")
+        json = arguments.flag(Options.json)
+        administrator = arguments.flag(Options.administrator)
         switch (words[0], words.count > 1 ? words[1] : nil) {
         case ("add", let file?): action = .add(file)
         case ("remove", let fingerprint?): action = .remove(fingerprint)

@@ -5,6 +5,12 @@ import PlugindBundle
 /// `plugind verify`: every check a bundle must pass before it loads, with the fix for each
 /// problem.
 struct VerifyCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let load = CommandOption.flag("load", "Also load the library in a worker with no permissions (runs its constructors).")
+        static let json = CommandOption.flag("json", "Print JSON for scripts.")
+    }
+
     static let description = CommandDescription(
         name: "verify",
         abstract: "Check plugin bundles before they are installed or loaded.",
@@ -21,11 +27,7 @@ struct VerifyCommand: PlugindCommand {
             you trust). Exit status 0 when every bundle passes, 1 otherwise.
             """,
         arguments: [("<bundle>", "A bundle directory (holding manifest.json).")],
-        options: [
-            ("--load", "Also load the library in a worker with no permissions (runs its constructors)."),
-            ("--json", "Print JSON for scripts."),
-        ],
-        flagOptions: ["json", "load"]
+        options: [Options.load, Options.json]
     )
 
     let bundles: [String]
@@ -34,8 +36,8 @@ struct VerifyCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         bundles = try arguments.positionals(["bundle"], variadic: true)
-        json = arguments.flag("json")
-        load = arguments.flag("load")
+        json = arguments.flag(Options.json)
+        load = arguments.flag(Options.load)
     }
 
     struct Report: Encodable {

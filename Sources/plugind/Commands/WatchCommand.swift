@@ -4,6 +4,12 @@ import PlugindBundle
 
 /// `plugind watch`: one line per change of any plugin's availability, as it happens.
 struct WatchCommand: PlugindCommand {
+    /// Its options, each declared once.
+    private enum Options {
+        static let point = CommandOption.value("point", "<id>", "Only plugins for this extension point.")
+        static let json = CommandOption.flag("json", "Print one JSON object per line.")
+    }
+
     static let description = CommandDescription(
         name: "watch",
         abstract: "Print a line whenever a plugin appears, disappears or changes state.",
@@ -14,12 +20,7 @@ struct WatchCommand: PlugindCommand {
             {"event": "present"|"added"|"changed"|"removed", "identifier", "extensionPoint",
             "state", "previousState", "reason"}.
             """,
-        options: [
-            ("--point <id>", "Only plugins for this extension point."),
-            ("--json", "Print one JSON object per line."),
-        ],
-        valueOptions: ["point"],
-        flagOptions: ["json"]
+        options: [Options.point, Options.json]
     )
 
     let point: String?
@@ -27,8 +28,8 @@ struct WatchCommand: PlugindCommand {
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         _ = try arguments.positionals([])
-        point = arguments.value("point")
-        json = arguments.flag("json")
+        point = arguments.value(Options.point)
+        json = arguments.flag(Options.json)
     }
 
     struct Change: Encodable {
