@@ -30,11 +30,11 @@ extension AppExtensionIdentity {
     static func availabilityUpdates(host: AppExtensionHost) -> AsyncStream<Availability> {
         InventoryUpdates.stream(host: host) { inventory in
             var availability = Availability()
-            for item in inventory.items where item.quarantine == nil {
-                switch item.decision {
-                case .disabled, .denied: availability.disabledCount += 1
-                case .unapproved, .approvalOutdated: availability.unapprovedCount += 1
-                case .available: break
+            for item in inventory.items {
+                switch item.explanation.category {
+                case .disabled: availability.disabledCount += 1
+                case .unapproved: availability.unapprovedCount += 1
+                case .available, .quarantined: break
                 }
             }
             return availability

@@ -184,12 +184,10 @@ extension AppExtensionPoint {
                     state.identities.append(item.identity(host: host, point: point))
                     continue
                 }
-                if item.quarantine == nil {
-                    switch item.decision {
-                    case .disabled, .denied: state.disabledCount += 1
-                    case .unapproved, .approvalOutdated: state.unapprovedCount += 1
-                    case .available: break
-                    }
+                switch item.explanation.category {
+                case .disabled: state.disabledCount += 1
+                case .unapproved: state.unapprovedCount += 1
+                case .available, .quarantined: break
                 }
                 if let diagnostic = item.diagnostic { diagnostics.append(diagnostic) }
             }

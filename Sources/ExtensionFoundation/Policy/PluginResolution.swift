@@ -38,31 +38,10 @@ enum PluginResolution {
             throw AppExtensionError(.notApproved, plugin: id, "cannot be approved while \(error)")
         }
         let evaluation = policy.evaluation(for: entry)
-        switch evaluation.decision {
-        case .available:
-            break
-        case .unapproved:
-            throw AppExtensionError(
-                .notApproved, plugin: id, "is not approved; review it with 'plugind info \(id)' and approve it with 'plugind approve \(id)'"
-            )
-        case .disabled(let byAdministrator):
-            let how =
-                byAdministrator
-                ? " by the administrator (\(host.administratorPolicyDirectory.path))" : "; enable it with 'plugind enable \(id)'"
-            throw AppExtensionError(.notApproved, plugin: id, "is disabled" + how)
-        case .denied(let reason):
-            throw AppExtensionError(.notApproved, plugin: id, reason)
-        case .approvalOutdated(let change):
-            throw AppExtensionError(
-                .notApproved, plugin: id, "is no longer approved: \(change); review it and run 'plugind approve \(id)' again")
-        }
-        if let quarantine = CrashLog(host: host).quarantine(of: id, bundle: entry.bundle) {
-            throw AppExtensionError(
-                .quarantined,
-                plugin: id,
-                "is quarantined since \(ISO8601DateFormatter().string(from: quarantine.since)) (\(quarantine.reason)); clear it with 'plugind quarantine clear \(id)'"
-            )
-        }
+        // The crash log is read only for a plugin the policy allows.
+        let quarantine = evaluation.decision.isAvailable ? CrashLog(host: host).quarantine(of: id, bundle: entry.bundle) : nil
+        let explanation = PolicyExplanation(decision: evaluation.decision, quarantine: quarantine, identifier: id)
+        if let refusal = explanation.launchRefusal(administratorDirectory: host.administratorPolicyDirectory.path) { throw refusal }
         return evaluation.approval
     }
 }

@@ -120,19 +120,8 @@ enum PolicyEnforcement {
     static func revocation(
         of entry: CatalogEntry, policy: PolicySnapshot, crashLog: CrashLog, during: String = "while it ran"
     ) -> String? {
-        switch policy.decision(for: entry) {
-        case .available, .approvalOutdated:
-            break
-        case .disabled(let byAdministrator):
-            return byAdministrator ? "was disabled by the administrator \(during)" : "was disabled by its owner \(during)"
-        case .denied(let reason):
-            return "was refused \(during): \(reason)"
-        case .unapproved:
-            return "its approval was revoked \(during)"
-        }
-        if let quarantine = crashLog.quarantine(of: entry.identifier, bundle: entry.bundle) {
-            return "was quarantined \(during) (\(quarantine.reason))"
-        }
-        return nil
+        let decision = policy.decision(for: entry)
+        let quarantine = decision.isAvailable ? crashLog.quarantine(of: entry.identifier, bundle: entry.bundle) : nil
+        return PolicyExplanation(decision: decision, quarantine: quarantine, identifier: entry.identifier).revocation(during: during)
     }
 }

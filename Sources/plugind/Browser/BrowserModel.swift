@@ -34,13 +34,7 @@ extension BrowserEntry {
     /// Why the plugin is not available, naming the key that acts on it where the diagnostic
     /// names a command.
     private static func reason(_ item: Inventory.Item) -> String? {
-        if item.quarantine != nil { return item.diagnostic.map { $0.message + "; Enter shows its crashes" } }
-        switch item.decision {
-        case .unapproved: return "not approved yet; a shows exactly what approving grants, and approves it"
-        case .disabled(byAdministrator: false): return "disabled by the owner; e enables it again"
-        case .approvalOutdated(let change): return "the approval no longer matches: \(change); a reviews it again"
-        default: return item.diagnostic?.message
-        }
+        item.explanation.browser
     }
 
     /// The publisher in a few columns: the start of the key's fingerprint, "unsigned", or the

@@ -12,7 +12,12 @@ package struct Inventory: Sendable {
         /// The administrator's rule that made it available, when one did.
         package var allowedBy: String? = nil
 
-        package var isAvailable: Bool { decision.isAvailable && quarantine == nil }
+        /// Why it may or may not be used, said once for every place that says it.
+        package var explanation: PolicyExplanation {
+            PolicyExplanation(decision: decision, quarantine: quarantine, identifier: entry.identifier)
+        }
+
+        package var isAvailable: Bool { explanation.isAvailable }
 
         /// The identity a process of `host` is configured with; `point` is the point it was
         /// found for, whose `EnhancedSecurity` the process keeps.
@@ -27,52 +32,18 @@ package struct Inventory: Sendable {
             )
         }
 
-        /// A stable word for scripts: available, unapproved, disabled, approval-outdated,
-        /// quarantined.
-        package var stateCode: String {
-            if quarantine != nil { return AppExtensionDiagnostic.Kind.quarantined.code }
-            switch decision {
-            case .available: return "available"
-            case .unapproved: return AppExtensionDiagnostic.Kind.unapproved.code
-            case .disabled: return AppExtensionDiagnostic.Kind.disabled.code
-            case .denied: return AppExtensionDiagnostic.Kind.denied.code
-            case .approvalOutdated: return AppExtensionDiagnostic.Kind.approvalOutdated.code
-            }
-        }
+        /// A stable word for scripts: available, unapproved, disabled, denied,
+        /// approval-outdated, quarantined.
+        package var stateCode: String { explanation.stateCode }
 
         /// Why the item is not available, or nil when it is.
         package var diagnostic: AppExtensionDiagnostic? {
-            let id = entry.identifier
-            let kind: AppExtensionDiagnostic.Kind
-            let message: String
-            if let quarantine {
-                kind = .quarantined
-                message =
-                    "quarantined since \(ISO8601DateFormatter().string(from: quarantine.since)) (\(quarantine.reason)); run 'plugind quarantine clear \(id)' once it is fixed"
-            } else {
-                switch decision {
-                case .available:
-                    return nil
-                case .unapproved:
-                    kind = .unapproved
-                    message = "not approved yet; review it with 'plugind info \(id)' and run 'plugind approve \(id)'"
-                case .disabled(let byAdministrator):
-                    kind = .disabled
-                    message =
-                        byAdministrator
-                        ? "disabled by the administrator" : "disabled by the owner; run 'plugind enable \(id)' to use it again"
-                case .denied(let reason):
-                    kind = .denied
-                    message = reason
-                case .approvalOutdated(let change):
-                    kind = .approvalOutdated
-                    message = "the approval no longer matches: \(change); review it and run 'plugind approve \(id)' again"
-                }
-            }
+            let explanation = explanation
+            guard let kind = explanation.kind, let message = explanation.listing else { return nil }
             return AppExtensionDiagnostic(
                 kind: kind,
                 path: entry.bundle.bundlePath,
-                bundleIdentifier: id,
+                bundleIdentifier: entry.identifier,
                 extensionPointIdentifier: entry.manifest.extensionPoint,
                 message: message
             )
