@@ -203,6 +203,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "PlugindSystemTests",
+            dependencies: ["PlugindSystem"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "PlugindWorkerCoreTests",
             dependencies: ["PlugindWorkerCore", "PlugindWire"],
             swiftSettings: swiftSettings

@@ -1,9 +1,10 @@
-import ExtensionFoundation
 import Foundation
 import Glibc
 import PlugindBundle
 import TestSupport
 import Testing
+
+@testable import ExtensionFoundation
 
 @Suite("Catalog: discovery and diagnostics")
 struct CatalogTests {
@@ -221,6 +222,12 @@ struct CatalogTests {
         let expected = (0..<300).filter { ![100, 200, 250].contains($0) }.map { "org.plugind.tests.b\($0)" }
         #expect(snapshot.entries.map(\.identifier) == expected)
         #expect(snapshot.diagnostics.map(\.path).map { ($0 as NSString).lastPathComponent } == ["b100.appex", "b200.appex"])
+        // Stored in chunks of 64 and read back, each chunk decoded on its own: the same bundles.
+        let store = CatalogStore(directory: test.host.stateDirectory.path, writerVersion: .current, chunkSize: 64)
+        store.save(Dictionary(uniqueKeysWithValues: snapshot.entries.map { ($0.bundle.bundlePath, $0.bundle) }))
+        let loaded = store.load()
+        #expect(loaded.map(\.bundle.manifest.identifier).sorted() == expected.sorted())
+        #expect(loaded.allSatisfy { $0.foundAt == $0.bundle.bundlePath })
     }
 
     @Test("a function-only bundle may name a system library by soname")

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Glibc
 import PlugindBundle
@@ -12,8 +13,11 @@ import PlugindWire
 struct CatalogStore {
     static let fileName = "catalog.cache"
     private static let magic = Array("PLGDCAT".utf8) + [0]
-    /// Bumped whenever the layout of a stored bundle changes.
-    private static let formatVersion: UInt32 = 7
+    /// Bumped whenever the layout of a stored bundle changes. 8: bundles in chunks, each decoded
+    /// on its own (a new process decodes them on every processor).
+    private static let formatVersion: UInt32 = 8
+    /// Bundles per chunk.
+    static let defaultChunkSize = 512
     /// A store larger than this is not read (10,000 bundles take about 4 MB).
     private static let maximumSize = 256 << 20
     /// Names resolved by soname depend on the loader's cache: a new one invalidates everything.
@@ -23,9 +27,13 @@ struct CatalogStore {
     /// The plugind that wrote the store; a store written by another one is not read.
     let writerVersion: HostVersion
 
-    init(directory: String, writerVersion: HostVersion) {
+    /// Bundles per chunk this store writes (any size is read).
+    let chunkSize: Int
+
+    init(directory: String, writerVersion: HostVersion, chunkSize: Int = CatalogStore.defaultChunkSize) {
         path = directory + "/" + Self.fileName
         self.writerVersion = writerVersion
+        self.chunkSize = max(1, chunkSize)
     }
 
     /// The stored bundles with the paths they were found at; empty when there is no usable file
@@ -47,9 +55,41 @@ struct CatalogStore {
                 try reader.readUInt32() == geteuid(),
                 try reader.readFileIdentity() == FileStatus(path: Self.loaderCachePath)?.identity
             else { return [] }
+            let chunkCount = Int(try reader.readUInt32())
+            guard chunkCount <= 1 << 16 else { return [] }
+            var lengths: [Int] = []
+            for _ in 0..<chunkCount { lengths.append(Int(try reader.readUInt32())) }
+            let start = bytes.count - reader.remaining
+            guard lengths.reduce(0, +) == reader.remaining else { return [] }
+            var offset = start
+            let ranges = lengths.map { length in
+                defer { offset += length }
+                return offset..<offset + length
+            }
+            let decoded = Locked<[Int: [(foundAt: String, bundle: InspectedBundle)]]>([:])
+            let failed = Locked(false)
+            DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
+                guard let chunk = Self.decodeChunk(Array(bytes[ranges[index]])) else {
+                    failed.withLock { $0 = true }
+                    return
+                }
+                decoded.withLock { $0[index] = chunk }
+            }
+            // A damaged chunk spoils the whole store: it is ignored and rewritten.
+            guard !failed.withLock({ $0 }) else { return [] }
+            return decoded.withLock { chunks in (0..<ranges.count).flatMap { chunks[$0] ?? [] } }
+        } catch {
+            return []
+        }
+    }
+
+    /// One chunk's bundles with the paths they were found at; nil when it is damaged.
+    private static func decodeChunk(_ bytes: [UInt8]) -> [(foundAt: String, bundle: InspectedBundle)]? {
+        var reader = PayloadReader(bytes)
+        do throws(WireError) {
             let count = try reader.readUInt32()
             var bundles: [(foundAt: String, bundle: InspectedBundle)] = []
-            bundles.reserveCapacity(Int(min(count, 1 << 20)))
+            bundles.reserveCapacity(Int(min(count, 1 << 16)))
             for _ in 0..<count {
                 let foundAt = try reader.readString()
                 let bundle = try reader.readInspectedBundle()
@@ -59,7 +99,7 @@ struct CatalogStore {
             try reader.finish("the catalog store")
             return bundles
         } catch {
-            return []
+            return nil
         }
     }
 
@@ -72,16 +112,26 @@ struct CatalogStore {
         writer.write(writerVersion.description)
         writer.write(UInt32(geteuid()))
         writer.write(FileStatus(path: Self.loaderCachePath)?.identity)
-        writer.write(UInt32(bundles.count))
-        for (foundAt, bundle) in bundles.sorted(by: { $0.key < $1.key }) {
-            writer.write(foundAt == bundle.bundlePath ? "" : foundAt)
-            writer.write(bundle)
+        let sorted = bundles.sorted(by: { $0.key < $1.key })
+        let chunks = stride(from: 0, to: sorted.count, by: chunkSize).map { start in
+            var chunk = PayloadWriter(capacity: 256 * chunkSize)
+            let slice = sorted[start..<min(start + chunkSize, sorted.count)]
+            chunk.write(UInt32(slice.count))
+            for (foundAt, bundle) in slice {
+                chunk.write(foundAt == bundle.bundlePath ? "" : foundAt)
+                chunk.write(bundle)
+            }
+            return chunk.bytes
         }
+        writer.write(UInt32(chunks.count))
+        for chunk in chunks { writer.write(UInt32(chunk.count)) }
+        var file = writer.bytes
+        for chunk in chunks { file += chunk }
         let directory = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         // A unique temporary file, synced, then renamed over the store: concurrent savers never
         // share a file, and a reader sees the old store or the new one, never a mix.
-        try? LockedFileUpdate.replace(path, with: Data(writer.bytes))
+        try? LockedFileUpdate.replace(path, with: Data(file))
     }
 }
