@@ -23,6 +23,8 @@ private struct Conversation {
     var cancelledHandlers: [UInt64] = []
     var readyCount = 0
     var kills = 0
+    /// The time the next input is given at.
+    var clock = ContinuousClock.now
 
     init() {
         atWorker = InMemoryFrameReceiver(toWorker, direction: .hostToWorker)
@@ -70,7 +72,7 @@ private struct Conversation {
 
     /// Opens a connection the worker accepts.
     mutating func open(handler: Bool = true) throws -> UInt32 {
-        let (id, effects) = try machine.openConnection(hasHandler: handler, timeout: .seconds(1)).get()
+        let (id, effects) = try machine.openConnection(hasHandler: handler, timeout: .seconds(1), now: clock).get()
         apply(effects)
         #expect(try sentToWorker() == [.openConnection(id, hostIdentifier: "org.plugind.tests.host")])
         try worker(.connectionAccepted(id))
@@ -81,7 +83,7 @@ private struct Conversation {
     /// Reserves and sends a request.
     mutating func send(_ bytes: [UInt8], on connection: UInt32, timeout: Duration? = .seconds(1)) throws -> UInt64 {
         let id = try machine.reserveRequest(connection: connection, timeout: timeout).get()
-        apply(machine.sendRequest(id, .request(id: id, connection: connection, bytes: bytes)))
+        apply(machine.sendRequest(id, .request(id: id, connection: connection, bytes: bytes), now: clock))
         return id
     }
 }
@@ -94,9 +96,10 @@ struct ChannelProtocolTests {
         try conversation.ready()
         let connection = try conversation.open()
         let id = try conversation.machine.reserveRequest(connection: connection, timeout: nil).get()
-        conversation.apply(conversation.machine.abandon(id, because: .cancelled))
+        conversation.apply(conversation.machine.abandon(id, because: .cancelled, now: conversation.clock))
         #expect(conversation.requests[id] == nil)
-        conversation.apply(conversation.machine.sendRequest(id, .request(id: id, connection: connection, bytes: [1])))
+        conversation.apply(
+            conversation.machine.sendRequest(id, .request(id: id, connection: connection, bytes: [1]), now: conversation.clock))
         #expect(failureCode(conversation.requests[id]) == .cancelled)
         #expect(try conversation.sentToWorker().isEmpty)
     }
@@ -133,7 +136,9 @@ struct ChannelProtocolTests {
     func connectionDeadline() throws {
         var conversation = Conversation()
         try conversation.ready()
-        let (late, effects) = try conversation.machine.openConnection(hasHandler: true, timeout: .milliseconds(300)).get()
+        let (late, effects) = try conversation.machine.openConnection(
+            hasHandler: true, timeout: .milliseconds(300), now: conversation.clock
+        ).get()
         conversation.apply(effects)
         #expect(conversation.timers == [.accepting(late)])
         _ = try conversation.sentToWorker()
@@ -148,7 +153,8 @@ struct ChannelProtocolTests {
         #expect(conversation.stops.isEmpty)
         #expect(throws: AppExtensionError.self) { try conversation.machine.reserveRequest(connection: late, timeout: nil).get() }
 
-        let (stuck, more) = try conversation.machine.openConnection(hasHandler: true, timeout: .milliseconds(300)).get()
+        let (stuck, more) = try conversation.machine.openConnection(hasHandler: true, timeout: .milliseconds(300), now: conversation.clock)
+            .get()
         conversation.apply(more)
         conversation.apply(conversation.machine.timerFired(.accepting(stuck)))
         conversation.apply(conversation.machine.timerFired(.closingGrace(stuck)))
@@ -205,7 +211,7 @@ struct ChannelProtocolTests {
         let id = try conversation.send([1], on: connection)
         _ = try conversation.sentToWorker()
         try conversation.worker(.ask(id: 7, connection: connection, bytes: [2]))
-        conversation.apply(conversation.machine.closeConnection(connection))
+        conversation.apply(conversation.machine.closeConnection(connection, now: conversation.clock))
         #expect(conversation.cancelledHandlers == [7])
         #expect(failureCode(conversation.requests[id]) == .connectionClosed)
         #expect(try conversation.sentToWorker() == [.cancel(id: id), .closeConnection(connection)])
@@ -220,7 +226,8 @@ struct ChannelProtocolTests {
     func refusalsAndBounds() throws {
         var conversation = Conversation()
         try conversation.ready()
-        let (refused, effects) = try conversation.machine.openConnection(hasHandler: true, timeout: .seconds(1)).get()
+        let (refused, effects) = try conversation.machine.openConnection(hasHandler: true, timeout: .seconds(1), now: conversation.clock)
+            .get()
         conversation.apply(effects)
         #expect(try conversation.sentToWorker() == [.openConnection(refused, hostIdentifier: "org.plugind.tests.host")])
         try conversation.worker(.connectionRefused(refused, reason: "one editor at a time"))
@@ -271,7 +278,8 @@ struct ChannelProtocolTests {
         try conversation.ready()
         let connection = try conversation.open()
         let id = try conversation.send([1], on: connection)
-        let (opening, effects) = try conversation.machine.openConnection(hasHandler: false, timeout: .seconds(1)).get()
+        let (opening, effects) = try conversation.machine.openConnection(hasHandler: false, timeout: .seconds(1), now: conversation.clock)
+            .get()
         conversation.apply(effects)
         try conversation.worker(.ask(id: 4, connection: connection, bytes: []))
         let failure = AppExtensionError(.workerCrashed, plugin: "org.plugind.tests.machine", "crashed with SIGSEGV")
@@ -290,7 +298,7 @@ struct ChannelProtocolDeadlineTests {
     func expireFiresWhatIsDue() throws {
         var conversation = Conversation()
         let start = ContinuousClock.now
-        conversation.machine.now = start
+        conversation.clock = start
         try conversation.ready()
         let connection = try conversation.open()
         let quick = try conversation.send([1], on: connection, timeout: .milliseconds(100))
@@ -317,11 +325,26 @@ struct ChannelProtocolDeadlineTests {
         #expect(conversation.stops.isEmpty)
     }
 
+    @Test("a request sent long after the last input gets its whole timeout from when it is sent")
+    func deadlineFromSendTime() throws {
+        var conversation = Conversation()
+        let start = ContinuousClock.now
+        conversation.clock = start
+        try conversation.ready()
+        let connection = try conversation.open()
+        // Ten seconds in which nothing happens, then a request with a one-second timeout.
+        conversation.clock = start + .seconds(10)
+        let late = try conversation.send([1], on: connection, timeout: .seconds(1))
+        #expect(conversation.machine.deadlines[.deadline(late)] == start + .seconds(11))
+        conversation.apply(conversation.machine.expire(now: start + .seconds(10) + .milliseconds(500)))
+        #expect(conversation.requests[late] == nil)
+    }
+
     @Test("two timers due at once fire in deadline order in one expire; a worker silent after its cancel is stopped")
     func severalDue() throws {
         var conversation = Conversation()
         let start = ContinuousClock.now
-        conversation.machine.now = start
+        conversation.clock = start
         try conversation.ready()
         let connection = try conversation.open()
         let first = try conversation.send([1], on: connection, timeout: .milliseconds(10))
@@ -343,17 +366,15 @@ struct ChannelProtocolDeadlineTests {
     func launchAndShutdown() throws {
         var silent = Conversation()
         let start = ContinuousClock.now
-        silent.machine.now = start
-        silent.machine.awaitReady(timeout: .seconds(1))
+        silent.machine.awaitReady(timeout: .seconds(1), now: start)
         silent.apply(silent.machine.expire(now: start + .seconds(1)))
         #expect(silent.stops == [.launchTimedOut(.seconds(1))])
 
         var answering = Conversation()
-        answering.machine.now = start
-        answering.machine.awaitReady(timeout: .seconds(1))
+        answering.machine.awaitReady(timeout: .seconds(1), now: start)
         try answering.ready()
         #expect(answering.timers.isEmpty)
-        answering.apply(answering.machine.invalidate(grace: .seconds(2)))
+        answering.apply(answering.machine.invalidate(grace: .seconds(2), now: start))
         #expect(answering.timers == [.shutdown])
         answering.apply(answering.machine.expire(now: start + .seconds(1)))
         #expect(answering.kills == 0)

@@ -14,8 +14,9 @@ enum WorkerReply: Sendable, Equatable {
 /// transport.
 ///
 /// Deadlines are data: every timer the conversation needs is an entry of `deadlines`, armed at
-/// `now` (the time of the input being decided, which the caller sets) plus its duration.
-/// `nextDeadline` is the earliest; `expire(now:)` fires those due. One channel needs one timer.
+/// the time the input that arms it is given (each such input takes `now`, so that no deadline is
+/// reckoned from a stale clock) plus its duration. `nextDeadline` is the earliest;
+/// `expire(now:)` fires those due. One channel needs one timer.
 ///
 /// Longer than a file should be: its inputs share private bookkeeping (requests, abandoned
 /// requests, connections, asks and their budget) that files of their own would have to expose
@@ -109,8 +110,9 @@ struct ChannelProtocol {
 
     private(set) var phase: Phase = .handshaking
     private(set) var invalidated = false
-    /// The time of the input being decided: timers armed now fire at `now` plus their duration.
-    var now = ContinuousClock.now
+    /// The time of the latest input that carried one: timers armed now fire at `now` plus their
+    /// duration.
+    private(set) var now = ContinuousClock.now
     /// When each armed timer fires.
     private(set) var deadlines = Deadlines<Timer>()
     private var requests: [UInt64: Request] = [:]
@@ -183,8 +185,9 @@ struct ChannelProtocol {
 
     // MARK: Handshake
 
-    /// The launch waits for the worker's `ready` from now, for at most `timeout`.
-    mutating func awaitReady(timeout: Duration) {
+    /// The launch waits for the worker's `ready` from `now`, for at most `timeout`.
+    mutating func awaitReady(timeout: Duration, now: ContinuousClock.Instant) {
+        self.now = now
         guard phase == .handshaking else { return }
         arm(.launch(timeout), after: timeout)
     }
@@ -214,7 +217,8 @@ struct ChannelProtocol {
     }
 
     /// Sends a reserved request (`message` carries its identifier), now that its caller waits.
-    mutating func sendRequest(_ id: UInt64, _ message: HostMessage) -> [Effect] {
+    mutating func sendRequest(_ id: UInt64, _ message: HostMessage, now: ContinuousClock.Instant) -> [Effect] {
+        self.now = now
         guard var request = requests[id] else { return [.completeRequest(id, .failure(notReady))] }
         if case .cancelledEarly(let failure) = request.slot {
             requests[id] = nil
@@ -228,7 +232,8 @@ struct ChannelProtocol {
 
     /// Fails a request now and tells the worker to drop it; if the worker neither answers nor
     /// confirms within the grace period, it is judged stuck.
-    mutating func abandon(_ id: UInt64, because reason: Abandonment) -> [Effect] {
+    mutating func abandon(_ id: UInt64, because reason: Abandonment, now: ContinuousClock.Instant) -> [Effect] {
+        self.now = now
         guard var request = requests[id] else { return [] }
         let failure: AppExtensionError
         switch reason {
@@ -265,7 +270,7 @@ struct ChannelProtocol {
         case .shutdown:
             return phase == .ended ? [] : [.kill]
         case .deadline(let id):
-            return abandon(id, because: .timedOut(requests[id]?.timeout))
+            return abandon(id, because: .timedOut(requests[id]?.timeout), now: now)
         case .grace(let id):
             guard abandoned.remove(id) != nil else { return [] }
             return [.stop(.unresponsive(requestID: id, after: cancellationGracePeriod))]
@@ -301,7 +306,10 @@ struct ChannelProtocol {
 
     /// Opens a connection; `completeConnection` follows when the plugin accepts or refuses it,
     /// or with `timedOut` when it has done neither within `timeout`.
-    mutating func openConnection(hasHandler: Bool, timeout: Duration) -> Result<(UInt32, [Effect]), AppExtensionError> {
+    mutating func openConnection(hasHandler: Bool, timeout: Duration, now: ContinuousClock.Instant) -> Result<
+        (UInt32, [Effect]), AppExtensionError
+    > {
+        self.now = now
         guard case .ready = phase, !invalidated else { return .failure(notReady) }
         let id = nextConnectionID
         nextConnectionID &+= 1
@@ -322,7 +330,8 @@ struct ChannelProtocol {
     }
 
     /// Closes a connection: its waiting requests fail, its asks stop, the plugin is told.
-    mutating func closeConnection(_ id: UInt32) -> [Effect] {
+    mutating func closeConnection(_ id: UInt32, now: ContinuousClock.Instant) -> [Effect] {
+        self.now = now
         guard let connection = connections.removeValue(forKey: id) else { return [] }
         var effects: [Effect] = []
         if connection.state == .opening {
@@ -330,7 +339,7 @@ struct ChannelProtocol {
             effects.append(.completeConnection(id, .failure(error(.connectionClosed, "the connection was closed while it opened"))))
         }
         for requestID in requests.keys.sorted() where requests[requestID]?.connection == id {
-            effects += abandon(requestID, because: .connectionClosed)
+            effects += abandon(requestID, because: .connectionClosed, now: now)
         }
         for ask in connection.asks.sorted() {
             asks[ask] = nil
@@ -488,7 +497,8 @@ struct ChannelProtocol {
 
     /// The host ends the process in an orderly way: everything waiting fails, the worker gets
     /// `shutdown`, and is killed if it has not exited after `grace`.
-    mutating func invalidate(grace: Duration) -> [Effect] {
+    mutating func invalidate(grace: Duration, now: ContinuousClock.Instant) -> [Effect] {
+        self.now = now
         guard !invalidated else { return [] }
         invalidated = true
         guard phase != .ended else { return [] }

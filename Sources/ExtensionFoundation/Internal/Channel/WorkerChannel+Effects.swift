@@ -10,7 +10,6 @@ extension WorkerChannel {
     func decide(_ body: (inout ChannelProtocol) -> [ChannelProtocol.Effect]) {
         var actions = Actions()
         state.withLock { state in
-            state.machine.now = .now
             let effects = body(&state.machine)
             collect(effects, into: &actions, state: &state)
         }

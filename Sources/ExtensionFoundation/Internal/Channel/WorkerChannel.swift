@@ -203,7 +203,7 @@ final class WorkerChannel: EventLoopHandler {
         // Often the answer is in already (`receiveHandshake`): no timer, no suspension.
         if let ready = state.withLock({ $0.ready }) { return ready }
         decide { machine in
-            machine.awaitReady(timeout: timeout)
+            machine.awaitReady(timeout: timeout, now: .now)
             return []
         }
         return try await withTaskCancellationHandler {
@@ -274,12 +274,12 @@ final class WorkerChannel: EventLoopHandler {
                 var actions = Actions()
                 state.withLock { state in
                     state.requests[id] = continuation
-                    collect(state.machine.sendRequest(id, message), into: &actions, state: &state)
+                    collect(state.machine.sendRequest(id, message, now: .now), into: &actions, state: &state)
                 }
                 perform(actions)
             }
         } onCancel: {
-            decide { $0.abandon(id, because: .cancelled) }
+            decide { $0.abandon(id, because: .cancelled, now: .now) }
         }
     }
 
@@ -295,7 +295,7 @@ final class WorkerChannel: EventLoopHandler {
     /// Opens a connection and waits until the plugin accepts it; `handler` answers its asks.
     func openConnection(handler: RequestHandler?, timeout: Duration) async throws -> UInt32 {
         let (id, effects) = try state.withLock { state in
-            state.machine.openConnection(hasHandler: handler != nil, timeout: timeout).mapError { unavailable($0, state) }
+            state.machine.openConnection(hasHandler: handler != nil, timeout: timeout, now: .now).mapError { unavailable($0, state) }
         }.get()
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
@@ -318,7 +318,7 @@ final class WorkerChannel: EventLoopHandler {
     func closeConnection(_ id: UInt32) {
         var actions = Actions()
         state.withLock { state in
-            collect(state.machine.closeConnection(id), into: &actions, state: &state)
+            collect(state.machine.closeConnection(id, now: .now), into: &actions, state: &state)
             state.handlers[id] = nil
         }
         perform(actions)
@@ -400,8 +400,7 @@ final class WorkerChannel: EventLoopHandler {
         var actions = Actions()
         let first = state.withLock { state -> Bool in
             guard !state.machine.invalidated else { return false }
-            state.machine.now = .now
-            collect(state.machine.invalidate(grace: grace), into: &actions, state: &state)
+            collect(state.machine.invalidate(grace: grace, now: .now), into: &actions, state: &state)
             return true
         }
         guard first else { return }
