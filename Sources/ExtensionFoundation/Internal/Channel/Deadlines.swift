@@ -42,7 +42,10 @@ struct Deadlines<Timer: Hashable> {
     var next: ContinuousClock.Instant? {
         mutating get {
             if !earliestKnown {
-                earliest = armed.values.map(\.deadline).min()
+                // A plain loop: no array, and no key path, on this path of every request.
+                var found: ContinuousClock.Instant?
+                for entry in armed.values where found.map({ entry.deadline < $0 }) ?? true { found = entry.deadline }
+                earliest = found
                 earliestKnown = true
             }
             return earliest
@@ -51,8 +54,15 @@ struct Deadlines<Timer: Hashable> {
 
     /// The timer due first at `now`, if any is due.
     func firstDue(at now: ContinuousClock.Instant) -> Timer? {
-        let first = armed.min { ($0.value.deadline, $0.value.sequence) < ($1.value.deadline, $1.value.sequence) }
-        guard let first, first.value.deadline <= now else { return nil }
-        return first.key
+        var first: (timer: Timer, entry: Entry)?
+        for (timer, entry) in armed where entry.deadline <= now {
+            if let current = first?.entry,
+                current.deadline < entry.deadline || (current.deadline == entry.deadline && current.sequence < entry.sequence)
+            {
+                continue
+            }
+            first = (timer, entry)
+        }
+        return first?.timer
     }
 }

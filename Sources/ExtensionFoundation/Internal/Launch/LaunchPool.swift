@@ -107,11 +107,9 @@ package final class LaunchPool: EventLoopHandler {
     let forks: Forks
     /// The execute-only copy launchers are exec'd from, if one could be made.
     let image: FileDescriptor?
-    /// The launchers' environment. A launcher that forks many children binds every symbol at
-    /// exec, which spares each child the lazy binding of its own; one that forks a single child
-    /// does not: its exec is paid for every worker (binding everything made it 0.8 ms longer, and
-    /// back-to-back launches 10–15 % slower), and its warm-up binds what the launch path uses.
-    let environment: [String]
+    /// The launchers' environment. Binding every symbol at exec spares the child the lazy
+    /// binding of its own (without it, a Swift plugin's launch measured about 0.1 ms longer).
+    let environment = WorkerLauncher.environment() + ["LD_BIND_NOW=1"]
     let loop: WorkerEventLoop
     /// The host's mount table, watched: spares copy the host's tree when they get ready (see
     /// `StartedWorker.hostTree`), so a change of mounts replaces them. Nil where it cannot be
@@ -178,7 +176,6 @@ package final class LaunchPool: EventLoopHandler {
     private init(executable: String, forks: Forks, image: FileDescriptor?, loop: WorkerEventLoop, mountTable: FileDescriptor?) {
         self.executable = executable
         self.forks = forks
-        self.environment = WorkerLauncher.environment() + (forks == .many ? ["LD_BIND_NOW=1"] : [])
         self.image = image
         self.loop = loop
         self.mountTable = mountTable
