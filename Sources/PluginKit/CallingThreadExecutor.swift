@@ -1,4 +1,5 @@
 import Glibc
+import Synchronization
 
 /// Runs an async request handler on the worker thread that called `handle`, which waits for it
 /// anyway: the handler's task prefers this executor, so its jobs — the first and every one after
@@ -72,23 +73,14 @@ final class CallingThreadExecutor: TaskExecutor, @unchecked Sendable {
 }
 
 /// Where the handler's task leaves its result for the waiting thread.
-private final class OutcomeSlot<Value: Sendable>: @unchecked Sendable {
-    // @unchecked: written once by the task before `finish`, read by the thread after it.
-    private var value: Result<Value, any Error>?
-    private var lock = pthread_mutex_t()
-
-    init() { pthread_mutex_init(&lock, nil) }
-    deinit { pthread_mutex_destroy(&lock) }
+private final class OutcomeSlot<Value: Sendable>: Sendable {
+    private let value = Mutex<Result<Value, any Error>?>(nil)
 
     func set(_ result: Result<Value, any Error>) {
-        pthread_mutex_lock(&lock)
-        value = result
-        pthread_mutex_unlock(&lock)
+        value.withLock { $0 = result }
     }
 
     func take() -> Result<Value, any Error>? {
-        pthread_mutex_lock(&lock)
-        defer { pthread_mutex_unlock(&lock) }
-        return value
+        value.withLock { $0 }
     }
 }

@@ -44,6 +44,8 @@ struct PolicyExplanationTests {
     func precedenceAndRevocation() {
         #expect(explain(.disabled(byAdministrator: false), quarantined: true).category == .disabled)
         #expect(explain(.approvalOutdated("x")).revocation(during: "while it ran") == nil)
+        // New bytes end nothing, but a quarantine still does.
+        #expect(explain(.approvalOutdated("x"), quarantined: true).revocation(during: "while it ran")?.hasPrefix("was quarantined") == true)
         #expect(explain(.available(bundledWithHost: false)).revocation(during: "while it ran") == nil)
         #expect(explain(.disabled(byAdministrator: false)).revocation(during: "while it ran") == "was disabled by its owner while it ran")
         #expect(explain(.unapproved).revocation(during: "while it launched") == "its approval was revoked while it launched")

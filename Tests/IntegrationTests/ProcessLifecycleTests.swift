@@ -62,7 +62,7 @@ struct ProcessLifecycleTests {
         #expect(kill(launcher, SIGSTOP) == 0)
         let launch = Task { try await AppExtensionProcess(configuration: configuration) }
         try await Deadline.wait("the launch's request to the stopped launcher") {
-            while !LaunchPool.awaitsAnswer(executable: worker, fromLauncher: launcher) { try await Task.sleep(for: .milliseconds(1)) }
+            await LaunchPool.awaitRequest(executable: worker, toLauncher: launcher)
         }
         #expect(kill(launcher, SIGKILL) == 0)
         let process = try await Deadline.wait("the launch") { try await launch.value }

@@ -38,9 +38,7 @@ enum PluginResolution {
             throw AppExtensionError(.notApproved, plugin: id, "cannot be approved while \(error)")
         }
         let evaluation = policy.evaluation(for: entry)
-        // The crash log is read only for a plugin the policy allows.
-        let quarantine = evaluation.decision.isAvailable ? CrashLog(host: host).quarantine(of: id, bundle: entry.bundle) : nil
-        let explanation = PolicyExplanation(decision: evaluation.decision, quarantine: quarantine, identifier: id)
+        let explanation = PolicyExplanation(decision: evaluation.decision, entry: entry, crashLog: CrashLog(host: host))
         if let refusal = explanation.launchRefusal(administratorDirectory: host.administratorPolicyDirectory.path) { throw refusal }
         return evaluation.approval
     }

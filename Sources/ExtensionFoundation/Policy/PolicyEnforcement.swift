@@ -120,8 +120,6 @@ enum PolicyEnforcement {
     static func revocation(
         of entry: CatalogEntry, policy: PolicySnapshot, crashLog: CrashLog, during: String = "while it ran"
     ) -> String? {
-        let decision = policy.decision(for: entry)
-        let quarantine = decision.isAvailable ? crashLog.quarantine(of: entry.identifier, bundle: entry.bundle) : nil
-        return PolicyExplanation(decision: decision, quarantine: quarantine, identifier: entry.identifier).revocation(during: during)
+        PolicyExplanation(decision: policy.decision(for: entry), entry: entry, crashLog: crashLog).revocation(during: during)
     }
 }

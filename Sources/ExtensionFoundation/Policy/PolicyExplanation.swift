@@ -4,7 +4,7 @@ import Foundation
 /// the code scripts read, the category the counts use, and each sentence that says it — in a
 /// listing, in a refused launch, for a running worker ended, in the browser. Before, six places
 /// switched over the decision and each said it its own way.
-package struct PolicyExplanation: Sendable, Equatable {
+package struct PolicyExplanation: Sendable {
     package enum Category: Sendable, Equatable {
         case available
         /// Disabled by the owner or the administrator, or refused by a rule.
@@ -28,11 +28,15 @@ package struct PolicyExplanation: Sendable, Equatable {
     private let reason: Reason
     /// The plugin's identifier, which the fixes name.
     let identifier: String
+    /// The quarantine, when the plugin has one, whatever the decision: it still ends a running
+    /// worker whose approval is outdated (`revocation`).
+    private let quarantined: (since: Date, reason: String)?
 
     /// The decision wins over a quarantine: a plugin that may not be used at all is not usable
     /// whatever its crashes.
     package init(decision: PolicyDecision, quarantine: CrashLog.Quarantine?, identifier: String) {
         self.identifier = identifier
+        quarantined = quarantine.map { ($0.since, $0.reason) }
         switch decision {
         case .available:
             reason = quarantine.map { .quarantined(since: $0.since, reason: $0.reason) } ?? .available
@@ -41,6 +45,20 @@ package struct PolicyExplanation: Sendable, Equatable {
         case .denied(let text): reason = .denied(text)
         case .approvalOutdated(let change): reason = .approvalOutdated(change)
         }
+    }
+
+    /// The explanation for `entry` under `decision`, reading `crashLog` only where a quarantine
+    /// can matter (a launch or a running worker the policy still allows, or whose approval is
+    /// only outdated).
+    package init(decision: PolicyDecision, entry: CatalogEntry, crashLog: CrashLog) {
+        let mayMatter: Bool
+        switch decision {
+        case .available, .approvalOutdated: mayMatter = true
+        case .unapproved, .disabled, .denied: mayMatter = false
+        }
+        self.init(
+            decision: decision, quarantine: mayMatter ? crashLog.quarantine(of: entry.identifier, bundle: entry.bundle) : nil,
+            identifier: entry.identifier)
     }
 
     package var isAvailable: Bool { reason == .available }
@@ -128,7 +146,8 @@ package struct PolicyExplanation: Sendable, Equatable {
     /// worker keeps what was approved when it started.
     package func revocation(during: String) -> String? {
         switch reason {
-        case .available, .approvalOutdated: nil
+        case .available: nil
+        case .approvalOutdated: quarantined.map { "was quarantined \(during) (\($0.reason))" }
         case .disabledByAdministrator: "was disabled by the administrator \(during)"
         case .disabledByOwner: "was disabled by its owner \(during)"
         case .denied(let text): "was refused \(during): \(text)"

@@ -30,8 +30,8 @@ struct ChannelProtocol {
 
     /// The machine's timers; `expire(now:)` fires those whose deadline passed.
     enum Timer: Hashable {
-        /// The time the worker has to answer the handshake.
-        case launch(Duration)
+        /// The time the worker has to answer the handshake (`launchTimeout`).
+        case launch
         /// After `invalidate`, the time the worker has to exit before it is killed.
         case shutdown
         /// A request's deadline.
@@ -115,6 +115,8 @@ struct ChannelProtocol {
     private(set) var now = ContinuousClock.now
     /// When each armed timer fires.
     private(set) var deadlines = Deadlines<Timer>()
+    /// How long the launch waits for `ready`, once `awaitReady` armed its timer.
+    private var launchTimeout: Duration = .zero
     private var requests: [UInt64: Request] = [:]
     /// Requests the host gave up on and told the worker to drop.
     private var abandoned: Set<UInt64> = []
@@ -189,14 +191,15 @@ struct ChannelProtocol {
     mutating func awaitReady(timeout: Duration, now: ContinuousClock.Instant) {
         self.now = now
         guard phase == .handshaking else { return }
-        arm(.launch(timeout), after: timeout)
+        launchTimeout = timeout
+        arm(.launch, after: timeout)
     }
 
     /// The worker's `ready`: once, and only first.
     private mutating func received(_ ready: Ready) -> [Effect] {
         guard phase == .handshaking else { return [.stop(.protocolViolation("sent ready twice"))] }
         phase = .ready(ready)
-        for case .launch(let timeout) in Array(deadlines.entries.keys) { disarm(.launch(timeout)) }
+        disarm(.launch)
         return [.handshakeDone(ready)]
     }
 
@@ -264,9 +267,9 @@ struct ChannelProtocol {
     mutating func timerFired(_ timer: Timer) -> [Effect] {
         disarm(timer)
         switch timer {
-        case .launch(let timeout):
+        case .launch:
             guard phase == .handshaking else { return [] }
-            return [.stop(.launchTimedOut(timeout))]
+            return [.stop(.launchTimedOut(launchTimeout))]
         case .shutdown:
             return phase == .ended ? [] : [.kill]
         case .deadline(let id):

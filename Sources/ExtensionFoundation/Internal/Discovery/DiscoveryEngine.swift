@@ -87,24 +87,28 @@ final class DiscoveryEngine: Sendable {
     /// registry (the next subscriber of the host makes a new one). Under the registry's lock, so
     /// that nobody subscribes to a shared engine that is stopping.
     func unsubscribe(_ token: Int) {
-        let last = isShared ? Self.engines.withLock { engines in removeSubscriber(token, from: &engines) } : removeSubscriber(token)
-        guard case .some(let watcher) = last else { return }
-        watcher?.close()
+        let removal =
+            isShared
+            ? Self.engines.withLock { engines -> Removal in
+                let removal = removeSubscriber(token)
+                if case .last = removal, engines[host] === self { engines[host] = nil }
+                return removal
+            } : removeSubscriber(token)
+        if case .last(let watcher) = removal { watcher?.close() }
     }
 
-    /// Nil unless `token` was the last subscriber: then the watcher to close (itself optional).
-    private func removeSubscriber(_ token: Int, from engines: inout [AppExtensionHost: DiscoveryEngine]) -> DirectoryWatcher?? {
-        let last = removeSubscriber(token)
-        if last != nil, engines[host] === self { engines[host] = nil }
-        return last
+    private enum Removal {
+        case unknownOrNotLast
+        /// The last subscriber left: the engine stopped; its watcher, if it had one, to close.
+        case last(DirectoryWatcher?)
     }
 
-    private func removeSubscriber(_ token: Int) -> DirectoryWatcher?? {
-        state.withLock { state -> DirectoryWatcher?? in
-            guard state.subscribers.removeValue(forKey: token) != nil, state.subscribers.isEmpty else { return .none }
+    private func removeSubscriber(_ token: Int) -> Removal {
+        state.withLock { state -> Removal in
+            guard state.subscribers.removeValue(forKey: token) != nil, state.subscribers.isEmpty else { return .unknownOrNotLast }
             state.stopped = true
             defer { state.watcher = nil }
-            return .some(state.watcher)
+            return .last(state.watcher)
         }
     }
 
@@ -135,13 +139,15 @@ final class DiscoveryEngine: Sendable {
     }
 
     private func startWatching() throws {
+        // A watcher whose loop gave up is replaced by one on a new loop.
+        func needsWatcher(_ state: State) -> Bool { !state.stopped && (state.watcher == nil || state.watcher?.isClosed == true) }
+        guard state.withLock({ needsWatcher($0) }) else { return }
         // The state directory exists before it is watched: made by the first scan's cache
         // otherwise, its creation would be a change, and cause a second scan.
         try? FileManager.default.createDirectory(
             atPath: host.stateDirectory.path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         try state.withLock { state in
-            // A watcher whose loop gave up is replaced by one on a new loop.
-            guard !state.stopped, state.watcher == nil || state.watcher?.isClosed == true else { return }
+            guard needsWatcher(state) else { return }
             do {
                 state.watcher = try makeWatcher { [weak self] in self?.changed() }
             } catch {

@@ -9,16 +9,19 @@ package final class MonitorEngine: Sendable {
     private let callback = Locked<(@Sendable (Inventory) -> Void)?>(nil)
 
     package init(host: AppExtensionHost) {
-        let callback = callback
-        (engine, token) = DiscoveryEngine.subscribe(host: host) { inventory in callback.withLock { $0 }?(inventory) }
+        (engine, token) = DiscoveryEngine.subscribe(host: host, Self.forward(to: callback))
     }
 
     /// A subscription to an engine of its own, whose watcher comes from `makeWatcher` (tests make
     /// it fail).
     init(host: AppExtensionHost, makeWatcher: @escaping DiscoveryEngine.WatcherFactory) {
-        let callback = callback
         engine = DiscoveryEngine(host: host, makeWatcher: makeWatcher)
-        token = engine.subscribe { inventory in callback.withLock { $0 }?(inventory) }
+        token = engine.subscribe(Self.forward(to: callback))
+    }
+
+    /// What the engine calls: whatever `onInventory` is at the time.
+    private static func forward(to callback: Locked<(@Sendable (Inventory) -> Void)?>) -> @Sendable (Inventory) -> Void {
+        { inventory in callback.withLock { $0 }?(inventory) }
     }
 
     /// Called with each inventory the host's engine takes, on its queue.

@@ -92,7 +92,8 @@ extension LaunchPool {
     }
 
     /// Sends request `id` to `launcher` and records it, so that the answer (or the launcher's
-    /// end) is matched to it; false when it could not be sent or the pool stopped.
+    /// end) is matched to it; the error when it could not be sent or the pool stopped. Whoever
+    /// waits for a request to that launcher (`awaitRequest`) hears of it.
     func ask(_ launcher: LauncherProcess, request id: UInt32, options: SpawnRequest.Options, descriptors: [CInt], cgroupFiles: [String])
         -> SystemError?
     {
@@ -102,7 +103,15 @@ extension LaunchPool {
             return true
         }
         guard recorded else { return SystemError("launcher", .noSuchProcess) }
-        guard let error = launcher.send(id, options: options, descriptors: descriptors, cgroupFiles: cgroupFiles) else { return nil }
+        guard let error = launcher.send(id, options: options, descriptors: descriptors, cgroupFiles: cgroupFiles) else {
+            let pid = launcher.process.processIdentifier
+            let waiters = state.withLock { state in
+                defer { state.requestWaiters.removeAll { $0.launcher == pid } }
+                return state.requestWaiters.filter { $0.launcher == pid }
+            }
+            for waiter in waiters { waiter.continuation.resume() }
+            return nil
+        }
         state.withLock { _ = $0.busy.removeValue(forKey: id) }
         return error
     }

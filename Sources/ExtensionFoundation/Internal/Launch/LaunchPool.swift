@@ -76,6 +76,8 @@ package final class LaunchPool: EventLoopHandler {
         var primed: PrimedWorker?
         /// Callers of `settled()` waiting until nothing is on its way.
         var settleWaiters: [CheckedContinuation<Void, Never>] = []
+        /// Callers of `awaitRequest` waiting until a launcher (by pid) has been sent a request.
+        var requestWaiters: [(launcher: Int32, continuation: CheckedContinuation<Void, Never>)] = []
 
         /// A new request's id.
         mutating func takeRequestID() -> UInt32 {
@@ -265,12 +267,19 @@ package final class LaunchPool: EventLoopHandler {
         running(executable: executable, forks: .one)?.state.withLock { $0.idle?.process.processIdentifier }
     }
 
-    /// Whether a request to the launcher `pid` of the shared pool of `executable` awaits its
-    /// answer.
-    package static func awaitsAnswer(executable: String, fromLauncher pid: Int32) -> Bool {
-        running(executable: executable, forks: .one)?.state.withLock { state in
-            state.busy.values.contains { $0.process.processIdentifier == pid }
-        } ?? false
+    /// Returns once the launcher `pid` of the shared pool of `executable` holds a request it has
+    /// not answered (at once if it does already, or if there is no such pool): for tests that end
+    /// a launcher mid-launch.
+    package static func awaitRequest(executable: String, toLauncher pid: Int32) async {
+        guard let pool = running(executable: executable, forks: .one) else { return }
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now = pool.state.withLock { state -> Bool in
+                if state.stopped || state.busy.values.contains(where: { $0.process.processIdentifier == pid }) { return true }
+                state.requestWaiters.append((pid, continuation))
+                return false
+            }
+            if now { continuation.resume() }
+        }
     }
 
     /// Stops the shared pools of `executable`, for tests that started one of their own.
@@ -315,6 +324,7 @@ package final class LaunchPool: EventLoopHandler {
 
     private struct Stopped: ~Copyable {
         var pending: [CheckedContinuation<SpawnedProcess, any Error>]
+        var requestWaiters: [CheckedContinuation<Void, Never>]
         var spares: SpareSlots
         /// Launchers whose sockets are open, and those let go already (only to be reaped).
         var launchers: [LauncherProcess]
@@ -334,9 +344,11 @@ package final class LaunchPool: EventLoopHandler {
             var spares = SpareSlots()
             swap(&spares, &state.spares)
             let stopped = Stopped(
-                pending: Array(state.pending.values), spares: spares, launchers: launchers, retired: Array(state.retired.values),
+                pending: Array(state.pending.values), requestWaiters: state.requestWaiters.map(\.continuation), spares: spares,
+                launchers: launchers, retired: Array(state.retired.values),
                 primed: state.primed.take())
             state.pending.removeAll()
+            state.requestWaiters.removeAll()
             state.idle = nil
             state.busy.removeAll()
             state.retired.removeAll()
@@ -345,6 +357,7 @@ package final class LaunchPool: EventLoopHandler {
         guard var stopped = taken else { return }
         resumeSettledWaiters()
         for continuation in stopped.pending { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
+        for waiter in stopped.requestWaiters { waiter.resume() }
         let primed = stopped.primed
         primed?.closeHostSide()
         let (launchers, retired) = (stopped.launchers, stopped.retired)

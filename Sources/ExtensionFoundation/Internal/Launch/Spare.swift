@@ -55,14 +55,9 @@ struct Spare: ~Copyable {
                 plugind_shim_send_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, fds.baseAddress, CInt(fds.count))
             }
         }
-        if socketWatched { loop.deregister(socket) }
         // A spare not known to be ready may be just now: its ready byte is read (never waiting),
         // since a socket closed with unread data would make the spare's next read fail once.
-        let hostTree = isPrepared ? hostTree : Self.receiveReadiness(socket)
-        socket.close()
-        loop.deregister(process.processDescriptor)
-        let started = StartedWorker(process: process, hostTree: hostTree)
-        discard self
+        let started = leavePool(loop: loop, readingReadiness: true)
         if sent == 0 { return started }
         started.end(loop: loop)
         return nil
@@ -71,12 +66,18 @@ struct Spare: ~Copyable {
     /// Ends the spare: killed (if it has not died already), and reaped on the loop thread once it
     /// has exited.
     consuming func end(loop: WorkerEventLoop) {
+        leavePool(loop: loop, readingReadiness: false).end(loop: loop)
+    }
+
+    /// The process, no longer a spare: its socket closed, nothing of it watched any more.
+    private consuming func leavePool(loop: WorkerEventLoop, readingReadiness: Bool) -> StartedWorker {
         if socketWatched { loop.deregister(socket) }
+        let tree = isPrepared || !readingReadiness ? hostTree : Self.receiveReadiness(socket)
         socket.close()
         loop.deregister(process.processDescriptor)
-        let started = StartedWorker(process: process, hostTree: hostTree)
+        let started = StartedWorker(process: process, hostTree: tree)
         discard self
-        started.end(loop: loop)
+        return started
     }
 
     deinit {
