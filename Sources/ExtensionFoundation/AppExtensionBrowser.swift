@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import PlugindSystem
 
 /// The owner's plugin browser, `plugind browse`, presented by a host on its own terminal: the
@@ -39,7 +38,9 @@ public enum AppExtensionBrowser {
     /// input and output, and a `plugind` executable (`$PLUGIND_TOOL`, beside the host's
     /// executable, or on `PATH`).
     public static func unavailability(for points: [AppExtensionPoint], host: AppExtensionHost = .current) -> PresentationError? {
-        guard isatty(STDIN_FILENO) == 1, isatty(STDOUT_FILENO) == 1 else { return .noTerminal(command: command(for: points, host: host)) }
+        guard FileDescriptor.standardInput.isTerminal, FileDescriptor.standardOutput.isTerminal else {
+            return .noTerminal(command: command(for: points, host: host))
+        }
         do {
             _ = try ExecutableLocator.tool.locate()
             return nil
@@ -81,7 +82,7 @@ public enum AppExtensionBrowser {
         let exit = await withTaskCancellationHandler {
             await waitForExit(of: descriptor)
         } onCancel: {
-            descriptor.withLock { try? $0?.sendSignal(SIGTERM) }
+            descriptor.withLock { try? $0?.sendSignal(SignalNumber.terminate) }
         }
         switch exit {
         case .exited(status: 0): return

@@ -1,4 +1,5 @@
 package import Glibc
+package import PlugindSystem
 package import PlugindWire
 
 /// What `stat(2)` says about a file, as plugind uses it: identity for caches and approval pins,
@@ -27,6 +28,24 @@ package struct FileStatus: Sendable, Hashable {
         self.init(status)
     }
 
+    /// The open file `descriptor`'s. Wraps `fstat(2)`.
+    package init?(descriptor: FileDescriptor) {
+        var status = stat()
+        guard fstat(descriptor.rawValue, &status) == 0 else { return nil }
+        self.init(status)
+    }
+
+    /// The status of `path` (of a symlink itself unless `followingLinks`), or why it cannot be
+    /// examined. Wraps `stat(2)` and `lstat(2)`.
+    package static func examining(_ path: String, followingLinks: Bool) -> Result<FileStatus, Errno> {
+        var status = stat()
+        let result = followingLinks ? stat(path, &status) : lstat(path, &status)
+        return result == 0 ? .success(FileStatus(status)) : .failure(.current)
+    }
+
+    /// Whether the sticky bit is set: in a directory, only an entry's owner may replace it.
+    package var isSticky: Bool { mode & S_ISVTX != 0 }
+
     init(identity: FileIdentity, mode: UInt32, owner: UInt32, group: UInt32) {
         self.identity = identity
         self.mode = mode
@@ -43,7 +62,7 @@ package struct FileStatus: Sendable, Hashable {
 
     /// Why the file belongs to someone other than the current user or root, or nil.
     package var foreignOwnerProblem: String? {
-        let user = geteuid()
+        let user = effectiveUserID
         return owner != user && owner != 0 ? "is owned by uid \(owner), not by you (uid \(user)) or root" : nil
     }
 
@@ -61,6 +80,9 @@ package struct FileStatus: Sendable, Hashable {
         return nil
     }
 }
+
+/// The user whose files plugind may trust besides root's. Wraps `geteuid(2)`.
+package var effectiveUserID: UInt32 { geteuid() }
 
 /// The canonical absolute path (symlinks and `..` resolved), or nil when it does not exist.
 package func canonicalPath(_ path: String) -> String? {

@@ -26,6 +26,14 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         return FileDescriptor(rawValue: fd)
     }
 
+    /// Opens `/dev/null`: what a child gets for a standard stream it must not use.
+    package static func openNullDevice(writable: Bool) throws(SystemError) -> FileDescriptor {
+        try open("/dev/null", writable ? OpenOptions.readWrite : .readOnly)
+    }
+
+    /// Whether the descriptor is a terminal. Wraps `isatty(3)`.
+    package var isTerminal: Bool { isatty(rawValue) == 1 }
+
     /// Closes the descriptor. EBADF means plugind lost track of its own descriptor: a bug, so it
     /// traps. Wraps `close(2)`.
     package func close() {

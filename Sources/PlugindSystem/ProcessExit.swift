@@ -65,3 +65,18 @@ package func signalName(_ signal: CInt) -> String {
     guard let abbreviation = plugind_shim_signal_abbreviation(signal) else { return "signal \(signal)" }
     return "SIG" + String(cString: abbreviation)
 }
+
+/// The signal numbers plugind reasons about, named for what they mean to it.
+package enum SignalNumber {
+    package static let kill = SIGKILL
+    /// A polite request to stop, which a program may catch to clean up first.
+    package static let terminate = SIGTERM
+    /// The kernel's answer to a process over its CPU-time limit (`RLIMIT_CPU`).
+    package static let cpuTimeLimit = SIGXCPU
+
+    /// A crash of the process's own making (a bad access, instruction or arithmetic), as opposed
+    /// to a signal sent from outside.
+    package static func isFault(_ signal: CInt) -> Bool {
+        signal == SIGSEGV || signal == SIGBUS || signal == SIGILL || signal == SIGFPE
+    }
+}

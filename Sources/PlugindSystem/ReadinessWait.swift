@@ -1,6 +1,9 @@
 import Glibc
 
 extension FileDescriptor {
+    /// The bit of `awaitReadable`'s result that means data (or the end) is there.
+    package static let readableEvent = Int16(POLLIN)
+
     /// Waits until this descriptor is readable (or at its end): until `spinUntil` by polling
     /// without sleeping, yielding the processor to anything else runnable, then asleep in
     /// `poll` until `sleepUntil`. On a small virtual machine a sleeping thread takes tens of

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The one-byte messages a host sends a spare worker on the spare's socket (see
 /// `plugind-worker`'s `Launcher`).
 package enum SpareMessage {
@@ -8,4 +10,14 @@ package enum SpareMessage {
     /// remaining preparation then hides. The spare waits for its work without sleeping for a
     /// moment.
     package static let wake: UInt8 = 2
+}
+
+extension FileDescriptor {
+    /// Sends one of `SpareMessage`'s bytes on a spare's socket without waiting; a spare that is
+    /// gone (or a full socket) is found out when its work is sent, so the result is not needed.
+    /// Wraps `send(2)` with `MSG_NOSIGNAL`.
+    package func sendWithoutWaiting(_ message: UInt8) {
+        var byte = message
+        _ = Glibc.send(rawValue, &byte, 1, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+    }
 }

@@ -1,6 +1,8 @@
 import Foundation
+// fnmatch(3): identifier patterns match as the shell's do, by the C library's own matcher.
 import Glibc
 import PlugindBundle
+import PlugindSystem
 
 /// The administrator's rules (`rules.json` in the administrator's policy directory, trusted like
 /// the policy): allow or deny plugins by publisher key, identifier pattern and extension point,
@@ -98,8 +100,9 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
     package static func load(from directory: String) -> Result<AdministratorRules, PolicyFileError> {
         let path = directory + "/" + fileName
         // Most machines have no rules: one failed lstat, not a walk up the directories.
-        var status = stat()
-        if lstat(path, &status) != 0 && errno == ENOENT { return .success(AdministratorRules()) }
+        if case .failure(.noSuchFileOrDirectory) = FileStatus.examining(path, followingLinks: false) {
+            return .success(AdministratorRules())
+        }
         if let problem = TrustedPath.problem(path) {
             return .failure(PolicyFileError(path: path, reason: "cannot be trusted: \(problem)"))
         }

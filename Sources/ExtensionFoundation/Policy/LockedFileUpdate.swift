@@ -1,6 +1,6 @@
 package import Foundation
-// flock and open of the lock file: the policy files' lock protocol lives here, not in PlugindSystem.
 import Glibc
+// flock and open of the lock file: the policy files' lock protocol lives here, not in PlugindSystem.
 import PlugindSystem
 
 /// Read-modify-write of a small file shared between processes: an exclusive `flock` on a

@@ -1,5 +1,5 @@
-import Glibc
 import PlugindBundle
+import PlugindSystem
 
 /// Whether a file plugind takes decisions from (a policy file, the crash log) can be trusted:
 /// the file and every directory above it (symlinks resolved) must belong to the user or root and
@@ -12,28 +12,31 @@ package enum TrustedPath {
     /// it can. A file that does not exist yet is judged by the directories that would hold it.
     package static func problem(_ path: String) -> String? {
         var existing = path
-        var status = stat()
-        while lstat(existing, &status) != 0 {
-            guard errno == ENOENT, existing != "/" else { return "\(path) cannot be examined: \(String(cString: strerror(errno)))" }
+        while case .failure(let error) = FileStatus.examining(existing, followingLinks: false) {
+            guard error == .noSuchFileOrDirectory, existing != "/" else { return "\(path) cannot be examined: \(error)" }
             existing = parent(of: existing)
         }
         guard let resolved = canonicalPath(existing) else { return "\(existing) cannot be resolved" }
         var current = resolved
         while true {
-            guard stat(current, &status) == 0 else { return "\(current) cannot be examined: \(String(cString: strerror(errno)))" }
+            let status: FileStatus
+            switch FileStatus.examining(current, followingLinks: true) {
+            case .success(let found): status = found
+            case .failure(let error): return "\(current) cannot be examined: \(error)"
+            }
             if let reason = problem(with: status) {
+                let user = effectiveUserID
                 return "\(current) \(reason), so another user could change what plugind decides; fix it with 'chmod go-w \(current)'"
-                    + (status.st_uid != geteuid() && status.st_uid != 0 ? " and 'chown \(geteuid()) \(current)'" : "")
+                    + (status.owner != user && status.owner != 0 ? " and 'chown \(user) \(current)'" : "")
             }
             if current == "/" { return nil }
             current = parent(of: current)
         }
     }
 
-    private static func problem(with status: stat) -> String? {
-        let file = FileStatus(status)
+    private static func problem(with file: FileStatus) -> String? {
         if let owner = file.foreignOwnerProblem { return owner }
-        let sharedAndSticky = file.isDirectory && status.st_uid == 0 && status.st_mode & S_ISVTX != 0
+        let sharedAndSticky = file.isDirectory && file.owner == 0 && file.isSticky
         return sharedAndSticky ? nil : file.writableByOthersProblem
     }
 

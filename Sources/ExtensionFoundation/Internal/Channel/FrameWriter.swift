@@ -1,4 +1,3 @@
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -144,34 +143,33 @@ final class FrameWriter: Sendable {
     /// Writes what the pipe takes of `batch` (in order, the first one perhaps partly written
     /// already) without blocking: the count, 0 when full, -1 when the worker's end is gone.
     private func write(_ batch: ArraySlice<Pending>) -> Int {
-        var vectors: [iovec] = []
+        var vectors: [IOVector] = []
         vectors.reserveCapacity(batch.count * 2)
         return gather(batch, into: &vectors) { vectors in
-            while true {
-                let count = vectors.withUnsafeMutableBufferPointer { writev(descriptor.rawValue, $0.baseAddress, CInt($0.count)) }
-                if count >= 0 { return count }
-                if errno == EINTR { continue }
-                return errno == EAGAIN ? 0 : -1
+            switch vectors.withUnsafeBufferPointer({ descriptor.writeAvailable(gathering: $0) }) {
+            case .transferred(let count): count
+            case .wouldBlock, .endOfFile: 0
+            case .failed: -1
             }
         }
     }
 
     /// Calls `body` with the vectors of every frame of `batch` (what is left of each), while the
     /// arrays they point into are held: one level of recursion per frame.
-    private func gather(_ batch: ArraySlice<Pending>, into vectors: inout [iovec], _ body: (inout [iovec]) -> Int) -> Int {
+    private func gather(_ batch: ArraySlice<Pending>, into vectors: inout [IOVector], _ body: (inout [IOVector]) -> Int) -> Int {
         guard let pending = batch.first else { return body(&vectors) }
         return pending.header.withUnsafeBytes { header in
             pending.payload.withUnsafeBytes { payload in
                 let mark = vectors.count
                 if pending.written < header.count {
                     let rest = UnsafeRawBufferPointer(rebasing: header[pending.written...])
-                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: rest.baseAddress), iov_len: rest.count))
+                    vectors.append(IOVector(rest))
                     if !payload.isEmpty {
-                        vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: payload.baseAddress), iov_len: payload.count))
+                        vectors.append(IOVector(payload))
                     }
                 } else {
                     let rest = UnsafeRawBufferPointer(rebasing: payload[(pending.written - header.count)...])
-                    vectors.append(iovec(iov_base: UnsafeMutableRawPointer(mutating: rest.baseAddress), iov_len: rest.count))
+                    vectors.append(IOVector(rest))
                 }
                 defer { vectors.removeSubrange(mark...) }
                 return gather(batch.dropFirst(), into: &vectors, body)

@@ -1,4 +1,3 @@
-import Glibc
 import PlugindSystem
 import PlugindWire
 

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -181,7 +180,8 @@ final class WorkerChannel: EventLoopHandler {
         let spinDeadline = ContinuousClock.now + min(budget, Self.handshakeSpin)
         guard (try? fromWorker.setNonBlocking()) != nil else { return }
         while state.withLock({ $0.ready == nil && $0.lifecycle.isRunning && $0.loadFailure == nil }) {
-            guard let events = fromWorker.awaitReadable(spinUntil: spinDeadline, sleepUntil: deadline), events & Int16(POLLIN) != 0
+            guard let events = fromWorker.awaitReadable(spinUntil: spinDeadline, sleepUntil: deadline),
+                events & FileDescriptor.readableEvent != 0
             else { return }
             let batch = input.readOnce()
             for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }

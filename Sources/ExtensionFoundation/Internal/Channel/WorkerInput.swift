@@ -1,4 +1,3 @@
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -46,20 +45,19 @@ final class WorkerInput: Sendable {
             guard !state.closed else { return }
             var left = budget
             while left > 0 {
-                let count = state.decoder.receive { buffer in Glibc.read(frames.rawValue, buffer.baseAddress, buffer.count) }
-                if count > 0 {
+                var transfer = NonBlockingTransfer.wouldBlock
+                _ = state.decoder.receive { buffer in
+                    transfer = frames.readAvailable(into: buffer)
+                    return transfer.count
+                }
+                switch transfer {
+                case .transferred(let count):
                     left -= count
                     batch.received = true
+                case .wouldBlock: break
+                case .endOfFile, .failed: batch.endOfStream = true
                 }
-                if count == 0 {
-                    batch.endOfStream = true
-                    break
-                }
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    if errno != EAGAIN { batch.endOfStream = true }
-                    break
-                }
+                guard case .transferred = transfer else { break }
                 do throws(WireError) {
                     while let frame = try state.decoder.nextFrame() { batch.frames.append(frame) }
                 } catch {
@@ -85,7 +83,7 @@ final class WorkerInput: Sendable {
         var batch = Batch()
         reading.withLock { state in
             guard !state.closed else { return }
-            let count = state.decoder.receive { buffer in Glibc.read(frames.rawValue, buffer.baseAddress, buffer.count) }
+            let count = state.decoder.receive { buffer in frames.readAvailable(into: buffer).count }
             guard count > 0 else { return }
             batch.received = true
             do throws(WireError) {
@@ -102,13 +100,11 @@ final class WorkerInput: Sendable {
     func readOutput(_ append: (UnsafeRawBufferPointer) -> Void) -> Bool {
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
-            let count = chunk.withUnsafeMutableBytes { Glibc.read(output.rawValue, $0.baseAddress, $0.count) }
-            if count > 0 {
-                chunk.withUnsafeBytes { append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
-                continue
+            switch chunk.withUnsafeMutableBytes({ output.readAvailable(into: $0) }) {
+            case .transferred(let count): chunk.withUnsafeBytes { append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            case .wouldBlock: return false
+            case .endOfFile, .failed: return true
             }
-            if count < 0 && errno == EINTR { continue }
-            return count == 0 || errno != EAGAIN
         }
     }
 }

@@ -1,5 +1,4 @@
 import Foundation
-import Glibc
 import PlugindSystem
 
 /// A worker's process as the host holds it: its pid and pidfd, the control group it may run in,
@@ -26,7 +25,7 @@ final class WorkerProcess: Sendable {
     func kill(unless isReaped: @escaping @Sendable () -> Bool) {
         let signal: @Sendable () -> Void = { [descriptor] in
             guard !isReaped() else { return }
-            try? descriptor.sendSignal(SIGKILL)
+            try? descriptor.sendSignal(SignalNumber.kill)
         }
         if loop.isOnLoopThread { signal() } else { loop.execute(signal) }
     }
@@ -43,8 +42,8 @@ final class WorkerProcess: Sendable {
     /// Kills it and waits until it is reaped: when the loop that would have reported its exit
     /// gave up.
     func killAndWait() -> ProcessExit {
-        try? descriptor.sendSignal(SIGKILL)
-        return (try? descriptor.waitForProcessExit()) ?? ProcessExit(reason: .signaled(signal: SIGKILL, coreDumped: false))
+        try? descriptor.sendSignal(SignalNumber.kill)
+        return (try? descriptor.waitForProcessExit()) ?? ProcessExit(reason: .signaled(signal: SignalNumber.kill, coreDumped: false))
     }
 
     /// Whether the control group's memory limit was hit (read from the kernel's file).

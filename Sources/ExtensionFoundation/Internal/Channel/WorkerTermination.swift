@@ -1,4 +1,3 @@
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -54,9 +53,9 @@ struct WorkerTermination: Sendable {
     /// against tick-sampled time, while the exit's usage is the precise run time, which measured
     /// 7–9 % lower for a worker sharing the CPU.
     private func reachedCPULimit(_ seconds: UInt64) -> Bool {
-        if fatalReport?.signal == SIGXCPU { return true }
+        if fatalReport?.signal == SignalNumber.cpuTimeLimit { return true }
         guard case .signaled(let signal, _) = exit.reason else { return false }
-        return signal == SIGXCPU || (signal == SIGKILL && exit.cpuMicroseconds / 900_000 >= seconds)
+        return signal == SignalNumber.cpuTimeLimit || (signal == SignalNumber.kill && exit.cpuMicroseconds / 900_000 >= seconds)
     }
 
     /// The error for requests that were waiting when the worker ended.
@@ -147,7 +146,7 @@ struct WorkerTermination: Sendable {
 
     private func faultDetail(_ signal: Int32) -> String {
         guard let report = fatalReport, report.signal == signal,
-            signal == SIGSEGV || signal == SIGBUS || signal == SIGILL || signal == SIGFPE
+            SignalNumber.isFault(signal)
         else { return "" }
         return " at address 0x\(String(report.faultAddress, radix: 16))"
     }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Glibc
 package import PlugindBundle
 import PlugindSystem
 import PlugindWire
@@ -175,8 +174,9 @@ package final class Catalog: Sendable {
     private func inspectAll(inRoot root: String) -> [(name: String, result: Result<InspectedBundle, BundleProblem>?)] {
         let names = DirectoryListing.subdirectoryNames(of: root)
         // Files are examined relative to the root: a shorter path walk for each of them.
-        let rootDescriptor = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        defer { if rootDescriptor >= 0 { close(rootDescriptor) } }
+        let rootDirectory = try? FileDescriptor.open(root, [.readOnly, .directory])
+        defer { rootDirectory?.close() }
+        let rootDescriptor = rootDirectory?.rawValue ?? -1
         let processors = ProcessInfo.processInfo.activeProcessorCount
         guard names.count >= Self.parallelScanThreshold, processors > 1 else {
             return names.map { ($0, inspect($0, inRoot: root, descriptor: rootDescriptor)) }

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Glibc
 import PlugindBundle
 import PlugindSystem
 import PlugindWire
@@ -41,18 +40,17 @@ struct CatalogStore {
     /// can write is read, and only when it was written by this user: inspections depend on who
     /// looks (a bundle another user may write is refused).
     func load() -> [(foundAt: String, bundle: InspectedBundle)] {
-        guard let file = try? FileDescriptor.open(path, O_RDONLY | O_NOFOLLOW) else { return [] }
+        guard let file = try? FileDescriptor.open(path, [.readOnly, .noFollow]) else { return [] }
         defer { file.close() }
-        var status = stat()
-        guard fstat(file.rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_uid == geteuid(),
-            status.st_mode & (S_IWGRP | S_IWOTH) == 0, let bytes = try? file.readToEnd(limit: Self.maximumSize)
+        guard let status = FileStatus(descriptor: file), status.isRegularFile, status.owner == effectiveUserID,
+            status.mode & 0o022 == 0, let bytes = try? file.readToEnd(limit: Self.maximumSize)
         else { return [] }
         var reader = PayloadReader(bytes)
         do throws(WireError) {
             guard try (0..<Self.magic.count).map({ _ throws(WireError) in try reader.readUInt8() }) == Self.magic,
                 try reader.readUInt32() == Self.formatVersion,
                 try reader.readString() == writerVersion.description,
-                try reader.readUInt32() == geteuid(),
+                try reader.readUInt32() == effectiveUserID,
                 try reader.readFileIdentity() == FileStatus(path: Self.loaderCachePath)?.identity
             else { return [] }
             let chunkCount = Int(try reader.readUInt32())
@@ -110,7 +108,7 @@ struct CatalogStore {
         for byte in Self.magic { writer.write(byte) }
         writer.write(Self.formatVersion)
         writer.write(writerVersion.description)
-        writer.write(UInt32(geteuid()))
+        writer.write(effectiveUserID)
         writer.write(FileStatus(path: Self.loaderCachePath)?.identity)
         let sorted = bundles.sorted(by: { $0.key < $1.key })
         let chunks = stride(from: 0, to: sorted.count, by: chunkSize).map { start in

@@ -1,5 +1,4 @@
 import CPlugindShims
-import Glibc
 import PlugindSystem
 import PlugindWire
 

@@ -1,5 +1,4 @@
 import CPlugindShims
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -148,8 +147,7 @@ extension LaunchPool {
     func reserveSpare() -> SpareReservation? {
         guard let spare = state.withLock({ $0.stopped ? nil : $0.spares.takePrepared() }) else { return nil }
         loop.deregister(spare.process.processDescriptor)
-        var wake = SpareMessage.wake
-        _ = Glibc.send(spare.socket.rawValue, &wake, 1, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+        spare.socket.sendWithoutWaiting(SpareMessage.wake)
         return SpareReservation(spare, pool: self)
     }
 

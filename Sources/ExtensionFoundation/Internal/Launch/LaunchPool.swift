@@ -1,6 +1,5 @@
 import CPlugindShims
 import Foundation
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -151,7 +150,7 @@ package final class LaunchPool: EventLoopHandler {
     /// A pool of the caller's own, not shared: it forks no spares unless asked to (`replenish`),
     /// and the caller stops it.
     static func startPrivate(executable: String, forks: Forks = .one, loop: WorkerEventLoop) async throws -> LaunchPool {
-        let mountTable = try? FileDescriptor.open("/proc/self/mountinfo", O_RDONLY)
+        let mountTable = try? FileDescriptor.open("/proc/self/mountinfo", .readOnly)
         let started = LaunchPool(
             executable: executable, forks: forks, image: LauncherImages.image(of: executable), loop: loop, mountTable: mountTable)
         do {

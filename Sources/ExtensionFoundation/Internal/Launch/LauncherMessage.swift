@@ -1,5 +1,4 @@
 import CPlugindShims
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -23,7 +22,7 @@ struct LauncherMessage {
         let result = message.withUnsafeMutableBytes { bytes in
             plugind_shim_receive_descriptors(socket.rawValue, bytes.baseAddress!, bytes.count, &length, &passed, 1, &count)
         }
-        if result == EAGAIN { return nil }
+        if Errno(rawValue: result) == .wouldBlock { return nil }
         let descriptor = result == 0 && count == 1 ? FileDescriptor(rawValue: passed[0]) : nil
         var reader = PayloadReader(Array(message.prefix(length)))
         guard result == 0, length == 8, let request = try? reader.readUInt32(), let value = try? reader.readInt32() else {

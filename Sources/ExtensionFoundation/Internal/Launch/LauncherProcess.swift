@@ -1,5 +1,4 @@
 import CPlugindShims
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -22,7 +21,7 @@ struct LauncherProcess: Sendable {
         let launcher = FileDescriptor(rawValue: launcherEnd)
         defer { launcher.close() }
         do throws(SystemError) {
-            let null = try FileDescriptor.open("/dev/null", O_RDWR)
+            let null = try FileDescriptor.openNullDevice(writable: true)
             defer { null.close() }
             var request = SpawnRequest(
                 executablePath: executable,

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import Glibc
 package import PlugindBundle
 package import PlugindSystem
 import PlugindWire
@@ -132,9 +131,9 @@ package final class SealedFileCache: Sendable {
 
     /// Opens a bundle file beneath its bundle without following symlinks.
     private static func open(_ path: String, beneath bundlePath: String) throws(SystemError) -> FileDescriptor {
-        let bundle = try FileDescriptor.open(bundlePath, O_RDONLY | O_DIRECTORY)
+        let bundle = try FileDescriptor.open(bundlePath, [.readOnly, .directory])
         defer { bundle.close() }
-        return try FileDescriptor.open(beneath: bundle, path, O_RDONLY)
+        return try FileDescriptor.open(beneath: bundle, path, .readOnly)
     }
 
     /// Keeps `copy` (unless a copy of the same bytes arrived meanwhile) and returns a duplicate.

@@ -1,5 +1,4 @@
 import CPlugindShims
-import Glibc
 import PlugindSystem
 
 /// A worker process forked ahead by a launcher, confined but holding no plugin yet, waiting on its
@@ -114,7 +113,7 @@ struct StartedWorker: Sendable {
     /// host's tree dropped.
     func end(loop: WorkerEventLoop) {
         hostTree?.close()
-        try? process.processDescriptor.sendSignal(SIGKILL)
+        try? process.processDescriptor.sendSignal(SignalNumber.kill)
         Self.reapLater(process.processDescriptor, loop: loop)
     }
 

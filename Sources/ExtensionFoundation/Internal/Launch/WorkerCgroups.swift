@@ -1,4 +1,6 @@
 import Foundation
+// mkdir, rmdir and access on the control-group file system, and kill(pid, 0) for a stale group's
+// owner: a control group is a directory, and this file is the one place that speaks that interface.
 import Glibc
 package import PlugindSystem
 package import PlugindWire
@@ -155,7 +157,7 @@ package struct WorkerCgroup: Sendable {
     }
 
     private func write(_ text: String, to path: String) throws(SystemError) {
-        let file = try FileDescriptor.open(path, O_WRONLY)
+        let file = try FileDescriptor.open(path, .writeOnly)
         defer { file.close() }
         try file.writeAll(Array(text.utf8))
     }

@@ -1,4 +1,3 @@
-import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -19,7 +18,7 @@ struct WorkerResources {
         var made: [PlugindSystem.Pipe] = []
         do throws(SystemError) {
             for _ in 0..<3 { made.append(try PlugindSystem.Pipe()) }
-            null = try FileDescriptor.open("/dev/null", O_RDONLY)
+            null = try FileDescriptor.openNullDevice(writable: false)
         } catch {
             for pipe in made { pipe.close() }
             throw error
@@ -78,15 +77,11 @@ struct WorkerResources {
         try descriptor.setNonBlocking()
         var written = 0
         while written < bytes.count {
-            let count = bytes.withUnsafeBytes { Glibc.write(descriptor.rawValue, $0.baseAddress! + written, bytes.count - written) }
-            if count > 0 {
-                written += count
-            } else if count < 0 && errno == EINTR {
-                continue
-            } else if count < 0 && errno == EAGAIN {
-                break
-            } else {
-                throw SystemError("write hello", Errno(rawValue: errno))
+            let rest = bytes.withUnsafeBytes { descriptor.writeAvailable(UnsafeRawBufferPointer(rebasing: $0[written...])) }
+            switch rest {
+            case .transferred(let count): written += count
+            case .wouldBlock, .endOfFile: return Array(bytes[written...])
+            case .failed(let error): throw SystemError("write hello", error)
             }
         }
         return Array(bytes[written...])
