@@ -7,7 +7,10 @@
 #   5. when started as root, runs them all again as an unprivileged user (created if missing):
 #      root hides the ordinary user's path through the sandbox (user namespace mapped to the
 #      user, no control groups, what the user's own files allow), and users are who run plugind.
-# Arguments are passed to `swift test` (e.g. --filter SecurityTests).
+#   6. when started as root, the Debian packages from build to removal
+#      (Tests/Packaging/packaging-test.sh: it installs and removes them on this machine).
+# Arguments are passed to `swift test` (e.g. --filter SecurityTests); with arguments, step 6 is
+# skipped, as a filtered run asks for particular suites.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -35,6 +38,7 @@ echo "== swift test" >&2
 swift test --skip-build "$@"
 
 if [ "$(id -u)" -ne 0 ]; then
+    [ $# -eq 0 ] && Tests/Packaging/packaging-test.sh
     exit 0
 fi
 
@@ -61,3 +65,9 @@ fi
 echo "== swift test as $user" >&2
 cd "$root"
 runuser -u "$user" -- env HOME=/tmp PATH="$PATH" "$tests" --testing-library swift-testing "$@"
+cd - >/dev/null
+
+if [ $# -eq 0 ]; then
+    echo "== packaging" >&2
+    Tests/Packaging/packaging-test.sh
+fi

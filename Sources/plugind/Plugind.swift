@@ -14,6 +14,7 @@ enum Plugind {
         PolicyChangeCommand.entry(.revoke), .of(WatchCommand.self), .of(VerifyCommand.self), .of(NewCommand.self),
         .of(BindCommand.self), .of(KeygenCommand.self), .of(SignCommand.self), .of(PackCommand.self), .of(TrustCommand.self),
         .of(InstallCommand.self), .of(UninstallCommand.self), .of(QuarantineCommand.self), .of(PolicyCommand.self),
+        .of(CompletionsCommand.self),
     ]
 
     static func main() async {
@@ -39,6 +40,9 @@ enum Plugind {
             if arguments.dropFirst().first == "--markdown" {
                 console.out(HelpText.markdown(commands.map { $0.description }, version: version))
                 return .success
+            }
+            if arguments.dropFirst().first == "--man" {
+                return manualPage(Array(arguments.dropFirst(2)), console: console)
             }
             guard let name = arguments.dropFirst().first else {
                 console.out(HelpText.root(commands.map { $0.description }, version: version))
@@ -83,6 +87,30 @@ enum Plugind {
             console.error("\(error)".inert)
             return .failure
         }
+    }
+
+    /// `plugind help --man [<subcommand> | manifest <file>]`: a manual page in roff, for the
+    /// packages (Scripts/package.sh). The manifest's page is written from its Markdown reference.
+    static func manualPage(_ arguments: [String], console: Console) -> ExitStatus {
+        switch arguments.first {
+        case nil:
+            console.out(ManualPage.root(commands.map(\.description), version: version))
+        case "manifest":
+            guard arguments.count == 2, let markdown = try? String(contentsOfFile: arguments[1], encoding: .utf8) else {
+                console.error("help --man manifest needs the path of Documentation/ManifestReference.md")
+                return .usage
+            }
+            console.out(
+                MarkdownManualPage.page(
+                    markdown, name: "plugind-manifest", section: 5, summary: "the manifest.json of a plugind plugin bundle",
+                    version: version))
+        case let name?:
+            guard let command = command(named: name) else {
+                return usageFailure(UsageError(message: "unknown subcommand '\(name)'"), console: console)
+            }
+            console.out(ManualPage.command(command.description, version: version))
+        }
+        return .success
     }
 
     static func command(named name: String) -> CommandEntry? {

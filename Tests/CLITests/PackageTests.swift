@@ -117,6 +117,50 @@ struct PackageTests {
         #expect(bad.stderr.contains("not a PEM private key"), "\(bad.stderr)")
     }
 
+    @Test(
+        "pack --format deb: the signed bundle under /usr/lib/plugind/plugins, the library's architecture, Depends from dpkg-shlibdeps; a bundle that does not verify is refused"
+    )
+    func packDebian() async throws {
+        guard ExternalToolCheck.available("dpkg-deb"), ExternalToolCheck.available("dpkg-shlibdeps") else {
+            Issue.record("dpkg-deb and dpkg-shlibdeps are needed (Scripts/setup.sh installs dpkg-dev)")
+            return
+        }
+        let test = try TestHost()
+        defer { test.remove() }
+        let key = try await keygen(test)
+        let source = try bundle(test)
+        let package = test.directory.path + "/echo.deb"
+        let unsigned = try await plugind("pack", source, "--format", "deb", "--output", package, in: test)
+        #expect(unsigned.status == 1)
+        #expect(unsigned.stderr.contains("is not signed"))
+        #expect(!FileManager.default.fileExists(atPath: package))
+
+        #expect(try await plugind("sign", source, "--key", key, in: test).status == 0)
+        let packed = try await plugind("pack", source, "--format", "deb", "--output", package, in: test)
+        #expect(packed.status == 0, "\(packed.stderr)")
+        #expect(packed.stdout == package + "\n")
+        let fields = try await CommandRunner.run("/usr/bin/dpkg-deb", ["-f", package], environment: test.environment)
+        #expect(fields.stdout.contains("Package: plugind-plugin-org.plugind.tests.echo\n"))
+        #expect(fields.stdout.contains("Architecture: amd64\n") || fields.stdout.contains("Architecture: arm64\n"))
+        #expect(fields.stdout.contains("Depends: plugind (>= 0.1.0), libc6 (>= "), "\(fields.stdout)")
+        let contents = try await CommandRunner.run("/usr/bin/dpkg-deb", ["-c", package], environment: test.environment)
+        for file in ["manifest.json", "libEcho.so", "plugind-signature.json"] {
+            #expect(
+                contents.stdout.contains("root/root")
+                    && contents.stdout.contains("./usr/lib/plugind/plugins/org.plugind.tests.echo/\(file)\n"))
+        }
+
+        // A change after signing: the bundle no longer verifies against its signature.
+        try Data("tampered".utf8).write(to: URL(fileURLWithPath: source + "/extra.txt"))
+        let tampered = try await plugind("pack", source, "--format", "deb", "--output", test.directory.path + "/tampered.deb", in: test)
+        #expect(tampered.status == 1)
+        #expect(tampered.stderr.contains("signature"), "\(tampered.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: test.directory.path + "/tampered.deb"))
+        let badFormat = try await plugind("pack", source, "--format", "rpm", in: test)
+        #expect(badFormat.status == 64)
+        #expect(badFormat.stderr.contains("not 'rpm'"))
+    }
+
     @Test("pack needs a signed bundle; install of the package lands the same bytes, signature valid")
     func packAndInstall() async throws {
         let test = try TestHost()

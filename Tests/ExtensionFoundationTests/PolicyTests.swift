@@ -53,13 +53,19 @@ struct PolicyTests {
         defer { test.remove() }
         let fixture = PluginFixture(library: "Echo", identifier: "org.plugind.tests.admin")
         try test.install(fixture, bundled: false)
-        let user = PolicyEditor(directory: test.host.policyDirectory)
-        let admin = PolicyEditor(directory: test.host.administratorPolicyDirectory)
+        let user = PolicyEditor(for: test.host, administrator: false)
+        let admin = PolicyEditor(for: test.host, administrator: true)
         try admin.approve(try item(test, fixture.identifier).entry)
         #expect(try item(test, fixture.identifier).isAvailable)
         try user.approve(try item(test, fixture.identifier).entry)
         try admin.disable(fixture.identifier)
         #expect(try item(test, fixture.identifier).decision == .disabled(byAdministrator: true))
+        // Every user's plugind reads the administrator's policy; the owner's is the owner's alone.
+        func mode(_ path: String) -> Int? { (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int }
+        #expect(mode(admin.path) == 0o644)
+        #expect(mode(test.host.administratorPolicyDirectory.path) == 0o755)
+        #expect(mode(user.path) == 0o600)
+        #expect(mode(test.host.policyDirectory.path) == 0o700)
     }
 
     @Test("a truncated policy file approves nothing, stays untouched and is reported")

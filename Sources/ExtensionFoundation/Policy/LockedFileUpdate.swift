@@ -14,15 +14,18 @@ package enum LockedFileUpdate {
         package var description: String { "\(path): \(reason)" }
     }
 
-    /// Runs `body` holding the lock for `path`; writes the data it returns, if any.
+    /// Runs `body` holding the lock for `path`; writes the data it returns, if any. A file
+    /// `readableByEveryone` (the administrator's policy, which every user's plugind reads) is
+    /// written 0644 in a directory made 0755; anything else is the owner's alone (0600, 0700).
     package static func update<Result>(
         _ path: String,
+        readableByEveryone: Bool = false,
         _ body: (Data?) throws -> (data: Data?, result: Result)
     ) throws -> Result {
         let directory = (path as NSString).deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(
-                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: readableByEveryone ? 0o755 : 0o700])
         } catch {
             throw Failure(path: directory, reason: "cannot be created: \(error.localizedDescription)")
         }
@@ -35,14 +38,15 @@ package enum LockedFileUpdate {
         }
         let existing = FileManager.default.contents(atPath: path)
         let (data, result) = try body(existing)
-        if let data { try replace(path, with: data) }
+        if let data { try replace(path, with: data, mode: readableByEveryone ? 0o644 : 0o600) }
         return result
     }
 
-    /// Atomically replaces `path` with `data` (`AtomicFile.replace`), readable by the owner only.
-    package static func replace(_ path: String, with data: Data) throws {
+    /// Atomically replaces `path` with `data` (`AtomicFile.replace`), readable by the owner only
+    /// unless `mode` says otherwise.
+    package static func replace(_ path: String, with data: Data, mode: UInt32 = 0o600) throws {
         do {
-            try AtomicFile.replace(path, with: [UInt8](data))
+            try AtomicFile.replace(path, with: [UInt8](data), mode: mode)
         } catch {
             throw Failure(path: path, reason: "cannot be replaced: \(error)")
         }

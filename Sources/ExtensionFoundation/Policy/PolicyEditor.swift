@@ -35,9 +35,18 @@ package struct PolicyEditor: Sendable {
     }
 
     package let path: String
+    /// The administrator's policy: every user's plugind reads it, so it is written 0644.
+    package let readableByEveryone: Bool
 
-    package init(directory: URL) {
+    package init(directory: URL, readableByEveryone: Bool = false) {
         path = directory.appendingPathComponent(PolicyDocument.fileName).path
+        self.readableByEveryone = readableByEveryone
+    }
+
+    /// The editor of `host`'s administrator's policy (`administrator`) or of the owner's.
+    package init(for host: AppExtensionHost, administrator: Bool) {
+        self.init(
+            directory: administrator ? host.administratorPolicyDirectory : host.policyDirectory, readableByEveryone: administrator)
     }
 
     /// Approves the entry's current bytes and permissions: a digest of every file of the bundle,
@@ -150,7 +159,7 @@ package struct PolicyEditor: Sendable {
 
     private func modify(_ change: (inout PolicyDocument) throws(EditError) -> Void) throws(EditError) {
         do {
-            try LockedFileUpdate.update(path) { existing -> (data: Data?, result: Void) in
+            try LockedFileUpdate.update(path, readableByEveryone: readableByEveryone) { existing -> (data: Data?, result: Void) in
                 var document = PolicyDocument()
                 // Approving into a file others can change would approve nothing of worth.
                 if let problem = TrustedPath.problem(path) {

@@ -16,20 +16,19 @@ enum HelpText {
         return text
     }
 
+    /// What plugind is, for the root help and the manual.
+    static let overview = """
+        Plugins are bundles (a manifest.json beside a shared library) installed in the search
+        paths. A plugin runs in its own confined worker process and only after the machine's
+        owner approved it.
+        """
+
+    static let rootOptions = [("--version", "Show the version."), ("-h, --help", "Show help information.")]
+
     static func root(_ commands: [CommandDescription], version: String) -> String {
-        var text = """
-            OVERVIEW: plugind \(version): discover, approve and run plugins.
-
-            Plugins are bundles (a manifest.json beside a shared library) installed in the search
-            paths. A plugin runs in its own confined worker process and only after the machine's
-            owner approved it.
-
-            USAGE: plugind <subcommand> [<options>]
-
-            OPTIONS:
-
-            """
-        text += rows([("--version", "Show the version."), ("-h, --help", "Show help information.")])
+        var text = "OVERVIEW: plugind \(version): discover, approve and run plugins.\n\n\(overview)\n\n"
+        text += "USAGE: plugind <subcommand> [<options>]\n\nOPTIONS:\n"
+        text += rows(rootOptions)
         text += "\nSUBCOMMANDS:\n" + rows(commands.map { ($0.name, $0.abstract) })
         text += "\nEXIT STATUS:\n" + rows(ExitStatus.allCases.map { (String($0.rawValue), $0.meaning) })
         text += "\nSee 'plugind help <subcommand>' for detailed help.\n"

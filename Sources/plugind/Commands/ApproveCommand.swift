@@ -63,7 +63,7 @@ struct ApproveCommand: PlugindCommand {
                 return .failure
             }
         }
-        let editor = PolicyEditor(directory: administrator ? context.host.administratorPolicyDirectory : context.host.policyDirectory)
+        let editor = PolicyEditor(for: context.host, administrator: administrator)
         do {
             try editor.record(review.approval, for: item.entry.identifier)
         } catch {

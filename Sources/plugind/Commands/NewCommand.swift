@@ -55,22 +55,33 @@ struct NewCommand: PlugindCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let checkout = try SourceCheckout.locate()
         let project = directory + "/" + name
         if let existing = try? FileManager.default.contentsOfDirectory(atPath: project), !existing.isEmpty {
             throw CommandFailure(message: "\(project) already exists and is not empty", status: .failure)
         }
-        let header: String
-        do {
-            header = try String(contentsOfFile: checkout.header, encoding: .utf8)
-        } catch {
-            throw CommandFailure(message: "cannot read \(checkout.header): \(error.localizedDescription)", status: .unavailable)
+        // A C project needs only the header: the installed one when pkg-config finds
+        // plugind-plugin (the plugind-dev package), else a copy from the source tree. A Swift
+        // project builds PluginKit from the source tree.
+        let checkout: SourceCheckout?
+        let header: PluginTemplate.HeaderSource
+        if language == .c, (try? ExternalTool.run("pkg-config", ["--exists", "plugind-plugin"], package: "pkgconf")) != nil {
+            checkout = nil
+            header = .pkgConfig
+        } else {
+            let found = try SourceCheckout.locate()
+            do {
+                header = .bundled(contents: try String(contentsOfFile: found.header, encoding: .utf8))
+            } catch {
+                throw CommandFailure(message: "cannot read \(found.header): \(error.localizedDescription)", status: .unavailable)
+            }
+            checkout = found
         }
         let plugind = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "plugind"
         let template = PluginTemplate(
-            name: name, identifier: identifier, extensionPoint: point, language: language, checkout: checkout, plugindExecutable: plugind)
+            name: name, identifier: identifier, extensionPoint: point, language: language, header: header, checkout: checkout,
+            plugindExecutable: plugind)
         do {
-            for (relativePath, contents) in template.files(header: header) {
+            for (relativePath, contents) in template.files() {
                 let path = project + "/" + relativePath
                 try FileManager.default.createDirectory(
                     atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)

@@ -68,7 +68,7 @@ struct PolicyChangeCommand: PlugindCommandInstance {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let editor = PolicyEditor(directory: administrator ? context.host.administratorPolicyDirectory : context.host.policyDirectory)
+        let editor = PolicyEditor(for: context.host, administrator: administrator)
         do {
             try change.apply(editor, to: identifier)
         } catch {

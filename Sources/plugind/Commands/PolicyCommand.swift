@@ -32,8 +32,8 @@ struct PolicyCommand: PlugindCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let editor = PolicyEditor(directory: context.host.policyDirectory)
-        let administrator = PolicyEditor(directory: context.host.administratorPolicyDirectory)
+        let editor = PolicyEditor(for: context.host, administrator: false)
+        let administrator = PolicyEditor(for: context.host, administrator: true)
         if action == "path" {
             context.console.out("\(editor.path)\n\(administrator.path) (administrator)\n")
             return .success

@@ -62,8 +62,7 @@ struct TrustCommand: PlugindCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let directory = administrator ? context.host.administratorPolicyDirectory : context.host.policyDirectory
-        let editor = PolicyEditor(directory: directory)
+        let editor = PolicyEditor(for: context.host, administrator: administrator)
         switch action {
         case .add(let file):
             let data: Data

@@ -1,6 +1,14 @@
 /// The files of a new plugin project, by language. Each project builds with `make` into
 /// `build/<Name>.appex`, a bundle ready for `plugind verify` and `plugind install`.
 struct PluginTemplate {
+    /// Where the C header comes from: the installed plugind-dev (found by `pkg-config --cflags
+    /// plugind-plugin` when the Makefile runs), or a copy in the project's include/ when plugind
+    /// is not installed.
+    enum HeaderSource {
+        case pkgConfig
+        case bundled(contents: String)
+    }
+
     enum Language: String {
         case c, swift
     }
@@ -9,16 +17,20 @@ struct PluginTemplate {
     var identifier: String
     var extensionPoint: String
     var language: Language
-    var checkout: SourceCheckout
+    /// Where a C project gets plugind_plugin.h.
+    var header: HeaderSource
+    /// The source tree, which a Swift project builds PluginKit from; nil for C.
+    var checkout: SourceCheckout?
     /// The `plugind` the Makefile runs (`plugind bind`): the one that wrote the project.
     var plugindExecutable: String
 
     /// Relative path → contents.
-    func files(header: String) -> [(String, String)] {
+    func files() -> [(String, String)] {
         var files = [("manifest.json", manifest), ("README.md", readme)]
         switch language {
         case .c:
-            files += [("Makefile", cMakefile), ("src/\(name).c", cSource), ("include/plugind_plugin.h", header)]
+            files += [("Makefile", cMakefile), ("src/\(name).c", cSource)]
+            if case .bundled(let contents) = header { files.append(("include/plugind_plugin.h", contents)) }
         case .swift:
             let binding = CodeBinding(extensionPoint: extensionPoint)
             files += [
@@ -65,37 +77,47 @@ struct PluginTemplate {
     }
 
     var cMakefile: String {
-        """
-        # Builds lib\(name).so and the bundle build/\(name).appex (manifest + library).
-        NAME := \(name)
-        LIBRARY := lib$(NAME).so
-        BUNDLE := build/$(NAME).appex
-        CFLAGS ?= -O2 -g
-        CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -Iinclude
-        PLUGIND ?= \(plugindExecutable)
+        let headerFlags: String
+        let headerDependency: String
+        switch header {
+        case .pkgConfig:
+            headerFlags = "$(shell pkg-config --cflags plugind-plugin)"
+            headerDependency = ""
+        case .bundled:
+            headerFlags = "-Iinclude"
+            headerDependency = " include/plugind_plugin.h"
+        }
+        return """
+            # Builds lib\(name).so and the bundle build/\(name).appex (manifest + library).
+            NAME := \(name)
+            LIBRARY := lib$(NAME).so
+            BUNDLE := build/$(NAME).appex
+            CFLAGS ?= -O2 -g
+            CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden \(headerFlags)
+            PLUGIND ?= \(plugindExecutable)
 
-        all: $(BUNDLE)/$(LIBRARY) $(BUNDLE)/manifest.json
+            all: $(BUNDLE)/$(LIBRARY) $(BUNDLE)/manifest.json
 
-        $(BUNDLE)/$(LIBRARY): src/$(NAME).c include/plugind_plugin.h
-        \tmkdir -p $(BUNDLE)
-        \t$(CC) $(CFLAGS) -shared -o $@ src/$(NAME).c
+            $(BUNDLE)/$(LIBRARY): src/$(NAME).c\(headerDependency)
+            \tmkdir -p $(BUNDLE)
+            \t$(CC) $(CFLAGS) -shared -o $@ src/$(NAME).c
 
-        $(BUNDLE)/manifest.json: manifest.json
-        \tmkdir -p $(BUNDLE)
-        \tcp manifest.json $@
+            $(BUNDLE)/manifest.json: manifest.json
+            \tmkdir -p $(BUNDLE)
+            \tcp manifest.json $@
 
-        # make package KEY=<private key from `plugind keygen`>: the signed single file to hand out.
-        package: all
-        \t@test -n "$(KEY)" || { echo "make package needs KEY=<your private key; make one with: $(PLUGIND) keygen --output <file>>" >&2; exit 1; }
-        \t$(PLUGIND) sign $(BUNDLE) --key $(KEY)
-        \t$(PLUGIND) pack $(BUNDLE) --output build/$(NAME).plugin
+            # make package KEY=<private key from `plugind keygen`>: the signed single file to hand out.
+            package: all
+            \t@test -n "$(KEY)" || { echo "make package needs KEY=<your private key; make one with: $(PLUGIND) keygen --output <file>>" >&2; exit 1; }
+            \t$(PLUGIND) sign $(BUNDLE) --key $(KEY)
+            \t$(PLUGIND) pack $(BUNDLE) --output build/$(NAME).plugin
 
-        clean:
-        \trm -rf build
+            clean:
+            \trm -rf build
 
-        .PHONY: all package clean
+            .PHONY: all package clean
 
-        """
+            """
     }
 
     var cSource: String {
@@ -149,11 +171,11 @@ struct PluginTemplate {
         let package = Package(
             name: "\(name)",
             products: [.library(name: "\(name)", type: .dynamic, targets: ["\(name)"])],
-            dependencies: [.package(path: "\(checkout.root)")],
+            dependencies: [.package(path: "\(checkout?.root ?? "")")],
             targets: [
                 .target(
                     name: "\(name)",
-                    dependencies: [.product(name: "PluginKit", package: "\(checkout.packageIdentity)"), "\(name)Binding"],
+                    dependencies: [.product(name: "PluginKit", package: "\(checkout?.packageIdentity ?? "plugind")"), "\(name)Binding"],
                     swiftSettings: [.swiftLanguageMode(.v6)]
                 ),
                 // Written by `plugind bind` (make runs it): records the extension point the code

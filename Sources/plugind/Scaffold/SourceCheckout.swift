@@ -33,7 +33,7 @@ struct SourceCheckout {
         }
         throw CommandFailure(
             message:
-                "cannot find the plugind source tree (for plugind_plugin.h and PluginKit); set PLUGIND_SOURCE to your plugind checkout",
+                "cannot find the plugind source tree (for plugind_plugin.h and PluginKit); set PLUGIND_SOURCE to your plugind checkout (a C plugin needs only the installed plugind-dev package)",
             status: .unavailable
         )
     }

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds the Debian packages under .build/packages/:
+#   plugind_<version>_<arch>.deb       the command, the worker, manual pages, completions,
+#                                      /usr/lib/plugind/plugins and /etc/plugind
+#   plugind-dev_<version>_<arch>.deb   plugind_plugin.h and plugind-plugin.pc
+# The binaries are built and staged by Scripts/stage.sh (the Swift toolchain is not a Debian
+# package, so the build happens before debhelper runs); debhelper (Packaging/debian) installs
+# them, strips them, computes Depends from their ELF files with dpkg-shlibdeps, and lintian checks
+# the result: any error fails this script. Installs debhelper, lintian and fakeroot when missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+Scripts/setup.sh debhelper lintian fakeroot dpkg-dev
+version=$(sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/PlugindWire/ProtocolVersion.swift)
+changelog=$(dpkg-parsechangelog -l Packaging/debian/changelog -S Version)
+if [ "$version" != "$changelog" ]; then
+    echo "package: plugind is version $version but Packaging/debian/changelog's newest entry is $changelog; add an entry (dch -v $version)" >&2
+    exit 1
+fi
+
+work=$(pwd)/.build/packaging
+source=$work/plugind-$version
+rm -rf "$work"
+mkdir -p "$source"
+Scripts/stage.sh "$source/stage" /usr
+cp -a Packaging/debian "$source/debian"
+
+echo "== dpkg-buildpackage" >&2
+if ! (cd "$source" && DEB_BUILD_OPTIONS="noautodbgsym" dpkg-buildpackage -b -us -uc >"$work/build.log" 2>&1); then
+    cat "$work/build.log" >&2
+    echo "package: dpkg-buildpackage failed (log: $work/build.log)" >&2
+    exit 1
+fi
+echo "== lintian" >&2
+changes=$(ls "$work"/plugind_*.changes)
+if ! lintian --fail-on error --tag-display-limit 0 "$changes" > "$work/lintian.log" 2>&1; then
+    cat "$work/lintian.log" >&2
+    echo "package: lintian found errors" >&2
+    exit 1
+fi
+sed 's/^/lintian: /' "$work/lintian.log" >&2
+mkdir -p .build/packages
+rm -f .build/packages/plugind_*.deb .build/packages/plugind-dev_*.deb
+mv "$work"/plugind_*.deb "$work"/plugind-dev_*.deb .build/packages/
+
+ls -l .build/packages/*.deb

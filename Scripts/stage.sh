@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Builds plugind for installation and stages the installed layout under DESTDIR:
+#   Scripts/stage.sh DESTDIR [PREFIX]      (PREFIX defaults to /usr)
+# A release build with the Swift runtime linked statically (--static-swift-stdlib), so that the
+# binaries run on a Debian 12 machine without the Swift toolchain; then, under DESTDIR/PREFIX:
+#   bin/plugind, libexec/plugind/plugind-worker,
+#   share/man/man1/plugind.1 and plugind-<subcommand>.1, share/man/man5/plugind-manifest.5
+#     (written by 'plugind help --man' from the same descriptions as --help and CLI.md),
+#   bash, zsh and fish completions ('plugind completions'),
+#   include/plugind/plugind_plugin.h, share/pkgconfig/plugind-plugin.pc,
+#   lib/plugind/plugins/ (the system plugin directory plugind searches).
+# Used by Scripts/package.sh (the Debian packages) and Scripts/install.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+destdir=${1:?usage: Scripts/stage.sh DESTDIR [PREFIX]}
+prefix=${2:-/usr}
+case $destdir in /*) ;; *) destdir=$(pwd)/$destdir ;; esac
+
+Scripts/setup.sh
+echo "== swift build -c release --static-swift-stdlib (plugind, plugind-worker)" >&2
+for product in plugind-worker plugind; do
+    # Bound at load and relocations read-only (full RELRO), as Debian hardens its own binaries.
+    swift build -c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --product "$product" 2>&1 | grep -v '^\[[0-9]*/[0-9]*\]' || true
+done
+bin=$(swift build -c release --show-bin-path)
+for product in plugind-worker plugind; do
+    [ -x "$bin/$product" ] || { echo "stage: the release build of $product failed" >&2; exit 1; }
+    # The toolchain's own library directory must not be searched by an installed binary (SwiftPM
+    # adds $ORIGIN, the binary's own root-owned directory, which is harmless).
+    search=$(readelf -d "$bin/$product" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
+    if [ -n "$search" ] && [ "$search" != '$ORIGIN' ]; then
+        echo "stage: $bin/$product searches $search for libraries; an installed binary must not" >&2
+        exit 1
+    fi
+    if readelf -d "$bin/$product" | grep -q 'libswiftCore'; then
+        echo "stage: $bin/$product links the Swift runtime dynamically; --static-swift-stdlib did not apply" >&2
+        exit 1
+    fi
+done
+
+root=$destdir$prefix
+rm -rf "$destdir"
+install -d "$root/bin" "$root/libexec/plugind" "$root/share/man/man1" "$root/share/man/man5" \
+    "$root/share/bash-completion/completions" "$root/share/zsh/vendor-completions" \
+    "$root/share/fish/vendor_completions.d" "$root/include/plugind" "$root/share/pkgconfig" \
+    "$root/lib/plugind/plugins"
+install -m 0755 "$bin/plugind" "$root/bin/plugind"
+install -m 0755 "$bin/plugind-worker" "$root/libexec/plugind/plugind-worker"
+
+plugind="$bin/plugind"
+"$plugind" help --man > "$root/share/man/man1/plugind.1"
+for command in $("$plugind" help --markdown | sed -n 's/^## plugind \(.*\)$/\1/p'); do
+    "$plugind" help --man "$command" > "$root/share/man/man1/plugind-$command.1"
+done
+"$plugind" help --man manifest Documentation/ManifestReference.md > "$root/share/man/man5/plugind-manifest.5"
+"$plugind" completions bash > "$root/share/bash-completion/completions/plugind"
+"$plugind" completions zsh > "$root/share/zsh/vendor-completions/_plugind"
+"$plugind" completions fish > "$root/share/fish/vendor_completions.d/plugind.fish"
+chmod 0644 "$root"/share/man/man*/* "$root"/share/*/completions/* "$root"/share/zsh/vendor-completions/* \
+    "$root"/share/fish/vendor_completions.d/*
+
+install -m 0644 Sources/PlugindPluginABI/include/plugind_plugin.h "$root/include/plugind/plugind_plugin.h"
+version=$("$plugind" --version | sed 's/^plugind //')
+sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" Packaging/plugind-plugin.pc.in > "$root/share/pkgconfig/plugind-plugin.pc"
+chmod 0644 "$root/share/pkgconfig/plugind-plugin.pc"
+echo "staged plugind $version for $prefix in $destdir" >&2

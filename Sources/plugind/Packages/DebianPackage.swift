@@ -1,0 +1,185 @@
+import Foundation
+import PlugindBundle
+import PlugindSystem
+import PlugindWire
+
+/// `plugind pack --format deb`: a signed bundle as a Debian package that installs it under
+/// /usr/lib/plugind/plugins/<identifier>/ with its signature, for an organisation's apt
+/// repository. The architecture comes from the library's ELF header and `Depends` from the
+/// system libraries it needs, through dpkg-shlibdeps (the tool Debian's own packages use, which
+/// knows each library's package and the oldest version that provides the symbols used); dpkg-deb
+/// writes the archive.
+struct DebianPackage {
+    /// The directory packages install plugins into: the system plugin directory plugind searches.
+    static let pluginDirectory = "/usr/lib/plugind/plugins"
+
+    struct Failure: Error, CustomStringConvertible {
+        var description: String
+    }
+
+    var inspected: InspectedBundle
+    var key: PublisherKeys.PublicKey
+    var maintainer: String?
+
+    /// `plugind-plugin-<identifier>`, in the characters Debian allows in a package name.
+    var packageName: String {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789+-.")
+        let name = inspected.manifest.identifier.lowercased().map { allowed.contains($0) ? $0 : "-" }
+        return "plugind-plugin-" + String(name)
+    }
+
+    /// The Debian architecture of the plugin's library.
+    static func architecture(of header: ELFFile.Header) -> String? {
+        switch header.machine {
+        case .x8664: "amd64"
+        case .aarch64: "arm64"
+        case .i386: "i386"
+        case .arm: "armhf"
+        case .riscv: "riscv64"
+        case .powerpc64: header.isLittleEndian ? "ppc64el" : "ppc64"
+        case .s390x: "s390x"
+        case .other: nil
+        }
+    }
+
+    /// Debian's version syntax, checked before dpkg-deb would refuse it with less to go on.
+    static func isValidVersion(_ version: String) -> Bool {
+        guard let first = version.first, first.isASCII, first.isNumber else { return false }
+        return version.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ".+-~:".contains($0)) }
+    }
+
+    /// Writes the package; returns its path. `output` nil: `<name>_<version>_<arch>.deb` here.
+    func write(output: String?) throws(Failure) -> String {
+        let manifest = inspected.manifest
+        let libraryPath = inspected.bundlePath + "/" + manifest.library
+        let header: ELFFile.Header
+        do {
+            header = try ELFFile.checkHeader(atPath: libraryPath)
+        } catch {
+            throw Failure(description: "cannot read the ELF header of \(libraryPath): \(error)")
+        }
+        guard let architecture = Self.architecture(of: header) else {
+            throw Failure(description: "the library is built for \(header.machine), which has no Debian architecture plugind knows")
+        }
+        guard Self.isValidVersion(manifest.version) else {
+            throw Failure(
+                description:
+                    "the manifest's version '\(manifest.version)' is not a Debian version (it must start with a digit and hold only letters, digits and . + - ~ :)"
+            )
+        }
+        let work = FileManager.default.temporaryDirectory.appendingPathComponent("plugind-deb-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: work) }
+        let root = work + "/root"
+        let installed = root + Self.pluginDirectory + "/" + manifest.identifier
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (installed as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try FileManager.default.copyItem(atPath: inspected.bundlePath, toPath: installed)
+            try FileManager.default.createDirectory(atPath: root + "/DEBIAN", withIntermediateDirectories: true)
+        } catch {
+            throw Failure(description: "cannot stage the bundle in \(work): \(error.localizedDescription)")
+        }
+        try normalizeModes(root)
+        let dependencies = try systemDependencies(of: installed + "/" + manifest.library, work: work)
+        let control = controlFile(architecture: architecture, dependencies: dependencies, installedSize: try installedKilobytes(root))
+        let sums = try md5sums(root)
+        do {
+            try Data(control.utf8).write(to: URL(fileURLWithPath: root + "/DEBIAN/control"))
+            try Data(sums.utf8).write(to: URL(fileURLWithPath: root + "/DEBIAN/md5sums"))
+        } catch {
+            throw Failure(description: "cannot write the package's control files: \(error.localizedDescription)")
+        }
+        let path = output ?? "\(packageName)_\(manifest.version)_\(architecture).deb"
+        try Self.run("dpkg-deb", ["--root-owner-group", "-Zxz", "--build", root, path], package: "dpkg")
+        return path
+    }
+
+    private func controlFile(architecture: String, dependencies: [String], installedSize: Int) -> String {
+        let manifest = inspected.manifest
+        let minimum = manifest.minimumHostVersion.flatMap { Self.isValidVersion($0) ? $0 : nil } ?? PlugindRelease.version
+        let depends = ["plugind (>= \(minimum))"] + dependencies
+        let summary = "plugind plugin: " + manifest.name.filter { !$0.isNewline }
+        let body = (manifest.description ?? manifest.name).filter { !$0.isNewline }
+        return """
+            Package: \(packageName)
+            Version: \(manifest.version)
+            Architecture: \(architecture)
+            Maintainer: \(maintainer ?? "Publisher \(key.fingerprint) <publisher@invalid>")
+            Installed-Size: \(installedSize)
+            Depends: \(depends.joined(separator: ", "))
+            Section: misc
+            Priority: optional
+            Description: \(summary.prefix(72))
+             \(body)
+             .
+             The plugin \(manifest.identifier) for the extension point \(manifest.extensionPoint),
+             installed in \(Self.pluginDirectory)/\(manifest.identifier) and signed by the
+             publisher key \(key.fingerprint).
+
+            """
+    }
+
+    /// Root's files readable by all and writable only by root, executables and directories 0755.
+    private func normalizeModes(_ root: String) throws(Failure) {
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return }
+        for case let relative as String in walker {
+            let path = root + "/" + relative
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+                let type = attributes[.type] as? FileAttributeType, type != .typeSymbolicLink
+            else { continue }
+            let mode = (attributes[.posixPermissions] as? Int) ?? 0o644
+            let normalized = type == .typeDirectory || mode & 0o111 != 0 ? 0o755 : 0o644
+            do {
+                try FileManager.default.setAttributes([.posixPermissions: normalized], ofItemAtPath: path)
+            } catch {
+                throw Failure(description: "cannot set the mode of \(path): \(error.localizedDescription)")
+            }
+        }
+    }
+
+    private func installedKilobytes(_ root: String) throws(Failure) -> Int {
+        var bytes = 0
+        for relative in FileManager.default.subpaths(atPath: root) ?? [] where !relative.hasPrefix("DEBIAN") {
+            bytes += ((try? FileManager.default.attributesOfItem(atPath: root + "/" + relative))?[.size] as? Int) ?? 0
+        }
+        return (bytes + 1023) / 1024
+    }
+
+    private func md5sums(_ root: String) throws(Failure) -> String {
+        let files = (FileManager.default.subpaths(atPath: root) ?? []).filter { relative in
+            var isDirectory: ObjCBool = false
+            return !relative.hasPrefix("DEBIAN") && FileManager.default.fileExists(atPath: root + "/" + relative, isDirectory: &isDirectory)
+                && !isDirectory.boolValue
+        }.sorted()
+        guard !files.isEmpty else { return "" }
+        return try Self.run("md5sum", files, package: "coreutils", in: root)
+    }
+
+    /// What dpkg-shlibdeps says the library needs from the system, e.g. ["libc6 (>= 2.34)",
+    /// "zlib1g (>= 1:1.2.0)"]; the bundle's own libraries are not dependencies.
+    private func systemDependencies(of library: String, work: String) throws(Failure) -> [String] {
+        // dpkg-shlibdeps works in a source tree: it needs a debian/control naming the package.
+        do {
+            try FileManager.default.createDirectory(atPath: work + "/debian", withIntermediateDirectories: true)
+            try Data("Source: \(packageName)\n\nPackage: \(packageName)\nArchitecture: any\n".utf8)
+                .write(to: URL(fileURLWithPath: work + "/debian/control"))
+        } catch {
+            throw Failure(description: "cannot prepare dpkg-shlibdeps in \(work): \(error.localizedDescription)")
+        }
+        let bundle = (library as NSString).deletingLastPathComponent
+        let output = try Self.run(
+            "dpkg-shlibdeps", ["-O", "--ignore-missing-info", "-l" + bundle, "-e" + library], package: "dpkg-dev", in: work)
+        guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("shlibs:Depends=") }) else { return [] }
+        return line.dropFirst("shlibs:Depends=".count).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            .filter { !$0.isEmpty }
+    }
+
+    @discardableResult
+    static func run(_ tool: String, _ arguments: [String], package: String, in directory: String? = nil) throws(Failure) -> String {
+        do {
+            return try ExternalTool.run(tool, arguments, package: package, in: directory)
+        } catch {
+            throw Failure(description: error.description)
+        }
+    }
+}

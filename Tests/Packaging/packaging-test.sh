@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The Debian packages from build to removal, on this machine (Scripts/test.sh runs it as root):
+# builds plugind and plugind-dev (Scripts/package.sh), checks their file lists and lintian's
+# verdict, installs them with dpkg, and then, with no plugind variables set: runs the CLI as root
+# and as an ordinary user, reads 'man plugind', completes 'plugind ap<TAB>' in bash, builds a C
+# plugin with pkg-config in a directory outside the tree, packs it with 'plugind pack --format
+# deb' and installs that, builds the README's host snippet as a package of its own outside the
+# tree and runs it as the user; checks that removing and purging keep the administrator's files
+# and leave nothing of the packages behind; and installs into a prefix with Scripts/install.sh
+# and removes exactly that. Skipped (with a message) when not root, or when plugind is already
+# installed (this test would replace and then remove it).
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+checkout=$(pwd)
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "packaging test: skipped (it installs packages, so it needs root)" >&2
+    exit 0
+fi
+if dpkg-query -W -f='${Status}' plugind 2>/dev/null | grep -q "ok installed"; then
+    echo "packaging test: skipped (plugind is installed on this machine; 'dpkg -r plugind-dev plugind' to run it)" >&2
+    exit 0
+fi
+
+user=plugind-test
+work=$(mktemp -d /tmp/plugind-packaging.XXXXXX)
+chmod 0755 "$work"
+[ -e /etc/plugind ] && { echo "packaging test: skipped (/etc/plugind exists: the administrator's files are not this test's)" >&2; exit 0; }
+# What this test puts in /etc/plugind as the administrator would (the packages never do).
+remove_administrator_files() { rm -f /etc/plugind/policy.json /etc/plugind/policy.json.lock /etc/plugind/rules.json; }
+cleanup() {
+    dpkg -P plugind-plugin-org.example.upper plugind-dev plugind >/dev/null 2>&1 || true
+    remove_administrator_files
+    rmdir /etc/plugind 2>/dev/null || true
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+step() { echo "== packaging: $*" >&2; }
+fail() { echo "packaging test: FAILED: $*" >&2; exit 1; }
+# A command with a deadline: its standard output, and everything it wrote when it fails.
+run() {
+    local limit=$1
+    shift
+    local output status=0
+    output=$(timeout --kill-after=10 "$limit" "$@" 2>"$work/stderr") || status=$?
+    if [ "$status" -ne 0 ]; then
+        printf '%s\n' "$output" >&2
+        cat "$work/stderr" >&2
+        fail "$* (exit status $status)"
+    fi
+    printf '%s' "$output"
+}
+# What the user runs: a clean environment, no PLUGIND_ variable, a home of its own.
+home=$work/home
+mkdir -p "$home"
+chown "$user" "$home"
+as_user() { run 120 runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" "$@"; }
+as_root() { run 120 env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME="$work/root-home" "$@"; }
+
+step "building the packages"
+run 1500 Scripts/package.sh >/dev/null
+deb=$(ls .build/packages/plugind_*_"$(dpkg --print-architecture)".deb)
+dev=$(ls .build/packages/plugind-dev_*_"$(dpkg --print-architecture)".deb)
+
+step "file lists"
+bin=$(swift build -c release --show-bin-path)
+expected=$work/expected
+{
+    printf '%s\n' ./etc/plugind/ ./usr/bin/plugind ./usr/lib/plugind/ ./usr/lib/plugind/plugins/ ./usr/libexec/plugind/ \
+        ./usr/libexec/plugind/plugind-worker ./usr/share/bash-completion/completions/plugind \
+        ./usr/share/doc/plugind/changelog.gz ./usr/share/doc/plugind/copyright \
+        ./usr/share/fish/vendor_completions.d/plugind.fish ./usr/share/man/man1/plugind.1.gz \
+        ./usr/share/man/man5/plugind-manifest.5.gz ./usr/share/zsh/vendor-completions/_plugind
+    "$bin/plugind" help --markdown | sed -n 's|^## plugind \(.*\)$|./usr/share/man/man1/plugind-\1.1.gz|p'
+} | sort > "$expected"
+dpkg-deb -c "$deb" > "$work/listing"
+awk '{print $6}' "$work/listing" | grep -Ev '/$' | sort > "$work/files"
+grep -Ev '/$' "$expected" | diff -u - "$work/files" || fail "the files of $deb differ from the layout"
+for directory in $(grep '/$' "$expected"); do
+    grep -q "^drwxr-xr-x root/root .* $directory\$" "$work/listing" || fail "$deb lacks $directory as root's, mode 0755"
+done
+printf '%s\n' ./usr/include/plugind/plugind_plugin.h ./usr/share/doc/plugind-dev/changelog.gz \
+    ./usr/share/doc/plugind-dev/copyright ./usr/share/pkgconfig/plugind-plugin.pc | sort > "$work/expected-dev"
+dpkg-deb -c "$dev" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-dev" - || fail "the files of $dev differ"
+depends=$(dpkg-deb -f "$deb" Depends)
+[[ $depends == *libseccomp2* ]] || fail "Depends lacks libseccomp2: $depends"
+[[ $depends == *swift* ]] && fail "Depends names a Swift runtime: the runtime must be linked statically"
+
+step "lintian"
+run 600 lintian --fail-on error "$deb" "$dev" >/dev/null
+
+step "dpkg -i"
+run 300 dpkg -i "$deb" "$dev" >/dev/null
+dpkg -L plugind plugind-dev | grep -v '^/\.$' | sort -u > "$work/installed"
+[ -x /usr/libexec/plugind/plugind-worker ] || fail "no worker in /usr/libexec/plugind"
+libraries=$(ldd /usr/bin/plugind /usr/libexec/plugind/plugind-worker)
+[[ $libraries == *swift* ]] && fail "the installed binaries load a Swift library: $libraries"
+
+step "the CLI as root and as $user"
+[ "$(as_root plugind --version)" = "plugind $(dpkg-deb -f "$deb" Version)" ] || fail "plugind --version"
+as_root plugind list >/dev/null
+as_user plugind list >/dev/null
+[[ $(as_user plugind help approve) == *"USAGE: plugind approve"* ]] || fail "plugind help approve as $user"
+
+step "man plugind, bash completion"
+[[ $(as_user env MANPAGER=cat MANWIDTH=80 man plugind) == *"plugind approve"* ]] || fail "man plugind does not show the approve subcommand"
+[[ $(as_user env MANPAGER=cat man 5 plugind-manifest) == *"manifestVersion"* ]] || fail "man 5 plugind-manifest"
+completed=$(as_user bash -c 'source /usr/share/bash-completion/completions/plugind; COMP_WORDS=(plugind ap); COMP_CWORD=1; _plugind; echo "${COMPREPLY[*]}"')
+[ "$completed" = approve ] || fail "plugind ap<TAB> completed to '$completed', not 'approve'"
+
+step "a C plugin built with pkg-config outside the tree, packed as a Debian package"
+project=$work/project
+mkdir -p "$project"
+chown "$user" "$project"
+as_user sh -c "cd '$project' && plugind new Upper --lang c --point local.texthost.text-filters --identifier org.example.upper" >/dev/null
+[ -e "$project/Upper/include/plugind_plugin.h" ] && fail "the scaffold bundled the header although plugind-dev is installed"
+grep -q 'pkg-config --cflags plugind-plugin' "$project/Upper/Makefile" || fail "the scaffold's Makefile does not use pkg-config"
+# The scaffold's greeter calls nothing of libc; an upper-casing filter does (toupper), so the
+# plugin's Debian package has a system library to depend on.
+cat > "$project/Upper/src/Upper.c" <<'SOURCE'
+#include <ctype.h>
+#include <plugind_plugin.h>
+
+static const plugind_host *host;
+
+static int32_t upper_init(const plugind_host *host_interface, void **state, plugind_plugin_response *error) {
+    (void)state;
+    (void)error;
+    host = host_interface;
+    return PLUGIND_PLUGIN_OK;
+}
+
+static int32_t upper_handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
+    (void)state;
+    for (size_t index = 0; index < request->length; index++) {
+        uint8_t byte = (uint8_t)toupper(request->bytes[index]);
+        if (host->append(response, &byte, 1) != 0) return 1;
+    }
+    return PLUGIND_PLUGIN_OK;
+}
+
+static const plugind_plugin descriptor = {
+    .abi_version = PLUGIND_PLUGIN_ABI_VERSION,
+    .size = sizeof(plugind_plugin),
+    .name = "Upper",
+    .version = "0.1.0",
+    .init = upper_init,
+    .handle = upper_handle,
+};
+
+PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &descriptor; }
+PLUGIND_PLUGIN_BINDING("local.texthost.text-filters");
+SOURCE
+chown "$user" "$project/Upper/src/Upper.c"
+as_user make -C "$project/Upper" >/dev/null
+as_user plugind verify "$project/Upper/build/Upper.appex" >/dev/null
+as_user plugind keygen --output "$project/key" >/dev/null
+refusal=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" timeout 60 \
+    plugind pack "$project/Upper/build/Upper.appex" --format deb --output "$project/unsigned.deb" 2>&1) \
+    && fail "pack --format deb accepted an unsigned bundle"
+[[ $refusal == *"is not signed"* ]] || fail "pack --format deb refused an unsigned bundle without saying so: $refusal"
+[ -e "$project/unsigned.deb" ] && fail "pack --format deb wrote a package of an unsigned bundle"
+as_user plugind sign "$project/Upper/build/Upper.appex" --key "$project/key" >/dev/null
+plugin_deb=$(as_user sh -c "cd '$project' && plugind pack Upper/build/Upper.appex --format deb" 2>/dev/null)
+plugin_deb=$project/$plugin_deb
+[ "$(dpkg-deb -f "$plugin_deb" Architecture)" = "$(dpkg --print-architecture)" ] || fail "the plugin package's architecture"
+plugin_depends=$(dpkg-deb -f "$plugin_deb" Depends)
+[[ $plugin_depends == "plugind (>= "*libc6* ]] || fail "the plugin package's Depends: $plugin_depends"
+run 120 dpkg -i "$plugin_deb" >/dev/null
+[ -f /usr/lib/plugind/plugins/org.example.upper/manifest.json ] || fail "the plugin package did not install the bundle"
+[[ $(as_user plugind list --all) == *"org.example.upper"* ]] || fail "the packaged plugin is not discovered"
+[[ $(as_user plugind list) == *"org.example.upper"* ]] && fail "the packaged plugin is available before anyone approved it"
+# The fleet recipe: the administrator trusts the publisher, and the plugin is available to every
+# user with no step of theirs.
+as_root plugind trust add --administrator "$project/key.pub" >/dev/null
+[[ $(as_user plugind list) == *"org.example.upper"* ]] || fail "the plugin of a publisher the administrator trusts is not available"
+[ "$(as_user plugind run org.example.upper world)" = "WORLD" ] || fail "plugind run of the packaged plugin"
+
+step "the README's host snippet, a package of its own outside the tree"
+host=$work/texthost
+mkdir -p "$host/Sources/texthost"
+cat > "$host/Package.swift" <<PACKAGE
+// swift-tools-version: 6.0
+import PackageDescription
+
+let package = Package(
+    name: "texthost",
+    dependencies: [.package(path: "$checkout")],
+    targets: [
+        .executableTarget(name: "texthost", dependencies: [.product(name: "ExtensionFoundation", package: "$(basename "$checkout" | tr '[:upper:]' '[:lower:]')")])
+    ]
+)
+PACKAGE
+sed -n '/^## A host in a few lines/,/^```$/p' README.md | sed '1,/^```swift$/d;$d' > "$host/Sources/texthost/main.swift"
+grep -q "AppExtensionPoint.Monitor" "$host/Sources/texthost/main.swift" || fail "the README's snippet was not found"
+run 1500 swift build --package-path "$host" >/dev/null
+chmod -R a+rX "$host/.build"
+output=$(as_user "$host/.build/debug/texthost")
+[ "$output" = "Upper HELLO" ] || fail "the host snippet printed '$output'"
+
+step "installing over the installed version keeps policy, approvals and plugins"
+echo '{"formatVersion": 1, "rules": []}' > /etc/plugind/rules.json
+run 300 dpkg -i "$deb" "$dev" >/dev/null
+[ -f /etc/plugind/rules.json ] || fail "reinstalling plugind deleted /etc/plugind/rules.json"
+[ -f /usr/lib/plugind/plugins/org.example.upper/manifest.json ] || fail "reinstalling plugind removed a packaged plugin"
+[ "$(as_user plugind run org.example.upper kept)" = "KEPT" ] || fail "the administrator's trust did not survive reinstalling plugind"
+
+step "removal keeps the administrator's files; purge removes only what the packages made"
+run 120 dpkg -r plugind-plugin-org.example.upper >/dev/null
+[ -e /usr/lib/plugind/plugins/org.example.upper ] && fail "removing the plugin package left its bundle"
+run 120 dpkg -r plugind-dev plugind >/dev/null
+[ -f /etc/plugind/rules.json ] || fail "removing plugind deleted /etc/plugind/rules.json"
+run 120 dpkg -P plugind-dev plugind >/dev/null
+[ -f /etc/plugind/rules.json ] || fail "purging plugind deleted the administrator's rules.json"
+[ -f /etc/plugind/policy.json ] || fail "purging plugind deleted the administrator's policy.json"
+remove_administrator_files
+rmdir /etc/plugind
+while IFS= read -r path; do
+    [ -e "$path" ] || continue
+    [ -d "$path" ] && dpkg -S "$path" >/dev/null 2>&1 && continue
+    fail "$path is left on disk after removal"
+done < "$work/installed"
+[ -e /usr/lib/plugind ] && fail "/usr/lib/plugind is left on disk"
+
+step "Scripts/install.sh --prefix and --uninstall"
+prefix=$work/prefix
+mkdir -p "$prefix"
+run 1500 Scripts/install.sh --prefix "$prefix" >/dev/null
+[ -x "$prefix/libexec/plugind/plugind-worker" ] || fail "install.sh put no worker in $prefix/libexec/plugind"
+# The packages are gone: only the prefix's worker can run the plugin.
+as_user env PATH="$prefix/bin:/usr/bin:/bin" plugind install "$project/Upper/build/Upper.appex" >/dev/null
+as_user env PATH="$prefix/bin:/usr/bin:/bin" plugind approve org.example.upper --yes >/dev/null
+[ "$(as_user env PATH="$prefix/bin:/usr/bin:/bin" plugind run org.example.upper again)" = "AGAIN" ] \
+    || fail "the plugind installed in $prefix does not run a plugin with its own worker"
+run 120 Scripts/install.sh --prefix "$prefix" --uninstall >/dev/null
+left=$(find "$prefix" -mindepth 1)
+[ -z "$left" ] || fail "install.sh --uninstall left: $left"
+echo "packaging test: passed" >&2
