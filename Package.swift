@@ -98,6 +98,8 @@ let package = Package(
         .executable(name: "plugind", targets: ["plugind"]),
         .executable(name: "plugind-worker", targets: ["plugind-worker"]),
         .executable(name: "plugind-example-host", targets: ["plugind-example-host"]),
+        // libplugind: the host API for C and other languages (installed as libplugind.so.0).
+        .library(name: "PlugindHost", type: .dynamic, targets: ["PlugindHost"]),
     ] + pluginProducts,
     targets: [
         // C: spawning, pidfd and wait, fatal-signal reporting (host and worker).
@@ -126,6 +128,11 @@ let package = Package(
             name: "ExtensionFoundation",
             dependencies: ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
             swiftSettings: swiftSettings
+        ),
+        // C: the header of libplugind's C API (plugind/plugind.h); the Swift target implements it.
+        .target(name: "CPlugindHostAPI"),
+        .target(
+            name: "PlugindHost", dependencies: ["ExtensionFoundation", "CPlugindHostAPI", "PlugindSystem"], swiftSettings: swiftSettings
         ),
         .target(name: "PluginKit", dependencies: ["PlugindTypes", "PlugindPluginABI", "PluginKitABINote"], swiftSettings: swiftSettings),
         // C: the ABI note a Swift plugin carries (one file that includes the plugin header).

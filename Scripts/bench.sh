@@ -25,5 +25,8 @@ mkdir -p "$out"
 for program in pingpong spawn first_byte load; do
     cc -O2 -pthread -o "$out/$program" "Benchmarks/Baselines/$program.c"
 done
+# A C host on libplugind (the release build's), for the round trip from C.
+cc -O2 -o "$out/host_round_trip" Benchmarks/Baselines/host_round_trip.c -I Sources/CPlugindHostAPI/include \
+    -L "$bin" -lPlugindHost -Wl,-rpath,"$bin"
 
 exec "$bin/plugind-bench" suite --baselines "$out" --output "$out/results.json" "$@"

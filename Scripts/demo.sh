@@ -88,5 +88,12 @@ run plugind enable org.plugind.examples.echo
 step "The example host runs every available text filter, then lets every greeter greet it"
 run plugind-example-host --name "Linus" "The quick brown fox"
 
+step "The same host in C and in Python, over libplugind"
+run make -s -C Examples/CHost PLUGIND_CFLAGS="-I$PWD/Sources/CPlugindHostAPI/include" \
+    PLUGIND_LIBS="-L$bin -lPlugindHost -Wl,-rpath,$bin"
+run Examples/CHost/text_host --name "Grace" "The quick brown fox"
+run env PYTHONPATH="$PWD/Bindings/Python/src" PLUGIND_LIBRARY="$bin/libPlugindHost.so" PYTHONDONTWRITEBYTECODE=1 \
+    python3 Examples/PythonHost/text_host.py --name "Guido" "The quick brown fox"
+
 echo
 echo "demo: done (state kept in $demo)"

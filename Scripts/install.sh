@@ -35,6 +35,7 @@ remove_recorded() {
     while IFS= read -r path; do
         [ -n "$path" ] && { rmdir -- "$path" 2>/dev/null || true; }
     done <<< "$directories"
+    if [ "$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 }
 
 if [ -n "$uninstall" ]; then
@@ -72,6 +73,8 @@ if [ "$(id -u)" -eq 0 ] && { [ "$prefix" = /usr ] || [ "$prefix" = /usr/local ];
         echo "d /etc/plugind" >> "$directories"
     fi
 fi
+# A library under /usr/local/lib is found once the loader's cache knows it.
+if [ "$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 mv "$files" "$record"
 mv "$directories" "$record.dirs"
 rm -rf "$stage"

@@ -2,7 +2,9 @@
 # Builds the Debian packages under .build/packages/:
 #   plugind_<version>_<arch>.deb       the command, the worker, manual pages, completions,
 #                                      /usr/lib/plugind/plugins and /etc/plugind
-#   plugind-dev_<version>_<arch>.deb   plugind_plugin.h and plugind-plugin.pc
+#   libplugind0_<version>_<arch>.deb   libplugind.so.0, the C host API
+#   plugind-dev_<version>_<arch>.deb   plugind_plugin.h and plugind-plugin.pc (plugins), plugind.h,
+#                                      libplugind.so and plugind.pc (hosts)
 # The binaries are built and staged by Scripts/stage.sh (the Swift toolchain is not a Debian
 # package, so the build happens before debhelper runs); debhelper (Packaging/debian) installs
 # them, strips them, computes Depends from their ELF files with dpkg-shlibdeps, and lintian checks
@@ -40,7 +42,7 @@ if ! lintian --fail-on error --tag-display-limit 0 "$changes" > "$work/lintian.l
 fi
 sed 's/^/lintian: /' "$work/lintian.log" >&2
 mkdir -p .build/packages
-rm -f .build/packages/plugind_*.deb .build/packages/plugind-dev_*.deb
-mv "$work"/plugind_*.deb "$work"/plugind-dev_*.deb .build/packages/
+rm -f .build/packages/plugind_*.deb .build/packages/plugind-dev_*.deb .build/packages/libplugind0_*.deb
+mv "$work"/plugind_*.deb "$work"/plugind-dev_*.deb "$work"/libplugind0_*.deb .build/packages/
 
 ls -l .build/packages/*.deb

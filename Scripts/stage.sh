@@ -8,6 +8,8 @@
 #     (written by 'plugind help --man' from the same descriptions as --help and CLI.md),
 #   bash, zsh and fish completions ('plugind completions'),
 #   include/plugind/plugind_plugin.h, share/pkgconfig/plugind-plugin.pc,
+#   lib/<multiarch>/libplugind.so.0 (the C host API, Swift runtime linked in, exporting exactly the
+#     functions of include/plugind/plugind.h), its libplugind.so link and lib/<multiarch>/pkgconfig/plugind.pc,
 #   lib/plugind/plugins/ (the system plugin directory plugind searches).
 # Used by Scripts/package.sh (the Debian packages) and Scripts/install.sh.
 set -euo pipefail
@@ -38,6 +40,40 @@ for product in plugind-worker plugind; do
     fi
 done
 
+# libplugind: a release build of its own (its Swift flags differ, and sharing .build/release
+# would rebuild every module whenever one build or the other runs), the runtime linked in with
+# -static-stdlib, the SONAME versioned, and a version script that exports the header's
+# functions and nothing else (not the shims it links, not the Swift runtime).
+header=Sources/CPlugindHostAPI/include/plugind/plugind.h
+library_build=$(pwd)/.build/libplugind
+mkdir -p "$library_build"
+exports=$library_build/exports.map
+{
+    echo "PLUGIND_0 {"
+    echo "  global:"
+    grep '^[a-z]' "$header" | grep -o 'plugind_[a-z_]*(' | tr -d '(' | sort -u | sed 's/^/    /; s/$/;/'
+    echo "  local: *;"
+    echo "};"
+} > "$exports"
+echo "== swift build -c release (libplugind)" >&2
+swift build -c release --scratch-path "$library_build" --product PlugindHost -Xswiftc -static-stdlib \
+    -Xlinker -soname=libplugind.so.0 -Xlinker --version-script="$exports" -Xlinker -z -Xlinker now 2>&1 \
+    | grep -v '^\[[0-9]*/[0-9]*\]' || true
+library=$(swift build -c release --scratch-path "$library_build" --show-bin-path)/libPlugindHost.so
+[ -f "$library" ] || { echo "stage: the release build of libplugind failed" >&2; exit 1; }
+if readelf -d "$library" | grep -q 'libswift'; then
+    echo "stage: $library links the Swift runtime dynamically; -static-stdlib did not apply" >&2
+    exit 1
+fi
+declared=$(grep -c '^    plugind_' "$exports")
+exported=$(nm -D --defined-only --extern-only "$library" | awk '{print $3}' | grep -v '^PLUGIND_0$' | sort -u)
+if [ "$(echo "$exported" | grep -c '^plugind_')" -ne "$declared" ] || echo "$exported" | grep -qv '^plugind_'; then
+    echo "stage: $library exports other than the $declared functions of $header:" >&2
+    echo "$exported" | grep -v '^plugind_' | head >&2
+    exit 1
+fi
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -dumpmachine)
+
 root=$destdir$prefix
 rm -rf "$destdir"
 install -d "$root/bin" "$root/libexec/plugind" "$root/share/man/man1" "$root/share/man/man5" \
@@ -60,6 +96,14 @@ chmod 0644 "$root"/share/man/man*/* "$root"/share/*/completions/* "$root"/share/
     "$root"/share/fish/vendor_completions.d/*
 
 install -m 0644 Sources/PlugindPluginABI/include/plugind_plugin.h "$root/include/plugind/plugind_plugin.h"
+install -m 0644 "$header" "$root/include/plugind/plugind.h"
+install -d "$root/lib/$multiarch/pkgconfig"
+version_number=$("$plugind" --version | sed 's/^plugind //')
+install -m 0644 "$library" "$root/lib/$multiarch/libplugind.so.$version_number"
+ln -sf "libplugind.so.$version_number" "$root/lib/$multiarch/libplugind.so.0"
+ln -sf libplugind.so.0 "$root/lib/$multiarch/libplugind.so"
+sed -e "s|@PREFIX@|$prefix|" -e "s|@LIBDIR@|$prefix/lib/$multiarch|" -e "s|@VERSION@|$version_number|" \
+    Packaging/plugind.pc.in > "$root/lib/$multiarch/pkgconfig/plugind.pc"
 version=$("$plugind" --version | sed 's/^plugind //')
 sed -e "s|@PREFIX@|$prefix|" -e "s|@VERSION@|$version|" Packaging/plugind-plugin.pc.in > "$root/share/pkgconfig/plugind-plugin.pc"
 chmod 0644 "$root/share/pkgconfig/plugind-plugin.pc"

@@ -64,6 +64,8 @@ enum PlugindBench {
                     caller: Benchmarks.Caller(rawValue: text("caller") ?? "task") ?? .task,
                     name: text("name") ?? "round-trip"
                 )
+            case "foreign-round-trip":
+                try await ForeignHostBenchmarks.roundTrip(language: text("language") ?? "c", program: text("program"), iterations: iterations)
             case "typed-call":
                 let bench = try BenchHost()
                 defer { bench.remove() }

@@ -57,6 +57,9 @@ struct Suite {
                 ])
         }
         bench(["round-trip", "--size", "1048576", "--iterations", "\(count(500))", "--name", "echo-1MiB"])
+        // The same 64 B round trip from a C host and a Python host through libplugind.
+        bench(["foreign-round-trip", "--language", "c", "--program", baselines + "/host_round_trip", "--iterations", "\(count(20000))"])
+        bench(["foreign-round-trip", "--language", "python", "--iterations", "\(count(5000))"])
         bench(["launch-c", "--iterations", "\(count(300))"], rename: ["launch-c": "launch-c-unpinned"])
         bench(["launch-c", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-c": "launch-c-same-core"])
         bench(["launch-c", "--unprimed", "--iterations", "\(count(300))"])
@@ -242,6 +245,14 @@ struct Suite {
             "64 B round trip, unpinned, task preferring process.taskExecutor", "round-trip-64-unpinned-task-executor", "pipe-64-unpinned",
             atMost: 1.5)
         ratioRow("1 MiB echo round trip", "echo-1MiB", "socketpair-1MiB", atMost: 1.0)
+        ratioRow("64 B round trip from C (libplugind), unpinned, vs the Swift API's", "round-trip-64-c-host", "round-trip-64-unpinned", atMost: 1.2)
+        if let python = median("round-trip-64-python-host"), let swift = median("round-trip-64-unpinned"), let empty = median("ctypes-empty-call") {
+            rows.append(
+                Row(
+                    figure: "64 B round trip from Python (ctypes), unpinned; an empty ctypes call costs \(format(empty, "us"))",
+                    value: format(python, "us"), baseline: "\(format(swift, "us")) (round-trip-64-unpinned)", ratio: python / swift,
+                    goal: "reported", met: nil))
+        }
         ratioRow("launch until ready, C plugin, unpinned", "launch-c-unpinned", "spawn-c-first-byte-unpinned", atMost: 0.75)
         ratioRow("launch until ready, C plugin, same core", "launch-c-same-core", "spawn-c-first-byte-same-core", atMost: 0.75)
         ratioRow(

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The Debian packages from build to removal, on this machine (Scripts/test.sh runs it as root):
-# builds plugind and plugind-dev (Scripts/package.sh), checks their file lists and lintian's
-# verdict, installs them with dpkg, and then, with no plugind variables set: runs the CLI as root
+# builds plugind, libplugind0 and plugind-dev (Scripts/package.sh), checks their file lists and
+# lintian's verdict, installs them with dpkg, and then, with no plugind variables set: runs the CLI as root
 # and as an ordinary user, reads 'man plugind', completes 'plugind ap<TAB>' in bash, builds a C
 # plugin with pkg-config in a directory outside the tree, packs it with 'plugind pack --format
-# deb' and installs that, builds the README's host snippet as a package of its own outside the
+# deb' and installs that, runs a C host built with 'pkg-config plugind' and the Python package on the
+# installed libplugind, builds the README's host snippet as a package of its own outside the
 # tree and runs it as the user; checks that removing and purging keep the administrator's files
 # and leave nothing of the packages behind; and installs into a prefix with Scripts/install.sh
 # and removes exactly that. Skipped (with a message) when not root, or when plugind is already
@@ -29,7 +30,7 @@ chmod 0755 "$work"
 # What this test puts in /etc/plugind as the administrator would (the packages never do).
 remove_administrator_files() { rm -f /etc/plugind/policy.json /etc/plugind/policy.json.lock /etc/plugind/rules.json; }
 cleanup() {
-    dpkg -P plugind-plugin-org.example.upper plugind-dev plugind >/dev/null 2>&1 || true
+    dpkg -P plugind-plugin-org.example.upper plugind-dev libplugind0 plugind >/dev/null 2>&1 || true
     remove_administrator_files
     rmdir /etc/plugind 2>/dev/null || true
     rm -rf "$work"
@@ -62,6 +63,9 @@ step "building the packages"
 run 1500 Scripts/package.sh >/dev/null
 deb=$(ls .build/packages/plugind_*_"$(dpkg --print-architecture)".deb)
 dev=$(ls .build/packages/plugind-dev_*_"$(dpkg --print-architecture)".deb)
+lib=$(ls .build/packages/libplugind0_*_"$(dpkg --print-architecture)".deb)
+multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+version=$(dpkg-deb -f "$deb" Version)
 
 step "file lists"
 bin=$(swift build -c release --show-bin-path)
@@ -80,21 +84,25 @@ grep -Ev '/$' "$expected" | diff -u - "$work/files" || fail "the files of $deb d
 for directory in $(grep '/$' "$expected"); do
     grep -q "^drwxr-xr-x root/root .* $directory\$" "$work/listing" || fail "$deb lacks $directory as root's, mode 0755"
 done
-printf '%s\n' ./usr/include/plugind/plugind_plugin.h ./usr/share/doc/plugind-dev/changelog.gz \
-    ./usr/share/doc/plugind-dev/copyright ./usr/share/pkgconfig/plugind-plugin.pc | sort > "$work/expected-dev"
+printf '%s\n' ./usr/include/plugind/plugind_plugin.h ./usr/include/plugind/plugind.h ./usr/share/doc/plugind-dev/changelog.gz \
+    ./usr/share/doc/plugind-dev/copyright ./usr/share/pkgconfig/plugind-plugin.pc "./usr/lib/$multiarch/pkgconfig/plugind.pc" \
+    "./usr/lib/$multiarch/libplugind.so" | sort > "$work/expected-dev"
 dpkg-deb -c "$dev" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-dev" - || fail "the files of $dev differ"
+printf '%s\n' "./usr/lib/$multiarch/libplugind.so.$version" "./usr/lib/$multiarch/libplugind.so.0" \
+    ./usr/share/doc/libplugind0/changelog.gz ./usr/share/doc/libplugind0/copyright | sort > "$work/expected-lib"
+dpkg-deb -c "$lib" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-lib" - || fail "the files of $lib differ"
 depends=$(dpkg-deb -f "$deb" Depends)
 [[ $depends == *libseccomp2* ]] || fail "Depends lacks libseccomp2: $depends"
 [[ $depends == *swift* ]] && fail "Depends names a Swift runtime: the runtime must be linked statically"
 
 step "lintian"
-run 600 lintian --fail-on error "$deb" "$dev" >/dev/null
+run 600 lintian --fail-on error "$deb" "$dev" "$lib" >/dev/null
 
 step "dpkg -i"
-run 300 dpkg -i "$deb" "$dev" >/dev/null
-dpkg -L plugind plugind-dev | grep -v '^/\.$' | sort -u > "$work/installed"
+run 300 dpkg -i "$deb" "$lib" "$dev" >/dev/null
+dpkg -L plugind libplugind0 plugind-dev | grep -v '^/\.$' | sort -u > "$work/installed"
 [ -x /usr/libexec/plugind/plugind-worker ] || fail "no worker in /usr/libexec/plugind"
-libraries=$(ldd /usr/bin/plugind /usr/libexec/plugind/plugind-worker)
+libraries=$(ldd /usr/bin/plugind /usr/libexec/plugind/plugind-worker "/usr/lib/$multiarch/libplugind.so.0")
 [[ $libraries == *swift* ]] && fail "the installed binaries load a Swift library: $libraries"
 
 step "the CLI as root and as $user"
@@ -177,6 +185,16 @@ as_root plugind trust add --administrator "$project/key.pub" >/dev/null
 [[ $(as_user plugind list) == *"org.example.upper"* ]] || fail "the plugin of a publisher the administrator trusts is not available"
 [ "$(as_user plugind run org.example.upper world)" = "WORLD" ] || fail "plugind run of the packaged plugin"
 
+step "a C host built with pkg-config plugind, and the Python package, on the installed libplugind"
+cc -std=c11 -D_GNU_SOURCE -pthread -o "$work/host_test" Tests/CHost/host_test.c $(pkg-config --cflags --libs plugind) \
+    || fail "the C host does not build with pkg-config plugind"
+[ "$(as_user "$work/host_test" misuse | tail -1)" = "misuse ok" ] || fail "the C host's misuse scenario"
+[[ $(as_user "$work/host_test" discover local.texthost.text-filters) == *"identity org.example.upper local.texthost.text-filters Upper"* ]] \
+    || fail "the C host does not discover the packaged plugin"
+python=$(as_user env PYTHONPATH="$checkout/Bindings/Python/src" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c \
+    'import plugind; m = plugind.Monitor("local.texthost.text-filters"); p = plugind.Process(m.identities[0]); print(p.connect().send(b"py").decode()); p.close()')
+[ "$python" = "PY" ] || fail "the Python package on the installed libplugind printed '$python'"
+
 step "the README's host snippet, a package of its own outside the tree"
 host=$work/texthost
 mkdir -p "$host/Sources/texthost"
@@ -201,7 +219,7 @@ output=$(as_user "$host/.build/debug/texthost")
 
 step "installing over the installed version keeps policy, approvals and plugins"
 echo '{"formatVersion": 1, "rules": []}' > /etc/plugind/rules.json
-run 300 dpkg -i "$deb" "$dev" >/dev/null
+run 300 dpkg -i "$deb" "$lib" "$dev" >/dev/null
 [ -f /etc/plugind/rules.json ] || fail "reinstalling plugind deleted /etc/plugind/rules.json"
 [ -f /usr/lib/plugind/plugins/org.example.upper/manifest.json ] || fail "reinstalling plugind removed a packaged plugin"
 [ "$(as_user plugind run org.example.upper kept)" = "KEPT" ] || fail "the administrator's trust did not survive reinstalling plugind"
@@ -209,9 +227,9 @@ run 300 dpkg -i "$deb" "$dev" >/dev/null
 step "removal keeps the administrator's files; purge removes only what the packages made"
 run 120 dpkg -r plugind-plugin-org.example.upper >/dev/null
 [ -e /usr/lib/plugind/plugins/org.example.upper ] && fail "removing the plugin package left its bundle"
-run 120 dpkg -r plugind-dev plugind >/dev/null
+run 120 dpkg -r plugind-dev libplugind0 plugind >/dev/null
 [ -f /etc/plugind/rules.json ] || fail "removing plugind deleted /etc/plugind/rules.json"
-run 120 dpkg -P plugind-dev plugind >/dev/null
+run 120 dpkg -P plugind-dev libplugind0 plugind >/dev/null
 [ -f /etc/plugind/rules.json ] || fail "purging plugind deleted the administrator's rules.json"
 [ -f /etc/plugind/policy.json ] || fail "purging plugind deleted the administrator's policy.json"
 remove_administrator_files

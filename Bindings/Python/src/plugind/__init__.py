@@ -1,0 +1,339 @@
+"""Host plugind plugins from Python.
+
+plugind runs each plugin (a shared library in a bundle the machine's owner approved) in its own
+confined worker process; a plugin that crashes, hangs or misbehaves raises an exception here and
+never takes the Python process down. This package is libplugind's C API through ctypes.
+
+    monitor = plugind.Monitor("org.example.editor.text-filters", scope="none")
+    for identity in monitor.identities:
+        with plugind.Process(identity) as process:
+            print(identity.name, process.connect().send(b"hello"))
+
+Threads: every call may be made from any thread. Callbacks (`ask`, `on_interruption`) run on
+plugind's threads, holding the GIL while they run; they must not call the blocking methods
+(`Monitor()`, `Process()`, `connect`, `send`, `call`) — answer an ask by returning, or later
+through `Ask.respond` from any thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import threading
+from typing import AsyncIterator, Callable, List, Optional, Union
+
+from . import _errors
+from ._errors import *  # noqa: F401,F403  (the exception classes are part of the API)
+from ._native import ASK_HANDLER, INTERRUPTION_HANDLER, SEND_COMPLETION, TYPES, Value, library
+
+__all__ = ["Monitor", "Identity", "Process", "Connection", "Ask"] + _errors.__all__
+
+_SCOPES = {"application": 0, "none": 1}
+
+
+def _buffer(data: bytes):
+    return (ctypes.c_uint8 * len(data)).from_buffer_copy(data) if data else None
+
+
+def _milliseconds(timeout: Optional[float]) -> int:
+    if timeout is None:
+        return 0
+    if timeout <= 0:
+        raise InvalidArgumentError("timeout must be positive, or None for the plugin's own deadline")  # noqa: F405
+    return max(1, int(timeout * 1000))
+
+
+class Identity:
+    """One plugin as a Monitor lists it: `bundle_identifier`, `name`, `extension_point`."""
+
+    def __init__(self, handle: int):
+        self._handle = ctypes.c_void_p(handle)
+        self.bundle_identifier: str = library.plugind_identity_bundle_identifier(self._handle).decode()
+        self.name: str = library.plugind_identity_name(self._handle).decode()
+        self.extension_point: str = library.plugind_identity_extension_point(self._handle).decode()
+
+    def __repr__(self) -> str:
+        return "Identity(%r, name=%r)" % (self.bundle_identifier, self.name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Identity) and other.bundle_identifier == self.bundle_identifier
+
+    def __hash__(self) -> int:
+        return hash(self.bundle_identifier)
+
+    def __del__(self) -> None:
+        handle = getattr(self, "_handle", None)
+        if handle is not None and handle.value:
+            library.plugind_identity_release(handle)
+
+
+class Monitor:
+    """The usable plugins of one extension point (its full identifier), kept current.
+
+    `scope="none"` admits the plugins the owner installed and approved; `"application"` only
+    those shipped with the host. `identities`, `disabled_count` and `unapproved_count` are the
+    state taken by the last `update()` (made by the constructor and by `updates()`).
+    """
+
+    def __init__(self, point: str, scope: str = "none"):
+        if scope not in _SCOPES:
+            raise InvalidArgumentError("scope must be 'none' or 'application', not %r" % (scope,))  # noqa: F405
+        error = ctypes.c_void_p()
+        handle = library.plugind_monitor_create(point.encode(), _SCOPES[scope], ctypes.byref(error))
+        if not handle:
+            _errors.raise_if(error)
+        self._handle = ctypes.c_void_p(handle)
+        self._take()
+
+    def _take(self) -> None:
+        count = library.plugind_monitor_count(self._handle)
+        if count < 0:
+            raise InvalidArgumentError("the monitor was closed")  # noqa: F405
+        identities = []
+        for index in range(count):
+            error = ctypes.c_void_p()
+            handle = library.plugind_monitor_identity_at(self._handle, index, ctypes.byref(error))
+            if not handle:
+                _errors.raise_if(error)
+            identities.append(Identity(handle))
+        self.identities: List[Identity] = identities
+        self.disabled_count: int = library.plugind_monitor_disabled_count(self._handle)
+        self.unapproved_count: int = library.plugind_monitor_unapproved_count(self._handle)
+
+    def fileno(self) -> int:
+        """A descriptor that becomes readable when the state changed: for select, poll or a loop."""
+        return library.plugind_monitor_fd(self._handle)
+
+    def update(self) -> bool:
+        """Takes the latest state; True when it changed. Never blocks."""
+        changed = library.plugind_monitor_update(self._handle)
+        if changed < 0:
+            raise InvalidArgumentError("the monitor was closed")  # noqa: F405
+        if changed:
+            self._take()
+        return bool(changed)
+
+    async def updates(self) -> AsyncIterator[List[Identity]]:
+        """Yields the identities now, then each time they or the counts change."""
+        loop = asyncio.get_running_loop()
+        readable = asyncio.Event()
+        loop.add_reader(self.fileno(), readable.set)
+        try:
+            yield self.identities
+            while True:
+                await readable.wait()
+                readable.clear()
+                if self.update():
+                    yield self.identities
+        finally:
+            loop.remove_reader(self.fileno())
+
+    def close(self) -> None:
+        """Stops watching."""
+        if self._handle.value:
+            library.plugind_monitor_release(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __enter__(self) -> "Monitor":
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None:
+            self.close()
+
+
+class Ask:
+    """A question the plugin asked; `data` is its bytes. Answer it once with `respond` or `fail`,
+    from any thread, now or later."""
+
+    def __init__(self, handle: int, data: bytes):
+        self._handle = ctypes.c_void_p(handle)
+        self.data = data
+
+    def respond(self, data: bytes) -> bool:
+        """Answers; False when it was answered already or the connection closed meanwhile."""
+        return library.plugind_ask_respond(self._handle, _buffer(data), len(data)) == 0
+
+    def fail(self, message: str, code: int = 1) -> bool:
+        """Makes the plugin's ask fail with `code` and `message`."""
+        return library.plugind_ask_fail(self._handle, code, message.encode()) == 0
+
+
+AskHandler = Callable[[bytes], Union[bytes, None]]
+
+
+class Connection:
+    """A connection to a plugin. `send` waits for the reply; `send_async` awaits it."""
+
+    def __init__(self, process: "Process", ask: Optional[Callable[[Ask], Optional[bytes]]]):
+        self._pending = {}  # completions plugind still holds, by id: ctypes callbacks are unhashable
+        self._lock = threading.Lock()
+
+        def on_ask(_context, handle, data, length):
+            question = Ask(handle, ctypes.string_at(data, length) if length else b"")
+            try:
+                answer = ask(question)
+            except Exception as failure:  # a raising handler fails the ask, never the host
+                question.fail("%s: %s" % (type(failure).__name__, failure))
+                return
+            if answer is not None:
+                question.respond(bytes(answer))
+
+        self._ask = ASK_HANDLER(on_ask) if ask is not None else ctypes.cast(None, ASK_HANDLER)
+        error = ctypes.c_void_p()
+        handle = library.plugind_connection_open(process._handle, self._ask, None, ctypes.byref(error))
+        if not handle:
+            _errors.raise_if(error)
+        self._handle = ctypes.c_void_p(handle)
+
+    def send(self, data: bytes, timeout: Optional[float] = None) -> bytes:
+        """Sends `data` and returns the plugin's reply; `timeout` in seconds (None: the plugin's)."""
+        reply = ctypes.POINTER(ctypes.c_uint8)()
+        length = ctypes.c_size_t()
+        error = ctypes.c_void_p()
+        status = library.plugind_connection_send(
+            self._handle, _buffer(data), len(data), _milliseconds(timeout), ctypes.byref(reply), ctypes.byref(length),
+            ctypes.byref(error)
+        )
+        if status != 0:
+            _errors.raise_if(error)
+        try:
+            return ctypes.string_at(reply, length.value)
+        finally:
+            library.plugind_bytes_free(reply)
+
+    async def send_async(self, data: bytes, timeout: Optional[float] = None) -> bytes:
+        """Sends `data` without blocking the event loop and returns the reply."""
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+
+        def settle(result):
+            if not future.done():
+                if isinstance(result, Exception):
+                    future.set_exception(result)
+                else:
+                    future.set_result(result)
+
+        def completed(_context, reply, length, error):
+            result = _errors.from_handle(ctypes.c_void_p(error)) if error else ctypes.string_at(reply, length)
+            loop.call_soon_threadsafe(settle, result)
+            with self._lock:
+                self._pending.pop(id(callback), None)
+
+        callback = SEND_COMPLETION(completed)
+        with self._lock:
+            self._pending[id(callback)] = callback  # kept alive until plugind calls it
+        error = ctypes.c_void_p()
+        if library.plugind_connection_send_async(
+            self._handle, _buffer(data), len(data), _milliseconds(timeout), callback, None, ctypes.byref(error)
+        ) != 0:
+            with self._lock:
+                self._pending.pop(id(callback), None)
+            _errors.raise_if(error)
+        return await future
+
+    def close(self) -> None:
+        """Closes the connection: waiting requests fail with ConnectionClosedError."""
+        if self._handle.value:
+            library.plugind_connection_close(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __enter__(self) -> "Connection":
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.close()
+
+
+class Process:
+    """A plugin running in its confined worker process. Use it in a `with` block: leaving it ends
+    the process. `on_interruption` is called (on a plugind thread) if the process ends first."""
+
+    def __init__(self, identity: Identity, on_interruption: Optional[Callable[[], None]] = None):
+        def interrupted(_context):
+            if on_interruption is not None:
+                try:
+                    on_interruption()
+                except Exception:  # the host's callback must not unwind into plugind
+                    pass
+
+        self._interruption = INTERRUPTION_HANDLER(interrupted)
+        error = ctypes.c_void_p()
+        handle = library.plugind_process_create(identity._handle, self._interruption, None, ctypes.byref(error))
+        if not handle:
+            _errors.raise_if(error)
+        self._handle = ctypes.c_void_p(handle)
+
+    @property
+    def pid(self) -> int:
+        """The worker's process ID."""
+        return library.plugind_process_pid(self._handle)
+
+    def connect(self, ask: Optional[Callable[[Ask], Optional[bytes]]] = None) -> Connection:
+        """Opens a connection. `ask(question)` answers the plugin's questions: return the bytes,
+        or return None and call `question.respond(...)` later from any thread; raising fails the
+        plugin's ask with the exception's text."""
+        return Connection(self, ask)
+
+    def call(self, name: str, *arguments: Union[bool, int, float, str, bytes], timeout: Optional[float] = None):
+        """Calls a function the plugin's manifest declares; arguments are converted to the declared
+        types (an int out of the declared range raises CallError). Returns the result as a Python
+        value (None for void)."""
+        values = (Value * max(1, len(arguments)))()
+        keep = []
+        for index, argument in enumerate(arguments):
+            value = values[index]
+            if isinstance(argument, bool):
+                value.type, value.payload.integer = TYPES["bool"], int(argument)
+            elif isinstance(argument, int):
+                if argument > 2**63 - 1:
+                    value.type, value.payload.unsigned_integer = TYPES["uint64"], argument
+                else:
+                    value.type, value.payload.integer = TYPES["int64"], argument
+            elif isinstance(argument, float):
+                value.type, value.payload.real = TYPES["double"], argument
+            elif isinstance(argument, (str, bytes)):
+                data = argument.encode() if isinstance(argument, str) else argument
+                buffer = _buffer(data)
+                keep.append(buffer)
+                value.type = TYPES["string"] if isinstance(argument, str) else TYPES["bytes"]
+                value.payload.data.bytes = ctypes.cast(buffer, ctypes.POINTER(ctypes.c_uint8))
+                value.payload.data.length = len(data)
+            else:
+                raise InvalidArgumentError("argument %d: %r is not a bool, int, float, str or bytes" % (index, argument))  # noqa: F405
+        result = Value()
+        error = ctypes.c_void_p()
+        if library.plugind_process_call(
+            self._handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result),
+            ctypes.byref(error)
+        ) != 0:
+            _errors.raise_if(error)
+        kind = result.type
+        if kind == TYPES["void"]:
+            return None
+        if kind == TYPES["bool"]:
+            return bool(result.payload.integer)
+        if kind in (TYPES["uint8"], TYPES["uint16"], TYPES["uint32"], TYPES["uint64"]):
+            return result.payload.unsigned_integer
+        if kind in (TYPES["int8"], TYPES["int16"], TYPES["int32"], TYPES["int64"]):
+            return result.payload.integer
+        if kind in (TYPES["float"], TYPES["double"]):
+            return result.payload.real
+        data = ctypes.string_at(result.payload.data.bytes, result.payload.data.length)
+        library.plugind_bytes_free(result.payload.data.bytes)
+        return data.decode() if kind == TYPES["string"] else data
+
+    def close(self) -> None:
+        """Ends the process."""
+        if self._handle.value:
+            library.plugind_process_release(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __enter__(self) -> "Process":
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.close()

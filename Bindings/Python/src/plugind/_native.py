@@ -1,0 +1,142 @@
+"""libplugind through ctypes: the library, its prototypes, and the C types of plugind.h.
+
+Every prototype is declared here, once, so that ctypes converts arguments and results instead of
+guessing (a pointer returned as a C int would be cut to 32 bits).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+
+__all__ = ["library", "Value", "ASK_HANDLER", "INTERRUPTION_HANDLER", "SEND_COMPLETION", "TYPES"]
+
+
+def _load() -> ctypes.CDLL:
+    explicit = os.environ.get("PLUGIND_LIBRARY")
+    candidates = [explicit] if explicit else []
+    candidates += ["libplugind.so.0", ctypes.util.find_library("plugind")]
+    tried = []
+    for candidate in candidates:
+        if not candidate:
+            continue
+        tried.append(candidate)
+        try:
+            return ctypes.CDLL(candidate)
+        except OSError:
+            continue
+    raise ImportError(
+        "libplugind not found (tried %s): install the plugind-dev package, or set PLUGIND_LIBRARY "
+        "to the path of libplugind.so" % ", ".join(tried or ["nothing"])
+    )
+
+
+library = _load()
+
+_handle = ctypes.c_void_p
+_error_out = ctypes.POINTER(ctypes.c_void_p)
+
+ASK_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t)
+INTERRUPTION_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+SEND_COMPLETION = ctypes.CFUNCTYPE(
+    None, ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t, ctypes.c_void_p
+)
+
+
+class _Data(ctypes.Structure):
+    _fields_ = [("bytes", ctypes.POINTER(ctypes.c_uint8)), ("length", ctypes.c_size_t)]
+
+
+class _Payload(ctypes.Union):
+    _fields_ = [
+        ("integer", ctypes.c_int64),
+        ("unsigned_integer", ctypes.c_uint64),
+        ("real", ctypes.c_double),
+        ("data", _Data),
+    ]
+
+
+class Value(ctypes.Structure):
+    """plugind_value: one argument or result of a typed call."""
+
+    _fields_ = [("type", ctypes.c_int), ("payload", _Payload)]
+
+
+# plugind_type, by name.
+TYPES = {
+    name: number
+    for number, name in enumerate(
+        ["void", "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float", "double",
+         "string", "bytes"]
+    )
+}
+
+
+def _declare(name: str, result, *arguments) -> None:
+    function = getattr(library, name)
+    function.restype = result
+    function.argtypes = list(arguments)
+
+
+_declare("plugind_error_code_of", ctypes.c_int, _handle)
+_declare("plugind_error_message", ctypes.c_char_p, _handle)
+_declare("plugind_error_plugin_code", ctypes.c_int32, _handle)
+_declare("plugind_error_free", None, _handle)
+_declare("plugind_bytes_free", None, ctypes.c_void_p)
+
+_declare("plugind_monitor_create", _handle, ctypes.c_char_p, ctypes.c_int, _error_out)
+_declare("plugind_monitor_release", None, _handle)
+_declare("plugind_monitor_fd", ctypes.c_int, _handle)
+_declare("plugind_monitor_update", ctypes.c_int, _handle)
+_declare("plugind_monitor_count", ctypes.c_int64, _handle)
+_declare("plugind_monitor_identity_at", _handle, _handle, ctypes.c_int64, _error_out)
+_declare("plugind_monitor_disabled_count", ctypes.c_int64, _handle)
+_declare("plugind_monitor_unapproved_count", ctypes.c_int64, _handle)
+
+_declare("plugind_identity_bundle_identifier", ctypes.c_char_p, _handle)
+_declare("plugind_identity_name", ctypes.c_char_p, _handle)
+_declare("plugind_identity_extension_point", ctypes.c_char_p, _handle)
+_declare("plugind_identity_release", None, _handle)
+
+_declare("plugind_process_create", _handle, _handle, INTERRUPTION_HANDLER, ctypes.c_void_p, _error_out)
+_declare("plugind_process_release", None, _handle)
+_declare("plugind_process_pid", ctypes.c_int32, _handle)
+
+_declare("plugind_ask_respond", ctypes.c_int, _handle, ctypes.POINTER(ctypes.c_uint8), ctypes.c_size_t)
+_declare("plugind_ask_fail", ctypes.c_int, _handle, ctypes.c_int32, ctypes.c_char_p)
+_declare("plugind_connection_open", _handle, _handle, ASK_HANDLER, ctypes.c_void_p, _error_out)
+_declare(
+    "plugind_connection_send",
+    ctypes.c_int,
+    _handle,
+    ctypes.POINTER(ctypes.c_uint8),
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    ctypes.POINTER(ctypes.POINTER(ctypes.c_uint8)),
+    ctypes.POINTER(ctypes.c_size_t),
+    _error_out,
+)
+_declare(
+    "plugind_connection_send_async",
+    ctypes.c_int,
+    _handle,
+    ctypes.POINTER(ctypes.c_uint8),
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    SEND_COMPLETION,
+    ctypes.c_void_p,
+    _error_out,
+)
+_declare("plugind_connection_close", None, _handle)
+_declare(
+    "plugind_process_call",
+    ctypes.c_int,
+    _handle,
+    ctypes.c_char_p,
+    ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    ctypes.POINTER(Value),
+    _error_out,
+)

@@ -1,0 +1,152 @@
+"""The Python host API against real workers. HostLibraryTests (Swift) installs and approves the
+plugins and runs this suite with their extension points in the environment:
+
+  PLUGIND_TEST_ECHO_POINT       an approved Echo, and one Echo waiting for approval
+  PLUGIND_TEST_ECHO_BUNDLE      the approved Echo's bundle (moved aside and back by the updates test)
+  PLUGIND_TEST_ASIDE            where it goes meanwhile
+  PLUGIND_TEST_GREETER_POINT    the greeter, which asks its host whom to greet
+  PLUGIND_TEST_FUNCTIONS_POINT  the function library (typed calls)
+  PLUGIND_TEST_CRASH_POINT      a plugin that crashes on every request
+  PLUGIND_TEST_CHANGED_POINT    an approved plugin whose manifest the test changes (approval outdated)
+  PLUGIND_TEST_CHANGED_MANIFEST that manifest
+
+Every wait has a deadline.
+"""
+
+import asyncio
+import os
+import threading
+
+import pytest
+
+import plugind
+
+DEADLINE = 20
+
+
+def point(name):
+    return os.environ["PLUGIND_TEST_%s_POINT" % name]
+
+
+def only(name):
+    monitor = plugind.Monitor(point(name))
+    assert len(monitor.identities) == 1, monitor.identities
+    return monitor.identities[0]
+
+
+def test_discovery_lists_the_approved_plugin_and_counts_the_waiting_one():
+    monitor = plugind.Monitor(point("ECHO"))
+    assert [identity.bundle_identifier for identity in monitor.identities] == ["org.plugind.tests.echo"]
+    assert monitor.identities[0].extension_point == point("ECHO")
+    assert monitor.unapproved_count == 1
+    assert monitor.disabled_count == 0
+    monitor.close()
+
+
+def test_updates_follow_a_bundle_moved_out_and_back():
+    async def follow():
+        monitor = plugind.Monitor(point("ECHO"))
+        counts = []
+        async for identities in monitor.updates():
+            counts.append(len(identities))
+            if len(counts) == 1:
+                os.rename(os.environ["PLUGIND_TEST_ECHO_BUNDLE"], os.environ["PLUGIND_TEST_ASIDE"])
+            elif len(counts) == 2:
+                os.rename(os.environ["PLUGIND_TEST_ASIDE"], os.environ["PLUGIND_TEST_ECHO_BUNDLE"])
+            else:
+                break
+        monitor.close()
+        return counts
+
+    assert asyncio.run(asyncio.wait_for(follow(), DEADLINE)) == [1, 0, 1]
+
+
+def test_send_and_send_async():
+    with plugind.Process(only("ECHO")) as process:
+        assert process.pid > 0
+        with process.connect() as connection:
+            assert connection.send(b"hello") == b"hello"
+            assert connection.send(b"") == b""
+            assert asyncio.run(asyncio.wait_for(connection.send_async(b"later"), DEADLINE)) == b"later"
+        with pytest.raises(plugind.InvalidArgumentError):
+            connection.send(b"closed")
+
+
+def test_an_ask_answered_later_from_another_thread():
+    questions = []
+
+    def ask(question):
+        questions.append(question.data)
+        threading.Thread(target=question.respond, args=(b"Ada",)).start()
+        return None
+
+    with plugind.Process(only("GREETER")) as process:
+        reply = process.connect(ask=ask).send(b"good morning", timeout=DEADLINE)
+    assert questions == [b"name?"]
+    assert reply == b"Hello, Ada: good morning"
+
+
+def test_an_ask_handler_that_raises_fails_the_ask_not_the_host():
+    def ask(question):
+        raise ValueError("nobody is here")
+
+    with plugind.Process(only("GREETER")) as process:
+        with pytest.raises(plugind.PluginError) as raised:
+            process.connect(ask=ask).send(b"good morning", timeout=DEADLINE)
+    assert "nobody is here" in raised.value.message
+    assert raised.value.code == "pluginError"
+
+
+def test_typed_calls_convert_to_the_declared_types():
+    with plugind.Process(only("FUNCTIONS")) as process:
+        assert process.call("add_int64", 40, 2) == 42
+        assert process.call("reverse_string", "plugind") == "dnigulp"
+        assert process.call("identity_uint16", 7) == 7
+        assert process.call("identity_bool", True) is True
+        assert process.call("hypotenuse", 3.0, 4.0) == 5.0
+        assert process.call("bytes_length", b"\x00\x01\x02") == 3
+        assert process.call("count_call") is None
+        with pytest.raises(plugind.CallError) as raised:
+            process.call("identity_int8", 300)
+        assert raised.value.code == "invalidArguments"
+        with pytest.raises(plugind.CallError) as raised:
+            process.call("no_such_function")
+        assert raised.value.code == "unknownFunction"
+
+
+def test_a_crash_mid_request_raises_and_interrupts():
+    interrupted = threading.Event()
+    with plugind.Process(only("CRASH"), on_interruption=interrupted.set) as process:
+        with pytest.raises(plugind.CrashedError) as raised:
+            process.connect().send(b"boom", timeout=DEADLINE)
+        assert raised.value.code == "workerCrashed"
+        assert "SIGSEGV" in raised.value.message
+        assert interrupted.wait(DEADLINE)
+
+
+def test_a_plugin_changed_since_its_approval_is_not_approved():
+    identity = only("CHANGED")
+    with open(os.environ["PLUGIND_TEST_CHANGED_MANIFEST"], "a") as manifest:
+        manifest.write("\n")
+    with pytest.raises(plugind.NotApprovedError) as raised:
+        plugind.Process(identity)
+    assert raised.value.code == "notApproved"
+    assert identity.bundle_identifier in raised.value.message
+
+
+def test_misuse_raises_invalid_argument():
+    with pytest.raises(plugind.InvalidArgumentError):
+        plugind.Monitor(point("ECHO"), scope="everywhere")
+    monitor = plugind.Monitor(point("ECHO"))
+    monitor.close()
+    with pytest.raises(plugind.InvalidArgumentError):
+        monitor.update()
+    with pytest.raises(plugind.Error) as raised:
+        plugind.Monitor("not a reverse-DNS name")
+    assert "not a reverse-DNS name" in raised.value.message
+
+
+def test_the_documentation_reads_well():
+    assert "confined worker process" in plugind.__doc__
+    for name in ["Monitor", "Process", "Connection", "Ask", "Error", "CrashedError"]:
+        assert getattr(plugind, name).__doc__

@@ -1,0 +1,261 @@
+/*
+ * plugind.h: hosting plugind plugins from C (and from any language that calls C).
+ *
+ * libplugind is the Swift host API (ExtensionFoundation) behind a C ABI: discover the plugins
+ * the machine's owner approved for an extension point, watch that list change, start a plugin
+ * in its confined worker process, and talk to it. A Swift host and a C host get the same
+ * guarantees: a plugin that crashes, hangs or misbehaves gives an error value, never a crash
+ * of the host.
+ *
+ * Conventions, for every function below:
+ *  - Handles (plugind_monitor, plugind_identity, plugind_process, plugind_connection,
+ *    plugind_ask, plugind_error) are opaque. A handle that is NULL, was released, or is not of
+ *    the kind a function takes gives PLUGIND_ERROR_INVALID_ARGUMENT; nothing aborts the process.
+ *  - A function that can fail takes `plugind_error **error` last. On failure it returns NULL or
+ *    -1 and, when `error` is not NULL, stores an error the caller frees with plugind_error_free.
+ *    On success *error is left untouched.
+ *  - Every string returned is UTF-8, NUL-terminated, and owned by the handle it came from: it
+ *    stays valid until that handle is released. Every byte buffer returned through an out
+ *    parameter is the caller's, freed with plugind_bytes_free.
+ *  - Blocking calls (plugind_monitor_create, plugind_process_create, plugind_connection_open,
+ *    plugind_connection_send, plugind_process_call) may be called from any thread of the host,
+ *    but not from inside a plugind callback: a callback runs on a thread plugind needs to make
+ *    progress. From a callback, use plugind_connection_send_async and plugind_ask_respond.
+ *  - Callbacks run on plugind's threads, never on the caller's, and may run concurrently with
+ *    each other and with the host's threads.
+ */
+#ifndef PLUGIND_H
+#define PLUGIND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PLUGIND_API_VERSION 1
+
+typedef struct plugind_error plugind_error;
+typedef struct plugind_monitor plugind_monitor;
+typedef struct plugind_identity plugind_identity;
+typedef struct plugind_process plugind_process;
+typedef struct plugind_connection plugind_connection;
+typedef struct plugind_ask plugind_ask;
+
+/* ---- Errors ------------------------------------------------------------------------------ */
+
+/* The same codes as AppExtensionError.Code, and PLUGIND_ERROR_INVALID_ARGUMENT for misuse of
+ * this API (a NULL or released handle, an index out of range, a string that is not UTF-8). */
+typedef enum plugind_error_code {
+    PLUGIND_ERROR_INVALID_ARGUMENT = 1,
+    PLUGIND_ERROR_WORKER_NOT_FOUND = 2,
+    PLUGIND_ERROR_SPAWN_FAILED = 3,
+    PLUGIND_ERROR_INCOMPATIBLE_PROTOCOL = 4,
+    PLUGIND_ERROR_PLUGIN_LOAD_FAILED = 5,
+    PLUGIND_ERROR_SYMBOL_MISSING = 6,
+    PLUGIND_ERROR_ABI_MISMATCH = 7,
+    PLUGIND_ERROR_CONFINEMENT_UNAVAILABLE = 8,
+    PLUGIND_ERROR_WORKER_CRASHED = 9,
+    PLUGIND_ERROR_WORKER_EXITED = 10,
+    PLUGIND_ERROR_LIMIT_EXCEEDED = 11,
+    PLUGIND_ERROR_TIMED_OUT = 12,
+    PLUGIND_ERROR_CANCELLED = 13,
+    PLUGIND_ERROR_PROTOCOL_VIOLATION = 14,
+    PLUGIND_ERROR_PLUGIN_ERROR = 15,
+    PLUGIND_ERROR_NOT_FOUND = 16,
+    PLUGIND_ERROR_NOT_APPROVED = 17,
+    PLUGIND_ERROR_QUARANTINED = 18,
+    PLUGIND_ERROR_UNKNOWN_FUNCTION = 19,
+    PLUGIND_ERROR_INVALID_ARGUMENTS = 20,
+    PLUGIND_ERROR_UNSUPPORTED = 21,
+    PLUGIND_ERROR_INVALIDATED = 22,
+    PLUGIND_ERROR_CONFIGURATION_ERROR = 23,
+    PLUGIND_ERROR_BUNDLE_CHANGED = 24,
+    PLUGIND_ERROR_CONNECTION_REFUSED = 25,
+    PLUGIND_ERROR_CONNECTION_CLOSED = 26,
+    PLUGIND_ERROR_DISABLED_BY_OWNER = 27,
+} plugind_error_code;
+
+/* The code of `error`; PLUGIND_ERROR_INVALID_ARGUMENT for a NULL or freed error. */
+plugind_error_code plugind_error_code_of(const plugind_error *error);
+
+/* What went wrong, naming the plugin and the cause, e.g. "org.example.upper crashed with
+ * SIGSEGV (a bad memory access)". Owned by `error`. Never NULL. */
+const char *plugind_error_message(const plugind_error *error);
+
+/* A plugin's own error code (PLUGIND_ERROR_PLUGIN_ERROR: the code its handler returned), else 0. */
+int32_t plugind_error_plugin_code(const plugind_error *error);
+
+/* Frees an error. NULL is ignored; a second free is ignored too. */
+void plugind_error_free(plugind_error *error);
+
+/* Frees a buffer plugind handed out (a reply, a string result). NULL is ignored. */
+void plugind_bytes_free(void *bytes);
+
+/* ---- Discovery ----------------------------------------------------------------------------- */
+
+/* Which plugins a point admits: only those shipped with the host (no approval needed), or also
+ * those the owner installed and approved. */
+typedef enum plugind_scope {
+    PLUGIND_SCOPE_APPLICATION = 0,
+    PLUGIND_SCOPE_NONE = 1,
+} plugind_scope;
+
+/* Watches the usable plugins of one extension point, `point_identifier` in full (reverse DNS,
+ * e.g. "org.example.editor.text-filters"), as AppExtensionPoint.Monitor does. The first list is
+ * there when this returns. Blocking. Release with plugind_monitor_release. */
+plugind_monitor *plugind_monitor_create(const char *point_identifier, plugind_scope scope, plugind_error **error);
+
+/* Stops watching and frees the monitor. Its descriptor is closed. NULL is ignored. */
+void plugind_monitor_release(plugind_monitor *monitor);
+
+/* A descriptor that becomes readable when the list or the counts changed: add it to a poll, GLib,
+ * Qt, libuv or asyncio loop, then call plugind_monitor_update. Owned by the monitor: do not close
+ * it or read from it. -1 for an invalid monitor. */
+int plugind_monitor_fd(const plugind_monitor *monitor);
+
+/* Takes the latest state into the monitor (what count, identity_at and the counts below read):
+ * 1 when it changed since the last update, 0 when not, -1 for an invalid monitor. Until the next
+ * update the snapshot stays as it is, whatever happens meanwhile. Non-blocking. */
+int plugind_monitor_update(plugind_monitor *monitor);
+
+/* How many usable plugins the snapshot holds; -1 for an invalid monitor. */
+int64_t plugind_monitor_count(const plugind_monitor *monitor);
+
+/* The `index`th usable plugin of the snapshot, retained: the caller releases it with
+ * plugind_identity_release (it outlives the monitor). NULL and an error for an index out of
+ * range. */
+plugind_identity *plugind_monitor_identity_at(const plugind_monitor *monitor, int64_t index, plugind_error **error);
+
+/* Plugins of the point the owner disabled, and plugins waiting for the owner's approval: what a
+ * host shows as "2 more plugins are waiting for approval". -1 for an invalid monitor. */
+int64_t plugind_monitor_disabled_count(const plugind_monitor *monitor);
+int64_t plugind_monitor_unapproved_count(const plugind_monitor *monitor);
+
+/* ---- Identities ---------------------------------------------------------------------------- */
+
+/* The plugin's identifier (manifest "identifier"), display name (manifest "name") and the full
+ * identifier of its extension point. Owned by the identity; NULL for an invalid identity. */
+const char *plugind_identity_bundle_identifier(const plugind_identity *identity);
+const char *plugind_identity_name(const plugind_identity *identity);
+const char *plugind_identity_extension_point(const plugind_identity *identity);
+
+/* Frees an identity. NULL is ignored. */
+void plugind_identity_release(plugind_identity *identity);
+
+/* ---- Processes ----------------------------------------------------------------------------- */
+
+/* Called once, on a plugind thread, when the process ends without plugind_process_release
+ * having been called first (a crash, a limit, the owner's decision). May call anything but the
+ * blocking functions. */
+typedef void (*plugind_interruption_handler)(void *context);
+
+/* Starts the plugin in its confined worker process and waits until it is loaded. Checks the
+ * owner's approval as it is now: a plugin no longer approved gives PLUGIND_ERROR_NOT_APPROVED.
+ * `on_interruption` may be NULL. Blocking. Release with plugind_process_release. */
+plugind_process *plugind_process_create(
+    const plugind_identity *identity, plugind_interruption_handler on_interruption, void *context, plugind_error **error);
+
+/* Ends the process (its connections fail with PLUGIND_ERROR_INVALIDATED) and frees the handle;
+ * `on_interruption` is not called after this returns. NULL is ignored. */
+void plugind_process_release(plugind_process *process);
+
+/* The worker's process ID, for diagnostics; -1 for an invalid process. */
+int32_t plugind_process_pid(const plugind_process *process);
+
+/* ---- Connections --------------------------------------------------------------------------- */
+
+/* A question the plugin asks its host (plugind_plugin.h: host->ask). plugind calls this on one
+ * of its threads; the host answers with plugind_ask_respond or plugind_ask_fail, exactly once,
+ * now (from inside the handler) or later from any thread. `bytes` is valid only during the call.
+ * An ask never answered is failed when its connection closes. */
+typedef void (*plugind_ask_handler)(void *context, plugind_ask *ask, const uint8_t *bytes, size_t length);
+
+/* Answers an ask with `length` bytes (copied) and frees the ask handle. 0, or -1 for an ask
+ * already answered or released. */
+int plugind_ask_respond(plugind_ask *ask, const uint8_t *bytes, size_t length);
+
+/* Fails an ask: the plugin's host->ask returns `code` (non-zero) with `message`. Frees the ask.
+ * 0, or -1 for an ask already answered or released. */
+int plugind_ask_fail(plugind_ask *ask, int32_t code, const char *message);
+
+/* Opens a connection to the plugin, as the plugin's connection handler accepts or refuses it
+ * (PLUGIND_ERROR_CONNECTION_REFUSED with its reason). `ask_handler` may be NULL: the plugin's
+ * asks then fail as unsupported. Blocking. Close with plugind_connection_close. */
+plugind_connection *plugind_connection_open(
+    plugind_process *process, plugind_ask_handler ask_handler, void *context, plugind_error **error);
+
+/* Sends one request and waits for the plugin's reply. `timeout_ms` 0 means the plugin's own
+ * deadline (its manifest's, capped by the host). On success *reply (the caller's, freed with
+ * plugind_bytes_free; non-NULL even when empty) and *reply_length are set and 0 is returned.
+ * Blocking. */
+int plugind_connection_send(
+    plugind_connection *connection, const uint8_t *bytes, size_t length, uint32_t timeout_ms, uint8_t **reply,
+    size_t *reply_length, plugind_error **error);
+
+/* Called once when an asynchronous send completes, on a plugind thread: `reply` and `length`
+ * on success (valid only during the call) with `error` NULL, or `error` (the callback's to free)
+ * with `reply` NULL. */
+typedef void (*plugind_send_completion)(void *context, const uint8_t *reply, size_t length, plugind_error *error);
+
+/* Sends one request and returns at once; `completion` is called when it completes. The request
+ * bytes are copied. 0, or -1 (and *error) when it could not be sent at all, in which case
+ * `completion` is never called. */
+int plugind_connection_send_async(
+    plugind_connection *connection, const uint8_t *bytes, size_t length, uint32_t timeout_ms,
+    plugind_send_completion completion, void *context, plugind_error **error);
+
+/* Closes the connection: waiting requests fail with PLUGIND_ERROR_CONNECTION_CLOSED, unanswered
+ * asks are failed, and the handle is freed. NULL is ignored. */
+void plugind_connection_close(plugind_connection *connection);
+
+/* ---- Typed calls of declared functions ------------------------------------------------------ */
+
+/* The types of a manifest's "functions" (see plugind-manifest(5)). */
+typedef enum plugind_type {
+    PLUGIND_TYPE_VOID = 0,
+    PLUGIND_TYPE_BOOL,
+    PLUGIND_TYPE_INT8,
+    PLUGIND_TYPE_UINT8,
+    PLUGIND_TYPE_INT16,
+    PLUGIND_TYPE_UINT16,
+    PLUGIND_TYPE_INT32,
+    PLUGIND_TYPE_UINT32,
+    PLUGIND_TYPE_INT64,
+    PLUGIND_TYPE_UINT64,
+    PLUGIND_TYPE_FLOAT,
+    PLUGIND_TYPE_DOUBLE,
+    PLUGIND_TYPE_STRING,
+    PLUGIND_TYPE_BYTES,
+} plugind_type;
+
+/* One argument or result. Integers of every width travel in `payload.integer` (signed) or `unsigned_integer`,
+ * bool in `integer` (0 or 1), float and double in `real`; a string is NUL-terminated UTF-8 in
+ * `data.bytes` (length without the NUL), bytes are `data.bytes` and `data.length`. */
+typedef struct plugind_value {
+    plugind_type type;
+    union {
+        int64_t integer;
+        uint64_t unsigned_integer;
+        double real;
+        struct {
+            const uint8_t *bytes;
+            size_t length;
+        } data;
+    } payload;
+} plugind_value;
+
+/* Calls the function `name` the plugin's manifest declares, with `count` arguments of exactly the
+ * declared types (PLUGIND_ERROR_INVALID_ARGUMENTS otherwise, naming the argument), and stores its
+ * result in *result. A string result's bytes are the caller's, freed with plugind_bytes_free.
+ * `timeout_ms` as for plugind_connection_send. Blocking. */
+int plugind_process_call(
+    plugind_process *process, const char *name, const plugind_value *arguments, size_t count, uint32_t timeout_ms,
+    plugind_value *result, plugind_error **error);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

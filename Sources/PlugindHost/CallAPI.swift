@@ -1,0 +1,174 @@
+public import CPlugindHostAPI
+import ExtensionFoundation
+
+/// `plugind_value` ↔ `FunctionValue`. A C value carries its own tag, but callers in other
+/// languages know numbers, not C widths (Python's int, a C `long`): an argument is taken as the
+/// kind of value it is (integer, unsigned, real, text, bytes, bool) and converted to the type the
+/// manifest declares, range-checked, so `PLUGIND_TYPE_INT64` 300 for an `int8` is refused
+/// naming the argument, and 7 for a `uint16` is 7.
+enum TypedValue {
+    enum Given {
+        case bool(Bool)
+        case integer(Int64)
+        case unsigned(UInt64)
+        case real(Double)
+        case text(String)
+        case bytes([UInt8])
+    }
+
+    /// What argument `index` holds, or why it holds nothing usable.
+    static func given(_ value: plugind_value, index: Int) -> Result<Given, HostError> {
+        switch value.type {
+        case PLUGIND_TYPE_BOOL: return .success(.bool(value.payload.integer != 0))
+        case PLUGIND_TYPE_INT8, PLUGIND_TYPE_INT16, PLUGIND_TYPE_INT32, PLUGIND_TYPE_INT64:
+            return .success(.integer(value.payload.integer))
+        case PLUGIND_TYPE_UINT8, PLUGIND_TYPE_UINT16, PLUGIND_TYPE_UINT32, PLUGIND_TYPE_UINT64:
+            return .success(.unsigned(value.payload.unsigned_integer))
+        case PLUGIND_TYPE_FLOAT, PLUGIND_TYPE_DOUBLE: return .success(.real(value.payload.real))
+        case PLUGIND_TYPE_STRING, PLUGIND_TYPE_BYTES:
+            guard let bytes = copiedBytes(value.payload.data.bytes, value.payload.data.length) else {
+                return .failure(.invalidArgument("argument \(index): NULL data with a length of \(value.payload.data.length)"))
+            }
+            guard value.type == PLUGIND_TYPE_STRING else { return .success(.bytes(bytes)) }
+            guard let string = String(validating: bytes, as: UTF8.self), !bytes.contains(0) else {
+                return .failure(.invalidArgument("argument \(index): the string is not UTF-8 without NUL bytes"))
+            }
+            return .success(.text(string))
+        default:
+            return .failure(.invalidArgument("argument \(index): type \(value.type.rawValue) is not an argument type"))
+        }
+    }
+
+    /// `given` as the declared `type`, or why it cannot be one.
+    static func convert(_ given: Given, to type: FunctionValueType, index: Int) -> Result<FunctionValue, HostError> {
+        func integer<Integer: FixedWidthInteger>(_ make: (Integer) -> FunctionValue, _: Integer.Type) -> Result<FunctionValue, HostError> {
+            let exact: Integer? =
+                switch given {
+                case .integer(let number): Integer(exactly: number)
+                case .unsigned(let number): Integer(exactly: number)
+                default: nil
+                }
+            guard let exact else { return mismatch() }
+            return .success(make(exact))
+        }
+        func mismatch() -> Result<FunctionValue, HostError> {
+            .failure(
+                HostError(
+                    code: PLUGIND_ERROR_INVALID_ARGUMENTS,
+                    message: "argument \(index): \(given) is not a value of the declared type \(type)"))
+        }
+        switch (type, given) {
+        case (.bool, .bool(let flag)): return .success(.bool(flag))
+        case (.int8, _): return integer(FunctionValue.int8, Int8.self)
+        case (.uint8, _): return integer(FunctionValue.uint8, UInt8.self)
+        case (.int16, _): return integer(FunctionValue.int16, Int16.self)
+        case (.uint16, _): return integer(FunctionValue.uint16, UInt16.self)
+        case (.int32, _): return integer(FunctionValue.int32, Int32.self)
+        case (.uint32, _): return integer(FunctionValue.uint32, UInt32.self)
+        case (.int64, _): return integer(FunctionValue.int64, Int64.self)
+        case (.uint64, _): return integer(FunctionValue.uint64, UInt64.self)
+        case (.float, .real(let number)): return .success(.float(Float(number)))
+        case (.double, .real(let number)): return .success(.double(number))
+        case (.float, .integer(let number)): return .success(.float(Float(number)))
+        case (.double, .integer(let number)): return .success(.double(Double(number)))
+        case (.string, .text(let string)): return .success(.string(string))
+        case (.bytes, .bytes(let bytes)): return .success(.bytes(bytes))
+        default: return mismatch()
+        }
+    }
+
+    /// The C form of a result; a string's bytes are a `malloc` copy, NUL-terminated.
+    static func encode(_ value: FunctionValue) -> plugind_value {
+        var result = plugind_value()
+        switch value {
+        case .void: result.type = PLUGIND_TYPE_VOID
+        case .bool(let flag): (result.type, result.payload.integer) = (PLUGIND_TYPE_BOOL, flag ? 1 : 0)
+        case .int8(let number): (result.type, result.payload.integer) = (PLUGIND_TYPE_INT8, Int64(number))
+        case .uint8(let number): (result.type, result.payload.unsigned_integer) = (PLUGIND_TYPE_UINT8, UInt64(number))
+        case .int16(let number): (result.type, result.payload.integer) = (PLUGIND_TYPE_INT16, Int64(number))
+        case .uint16(let number): (result.type, result.payload.unsigned_integer) = (PLUGIND_TYPE_UINT16, UInt64(number))
+        case .int32(let number): (result.type, result.payload.integer) = (PLUGIND_TYPE_INT32, Int64(number))
+        case .uint32(let number): (result.type, result.payload.unsigned_integer) = (PLUGIND_TYPE_UINT32, UInt64(number))
+        case .int64(let number): (result.type, result.payload.integer) = (PLUGIND_TYPE_INT64, number)
+        case .uint64(let number): (result.type, result.payload.unsigned_integer) = (PLUGIND_TYPE_UINT64, number)
+        case .float(let number): (result.type, result.payload.real) = (PLUGIND_TYPE_FLOAT, Double(number))
+        case .double(let number): (result.type, result.payload.real) = (PLUGIND_TYPE_DOUBLE, number)
+        case .string(let string):
+            let utf8 = Array(string.utf8)
+            result.type = PLUGIND_TYPE_STRING
+            result.payload.data.bytes = UnsafePointer(mallocCopy(utf8 + [0]))
+            result.payload.data.length = utf8.count
+        case .bytes(let bytes):
+            result.type = PLUGIND_TYPE_BYTES
+            result.payload.data.bytes = UnsafePointer(mallocCopy(bytes))
+            result.payload.data.length = bytes.count
+        }
+        return result
+    }
+}
+
+@_cdecl("plugind_process_call")
+public func plugindProcessCall(
+    _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
+    _ timeout: UInt32, _ result: UnsafeMutablePointer<plugind_value>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
+    guard let process = HandleRegistry.shared.object(process, as: HostProcess.self) else {
+        HostError.invalidArgument("not a plugind process (NULL, or already released)").report(to: error)
+        return -1
+    }
+    guard let function = text(name), let result else {
+        HostError.invalidArgument("the function's name and the result must not be NULL").report(to: error)
+        return -1
+    }
+    guard count == 0 || arguments != nil else {
+        HostError.invalidArgument("arguments is NULL with a count of \(count)").report(to: error)
+        return -1
+    }
+    var given: [TypedValue.Given] = []
+    for index in 0..<count {
+        guard let arguments else { break }
+        switch TypedValue.given(arguments[index], index: index) {
+        case .success(let value): given.append(value)
+        case .failure(let failure):
+            failure.report(to: error)
+            return -1
+        }
+    }
+    // Converted to the declared types; an unknown function or a wrong count is left to the host
+    // API, whose errors name them.
+    var values: [FunctionValue] = []
+    let declared = process.process.functions.first { $0.name == function }
+    for (index, value) in given.enumerated() {
+        guard let declared, declared.arguments.count == given.count else { break }
+        switch TypedValue.convert(value, to: declared.arguments[index], index: index) {
+        case .success(let converted): values.append(converted)
+        case .failure(let failure):
+            failure.report(to: error)
+            return -1
+        }
+    }
+    if values.count != given.count {
+        values = given.map { value in
+            switch value {
+            case .bool(let flag): .bool(flag)
+            case .integer(let number): .int64(number)
+            case .unsigned(let number): .uint64(number)
+            case .real(let number): .double(number)
+            case .text(let string): .string(string)
+            case .bytes(let bytes): .bytes(bytes)
+            }
+        }
+    }
+    let arguments = values
+    let called = BlockingCall.run {
+        try await process.connectionForCalls().call(function, arguments: arguments, timeout: requestTimeout(timeout))
+    }
+    switch called {
+    case .success(let value):
+        result.pointee = TypedValue.encode(value)
+        return 0
+    case .failure(let failure):
+        HostError(failure).report(to: error)
+        return -1
+    }
+}

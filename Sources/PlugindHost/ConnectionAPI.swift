@@ -1,0 +1,108 @@
+public import CPlugindHostAPI
+import ExtensionFoundation
+import PlugindSystem
+
+/// A `plugind_connection`.
+final class HostConnection: Sendable {
+    let connection: AppExtensionConnection
+
+    init(_ connection: AppExtensionConnection) {
+        self.connection = connection
+    }
+}
+
+/// The deadline a C caller asked for: 0 is the plugin's own.
+func requestTimeout(_ milliseconds: UInt32) -> Duration? {
+    milliseconds == 0 ? nil : .milliseconds(Int64(milliseconds))
+}
+
+@_cdecl("plugind_connection_open")
+public func plugindConnectionOpen(
+    _ process: OpaquePointer?, _ askHandler: plugind_ask_handler?, _ context: UnsafeMutableRawPointer?,
+    _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> OpaquePointer? {
+    guard let process = HandleRegistry.shared.object(process, as: HostProcess.self) else {
+        HostError.invalidArgument("not a plugind process (NULL, or already released)").report(to: error)
+        return nil
+    }
+    let callback = CallbackContext(context: context)
+    let opened = BlockingCall.run { () async throws -> AppExtensionConnection in
+        guard let askHandler else { return try await process.process.makeConnection() }
+        return try await process.process.makeConnection { question in
+            try await HostAsk.answer(question) { ask, bytes, length in askHandler(callback.context, ask, bytes, length) }
+        }
+    }
+    switch opened {
+    case .success(let connection): return HandleRegistry.shared.insert(HostConnection(connection))
+    case .failure(let failure):
+        HostError(failure).report(to: error)
+        return nil
+    }
+}
+
+@_cdecl("plugind_connection_send")
+public func plugindConnectionSend(
+    _ connection: OpaquePointer?, _ bytes: UnsafePointer<UInt8>?, _ length: Int, _ timeout: UInt32,
+    _ reply: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?, _ replyLength: UnsafeMutablePointer<Int>?,
+    _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
+    guard let connection = HandleRegistry.shared.object(connection, as: HostConnection.self) else {
+        HostError.invalidArgument("not a plugind connection (NULL, or already closed)").report(to: error)
+        return -1
+    }
+    guard let reply, let replyLength else {
+        HostError.invalidArgument("reply and reply_length must not be NULL").report(to: error)
+        return -1
+    }
+    guard let request = copiedBytes(bytes, length) else {
+        HostError.invalidArgument("the request is NULL with a length of \(length)").report(to: error)
+        return -1
+    }
+    switch BlockingCall.run({ try await connection.connection.send(request, timeout: requestTimeout(timeout)) }) {
+    case .success(let answer):
+        guard let copy = mallocCopy(answer) else {
+            HostError.invalidArgument("no memory for a reply of \(answer.count) bytes").report(to: error)
+            return -1
+        }
+        reply.pointee = copy
+        replyLength.pointee = answer.count
+        return 0
+    case .failure(let failure):
+        HostError(failure).report(to: error)
+        return -1
+    }
+}
+
+@_cdecl("plugind_connection_send_async")
+public func plugindConnectionSendAsync(
+    _ connection: OpaquePointer?, _ bytes: UnsafePointer<UInt8>?, _ length: Int, _ timeout: UInt32,
+    _ completion: plugind_send_completion?, _ context: UnsafeMutableRawPointer?, _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
+    guard let connection = HandleRegistry.shared.object(connection, as: HostConnection.self) else {
+        HostError.invalidArgument("not a plugind connection (NULL, or already closed)").report(to: error)
+        return -1
+    }
+    guard let completion else {
+        HostError.invalidArgument("the completion must not be NULL").report(to: error)
+        return -1
+    }
+    guard let request = copiedBytes(bytes, length) else {
+        HostError.invalidArgument("the request is NULL with a length of \(length)").report(to: error)
+        return -1
+    }
+    let callback = CallbackContext(context: context)
+    Task {
+        do {
+            let answer = try await connection.connection.send(request, timeout: requestTimeout(timeout))
+            answer.withUnsafeBufferPointer { buffer in completion(callback.context, buffer.baseAddress, buffer.count, nil) }
+        } catch {
+            completion(callback.context, nil, 0, HandleRegistry.shared.insert(HostError(error)))
+        }
+    }
+    return 0
+}
+
+@_cdecl("plugind_connection_close")
+public func plugindConnectionClose(_ connection: OpaquePointer?) {
+    HandleRegistry.shared.remove(connection, as: HostConnection.self)?.connection.close()
+}

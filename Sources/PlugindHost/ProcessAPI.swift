@@ -1,0 +1,64 @@
+public import CPlugindHostAPI
+import ExtensionFoundation
+import PlugindSystem
+
+/// A `plugind_process`: the process, whether the host released it (after which its
+/// interruption handler is not called), and the connection typed calls use.
+final class HostProcess: Sendable {
+    let process: AppExtensionProcess
+    let released: Locked<Bool>
+    private let callConnection = Locked<AppExtensionConnection?>(nil)
+
+    init(process: AppExtensionProcess, released: Locked<Bool>) {
+        self.process = process
+        self.released = released
+    }
+
+    /// The connection `plugind_process_call` uses, opened at the first call.
+    func connectionForCalls() async throws -> AppExtensionConnection {
+        if let open = callConnection.withLock({ $0 }) { return open }
+        let opened = try await process.makeConnection()
+        let kept = callConnection.withLock { current -> AppExtensionConnection in
+            if let current { return current }
+            current = opened
+            return opened
+        }
+        if kept !== opened { opened.close() }
+        return kept
+    }
+}
+
+@_cdecl("plugind_process_create")
+public func plugindProcessCreate(
+    _ identity: OpaquePointer?, _ onInterruption: plugind_interruption_handler?, _ context: UnsafeMutableRawPointer?,
+    _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> OpaquePointer? {
+    guard let identity = HandleRegistry.shared.object(identity, as: HostIdentity.self) else {
+        HostError.invalidArgument("not a plugind identity (NULL, or already released)").report(to: error)
+        return nil
+    }
+    let released = Locked(false)
+    let callback = CallbackContext(context: context)
+    let configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity.identity) {
+        guard let onInterruption, !released.withLock({ $0 }) else { return }
+        onInterruption(callback.context)
+    }
+    switch BlockingCall.run({ try await AppExtensionProcess(configuration: configuration) }) {
+    case .success(let process): return HandleRegistry.shared.insert(HostProcess(process: process, released: released))
+    case .failure(let failure):
+        HostError(failure).report(to: error)
+        return nil
+    }
+}
+
+@_cdecl("plugind_process_release")
+public func plugindProcessRelease(_ process: OpaquePointer?) {
+    guard let process = HandleRegistry.shared.remove(process, as: HostProcess.self) else { return }
+    process.released.withLock { $0 = true }
+    process.process.invalidate()
+}
+
+@_cdecl("plugind_process_pid")
+public func plugindProcessPID(_ process: OpaquePointer?) -> Int32 {
+    HandleRegistry.shared.object(process, as: HostProcess.self)?.process.processIdentifier ?? -1
+}

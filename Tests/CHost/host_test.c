@@ -1,0 +1,378 @@
+/*
+ * A C host on libplugind, for HostLibraryTests: each scenario prints what it saw, one fact per
+ * line, and exits non-zero at the first thing that is not as the header promises. Every wait has
+ * a deadline (poll with a timeout, timed condition waits): a broken library fails the test, it
+ * never hangs it.
+ *
+ *   host_test discover POINT
+ *   host_test updates POINT BUNDLE ASIDE     (moves BUNDLE out of its root and back)
+ *   host_test send POINT                     (the first plugin: a blocking and an async send)
+ *   host_test ask POINT                      (the greeter: its ask answered later, from another thread)
+ *   host_test call POINT                     (the function library: typed calls and their errors)
+ *   host_test crash POINT                    (a plugin that crashes mid-request)
+ *   host_test misuse                         (NULL, released and wrong handles; indexes out of range)
+ */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <plugind/plugind.h>
+
+#define DEADLINE_SECONDS 20
+
+static void fail(const char *what, plugind_error *error) {
+    fprintf(stderr, "host_test: %s: %s\n", what, error != NULL ? plugind_error_message(error) : "(no error)");
+    exit(1);
+}
+
+static void expect(int condition, const char *what) {
+    if (!condition) {
+        fprintf(stderr, "host_test: expected %s\n", what);
+        exit(1);
+    }
+}
+
+static struct timespec deadline(void) {
+    struct timespec when;
+    clock_gettime(CLOCK_REALTIME, &when);
+    when.tv_sec += DEADLINE_SECONDS;
+    return when;
+}
+
+static plugind_monitor *monitor_for(const char *point) {
+    plugind_error *error = NULL;
+    plugind_monitor *monitor = plugind_monitor_create(point, PLUGIND_SCOPE_NONE, &error);
+    if (monitor == NULL) fail("plugind_monitor_create", error);
+    return monitor;
+}
+
+static plugind_identity *first_identity(plugind_monitor *monitor) {
+    plugind_error *error = NULL;
+    plugind_identity *identity = plugind_monitor_identity_at(monitor, 0, &error);
+    if (identity == NULL) fail("plugind_monitor_identity_at(0)", error);
+    return identity;
+}
+
+static plugind_process *start(plugind_identity *identity, plugind_interruption_handler handler, void *context) {
+    plugind_error *error = NULL;
+    plugind_process *process = plugind_process_create(identity, handler, context, &error);
+    if (process == NULL) fail("plugind_process_create", error);
+    return process;
+}
+
+static int discover(const char *point) {
+    plugind_monitor *monitor = monitor_for(point);
+    int64_t count = plugind_monitor_count(monitor);
+    printf("count %lld\n", (long long)count);
+    printf("unapproved %lld\n", (long long)plugind_monitor_unapproved_count(monitor));
+    printf("disabled %lld\n", (long long)plugind_monitor_disabled_count(monitor));
+    for (int64_t index = 0; index < count; index++) {
+        plugind_error *error = NULL;
+        plugind_identity *identity = plugind_monitor_identity_at(monitor, index, &error);
+        if (identity == NULL) fail("plugind_monitor_identity_at", error);
+        printf("identity %s %s %s\n", plugind_identity_bundle_identifier(identity), plugind_identity_extension_point(identity),
+               plugind_identity_name(identity));
+        plugind_identity_release(identity);
+    }
+    plugind_monitor_release(monitor);
+    return 0;
+}
+
+/* Waits on the monitor's descriptor until an update shows `wanted` plugins. */
+static void await_count(plugind_monitor *monitor, int64_t wanted) {
+    time_t give_up = time(NULL) + DEADLINE_SECONDS;
+    while (plugind_monitor_count(monitor) != wanted) {
+        expect(time(NULL) < give_up, "the monitor's count to change before the deadline");
+        struct pollfd watched = {.fd = plugind_monitor_fd(monitor), .events = POLLIN};
+        int ready = poll(&watched, 1, 1000);
+        expect(ready >= 0 || errno == EINTR, "poll on the monitor's descriptor to work");
+        if (ready > 0) expect(plugind_monitor_update(monitor) >= 0, "plugind_monitor_update to succeed");
+    }
+}
+
+static int updates(const char *point, const char *bundle, const char *aside) {
+    plugind_monitor *monitor = monitor_for(point);
+    expect(plugind_monitor_fd(monitor) >= 0, "a descriptor");
+    printf("count %lld\n", (long long)plugind_monitor_count(monitor));
+    expect(plugind_monitor_update(monitor) == 0, "no change before anything changed");
+    expect(rename(bundle, aside) == 0, "the bundle to move aside");
+    await_count(monitor, 0);
+    printf("count %lld\n", (long long)plugind_monitor_count(monitor));
+    expect(rename(aside, bundle) == 0, "the bundle to move back");
+    await_count(monitor, 1);
+    printf("count %lld\n", (long long)plugind_monitor_count(monitor));
+    plugind_monitor_release(monitor);
+    return 0;
+}
+
+struct completion_state {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int finished;
+    char reply[256];
+    plugind_error_code code;
+};
+
+static void on_sent(void *context, const uint8_t *reply, size_t length, plugind_error *error) {
+    struct completion_state *state = context;
+    pthread_mutex_lock(&state->lock);
+    if (error != NULL) {
+        state->code = plugind_error_code_of(error);
+        snprintf(state->reply, sizeof state->reply, "error %s", plugind_error_message(error));
+        plugind_error_free(error);
+    } else {
+        snprintf(state->reply, sizeof state->reply, "%.*s", (int)length, (const char *)reply);
+    }
+    state->finished = 1;
+    pthread_cond_signal(&state->done);
+    pthread_mutex_unlock(&state->lock);
+}
+
+static void await_completion(struct completion_state *state) {
+    struct timespec when = deadline();
+    pthread_mutex_lock(&state->lock);
+    while (!state->finished) {
+        expect(pthread_cond_timedwait(&state->done, &state->lock, &when) == 0, "the completion before the deadline");
+    }
+    pthread_mutex_unlock(&state->lock);
+}
+
+static int send_scenario(const char *point) {
+    plugind_monitor *monitor = monitor_for(point);
+    plugind_identity *identity = first_identity(monitor);
+    plugind_monitor_release(monitor);
+    plugind_process *process = start(identity, NULL, NULL);
+    plugind_identity_release(identity);
+    plugind_error *error = NULL;
+    plugind_connection *connection = plugind_connection_open(process, NULL, NULL, &error);
+    if (connection == NULL) fail("plugind_connection_open", error);
+
+    uint8_t *reply = NULL;
+    size_t length = 0;
+    if (plugind_connection_send(connection, (const uint8_t *)"hello", 5, 0, &reply, &length, &error) != 0) {
+        fail("plugind_connection_send", error);
+    }
+    printf("reply %.*s\n", (int)length, (const char *)reply);
+    plugind_bytes_free(reply);
+
+    struct completion_state state = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, {0}, 0};
+    if (plugind_connection_send_async(connection, (const uint8_t *)"later", 5, 0, on_sent, &state, &error) != 0) {
+        fail("plugind_connection_send_async", error);
+    }
+    await_completion(&state);
+    printf("async %s\n", state.reply);
+
+    plugind_connection_close(connection);
+    /* A closed connection is a released handle: an error, not a crash. */
+    expect(plugind_connection_send(connection, (const uint8_t *)"x", 1, 0, &reply, &length, &error) == -1, "send on a closed connection to fail");
+    printf("closed %d\n", plugind_error_code_of(error));
+    plugind_error_free(error);
+    plugind_process_release(process);
+    return 0;
+}
+
+/* The greeter's ask, answered from another thread after the handler returned. */
+struct pending_ask {
+    pthread_mutex_t lock;
+    pthread_cond_t arrived;
+    plugind_ask *ask;
+    char question[64];
+};
+
+static void on_ask(void *context, plugind_ask *ask, const uint8_t *bytes, size_t length) {
+    struct pending_ask *pending = context;
+    pthread_mutex_lock(&pending->lock);
+    snprintf(pending->question, sizeof pending->question, "%.*s", (int)length, (const char *)bytes);
+    pending->ask = ask;
+    pthread_cond_signal(&pending->arrived);
+    pthread_mutex_unlock(&pending->lock);
+}
+
+static void *answer_later(void *context) {
+    struct pending_ask *pending = context;
+    struct timespec when = deadline();
+    pthread_mutex_lock(&pending->lock);
+    while (pending->ask == NULL) {
+        if (pthread_cond_timedwait(&pending->arrived, &pending->lock, &when) != 0) break;
+    }
+    plugind_ask *ask = pending->ask;
+    pthread_mutex_unlock(&pending->lock);
+    if (ask != NULL) {
+        expect(plugind_ask_respond(ask, (const uint8_t *)"Ada", 3) == 0, "the answer to be taken");
+        expect(plugind_ask_respond(ask, (const uint8_t *)"Bob", 3) == -1, "a second answer to be refused");
+    }
+    return NULL;
+}
+
+static int ask_scenario(const char *point) {
+    plugind_monitor *monitor = monitor_for(point);
+    plugind_identity *identity = first_identity(monitor);
+    plugind_monitor_release(monitor);
+    plugind_process *process = start(identity, NULL, NULL);
+    plugind_identity_release(identity);
+    struct pending_ask pending = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, {0}};
+    plugind_error *error = NULL;
+    plugind_connection *connection = plugind_connection_open(process, on_ask, &pending, &error);
+    if (connection == NULL) fail("plugind_connection_open", error);
+    pthread_t answerer;
+    expect(pthread_create(&answerer, NULL, answer_later, &pending) == 0, "a thread");
+    uint8_t *reply = NULL;
+    size_t length = 0;
+    if (plugind_connection_send(connection, (const uint8_t *)"good morning", 12, 0, &reply, &length, &error) != 0) {
+        fail("plugind_connection_send", error);
+    }
+    pthread_join(answerer, NULL);
+    printf("question %s\n", pending.question);
+    printf("reply %.*s\n", (int)length, (const char *)reply);
+    plugind_bytes_free(reply);
+    plugind_connection_close(connection);
+    plugind_process_release(process);
+    return 0;
+}
+
+static plugind_value integer(plugind_type type, int64_t value) {
+    plugind_value result = {.type = type};
+    result.payload.integer = value;
+    return result;
+}
+
+static plugind_value string(const char *text) {
+    plugind_value result = {.type = PLUGIND_TYPE_STRING};
+    result.payload.data.bytes = (const uint8_t *)text;
+    result.payload.data.length = strlen(text);
+    return result;
+}
+
+static int call_scenario(const char *point) {
+    plugind_monitor *monitor = monitor_for(point);
+    plugind_identity *identity = first_identity(monitor);
+    plugind_monitor_release(monitor);
+    plugind_process *process = start(identity, NULL, NULL);
+    plugind_identity_release(identity);
+    plugind_error *error = NULL;
+    plugind_value result;
+
+    plugind_value sum[] = {integer(PLUGIND_TYPE_INT64, 40), integer(PLUGIND_TYPE_INT64, 2)};
+    if (plugind_process_call(process, "add_int64", sum, 2, 0, &result, &error) != 0) fail("add_int64", error);
+    printf("add_int64 %lld\n", (long long)result.payload.integer);
+
+    plugind_value word[] = {string("plugind")};
+    if (plugind_process_call(process, "reverse_string", word, 1, 0, &result, &error) != 0) fail("reverse_string", error);
+    printf("reverse_string %.*s\n", (int)result.payload.data.length, (const char *)result.payload.data.bytes);
+    plugind_bytes_free((void *)result.payload.data.bytes);
+
+    plugind_value wrong[] = {string("not a number"), integer(PLUGIND_TYPE_INT64, 2)};
+    expect(plugind_process_call(process, "add_int64", wrong, 2, 0, &result, &error) == -1, "a wrong argument type to fail");
+    printf("wrong-type %d\n", plugind_error_code_of(error));
+    plugind_error_free(error);
+    error = NULL;
+    plugind_value seven[] = {integer(PLUGIND_TYPE_INT64, 7)};
+    if (plugind_process_call(process, "identity_uint16", seven, 1, 0, &result, &error) != 0) fail("identity_uint16", error);
+    printf("converted %d %llu\n", result.type, (unsigned long long)result.payload.unsigned_integer);
+    plugind_value too_big[] = {integer(PLUGIND_TYPE_INT64, 300)};
+    expect(plugind_process_call(process, "identity_int8", too_big, 1, 0, &result, &error) == -1, "an int8 of 300 to fail");
+    printf("out-of-range %d\n", plugind_error_code_of(error));
+    plugind_error_free(error);
+    error = NULL;
+    expect(plugind_process_call(process, "no_such_function", NULL, 0, 0, &result, &error) == -1, "an unknown function to fail");
+    printf("unknown %d\n", plugind_error_code_of(error));
+    plugind_error_free(error);
+    plugind_process_release(process);
+    return 0;
+}
+
+struct interruption_state {
+    pthread_mutex_t lock;
+    pthread_cond_t done;
+    int interrupted;
+};
+
+static void on_interruption(void *context) {
+    struct interruption_state *state = context;
+    pthread_mutex_lock(&state->lock);
+    state->interrupted = 1;
+    pthread_cond_signal(&state->done);
+    pthread_mutex_unlock(&state->lock);
+}
+
+static int crash_scenario(const char *point) {
+    plugind_monitor *monitor = monitor_for(point);
+    plugind_identity *identity = first_identity(monitor);
+    plugind_monitor_release(monitor);
+    struct interruption_state state = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
+    plugind_process *process = start(identity, on_interruption, &state);
+    plugind_identity_release(identity);
+    plugind_error *error = NULL;
+    plugind_connection *connection = plugind_connection_open(process, NULL, NULL, &error);
+    if (connection == NULL) fail("plugind_connection_open", error);
+    uint8_t *reply = NULL;
+    size_t length = 0;
+    expect(plugind_connection_send(connection, (const uint8_t *)"boom", 4, 0, &reply, &length, &error) == -1, "the crash to fail the send");
+    printf("crashed %d %s\n", plugind_error_code_of(error), plugind_error_message(error));
+    plugind_error_free(error);
+    struct timespec when = deadline();
+    pthread_mutex_lock(&state.lock);
+    while (!state.interrupted) {
+        expect(pthread_cond_timedwait(&state.done, &state.lock, &when) == 0, "the interruption handler before the deadline");
+    }
+    pthread_mutex_unlock(&state.lock);
+    printf("interrupted %d\n", state.interrupted);
+    plugind_connection_close(connection);
+    plugind_process_release(process);
+    return 0;
+}
+
+static int misuse(void) {
+    plugind_error *error = NULL;
+    expect(plugind_monitor_create(NULL, PLUGIND_SCOPE_NONE, &error) == NULL, "a NULL point to fail");
+    printf("null-point %d\n", plugind_error_code_of(error));
+    plugind_error_free(error);
+    plugind_error_free(error); /* a second free is ignored */
+    error = NULL;
+    expect(plugind_monitor_create("org.example.x", (plugind_scope)7, &error) == NULL, "an unknown scope to fail");
+    plugind_error_free(error);
+    error = NULL;
+    expect(plugind_monitor_count(NULL) == -1, "the count of NULL to be -1");
+    expect(plugind_monitor_fd(NULL) == -1, "the descriptor of NULL to be -1");
+    expect(plugind_monitor_update((plugind_monitor *)0x1234) == -1, "a made-up handle to be refused");
+    plugind_monitor *monitor = monitor_for("org.plugind.tests.nothing-here");
+    expect(plugind_monitor_identity_at(monitor, 5, &error) == NULL, "an index out of range to fail");
+    printf("out-of-range %d %s\n", plugind_error_code_of(error), plugind_error_message(error));
+    plugind_error_free(error);
+    error = NULL;
+    plugind_monitor_release(monitor);
+    plugind_monitor_release(monitor); /* a second release is ignored */
+    expect(plugind_monitor_count(monitor) == -1, "a released monitor to be refused");
+    expect(plugind_identity_name(NULL) == NULL, "the name of NULL to be NULL");
+    expect(plugind_process_create(NULL, NULL, NULL, &error) == NULL, "a process of NULL to fail");
+    printf("null-identity %d\n", plugind_error_code_of(error));
+    plugind_error_free(error);
+    expect(plugind_error_code_of(NULL) == PLUGIND_ERROR_INVALID_ARGUMENT, "the code of NULL");
+    expect(plugind_error_message(NULL) != NULL, "a message for NULL");
+    expect(plugind_ask_respond(NULL, NULL, 0) == -1, "an answer to NULL to be refused");
+    plugind_bytes_free(NULL);
+    printf("misuse ok\n");
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (argc >= 2 && strcmp(argv[1], "misuse") == 0) return misuse();
+    if (argc < 3) {
+        fprintf(stderr, "usage: host_test discover|updates|send|ask|call|crash POINT [BUNDLE ASIDE] | misuse\n");
+        return 2;
+    }
+    const char *scenario = argv[1], *point = argv[2];
+    if (strcmp(scenario, "discover") == 0) return discover(point);
+    if (strcmp(scenario, "updates") == 0 && argc == 5) return updates(point, argv[3], argv[4]);
+    if (strcmp(scenario, "send") == 0) return send_scenario(point);
+    if (strcmp(scenario, "ask") == 0) return ask_scenario(point);
+    if (strcmp(scenario, "call") == 0) return call_scenario(point);
+    if (strcmp(scenario, "crash") == 0) return crash_scenario(point);
+    fprintf(stderr, "host_test: unknown scenario %s\n", scenario);
+    return 2;
+}

@@ -1,0 +1,159 @@
+import ExtensionFoundation
+import Foundation
+import TestSupport
+import Testing
+
+/// libplugind from C: `Tests/CHost/host_test.c`, built against the header and the library as a
+/// C host would be, runs each scenario against real workers; this checks what it printed.
+@Suite("libplugind: a C host", .timeLimit(.minutes(3)))
+struct HostLibraryTests {
+    /// The C test host, built once per test into the test's directory.
+    func buildHost(in test: TestHost) async throws -> String {
+        let output = test.directory.path + "/host_test"
+        let source = try String(contentsOfFile: BuiltProducts.packageRoot + "/Tests/CHost/host_test.c", encoding: .utf8)
+        try await CCompiler.executable(
+            source, output: output,
+            flags: [
+                "-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-pthread",
+                "-I", BuiltProducts.packageRoot + "/Sources/CPlugindHostAPI/include",
+                "-L", BuiltProducts.directory, "-lPlugindHost", "-Wl,-rpath," + BuiltProducts.directory,
+            ])
+        return output
+    }
+
+    /// Installs `fixture` outside the host (the owner's plugin) and approves it.
+    func installApproved(_ fixture: PluginFixture, in test: TestHost) throws -> String {
+        let bundle = try test.install(fixture, bundled: false)
+        let item = try #require(Inventory.take(host: test.host, catalog: Catalog()).item(fixture.identifier))
+        try PolicyEditor(for: test.host, administrator: false).approve(item.entry)
+        return bundle
+    }
+
+    func run(_ host: String, _ arguments: [String], in test: TestHost) async throws -> [String] {
+        var environment = test.environment
+        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+        let result = try await CommandRunner.run(host, arguments, environment: environment)
+        #expect(result.status == 0, "host_test \(arguments.joined(separator: " ")): \(result.stderr)")
+        return result.stdout.split(separator: "\n").map(String.init)
+    }
+
+    @Test("discovery: the approved plugin with its identifier, point and name; the one waiting for approval counted")
+    func discover() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-discover"
+        _ = try installApproved(PluginFixture(library: "Echo", extensionPoint: point, name: "Echo in C"), in: test)
+        try test.install(PluginFixture(library: "Echo", identifier: "org.plugind.tests.waiting", extensionPoint: point), bundled: false)
+        let lines = try await run(try await buildHost(in: test), ["discover", point], in: test)
+        #expect(lines == ["count 1", "unapproved 1", "disabled 0", "identity org.plugind.tests.echo \(point) Echo in C"])
+    }
+
+    @Test("live updates through the descriptor: a bundle moved out and back in")
+    func updates() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-updates"
+        let bundle = try installApproved(PluginFixture(library: "Echo", extensionPoint: point), in: test)
+        let lines = try await run(try await buildHost(in: test), ["updates", point, bundle, test.directory.path + "/aside"], in: test)
+        #expect(lines == ["count 1", "count 0", "count 1"])
+    }
+
+    @Test("a blocking send, an asynchronous one, and a send on a closed connection")
+    func send() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-send"
+        _ = try installApproved(PluginFixture(library: "Echo", extensionPoint: point), in: test)
+        let lines = try await run(try await buildHost(in: test), ["send", point], in: test)
+        #expect(lines == ["reply hello", "async later", "closed 1"])
+    }
+
+    @Test("the plugin's ask, answered later from another thread; a second answer refused")
+    func ask() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-ask"
+        _ = try installApproved(PluginFixture(library: "Greeter", extensionPoint: point), in: test)
+        let lines = try await run(try await buildHost(in: test), ["ask", point], in: test)
+        #expect(lines == ["question name?", "reply Hello, Ada: good morning"])
+    }
+
+    @Test("typed calls: results, a wrong type, an integer converted to the declared width and one out of its range, an unknown function")
+    func call() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-call"
+        let manifest = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: BuiltProducts.packageRoot + "/ExamplePlugins/FunctionLibrary/manifest.json")))
+        let functions = try #require((manifest as? [String: Any])?["functions"])
+        _ = try installApproved(PluginFixture(library: "FunctionLibrary", extensionPoint: point, extra: ["functions": functions]), in: test)
+        let lines = try await run(try await buildHost(in: test), ["call", point], in: test)
+        #expect(lines == ["add_int64 42", "reverse_string dnigulp", "wrong-type 20", "converted 5 7", "out-of-range 20", "unknown 19"])
+    }
+
+    @Test("a plugin that crashes mid-request: the send fails with workerCrashed and the interruption handler runs")
+    func crash() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-crash"
+        _ = try installApproved(PluginFixture(library: "FaultySegfault", extensionPoint: point), in: test)
+        let lines = try await run(try await buildHost(in: test), ["crash", point], in: test)
+        #expect(lines.first?.hasPrefix("crashed 9 ") == true, "\(lines)")
+        #expect(lines.first?.contains("SIGSEGV") == true, "\(lines)")
+        #expect(lines.last == "interrupted 1")
+    }
+
+    @Test("NULL, released and made-up handles, an index out of range: errors, never a crash")
+    func misuse() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let lines = try await run(try await buildHost(in: test), ["misuse"], in: test)
+        #expect(lines.first == "null-point 1")
+        #expect(lines.contains { $0.hasPrefix("out-of-range 1 index 5 is out of range") })
+        #expect(lines.contains("null-identity 1"))
+        #expect(lines.last == "misuse ok")
+    }
+
+    @Test("the Python package's pytest suite, over the same library")
+    func python() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") else {
+            Issue.record("/usr/bin/python3 is needed (Scripts/setup.sh installs python3-pytest)")
+            return
+        }
+        let test = try TestHost()
+        defer { test.remove() }
+        func point(_ name: String) -> String { "org.plugind.tests.python-\(name)" }
+        let echo = try installApproved(PluginFixture(library: "Echo", extensionPoint: point("echo")), in: test)
+        try test.install(
+            PluginFixture(library: "Echo", identifier: "org.plugind.tests.waiting", extensionPoint: point("echo")), bundled: false)
+        _ = try installApproved(PluginFixture(library: "Greeter", extensionPoint: point("greeter")), in: test)
+        let manifest = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: BuiltProducts.packageRoot + "/ExamplePlugins/FunctionLibrary/manifest.json")))
+        let functions = try #require((manifest as? [String: Any])?["functions"])
+        _ = try installApproved(
+            PluginFixture(library: "FunctionLibrary", extensionPoint: point("functions"), extra: ["functions": functions]), in: test)
+        _ = try installApproved(PluginFixture(library: "FaultySegfault", extensionPoint: point("crash")), in: test)
+        let changed = try installApproved(
+            PluginFixture(library: "Echo", identifier: "org.plugind.tests.changed", extensionPoint: point("changed")), in: test)
+
+        var environment = test.environment
+        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+        environment["PLUGIND_LIBRARY"] = BuiltProducts.directory + "/libPlugindHost.so"
+        environment["PYTHONPATH"] = BuiltProducts.packageRoot + "/Bindings/Python/src"
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+        environment["PLUGIND_TEST_ECHO_POINT"] = point("echo")
+        environment["PLUGIND_TEST_ECHO_BUNDLE"] = echo
+        environment["PLUGIND_TEST_ASIDE"] = test.directory.path + "/aside"
+        environment["PLUGIND_TEST_GREETER_POINT"] = point("greeter")
+        environment["PLUGIND_TEST_FUNCTIONS_POINT"] = point("functions")
+        environment["PLUGIND_TEST_CRASH_POINT"] = point("crash")
+        environment["PLUGIND_TEST_CHANGED_POINT"] = point("changed")
+        environment["PLUGIND_TEST_CHANGED_MANIFEST"] = changed + "/manifest.json"
+        let result = try await CommandRunner.run(
+            "/usr/bin/python3",
+            ["-m", "pytest", "-q", "-p", "no:cacheprovider", BuiltProducts.packageRoot + "/Bindings/Python/tests"],
+            environment: environment, currentDirectory: test.directory.path)
+        #expect(result.status == 0, "pytest:\n\(result.stdout)\n\(result.stderr)")
+        #expect(result.stdout.contains("10 passed"), "\(result.stdout)")
+    }
+}
