@@ -9,7 +9,8 @@
  *   host_test send POINT                     (the first plugin: a blocking and an async send)
  *   host_test ask POINT                      (the greeter: its ask answered later, from another thread)
  *   host_test call POINT                     (the function library: typed calls and their errors)
- *   host_test crash POINT                    (a plugin that crashes mid-request)
+ *   host_test fail POINT TIMEOUT_MS INTERRUPTS  (a request that fails: a crash, a hang, a limit;
+ *                                               INTERRUPTS 1 when the worker ends with it)
  *   host_test misuse                         (NULL, released and wrong handles; indexes out of range)
  */
 #include <errno.h>
@@ -61,6 +62,16 @@ static plugind_process *start(plugind_identity *identity, plugind_interruption_h
     plugind_error *error = NULL;
     plugind_process *process = plugind_process_create(identity, handler, context, &error);
     if (process == NULL) fail("plugind_process_create", error);
+    return process;
+}
+
+/* The first plugin of `point`, started; the monitor and the identity are released. */
+static plugind_process *start_first(const char *point, plugind_interruption_handler handler, void *context) {
+    plugind_monitor *monitor = monitor_for(point);
+    plugind_identity *identity = first_identity(monitor);
+    plugind_monitor_release(monitor);
+    plugind_process *process = start(identity, handler, context);
+    plugind_identity_release(identity);
     return process;
 }
 
@@ -142,11 +153,7 @@ static void await_completion(struct completion_state *state) {
 }
 
 static int send_scenario(const char *point) {
-    plugind_monitor *monitor = monitor_for(point);
-    plugind_identity *identity = first_identity(monitor);
-    plugind_monitor_release(monitor);
-    plugind_process *process = start(identity, NULL, NULL);
-    plugind_identity_release(identity);
+    plugind_process *process = start_first(point, NULL, NULL);
     plugind_error *error = NULL;
     plugind_connection *connection = plugind_connection_open(process, NULL, NULL, &error);
     if (connection == NULL) fail("plugind_connection_open", error);
@@ -209,11 +216,7 @@ static void *answer_later(void *context) {
 }
 
 static int ask_scenario(const char *point) {
-    plugind_monitor *monitor = monitor_for(point);
-    plugind_identity *identity = first_identity(monitor);
-    plugind_monitor_release(monitor);
-    plugind_process *process = start(identity, NULL, NULL);
-    plugind_identity_release(identity);
+    plugind_process *process = start_first(point, NULL, NULL);
     struct pending_ask pending = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, {0}};
     plugind_error *error = NULL;
     plugind_connection *connection = plugind_connection_open(process, on_ask, &pending, &error);
@@ -248,11 +251,7 @@ static plugind_value string(const char *text) {
 }
 
 static int call_scenario(const char *point) {
-    plugind_monitor *monitor = monitor_for(point);
-    plugind_identity *identity = first_identity(monitor);
-    plugind_monitor_release(monitor);
-    plugind_process *process = start(identity, NULL, NULL);
-    plugind_identity_release(identity);
+    plugind_process *process = start_first(point, NULL, NULL);
     plugind_error *error = NULL;
     plugind_value result;
 
@@ -299,24 +298,23 @@ static void on_interruption(void *context) {
     pthread_mutex_unlock(&state->lock);
 }
 
-static int crash_scenario(const char *point) {
-    plugind_monitor *monitor = monitor_for(point);
-    plugind_identity *identity = first_identity(monitor);
-    plugind_monitor_release(monitor);
+/* A request that must fail (a crash, a hang past its deadline, a limit): prints the error's code
+ * and message, then waits for the interruption handler when the worker ended. */
+static int fail_scenario(const char *point, uint32_t timeout_ms, int interrupts) {
     struct interruption_state state = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0};
-    plugind_process *process = start(identity, on_interruption, &state);
-    plugind_identity_release(identity);
+    plugind_process *process = start_first(point, on_interruption, &state);
     plugind_error *error = NULL;
     plugind_connection *connection = plugind_connection_open(process, NULL, NULL, &error);
     if (connection == NULL) fail("plugind_connection_open", error);
     uint8_t *reply = NULL;
     size_t length = 0;
-    expect(plugind_connection_send(connection, (const uint8_t *)"boom", 4, 0, &reply, &length, &error) == -1, "the crash to fail the send");
-    printf("crashed %d %s\n", plugind_error_code_of(error), plugind_error_message(error));
+    expect(plugind_connection_send(connection, (const uint8_t *)"boom", 4, timeout_ms, &reply, &length, &error) == -1,
+           "the request to fail");
+    printf("failed %d %s\n", plugind_error_code_of(error), plugind_error_message(error));
     plugind_error_free(error);
     struct timespec when = deadline();
     pthread_mutex_lock(&state.lock);
-    while (!state.interrupted) {
+    while (interrupts && !state.interrupted) {
         expect(pthread_cond_timedwait(&state.done, &state.lock, &when) == 0, "the interruption handler before the deadline");
     }
     pthread_mutex_unlock(&state.lock);
@@ -363,7 +361,7 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 2 && strcmp(argv[1], "misuse") == 0) return misuse();
     if (argc < 3) {
-        fprintf(stderr, "usage: host_test discover|updates|send|ask|call|crash POINT [BUNDLE ASIDE] | misuse\n");
+        fprintf(stderr, "usage: host_test discover|updates|send|ask|call POINT | updates POINT BUNDLE ASIDE | fail POINT TIMEOUT_MS INTERRUPTS | misuse\n");
         return 2;
     }
     const char *scenario = argv[1], *point = argv[2];
@@ -372,7 +370,7 @@ int main(int argc, char **argv) {
     if (strcmp(scenario, "send") == 0) return send_scenario(point);
     if (strcmp(scenario, "ask") == 0) return ask_scenario(point);
     if (strcmp(scenario, "call") == 0) return call_scenario(point);
-    if (strcmp(scenario, "crash") == 0) return crash_scenario(point);
+    if (strcmp(scenario, "fail") == 0 && argc == 5) return fail_scenario(point, (uint32_t)atoi(argv[3]), atoi(argv[4]));
     fprintf(stderr, "host_test: unknown scenario %s\n", scenario);
     return 2;
 }

@@ -191,6 +191,19 @@ cc -std=c11 -D_GNU_SOURCE -pthread -o "$work/host_test" Tests/CHost/host_test.c 
 [ "$(as_user "$work/host_test" misuse | tail -1)" = "misuse ok" ] || fail "the C host's misuse scenario"
 [[ $(as_user "$work/host_test" discover local.texthost.text-filters) == *"identity org.example.upper local.texthost.text-filters Upper"* ]] \
     || fail "the C host does not discover the packaged plugin"
+# The installed library is stripped, which is what lets Debian 12's valgrind read it (it does not
+# read the DWARF 5 of the toolchain's debug builds): no invalid read or write, no bad free, and
+# nothing definitely lost. Undefined-value tracking is off: the statically linked Swift runtime and
+# ICU branch on partly initialised words in vectorised code, which memcheck reports and which,
+# without symbols, cannot be told from a real case or suppressed by name.
+# Only the misuse scenario: under valgrind the monitor of the packaged plugin listed none (the
+# same scenario lists it without valgrind), which is not understood yet; see the closing note.
+for scenario in misuse; do
+    # shellcheck disable=SC2086
+    as_user valgrind -q --undef-value-errors=no --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=9 \
+        "$work/host_test" $scenario \
+        >/dev/null || fail "valgrind reports errors or leaks in: host_test $scenario"
+done
 python=$(as_user env PYTHONPATH="$checkout/Bindings/Python/src" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c \
     'import plugind; m = plugind.Monitor("local.texthost.text-filters"); p = plugind.Process(m.identities[0]); print(p.connect().send(b"py").decode()); p.close()')
 [ "$python" = "PY" ] || fail "the Python package on the installed libplugind printed '$python'"

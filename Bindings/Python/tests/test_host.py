@@ -9,13 +9,19 @@ plugins and runs this suite with their extension points in the environment:
   PLUGIND_TEST_CRASH_POINT      a plugin that crashes on every request
   PLUGIND_TEST_CHANGED_POINT    an approved plugin whose manifest the test changes (approval outdated)
   PLUGIND_TEST_CHANGED_MANIFEST that manifest
+  PLUGIND_TEST_HANG_POINT       a plugin that never answers
+  PLUGIND_TEST_HOG_POINT        a plugin that eats memory, under a 128 MiB limit
+  PLUGIND_TEST_QUARANTINE_POINT a plugin that crashes, to be quarantined
+  PLUGIND_TEST_LAUNCH_POINT     a library without the plugin entry point
 
 Every wait has a deadline.
 """
 
 import asyncio
 import os
+import select
 import threading
+import time
 
 import pytest
 
@@ -150,3 +156,74 @@ def test_the_documentation_reads_well():
     assert "confined worker process" in plugind.__doc__
     for name in ["Monitor", "Process", "Connection", "Ask", "Error", "CrashedError"]:
         assert getattr(plugind, name).__doc__
+
+
+def test_a_hang_times_out_and_a_closed_connection_fails_what_waits():
+    with plugind.Process(only("HANG")) as process:
+        connection = process.connect()
+        with pytest.raises(plugind.TimedOutError) as raised:
+            connection.send(b"wait", timeout=0.3)
+        assert raised.value.code == "timedOut"
+
+    async def close_while_waiting():
+        with plugind.Process(only("HANG")) as process:
+            connection = process.connect()
+            pending = asyncio.ensure_future(connection.send_async(b"wait"))
+            await asyncio.sleep(0)  # the send is on its way before the close
+            connection.close()
+            return await asyncio.wait_for(pending, DEADLINE)
+
+    with pytest.raises(plugind.ConnectionClosedError) as raised:
+        asyncio.run(close_while_waiting())
+    assert raised.value.code in ("connectionClosed", "invalidated")
+
+
+def test_a_memory_limit_raises_limit_exceeded():
+    with plugind.Process(only("HOG")) as process:
+        with pytest.raises(plugind.LimitExceededError) as raised:
+            process.connect().send(b"eat", timeout=DEADLINE)
+    assert "memory limit" in raised.value.message
+
+
+def test_repeated_crashes_quarantine_the_plugin():
+    identity = only("QUARANTINE")
+    for _ in range(3):
+        with plugind.Process(identity) as process:
+            with pytest.raises(plugind.CrashedError):
+                process.connect().send(b"boom", timeout=DEADLINE)
+    # The crash log is written in the background: the monitor's list says when it landed.
+    monitor = plugind.Monitor(point("QUARANTINE"))
+    give_up = time.monotonic() + DEADLINE
+    while monitor.identities:
+        assert time.monotonic() < give_up, "the quarantine never showed in the monitor"
+        select.select([monitor], [], [], 1)
+        monitor.update()
+    assert monitor.unapproved_count + monitor.disabled_count == 0
+    with pytest.raises(plugind.NotApprovedError) as raised:
+        plugind.Process(identity)
+    assert raised.value.code == "quarantined"
+    assert "plugind quarantine clear" in raised.value.message
+
+
+def test_a_missing_worker_raises_not_found():
+    import subprocess
+    import sys
+
+    environment = dict(os.environ, PLUGIND_WORKER="/nonexistent/plugind-worker")
+    script = (
+        "import plugind\n"
+        "monitor = plugind.Monitor(%r)\n"
+        "try:\n"
+        "    plugind.Process(monitor.identities[0])\n"
+        "except plugind.NotFoundError as error:\n"
+        "    print(error.code)\n" % point("ECHO")
+    )
+    result = subprocess.run([sys.executable, "-c", script], env=environment, capture_output=True, text=True, timeout=DEADLINE)
+    assert result.stdout.strip() == "workerNotFound", result.stderr
+
+
+def test_a_library_without_the_entry_point_raises_launch_error():
+    with pytest.raises(plugind.LaunchError) as raised:
+        plugind.Process(only("LAUNCH"))
+    assert raised.value.code == "symbolMissing"
+    assert "plugind_plugin_entry" in raised.value.message

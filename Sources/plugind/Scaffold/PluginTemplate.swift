@@ -76,6 +76,17 @@ struct PluginTemplate {
         """
     }
 
+    /// `make package`, the same in both languages' Makefiles.
+    private var packageRule: String {
+        """
+        # make package KEY=<private key from `plugind keygen`>: the signed single file to hand out.
+        package: all
+        \t@test -n "$(KEY)" || { echo "make package needs KEY=<your private key; make one with: $(PLUGIND) keygen --output <file>>" >&2; exit 1; }
+        \t$(PLUGIND) sign $(BUNDLE) --key $(KEY)
+        \t$(PLUGIND) pack $(BUNDLE) --output build/$(NAME).plugin
+        """
+    }
+
     var cMakefile: String {
         let headerFlags: String
         let headerDependency: String
@@ -106,11 +117,7 @@ struct PluginTemplate {
             \tmkdir -p $(BUNDLE)
             \tcp manifest.json $@
 
-            # make package KEY=<private key from `plugind keygen`>: the signed single file to hand out.
-            package: all
-            \t@test -n "$(KEY)" || { echo "make package needs KEY=<your private key; make one with: $(PLUGIND) keygen --output <file>>" >&2; exit 1; }
-            \t$(PLUGIND) sign $(BUNDLE) --key $(KEY)
-            \t$(PLUGIND) pack $(BUNDLE) --output build/$(NAME).plugin
+            \(packageRule)
 
             clean:
             \trm -rf build
@@ -234,11 +241,7 @@ struct PluginTemplate {
         \tcp manifest.json $(BUNDLE)/
         \tcp "$$(swift build -c $(CONFIGURATION) --show-bin-path)/lib$(NAME).so" $(BUNDLE)/
 
-        # make package KEY=<private key from `plugind keygen`>: the signed single file to hand out.
-        package: all
-        \t@test -n "$(KEY)" || { echo "make package needs KEY=<your private key; make one with: $(PLUGIND) keygen --output <file>>" >&2; exit 1; }
-        \t$(PLUGIND) sign $(BUNDLE) --key $(KEY)
-        \t$(PLUGIND) pack $(BUNDLE) --output build/$(NAME).plugin
+        \(packageRule)
 
         clean:
         \trm -rf build .build

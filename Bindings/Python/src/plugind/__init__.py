@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import itertools
 import threading
 from typing import AsyncIterator, Callable, List, Optional, Union
 
@@ -29,6 +30,56 @@ from ._native import ASK_HANDLER, INTERRUPTION_HANDLER, SEND_COMPLETION, TYPES, 
 __all__ = ["Monitor", "Identity", "Process", "Connection", "Ask"] + _errors.__all__
 
 _SCOPES = {"application": 0, "none": 1}
+
+# The C callbacks are three module-level thunks that live as long as the module, each finding
+# its Python callable by the context number plugind hands back. A thunk per call would be freed
+# by the garbage collector while plugind may still call it (or while it is returning from the
+# very call that dropped the last reference): a crash, not an exception.
+_callbacks_lock = threading.Lock()
+_callbacks = {}
+_next_key = itertools.count(1)
+
+
+def _register(callable_: Callable) -> int:
+    key = next(_next_key)
+    with _callbacks_lock:
+        _callbacks[key] = callable_
+    return key
+
+
+def _lookup(key: Optional[int], remove: bool = False) -> Optional[Callable]:
+    with _callbacks_lock:
+        return _callbacks.pop(key, None) if remove else _callbacks.get(key)
+
+
+def _unregister(key: int) -> None:
+    _lookup(key, remove=True)
+
+
+@ASK_HANDLER
+def _on_ask(context, handle, data, length):
+    handler = _lookup(context)
+    if handler is None:
+        library.plugind_ask_fail(handle, 1, b"the connection was closed")
+        return
+    handler(handle, ctypes.string_at(data, length) if length else b"")
+
+
+@INTERRUPTION_HANDLER
+def _on_interruption(context):
+    handler = _lookup(context)
+    if handler is not None:
+        handler()
+
+
+@SEND_COMPLETION
+def _on_sent(context, reply, length, error):
+    handler = _lookup(context, remove=True)
+    if handler is None:
+        if error:
+            library.plugind_error_free(error)
+        return
+    handler(reply, length, error)
 
 
 def _buffer(data: bytes):
@@ -169,11 +220,8 @@ class Connection:
     """A connection to a plugin. `send` waits for the reply; `send_async` awaits it."""
 
     def __init__(self, process: "Process", ask: Optional[Callable[[Ask], Optional[bytes]]]):
-        self._pending = {}  # completions plugind still holds, by id: ctypes callbacks are unhashable
-        self._lock = threading.Lock()
-
-        def on_ask(_context, handle, data, length):
-            question = Ask(handle, ctypes.string_at(data, length) if length else b"")
+        def on_ask(handle, data):
+            question = Ask(handle, data)
             try:
                 answer = ask(question)
             except Exception as failure:  # a raising handler fails the ask, never the host
@@ -182,10 +230,13 @@ class Connection:
             if answer is not None:
                 question.respond(bytes(answer))
 
-        self._ask = ASK_HANDLER(on_ask) if ask is not None else ctypes.cast(None, ASK_HANDLER)
+        self._ask_key = _register(on_ask) if ask is not None else None
+        handler = _on_ask if ask is not None else ctypes.cast(None, ASK_HANDLER)
         error = ctypes.c_void_p()
-        handle = library.plugind_connection_open(process._handle, self._ask, None, ctypes.byref(error))
+        handle = library.plugind_connection_open(process._handle, handler, self._ask_key, ctypes.byref(error))
         if not handle:
+            if self._ask_key is not None:
+                _unregister(self._ask_key)
             _errors.raise_if(error)
         self._handle = ctypes.c_void_p(handle)
 
@@ -217,21 +268,19 @@ class Connection:
                 else:
                     future.set_result(result)
 
-        def completed(_context, reply, length, error):
+        def completed(reply, length, error):
             result = _errors.from_handle(ctypes.c_void_p(error)) if error else ctypes.string_at(reply, length)
-            loop.call_soon_threadsafe(settle, result)
-            with self._lock:
-                self._pending.pop(id(callback), None)
+            try:
+                loop.call_soon_threadsafe(settle, result)
+            except RuntimeError:  # the event loop closed before the reply came
+                pass
 
-        callback = SEND_COMPLETION(completed)
-        with self._lock:
-            self._pending[id(callback)] = callback  # kept alive until plugind calls it
+        key = _register(completed)
         error = ctypes.c_void_p()
         if library.plugind_connection_send_async(
-            self._handle, _buffer(data), len(data), _milliseconds(timeout), callback, None, ctypes.byref(error)
+            self._handle, _buffer(data), len(data), _milliseconds(timeout), _on_sent, key, ctypes.byref(error)
         ) != 0:
-            with self._lock:
-                self._pending.pop(id(callback), None)
+            _unregister(key)
             _errors.raise_if(error)
         return await future
 
@@ -240,6 +289,9 @@ class Connection:
         if self._handle.value:
             library.plugind_connection_close(self._handle)
             self._handle = ctypes.c_void_p()
+        if self._ask_key is not None:
+            _unregister(self._ask_key)
+            self._ask_key = None
 
     def __enter__(self) -> "Connection":
         return self
@@ -253,17 +305,18 @@ class Process:
     the process. `on_interruption` is called (on a plugind thread) if the process ends first."""
 
     def __init__(self, identity: Identity, on_interruption: Optional[Callable[[], None]] = None):
-        def interrupted(_context):
+        def interrupted():
             if on_interruption is not None:
                 try:
                     on_interruption()
                 except Exception:  # the host's callback must not unwind into plugind
                     pass
 
-        self._interruption = INTERRUPTION_HANDLER(interrupted)
+        self._interruption_key = _register(interrupted)
         error = ctypes.c_void_p()
-        handle = library.plugind_process_create(identity._handle, self._interruption, None, ctypes.byref(error))
+        handle = library.plugind_process_create(identity._handle, _on_interruption, self._interruption_key, ctypes.byref(error))
         if not handle:
+            _unregister(self._interruption_key)
             _errors.raise_if(error)
         self._handle = ctypes.c_void_p(handle)
 
@@ -329,8 +382,9 @@ class Process:
     def close(self) -> None:
         """Ends the process."""
         if self._handle.value:
-            library.plugind_process_release(self._handle)
+            library.plugind_process_release(self._handle)  # no interruption after this returns
             self._handle = ctypes.c_void_p()
+            _unregister(self._interruption_key)
 
     def __enter__(self) -> "Process":
         return self
