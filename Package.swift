@@ -211,7 +211,7 @@ let package = Package(
         ),
         .testTarget(
             name: "PlugindSystemTests",
-            dependencies: ["PlugindSystem"],
+            dependencies: ["PlugindSystem", "CPlugindShims"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

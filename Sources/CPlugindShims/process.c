@@ -126,7 +126,44 @@ int plugind_shim_open_beneath(int directory, const char *path, int flags, int *f
     } how = {.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW), .mode = 0,
              .resolve = 0x08 /* RESOLVE_BENEATH */ | 0x04 /* RESOLVE_NO_SYMLINKS */ | 0x02 /* RESOLVE_NO_MAGICLINKS */};
     long result = syscall(SYS_openat2, directory, path, &how, sizeof how);
+    if (result < 0 && errno == ENOSYS) return plugind_shim_open_beneath_by_walk(directory, path, flags, fd);
     if (result < 0) return errno;
     *fd = (int)result;
     return 0;
+}
+
+/* Where openat2 is missing (ENOSYS: a seccomp profile older than the call, as some container
+ * runtimes ship, or valgrind), the same guarantees by a walk: one component at a time, each
+ * opened relative to the last with O_NOFOLLOW (a symlink anywhere fails with ELOOP, as
+ * RESOLVE_NO_SYMLINKS does), and ".." or an absolute path refused with EXDEV, as RESOLVE_BENEATH
+ * does. Every step is relative to a descriptor, so nothing can be swapped between the steps. */
+int plugind_shim_open_beneath_by_walk(int directory, const char *path, int flags, int *fd) {
+    char copy[4096];
+    size_t length = strlen(path);
+    if (length == 0) return ENOENT;
+    if (length >= sizeof copy) return ENAMETOOLONG;
+    if (path[0] == '/') return EXDEV;
+    memcpy(copy, path, length + 1);
+    int current = directory, owned = -1;
+    char *rest = NULL;
+    char *component = strtok_r(copy, "/", &rest);
+    while (component != NULL) {
+        char *next = strtok_r(NULL, "/", &rest);
+        if (strcmp(component, "..") == 0) {
+            if (owned >= 0) close(owned);
+            return EXDEV;
+        }
+        int opened = next != NULL ? openat(current, component, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+                                  : openat(current, component, flags | O_NOFOLLOW | O_CLOEXEC);
+        int error = errno;
+        if (owned >= 0) close(owned);
+        if (opened < 0) return error;
+        if (next == NULL) {
+            *fd = opened;
+            return 0;
+        }
+        owned = current = opened;
+        component = next;
+    }
+    return ENOENT;
 }

@@ -23,7 +23,8 @@ final class HostMonitor: Sendable {
     }
 
     /// Follows the monitor's state; each change that differs from what the host took makes the
-    /// descriptor readable.
+    /// descriptor readable. The task is the only writer of the descriptor and closes it when it
+    /// ends, so no signal can land on a number the process has reused for another file.
     func startWatching() {
         let task = Task { [monitor, notifier, states] in
             for await state in Observations({ monitor.state }) {
@@ -33,6 +34,7 @@ final class HostMonitor: Sendable {
                 }
                 if changed { notifier.signal() }
             }
+            notifier.descriptor.close()
         }
         watcher.withLock { $0 = task }
     }
@@ -48,9 +50,9 @@ final class HostMonitor: Sendable {
 
     var taken: AppExtensionPoint.Monitor.State { states.withLock { $0.taken } }
 
+    /// Ends the watching task, which closes the descriptor.
     func stop() {
         watcher.withLock { $0?.cancel() }
-        notifier.descriptor.close()
     }
 }
 

@@ -1,3 +1,4 @@
+import CPlugindShims
 import Foundation
 import Glibc
 import PlugindSystem
@@ -25,6 +26,41 @@ struct PlugindSystemTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["policy.json"])
         // Into a directory that does not exist: an error naming the call, and nothing made.
         #expect(throws: SystemError.self) { try AtomicFile.replace(directory + "/missing/file", with: [1]) }
+    }
+
+    @Test(
+        "opening beneath a directory by a walk (where openat2 is missing) opens nested files and refuses symlinks, '..' and absolute paths as openat2 does"
+    )
+    func openBeneathByWalk() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try FileManager.default.createDirectory(atPath: directory + "/bundle/lib", withIntermediateDirectories: true)
+        try Data("library".utf8).write(to: URL(fileURLWithPath: directory + "/bundle/lib/libX.so"))
+        try Data("secret".utf8).write(to: URL(fileURLWithPath: directory + "/secret"))
+        try FileManager.default.createSymbolicLink(atPath: directory + "/bundle/link", withDestinationPath: "../secret")
+        try FileManager.default.createSymbolicLink(atPath: directory + "/bundle/dir", withDestinationPath: "lib")
+        let bundle = try FileDescriptor.open(directory + "/bundle", [.readOnly, .directory])
+        defer { bundle.close() }
+        func walk(_ path: String) -> (CInt, FileDescriptor?) {
+            var raw: CInt = -1
+            let result = plugind_shim_open_beneath_by_walk(bundle.rawValue, path, O_RDONLY, &raw)
+            return (result, result == 0 ? FileDescriptor(rawValue: raw) : nil)
+        }
+        let (status, opened) = walk("lib/libX.so")
+        #expect(status == 0)
+        if let opened {
+            #expect(try opened.readToEnd() == Array("library".utf8))
+            opened.close()
+        }
+        #expect(walk("./lib/libX.so").0 == 0)
+        walk("./lib/libX.so").1?.close()
+        #expect(walk("link").0 == ELOOP)
+        #expect(walk("dir/libX.so").0 == ELOOP || walk("dir/libX.so").0 == ENOTDIR)
+        #expect(walk("../secret").0 == EXDEV)
+        #expect(walk("lib/../../secret").0 == EXDEV)
+        #expect(walk(directory + "/secret").0 == EXDEV)
+        #expect(walk("").0 == ENOENT)
+        #expect(walk("lib/missing").0 == ENOENT)
     }
 
     @Test("Inotify reports a file created in a watched directory by the watch's number and the name")

@@ -234,6 +234,9 @@ int plugind_shim_sealed_file_restrict_to_execution(int fd);
 /// and without leaving the directory (openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
 /// RESOLVE_NO_MAGICLINKS), close-on-exec. A component swapped for a symlink fails with ELOOP.
 int plugind_shim_open_beneath(int directory, const char *_Nonnull path, int flags, int *_Nonnull fd);
+/// The same by a walk of the path, one component at a time with O_NOFOLLOW, for where openat2
+/// returns ENOSYS; plugind_shim_open_beneath falls back to it. Exposed for the tests.
+int plugind_shim_open_beneath_by_walk(int directory, const char *_Nonnull path, int flags, int *_Nonnull fd);
 
 /// Unmaps what `plugind_shim_shared_memory_map` or `_create` mapped.
 void plugind_shim_shared_memory_unmap(void *_Nonnull address, size_t size);

@@ -107,7 +107,8 @@ typedef enum plugind_scope {
  * there when this returns. Blocking. Release with plugind_monitor_release. */
 plugind_monitor *plugind_monitor_create(const char *point_identifier, plugind_scope scope, plugind_error **error);
 
-/* Stops watching and frees the monitor. Its descriptor is closed. NULL is ignored. */
+/* Stops watching and frees the monitor; its descriptor is closed right after (take it out of
+ * the host's loop before releasing). NULL is ignored. */
 void plugind_monitor_release(plugind_monitor *monitor);
 
 /* A descriptor that becomes readable when the list or the counts changed: add it to a poll, GLib,
