@@ -231,6 +231,8 @@ struct ProcessLifecycleTests {
         #expect(!launchers.isEmpty)
         for launcher in launchers {
             let status = ProcessInspection.readProcFile("/proc/\(launcher)/status")
+            // A launcher ends once it has forked its spare: one listed a moment ago may be gone.
+            guard !status.isEmpty else { continue }
             #expect(status.contains("Threads:\t1\n"), "launcher \(launcher): \(status)")
         }
     }
