@@ -24,17 +24,16 @@ enum ForeignHostBenchmarks {
         guard let entry = Inventory.take(host: host).item("org.plugind.bench.foreign-echo")?.entry else {
             throw BenchError("the echo bundle for the foreign hosts was not discovered")
         }
-        try PolicyEditor(directory: host.policyDirectory).approve(entry)
+        // Approved where a host reading XDG_CONFIG_HOME looks for the owner's policy.
+        let configHome = bench.directory + "/config-home"
+        try PolicyEditor(directory: URL(fileURLWithPath: configHome + "/plugind")).approve(entry)
 
         var environment = ProcessInfo.processInfo.environment
         environment["PLUGIND_PATH"] = root
-        environment["XDG_CONFIG_HOME"] = bench.directory + "/config-home"
+        environment["XDG_CONFIG_HOME"] = configHome
         environment["XDG_STATE_HOME"] = bench.directory + "/state-home"
         environment["PLUGIND_ADMIN_POLICY_DIR"] = bench.directory + "/admin"
         environment["PLUGIND_WORKER"] = BenchHost.productsDirectory + "/plugind-worker"
-        // The policy the approval went to, where a host reading XDG_CONFIG_HOME looks for it.
-        try FileManager.default.createDirectory(atPath: bench.directory + "/config-home", withIntermediateDirectories: true)
-        try FileManager.default.createSymbolicLink(atPath: bench.directory + "/config-home/plugind", withDestinationPath: host.policyDirectory.path)
 
         let executable: String
         let arguments: [String]
@@ -45,7 +44,8 @@ enum ForeignHostBenchmarks {
         default:
             environment["PYTHONPATH"] = BenchHost.packageRoot + "/Bindings/Python/src"
             environment["PLUGIND_LIBRARY"] = BenchHost.productsDirectory + "/libPlugindHost.so"
-            (executable, arguments) = ("/usr/bin/python3", [BenchHost.packageRoot + "/Benchmarks/Baselines/host_round_trip.py", point, "\(iterations)"])
+            let script = BenchHost.packageRoot + "/Benchmarks/Baselines/host_round_trip.py"
+            (executable, arguments) = ("/usr/bin/python3", [script, point, "\(iterations)"])
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)

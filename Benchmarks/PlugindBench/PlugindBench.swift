@@ -65,7 +65,8 @@ enum PlugindBench {
                     name: text("name") ?? "round-trip"
                 )
             case "foreign-round-trip":
-                try await ForeignHostBenchmarks.roundTrip(language: text("language") ?? "c", program: text("program"), iterations: iterations)
+                try await ForeignHostBenchmarks.roundTrip(
+                    language: text("language") ?? "c", program: text("program"), iterations: iterations)
             case "typed-call":
                 let bench = try BenchHost()
                 defer { bench.remove() }

@@ -245,8 +245,12 @@ struct Suite {
             "64 B round trip, unpinned, task preferring process.taskExecutor", "round-trip-64-unpinned-task-executor", "pipe-64-unpinned",
             atMost: 1.5)
         ratioRow("1 MiB echo round trip", "echo-1MiB", "socketpair-1MiB", atMost: 1.0)
-        ratioRow("64 B round trip from C (libplugind), unpinned, vs the Swift API's", "round-trip-64-c-host", "round-trip-64-unpinned", atMost: 1.2)
-        if let python = median("round-trip-64-python-host"), let swift = median("round-trip-64-unpinned"), let empty = median("ctypes-empty-call") {
+        ratioRow(
+            "64 B round trip from C (libplugind), unpinned, vs the Swift API's", "round-trip-64-c-host", "round-trip-64-unpinned",
+            atMost: 1.2)
+        if let python = median("round-trip-64-python-host"), let swift = median("round-trip-64-unpinned"),
+            let empty = median("ctypes-empty-call")
+        {
             rows.append(
                 Row(
                     figure: "64 B round trip from Python (ctypes), unpinned; an empty ctypes call costs \(format(empty, "us"))",

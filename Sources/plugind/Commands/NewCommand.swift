@@ -1,5 +1,6 @@
 import Foundation
 import PlugindBundle
+import PlugindSystem
 
 /// `plugind new`: a plugin project that builds with one command into a ready bundle.
 struct NewCommand: PlugindCommand {
@@ -76,7 +77,7 @@ struct NewCommand: PlugindCommand {
             }
             checkout = found
         }
-        let plugind = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? "plugind"
+        let plugind = ProcessEnvironment.executablePath ?? "plugind"
         let template = PluginTemplate(
             name: name, identifier: identifier, extensionPoint: point, language: language, header: header, checkout: checkout,
             plugindExecutable: plugind)

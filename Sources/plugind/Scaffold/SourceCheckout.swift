@@ -1,4 +1,5 @@
 import Foundation
+import PlugindSystem
 
 /// The plugind source tree, which plugin projects build against: the C header and, for Swift
 /// plugins, PluginKit as a local package. Found through `$PLUGIND_SOURCE`, or by walking up from
@@ -21,7 +22,7 @@ struct SourceCheckout {
             }
             return SourceCheckout(root: explicit)
         }
-        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        let executable = ProcessEnvironment.executablePath ?? CommandLine.arguments[0]
         var directory = (executable as NSString).deletingLastPathComponent
         while directory != "/" && !directory.isEmpty {
             if FileManager.default.fileExists(atPath: directory + "/" + headerPath),
