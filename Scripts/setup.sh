@@ -12,6 +12,7 @@
 #   python3-pip, python3-setuptools, python3-wheel
 #                   (the tests install the Python package with pip, offline)
 #   valgrind        (the packaging test runs the C host on the installed libplugind under it)
+#   libasan8        (GCC's AddressSanitizer: the C host tests run under it, leak check included)
 #   libsqlite3-0    (a system library the tests call by soname, beside zlib1g, libssl3's
 #                    libcrypto, libm and libc, which every Debian machine with the above has)
 # More packages may be named as arguments (Scripts/package.sh adds debhelper, lintian, fakeroot).
@@ -19,7 +20,7 @@
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libsqlite3-0 "$@"; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libasan8 libsqlite3-0 "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

@@ -67,19 +67,36 @@ public final class AppExtensionConnection: Sendable {
     ///   `workerExited` or `protocolViolation` when the worker dies meanwhile; `unsupported` for a
     ///   function-only plugin; `invalidated` after `invalidate()`.
     public func send(_ request: [UInt8], timeout: Duration? = nil) async throws -> [UInt8] {
+        if let refusal = refusal(of: request) { throw refusal }
+        return try await channel.request(request, connection: identifier, timeout: timeout ?? process.defaultRequestTimeout)
+    }
+
+    /// `send(_:timeout:)` for a caller outside Swift's concurrency that blocks its own thread
+    /// until `completion` runs (libplugind's blocking send): the completion runs on the thread
+    /// that read the reply, so it must only hand the result over. The request cannot be
+    /// cancelled; its deadline still holds.
+    package func send(
+        _ request: [UInt8], timeout: Duration?, completion: @escaping @Sendable (Result<[UInt8], AppExtensionError>) -> Void
+    ) {
+        if let refusal = refusal(of: request) { return completion(.failure(refusal)) }
+        channel.request(request, connection: identifier, timeout: timeout ?? process.defaultRequestTimeout, completion: completion)
+    }
+
+    /// Why `request` cannot be sent at all, checked before anything is.
+    private func refusal(of request: [UInt8]) -> AppExtensionError? {
         guard process.acceptsRequests else {
-            throw AppExtensionError(.unsupported, plugin: pluginIdentifier, "is function-only; call its functions with call(_:arguments:)")
+            return AppExtensionError(.unsupported, plugin: pluginIdentifier, "is function-only; call its functions with call(_:arguments:)")
         }
         let limit = process.plan.load.limits.maxMessageBytes
         guard UInt64(request.count) <= limit else {
-            throw AppExtensionError(
+            return AppExtensionError(
                 .limitExceeded,
                 plugin: pluginIdentifier,
                 "request of \(request.count) bytes exceeds the message limit",
                 exceededLimit: .init(kind: .messageSize, value: limit)
             )
         }
-        return try await channel.request(request, connection: identifier, timeout: timeout ?? process.defaultRequestTimeout)
+        return nil
     }
 
     /// Sends `request` and returns the response, as `Data`.

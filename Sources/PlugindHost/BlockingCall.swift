@@ -22,6 +22,22 @@ enum BlockingCall {
         done.wait()
         return outcome.withLock { $0 } ?? .failure(HostError.invalidArgument("the call ended without a result"))
     }
+
+    /// Starts work that reports through a callback and waits for it: no task in between, so
+    /// the thread that learns the result (plugind's event loop, for a reply) wakes this one
+    /// directly. `start` must call its argument exactly once.
+    static func wait<Value: Sendable>(
+        _ start: (@escaping @Sendable (Result<Value, any Error>) -> Void) -> Void
+    ) -> Result<Value, any Error> {
+        let outcome = Locked<Result<Value, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        start { result in
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        return outcome.withLock { $0 } ?? .failure(HostError.invalidArgument("the call ended without a result"))
+    }
 }
 
 /// A C function pointer and its context, called from plugind's threads. The header makes the

@@ -58,7 +58,10 @@ public func plugindConnectionSend(
         HostError.invalidArgument("the request is NULL with a length of \(length)").report(to: error)
         return -1
     }
-    switch BlockingCall.run({ try await connection.connection.send(request, timeout: requestTimeout(timeout)) }) {
+    let sent = BlockingCall.wait { finish in
+        connection.connection.send(request, timeout: requestTimeout(timeout)) { finish($0.mapError { $0 as any Error }) }
+    }
+    switch sent {
     case .success(let answer):
         guard let copy = mallocCopy(answer) else {
             HostError.invalidArgument("no memory for a reply of \(answer.count) bytes").report(to: error)

@@ -12,6 +12,7 @@
  *   host_test fail POINT TIMEOUT_MS INTERRUPTS  (a request that fails: a crash, a hang, a limit;
  *                                               INTERRUPTS 1 when the worker ends with it)
  *   host_test misuse                         (NULL, released and wrong handles; indexes out of range)
+ *   host_test leak POINT                     (the sanitizer's positive control: a reply never freed)
  */
 #include <errno.h>
 #include <poll.h>
@@ -178,6 +179,25 @@ static int send_scenario(const char *point) {
     expect(plugind_connection_send(connection, (const uint8_t *)"x", 1, 0, &reply, &length, &error) == -1, "send on a closed connection to fail");
     printf("closed %d\n", plugind_error_code_of(error));
     plugind_error_free(error);
+    plugind_process_release(process);
+    return 0;
+}
+
+/* A reply the host never frees, on purpose: the leak check must report it (naming
+ * plugind_connection_send), or it would pass leaking hosts too. */
+static int leak_scenario(const char *point) {
+    plugind_process *process = start_first(point, NULL, NULL);
+    plugind_error *error = NULL;
+    plugind_connection *connection = plugind_connection_open(process, NULL, NULL, &error);
+    if (connection == NULL) fail("plugind_connection_open", error);
+    uint8_t *reply = NULL;
+    size_t length = 0;
+    if (plugind_connection_send(connection, (const uint8_t *)"kept", 4, 0, &reply, &length, &error) != 0) {
+        fail("plugind_connection_send", error);
+    }
+    printf("reply %.*s\n", (int)length, (const char *)reply);
+    reply = NULL;
+    plugind_connection_close(connection);
     plugind_process_release(process);
     return 0;
 }
@@ -361,13 +381,14 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 2 && strcmp(argv[1], "misuse") == 0) return misuse();
     if (argc < 3) {
-        fprintf(stderr, "usage: host_test discover|updates|send|ask|call POINT | updates POINT BUNDLE ASIDE | fail POINT TIMEOUT_MS INTERRUPTS | misuse\n");
+        fprintf(stderr, "usage: host_test discover|send|ask|call|leak POINT | updates POINT BUNDLE ASIDE | fail POINT TIMEOUT_MS INTERRUPTS | misuse\n");
         return 2;
     }
     const char *scenario = argv[1], *point = argv[2];
     if (strcmp(scenario, "discover") == 0) return discover(point);
     if (strcmp(scenario, "updates") == 0 && argc == 5) return updates(point, argv[3], argv[4]);
     if (strcmp(scenario, "send") == 0) return send_scenario(point);
+    if (strcmp(scenario, "leak") == 0) return leak_scenario(point);
     if (strcmp(scenario, "ask") == 0) return ask_scenario(point);
     if (strcmp(scenario, "call") == 0) return call_scenario(point);
     if (strcmp(scenario, "fail") == 0 && argc == 5) return fail_scenario(point, (uint32_t)atoi(argv[3]), atoi(argv[4]));

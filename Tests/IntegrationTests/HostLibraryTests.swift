@@ -14,7 +14,8 @@ struct HostLibraryTests {
         try await CCompiler.executable(
             source, output: output,
             flags: [
-                "-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-pthread",
+                "-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-pthread", "-fsanitize=address", "-fno-omit-frame-pointer",
+                "-g",
                 "-I", BuiltProducts.packageRoot + "/Sources/CPlugindHostAPI/include",
                 "-L", BuiltProducts.directory, "-lPlugindHost", "-Wl,-rpath," + BuiltProducts.directory,
             ])
@@ -30,11 +31,34 @@ struct HostLibraryTests {
     }
 
     func run(_ host: String, _ arguments: [String], in test: TestHost) async throws -> [String] {
-        var environment = test.environment
-        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-        let result = try await CommandRunner.run(host, arguments, environment: environment)
+        let result = try await runSanitized(host, arguments, in: test)
         #expect(result.status == 0, "host_test \(arguments.joined(separator: " ")): \(result.stderr)")
         return result.stdout.split(separator: "\n").map(String.init)
+    }
+
+    func runSanitized(_ host: String, _ arguments: [String], in test: TestHost) async throws -> CommandRunner.Output {
+        var environment = test.environment
+        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+        // Built with AddressSanitizer: a bad read, write or free in the host or the library, or a
+        // leak at exit, fails the scenario (with the suppressions' one false report of the Swift
+        // runtime, explained in the file).
+        environment["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=23:abort_on_error=0"
+        environment["LSAN_OPTIONS"] =
+            "suppressions=" + BuiltProducts.packageRoot + "/Tests/CHost/lsan-suppressions.txt:print_suppressions=0"
+        return try await CommandRunner.run(host, arguments, environment: environment)
+    }
+
+    @Test("the leak check's positive control: a reply the host never frees is reported, with the call that made it")
+    func leakReported() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-leak"
+        _ = try installApproved(PluginFixture(library: "Echo", extensionPoint: point), in: test)
+        let result = try await runSanitized(try await buildHost(in: test), ["leak", point], in: test)
+        #expect(result.stdout == "reply kept\n")
+        #expect(result.status == 23, "\(result.stderr)")
+        #expect(result.stderr.contains("LeakSanitizer: detected memory leaks"), "\(result.stderr)")
+        #expect(result.stderr.contains("plugind_connection_send") || result.stderr.contains("plugindConnectionSend"), "\(result.stderr)")
     }
 
     @Test("discovery: the approved plugin with its identifier, point and name; the one waiting for approval counted")

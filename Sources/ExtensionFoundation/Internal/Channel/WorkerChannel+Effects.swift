@@ -18,7 +18,7 @@ extension WorkerChannel {
     /// What to do once the lock is released.
     struct Actions {
         var write = false
-        var requests: [(CheckedContinuation<WorkerReply, any Error>, Result<WorkerReply, AppExtensionError>)] = []
+        var requests: [(ReplyWaiter, Result<WorkerReply, AppExtensionError>)] = []
         var connections: [(CheckedContinuation<Void, any Error>, Result<Void, AppExtensionError>)] = []
         var handshake: (CheckedContinuation<Ready, any Error>, Ready)?
         var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?)] = []
@@ -43,7 +43,7 @@ extension WorkerChannel {
                 actions.write = true
             case .completeRequest(let id, let result):
                 state.sharedRequests?.release(id)
-                if let continuation = state.requests.removeValue(forKey: id) { actions.requests.append((continuation, result)) }
+                if let waiter = state.requests.removeValue(forKey: id) { actions.requests.append((waiter, result)) }
             case .completeConnection(let id, let result):
                 if case .failure = result { state.handlers[id] = nil }
                 if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
@@ -91,7 +91,7 @@ extension WorkerChannel {
         if let token = actions.disarmedToken { loop.cancelTimer(token) }
         if let deadline = actions.arm { arm(at: deadline) }
         if let (continuation, ready) = actions.handshake { continuation.resume(returning: ready) }
-        for (continuation, result) in actions.requests { continuation.resume(with: result.mapError { $0 as any Error }) }
+        for (waiter, result) in actions.requests { waiter.resume(with: result) }
         for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
         for task in actions.cancelledAsks { task.cancel() }
         for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }

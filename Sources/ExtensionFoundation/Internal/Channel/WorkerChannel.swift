@@ -29,7 +29,7 @@ final class WorkerChannel: EventLoopHandler {
     struct State {
         var machine: ChannelProtocol
         var handshake: CheckedContinuation<Ready, any Error>?
-        var requests: [UInt64: CheckedContinuation<WorkerReply, any Error>] = [:]
+        var requests: [UInt64: ReplyWaiter] = [:]
         var connections: [UInt32: CheckedContinuation<Void, any Error>] = [:]
         var handlers: [UInt32: RequestHandler] = [:]
         var askTasks: [UInt64: Task<Void, Never>] = [:]
@@ -230,23 +230,52 @@ final class WorkerChannel: EventLoopHandler {
     func request(_ bytes: [UInt8], connection: UInt32, timeout: Duration?) async throws -> [UInt8] {
         let nestedIn = AskContext.current.flatMap { $0.channel == ObjectIdentifier(self) ? $0.ask : nil }
         let reply = try await perform(connection: connection, timeout: timeout) { id in
-            if let ask = nestedIn { return .nestedRequest(id: id, connection: connection, ask: ask, bytes: bytes) }
-            guard bytes.count >= SharedMemoryLayout.threshold,
-                let reserved = state.withLock({ $0.sharedRequests?.reserve(bytes.count, for: id) })
-            else { return .request(id: id, connection: connection, bytes: bytes) }
-            // Large payloads go through shared memory when there is room; the pipe carries only
-            // where they are. The copy holds the mapping, not the lock.
-            let copied = bytes.withUnsafeBytes { reserved.memory.copy($0, to: reserved.offset) }
-            guard copied else {
-                state.withLock { $0.sharedRequests?.release(id) }
-                return .request(id: id, connection: connection, bytes: bytes)
-            }
-            return .sharedRequest(id: id, connection: connection, reserved.location)
+            requestMessage(bytes, id: id, connection: connection, nestedIn: nestedIn)
         }
+        return try responseBytes(reply).get()
+    }
+
+    /// Sends request bytes on `connection`; `completion` gets the response on the thread that
+    /// read it (the event loop's) or, when the request cannot start or fails, on the thread that
+    /// learnt it. For a caller that blocks its own thread until then: one thread is woken per
+    /// reply, where a task waiting for it would wake the pool first. `completion` must return at
+    /// once.
+    func request(
+        _ bytes: [UInt8], connection: UInt32, timeout: Duration?,
+        completion: @escaping @Sendable (Result<[UInt8], AppExtensionError>) -> Void
+    ) {
+        let id: UInt64
+        switch state.withLock({ state in
+            state.machine.reserveRequest(connection: connection, timeout: timeout).mapError { unavailable($0, state) }
+        }) {
+        case .success(let reserved): id = reserved
+        case .failure(let error): return completion(.failure(error))
+        }
+        let message = requestMessage(bytes, id: id, connection: connection, nestedIn: nil)
+        start(id, message, waiter: .callback { [self] reply in completion(reply.flatMap(responseBytes)) })
+    }
+
+    /// The frame for a request: nested in an ask when there is one, through shared memory when the
+    /// payload is large and there is room.
+    private func requestMessage(_ bytes: [UInt8], id: UInt64, connection: UInt32, nestedIn ask: UInt64?) -> HostMessage {
+        if let ask { return .nestedRequest(id: id, connection: connection, ask: ask, bytes: bytes) }
+        guard bytes.count >= SharedMemoryLayout.threshold,
+            let reserved = state.withLock({ $0.sharedRequests?.reserve(bytes.count, for: id) })
+        else { return .request(id: id, connection: connection, bytes: bytes) }
+        // The pipe carries only where the payload is. The copy holds the mapping, not the lock.
+        let copied = bytes.withUnsafeBytes { reserved.memory.copy($0, to: reserved.offset) }
+        guard copied else {
+            state.withLock { $0.sharedRequests?.release(id) }
+            return .request(id: id, connection: connection, bytes: bytes)
+        }
+        return .sharedRequest(id: id, connection: connection, reserved.location)
+    }
+
+    private func responseBytes(_ reply: WorkerReply) -> Result<[UInt8], AppExtensionError> {
         guard case .bytes(let response) = reply else {
-            throw AppExtensionError(.protocolViolation, plugin: pluginIdentifier, "answered a request with a call result")
+            return .failure(AppExtensionError(.protocolViolation, plugin: pluginIdentifier, "answered a request with a call result"))
         }
-        return response
+        return .success(response)
     }
 
     /// Calls the manifest-declared function at `index`.
@@ -271,15 +300,34 @@ final class WorkerChannel: EventLoopHandler {
         let message = makeMessage(id)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerReply, any Error>) in
-                var actions = Actions()
-                state.withLock { state in
-                    state.requests[id] = continuation
-                    collect(state.machine.sendRequest(id, message, now: .now), into: &actions, state: &state)
-                }
-                perform(actions)
+                start(id, message, waiter: .task(continuation))
             }
         } onCancel: {
             decide { $0.abandon(id, because: .cancelled, now: .now) }
+        }
+    }
+
+    /// Sends a reserved request; `waiter` hears its end.
+    private func start(_ id: UInt64, _ message: HostMessage, waiter: ReplyWaiter) {
+        var actions = Actions()
+        state.withLock { state in
+            state.requests[id] = waiter
+            collect(state.machine.sendRequest(id, message, now: .now), into: &actions, state: &state)
+        }
+        perform(actions)
+    }
+
+    /// Who waits for a request's end: a suspended task, or a callback for a caller outside Swift's
+    /// concurrency that blocks its own thread.
+    enum ReplyWaiter {
+        case task(CheckedContinuation<WorkerReply, any Error>)
+        case callback(@Sendable (Result<WorkerReply, AppExtensionError>) -> Void)
+
+        func resume(with result: Result<WorkerReply, AppExtensionError>) {
+            switch self {
+            case .task(let continuation): continuation.resume(with: result.mapError { $0 as any Error })
+            case .callback(let completion): completion(result)
+            }
         }
     }
 
