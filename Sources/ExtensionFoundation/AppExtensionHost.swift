@@ -45,6 +45,12 @@ public struct AppExtensionHost: Sendable, Hashable {
     public var version: String
     /// How workers are started.
     public var launchStrategy: LaunchStrategy
+    /// The languages an identity's `localizedName` is chosen in, most preferred first, as
+    /// normalised tags ("de_AT", "de"): by default from the environment the host was made with,
+    /// as gettext reads it (`LANGUAGE`, then the first of `LC_ALL`, `LC_MESSAGES`, `LANG`; none
+    /// for the `C` locale). A plugin without a translation for any of them shows its `name`.
+    /// Linux addition (Apple's comes from the bundle's localizations).
+    public var preferredLanguages: [String]
     /// A cgroup v2 directory delegated to this host (for example by a systemd unit with
     /// `Delegate=yes`), with the memory and pids controllers enabled for its children and no
     /// process of its own. Workers of plugins approved to start processes each get a group in
@@ -185,6 +191,7 @@ public struct AppExtensionHost: Sendable, Hashable {
         self.quarantine = QuarantinePolicy()
         self.version = environment["PLUGIND_HOST_VERSION"].flatMap { $0.isEmpty ? nil : $0 } ?? HostVersion.current.description
         self.launchStrategy = .preforked
+        self.preferredLanguages = LanguagePreference(environment: environment).tags
         func absolute(_ variable: String) -> URL? {
             environment[variable].flatMap { $0.hasPrefix("/") ? URL(fileURLWithPath: $0) : nil }
         }

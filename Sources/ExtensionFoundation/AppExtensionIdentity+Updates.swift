@@ -9,19 +9,19 @@ extension AppExtensionIdentity {
     /// the points are monitored with `Scope(restriction: .none)`, under
     /// `AppExtensionHost.current`.
     ///
-    /// - Throws: `AppExtensionError` with code `configurationError` when an identifier cannot
+    /// - Throws: `AppExtensionPoint.Error.invalidAppExtensionPoint` when an identifier cannot
     ///   name an extension point.
     @available(*, deprecated, message: "use AppExtensionPoint.Monitor and its identities")
     public static func matching(appExtensionPointIDs: String...) throws -> Identities {
-        let points = try appExtensionPointIDs.map { identifier throws(AppExtensionError) in
+        let points = try appExtensionPointIDs.map { identifier throws(AppExtensionPoint.Error) in
             try AppExtensionPoint(identifier: identifier, scope: .none)
         }
         return Identities(points: points, host: .current)
     }
 
-    /// Whenever the number of plugins of `AppExtensionHost.current` that wait for the owner's
-    /// approval, or that the owner disabled, changes: the new counts (the first as soon as they
-    /// are known).
+    /// Whenever the number of plugins of `AppExtensionHost.current` that are enabled, wait for the
+    /// owner's approval, or that the owner disabled, changes: the new counts (the first as soon as
+    /// they are known).
     @available(*, deprecated, message: "use AppExtensionPoint.Monitor and its state")
     public static var availabilityUpdates: AsyncStream<Availability> {
         availabilityUpdates(host: .current)
@@ -34,21 +34,33 @@ extension AppExtensionIdentity {
                 switch item.explanation.category {
                 case .disabled: availability.disabledCount += 1
                 case .unapproved: availability.unapprovedCount += 1
-                case .available, .quarantined: break
+                case .available: availability.enabledCount += 1
+                // Quarantined plugins are counted by the monitor's diagnostics, not here: Apple's
+                // counts have no such state.
+                case .quarantined: break
                 }
             }
             return availability
         }
     }
 
-    /// How many plugins are not available to the host, by why.
-    public struct Availability: Sendable, Hashable {
+    /// How many plugins the host has, by whether it may use them.
+    public struct Availability: Sendable, Hashable, CustomStringConvertible {
+        /// Plugins the host may use now (approved, or shipped with it, and not disabled).
+        public var enabledCount = 0
         /// Plugins the owner or the administrator disabled.
         public var disabledCount = 0
         /// Plugins that wait for the owner's approval, or whose approval no longer matches.
         public var unapprovedCount = 0
 
         public init() {}
+
+        /// Every plugin of the host's points, whatever its state.
+        public var totalCount: Int { enabledCount + disabledCount + unapprovedCount }
+
+        public var description: String {
+            "\(totalCount) plugin(s): \(enabledCount) enabled, \(disabledCount) disabled, \(unapprovedCount) waiting for approval"
+        }
     }
 
     /// The sequence `matching(appExtensionPointIDs:)` returns: arrays of identities, each when the

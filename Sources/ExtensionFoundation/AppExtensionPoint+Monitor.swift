@@ -104,9 +104,11 @@ extension AppExtensionPoint {
         /// Starts monitoring `appExtensionPoint`; returns once `identities` includes its plugins.
         /// Adding a point twice has no effect.
         ///
-        /// - Throws: `AppExtensionError` with code `configurationError` when the directories
+        /// - Throws: `AppExtensionPoint.Error` when the point has no name or its host no
+        ///   identifier; `AppExtensionError` with code `configurationError` when the directories
         ///   cannot be watched.
         public func addAppExtensionPoint(_ appExtensionPoint: AppExtensionPoint) async throws {
+            try appExtensionPoint.validated(in: host)
             let added = storage.withLock { storage -> Bool in
                 guard !storage.points.contains(appExtensionPoint) else { return false }
                 storage.points.append(appExtensionPoint)

@@ -19,7 +19,7 @@ import PlugindSystem
 /// As on Apple platforms, a point without `Scope` accepts only the plugins shipped with the host
 /// (its bundled plugins directory, `AppExtensionHost.bundledPluginsDirectory`), which need no
 /// approval; `Scope(restriction: .none)` opens it to plugins installed by the owner.
-public struct AppExtensionPoint: Sendable, Hashable, Identifiable, CustomStringConvertible {
+public struct AppExtensionPoint: ExtensionPointDefining, Sendable, Hashable, Identifiable, CustomStringConvertible {
     /// The short name given with `Name(_:)`, if the point was declared that way.
     public let name: String?
     private let explicitIdentifier: String?
@@ -37,17 +37,12 @@ public struct AppExtensionPoint: Sendable, Hashable, Identifiable, CustomStringC
     /// `scope` is a Linux addition (a point found by identifier has no definition to carry it);
     /// it defaults to `.application`, as a definition without `Scope` does.
     ///
-    /// - Throws: `AppExtensionError` with code `configurationError` when `identifier` cannot
-    ///   name a point: plugins declare points as reverse-DNS names (letters, digits, "-" and
-    ///   "_" between dots), so no plugin could ever serve it. A well-formed point that no plugin
+    /// - Throws: `AppExtensionPoint.Error.invalidAppExtensionPoint` when `identifier` cannot name
+    ///   a point: plugins declare points as reverse-DNS names (letters, digits, "-" and "_"
+    ///   between dots), so no plugin could ever serve it. A well-formed point that no plugin
     ///   serves yet is not an error: plugins may be installed while the host runs.
-    public init(identifier: String, scope: Scope.Restriction = .application) throws(AppExtensionError) {
-        guard ManifestParser.isReverseDNS(identifier) else {
-            throw AppExtensionError(
-                .configurationError, plugin: nil,
-                "'\(InertText.escape(identifier))' is not an extension point identifier: use a reverse-DNS name such as com.example.app.filters"
-            )
-        }
+    public init(identifier: String, scope: Scope.Restriction = .application) throws(AppExtensionPoint.Error) {
+        guard ManifestParser.isReverseDNS(identifier) else { throw .invalidAppExtensionPoint }
         self.name = nil
         self.explicitIdentifier = identifier
         self.scopeRestriction = scope

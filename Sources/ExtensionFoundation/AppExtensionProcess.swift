@@ -34,7 +34,9 @@ public final class AppExtensionProcess: Sendable {
         /// or gets one of its own, say one per document. Linux addition.
         public var sharing: Sharing
 
-        public init(appExtensionIdentity: AppExtensionIdentity, onInterruption: @escaping @Sendable () -> Void) {
+        /// `onInterruption` may be left out, as on Apple platforms (then an interruption is only
+        /// seen in the errors of the requests it fails).
+        public init(appExtensionIdentity: AppExtensionIdentity, onInterruption: @escaping @Sendable () -> Void = {}) {
             self.appExtensionIdentity = appExtensionIdentity
             self.onInterruption = onInterruption
             self.host = appExtensionIdentity.host ?? .current
@@ -85,7 +87,32 @@ public final class AppExtensionProcess: Sendable {
     ///   `pluginLoadFailed`, `symbolMissing`, `abiMismatch`, `confinementUnavailable`,
     ///   `incompatibleProtocol` when loading fails; `workerCrashed`, `workerExited`, `timedOut`
     ///   when the worker dies or hangs while loading; `pluginError` when the plugin's init fails.
-    public init(configuration: Configuration) async throws {
+    public convenience init(configuration: Configuration) async throws {
+        let (session, claim) = try await Self.attach(configuration)
+        self.init(configuration: configuration, session: session, claim: claim)
+    }
+
+    /// Launches the plugin (or attaches to its running worker), blocking the calling thread until
+    /// it is loaded and has answered the handshake, as Apple's synchronous initializer does.
+    ///
+    /// Call it from a thread of your own or the main thread, outside any task: the launch runs
+    /// on Swift's concurrency pool, which a blocked pool thread would starve. In async code use
+    /// the asynchronous initializer (Swift picks it there).
+    ///
+    /// - Throws: the errors of `init(configuration:) async`.
+    public convenience init(configuration: Configuration) throws {
+        let (session, claim) = try BlockingCall.run { try await Self.attach(configuration) }.get()
+        self.init(configuration: configuration, session: session, claim: claim)
+    }
+
+    private init(configuration: Configuration, session: WorkerSession, claim: Int) {
+        self.configuration = configuration
+        self.session = session
+        self.claim = claim
+    }
+
+    /// The worker session for `configuration` and this handle's claim on it.
+    private static func attach(_ configuration: Configuration) async throws -> (WorkerSession, Int) {
         let host = configuration.host
         // Taken before the policy is checked: if the files are the same after the launch, no
         // disable can have landed during it.
@@ -111,12 +138,7 @@ public final class AppExtensionProcess: Sendable {
             } else {
                 session = try await launch()
             }
-            if let claim = session.claim(onInterruption: configuration.onInterruption) {
-                self.configuration = configuration
-                self.session = session
-                self.claim = claim
-                return
-            }
+            if let claim = session.claim(onInterruption: configuration.onInterruption) { return (session, claim) }
         }
         throw AppExtensionError(.workerExited, plugin: entry.identifier, "its worker ended each time as it was attached to")
     }

@@ -34,6 +34,11 @@ public protocol AppExtension {
 }
 
 extension AppExtension {
+    /// Apple's 26.2 shorthands, so that `@Bind var extensionPoint { Identifier(host:name:) }`
+    /// reads as it does there.
+    public typealias Identifier = AppExtensionPoint.Identifier
+    public typealias Bind = AppExtensionPoint.Bind
+
     /// No binding stated in code: the manifest's `extensionPoint` alone decides.
     public var extensionPoint: AppExtensionPoint { AppExtensionPoint(identifier: "") }
 }

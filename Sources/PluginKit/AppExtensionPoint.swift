@@ -6,7 +6,7 @@
 ///     }
 ///
 /// The extension side's counterpart of the host's `AppExtensionPoint` (ExtensionFoundation).
-public struct AppExtensionPoint: Sendable, Hashable, CustomStringConvertible {
+public struct AppExtensionPoint: ExtensionPointDefining, Sendable, Hashable, CustomStringConvertible {
     /// The full identifier, "<host identifier>.<name>", as a manifest's `extensionPoint`.
     public let identifier: String
 

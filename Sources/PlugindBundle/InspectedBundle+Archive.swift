@@ -47,6 +47,13 @@ extension PayloadWriter {
         write(manifest.permissions.processes)
         write(manifest.permissions.read)
         write(manifest.permissions.write)
+        write(manifest.permissions.symlinks)
+        for translations in [manifest.localizedNames, manifest.localizedDescriptions] {
+            write(translations.sorted { $0.key < $1.key }) { writer, translation in
+                writer.write(translation.key)
+                writer.write(translation.value)
+            }
+        }
     }
 
     mutating func write(_ status: FileStatus) {
@@ -124,7 +131,12 @@ extension PayloadReader {
             memoryBytes: limits[0], cpuSeconds: limits[1], openFiles: limits[2], requestTimeoutMilliseconds: limits[3],
             maxMessageBytes: limits[4], threads: limits[5], scratchBytes: limits[6])
         manifest.permissions = Manifest.Permissions(
-            network: try readBool(), processes: try readBool(), read: try readStrings(), write: try readStrings())
+            network: try readBool(), processes: try readBool(), read: try readStrings(), write: try readStrings(),
+            symlinks: try readBool())
+        for key in [\Manifest.localizedNames, \Manifest.localizedDescriptions] {
+            let pairs = try readArray { (reader) throws(WireError) in (try reader.readString(), try reader.readString()) }
+            manifest[keyPath: key] = Dictionary(pairs, uniquingKeysWith: { _, last in last })
+        }
         return manifest
     }
 

@@ -16,6 +16,10 @@ package struct Manifest: Equatable, Sendable {
     /// found on the system library path.
     package var library: String
     package var description: String?
+    /// Translations of `name` and `description`, by language tag as the manifest gives it
+    /// ("de", "pt_BR", "pt-BR"); `localizedName(for:)` picks one.
+    package var localizedNames: [String: String] = [:]
+    package var localizedDescriptions: [String: String] = [:]
     package var functions: [FunctionSignature]
     package var limits: Limits
     package var permissions: Permissions

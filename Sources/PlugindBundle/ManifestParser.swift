@@ -1,5 +1,6 @@
 package import Foundation
 import Glibc
+import PlugindSystem
 import PlugindWire
 
 /// Reads and strictly validates `manifest.json` (version 1). Missing keys and wrong types are
@@ -12,7 +13,7 @@ package enum ManifestParser {
 
     static let knownKeys: Set<String> = [
         "manifestVersion", "identifier", "name", "version", "extensionPoint", "library", "description",
-        "functions", "limits", "permissions", "minimumHostVersion", "concurrency",
+        "localizedNames", "localizedDescriptions", "functions", "limits", "permissions", "minimumHostVersion", "concurrency",
     ]
     static let limitKeys: Set<String> = [
         "memoryBytes", "cpuSeconds", "openFiles", "requestTimeoutMilliseconds", "maxMessageBytes", "threads", "scratchBytes",
@@ -238,6 +239,8 @@ private struct ObjectReader {
         if let minimum = manifest.minimumHostVersion, HostVersion(minimum) == nil {
             throw error("minimumHostVersion", "must be a version such as 1.2.0, found '\(minimum)'")
         }
+        manifest.localizedNames = try readTranslations("localizedNames")
+        manifest.localizedDescriptions = try readTranslations("localizedDescriptions")
         manifest.functions = try readFunctions()
         if let concurrency = try positiveInteger("concurrency") {
             guard concurrency <= Manifest.maximumConcurrency else {
@@ -248,6 +251,30 @@ private struct ObjectReader {
         manifest.limits = try readLimits()
         manifest.permissions = try readPermissions()
         return ManifestParser.Result(manifest: manifest, warnings: warnings)
+    }
+
+    /// An object of language tag to text, e.g. `{"de": "Großbuchstaben", "pt_BR": "Maiúsculas"}`.
+    private func readTranslations(_ key: String) throws(ManifestError) -> [String: String] {
+        guard let value = members[key] else { return [:] }
+        guard case .object(let entries) = value else {
+            throw error(key, "must be an object of language tag to text, such as {\"de\": \"…\"}, found \(value.typeName)")
+        }
+        guard entries.count <= ManifestParser.maximumListCount else {
+            throw error(key, "has \(entries.count) translations; at most \(ManifestParser.maximumListCount) are allowed")
+        }
+        var translations: [String: String] = [:]
+        for (tag, text) in entries {
+            guard LanguagePreference.isLanguageTag(tag) else {
+                throw error(key, "has '\(InertText.escape(tag))', which is not a language tag such as de, pt_BR or pt-BR")
+            }
+            guard case .string(let translation) = text else {
+                throw error("\(key).\(tag)", "must be a string, found \(text.typeName)")
+            }
+            try checkLength("\(key).\(tag)", translation)
+            guard !translation.allSatisfy(\.isWhitespace) else { throw error("\(key).\(tag)", "must not be empty") }
+            translations[tag] = translation
+        }
+        return translations
     }
 
     private mutating func readFunctions() throws(ManifestError) -> [FunctionSignature] {

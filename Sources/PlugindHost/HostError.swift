@@ -21,6 +21,10 @@ final class HostError: Error, Sendable {
 
     /// Any error of the host API, with its code.
     convenience init(_ error: any Error) {
+        if let error = error as? AppExtensionPoint.Error {
+            self.init(code: PLUGIND_ERROR_CONFIGURATION_ERROR, message: error.description)
+            return
+        }
         guard let error = error as? AppExtensionError else {
             self.init(code: PLUGIND_ERROR_PLUGIN_ERROR, message: String(describing: error))
             return

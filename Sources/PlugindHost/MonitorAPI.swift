@@ -73,7 +73,12 @@ public func plugindMonitorCreate(
         return nil
     }
     let created = BlockingCall.run { () async throws -> HostMonitor in
-        let point = try AppExtensionPoint(identifier: identifier, scope: restriction)
+        let point: AppExtensionPoint
+        do {
+            point = try AppExtensionPoint(identifier: identifier, scope: restriction)
+        } catch {
+            throw HostError(code: PLUGIND_ERROR_CONFIGURATION_ERROR, message: "'\(InertText.escape(identifier))' is \(error)")
+        }
         let monitor = try await AppExtensionPoint.Monitor(appExtensionPoint: point)
         return HostMonitor(monitor: monitor, notifier: try EventNotifier())
     }
@@ -82,7 +87,7 @@ public func plugindMonitorCreate(
         monitor.startWatching()
         return HandleRegistry.shared.insert(monitor)
     case .failure(let failure):
-        HostError(failure).report(to: error)
+        (failure as? HostError ?? HostError(failure)).report(to: error)
         return nil
     }
 }

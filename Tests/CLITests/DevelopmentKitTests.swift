@@ -113,6 +113,20 @@ struct DevelopmentKitTests {
                 "[binding] the code binds to the extension point 'com.example.second.filters' but the manifest says 'com.example.third.filters'"
             ), "\(verified.stdout)")
 
+        // Apple's 26.2 short form inside the extension is read too; a longer name ending in
+        // "Identifier(" is not a binding.
+        let short = """
+            import PluginKit
+            let unrelated = MyIdentifier("com.example.other.point")
+            struct Bound: AppExtension {
+                @Bind
+                var extensionPoint: AppExtensionPoint { Identifier(host: "com.example.second", name: "filters") }
+            }
+            """
+        try Data(short.utf8).write(to: URL(fileURLWithPath: source))
+        let checked = try await plugind("bind", project, "--target", "Bound", "--check", in: test)
+        #expect(checked.status == 0, "\(checked.stderr)")
+
         // Sources without a binding are refused with the reason.
         try Data("import PluginKit\n".utf8).write(to: URL(fileURLWithPath: source))
         let unbound = try await plugind("bind", project, "--target", "Bound", in: test)

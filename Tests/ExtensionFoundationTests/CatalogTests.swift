@@ -112,14 +112,27 @@ struct CatalogTests {
     func storeOnDisk() throws {
         let test = try TestHost()
         defer { test.remove() }
-        for index in 0..<5 {
+        for index in 0..<4 {
             try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
         }
+        // One with every optional field the store must keep (a field it dropped would make the
+        // next process's entries differ).
+        try PluginFixture(
+            library: "Echo", identifier: "org.plugind.tests.echo4",
+            extra: [
+                "description": "Echoes", "localizedNames": ["de": "Echo (de)", "pt-BR": "Eco"],
+                "localizedDescriptions": ["de": "Wiederholt"], "minimumHostVersion": "0.1.0", "concurrency": 2,
+                "permissions": ["network": true, "write": ["/srv/documents"], "read": ["/usr/share/dict"], "symlinks": true],
+                "limits": ["memoryBytes": 64 << 20, "threads": 8],
+            ]
+        ).install(in: test.externalRoot)
         let roots = SearchRoot.roots(of: test.host)
         let store = test.host.stateDirectory.path
         let first = Catalog()
         let original = first.scan(roots, storeDirectory: store).entries
         #expect(first.inspectionCount == 5)
+        let rich = try #require(original.first { $0.identifier == "org.plugind.tests.echo4" }?.manifest)
+        #expect(rich.permissions.symlinks && rich.localizedNames["pt-BR"] == "Eco" && rich.localizedDescriptions["de"] == "Wiederholt")
         let storePath = store + "/catalog.cache"
         let attributes = try FileManager.default.attributesOfItem(atPath: storePath)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)

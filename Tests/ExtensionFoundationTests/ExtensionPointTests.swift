@@ -48,11 +48,8 @@ struct ExtensionPointTests {
         "an identifier no plugin could declare is refused",
         arguments: ["", "filters", "com..example", "com.example.fil ters", "com.example.\u{1B}[8m"])
     func invalidIdentifier(_ identifier: String) {
-        #expect {
+        #expect(throws: AppExtensionPoint.Error.invalidAppExtensionPoint) {
             try AppExtensionPoint(identifier: identifier)
-        } throws: { error in
-            guard let error = error as? AppExtensionError else { return false }
-            return error.code == .configurationError && error.reason.contains("reverse-DNS") && !error.description.contains("\u{1B}")
         }
     }
 

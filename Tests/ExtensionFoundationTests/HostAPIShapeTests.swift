@@ -19,6 +19,16 @@ extension AppExtensionPoint {
     }
 
     @Definition
+    static var unnamedPoint: AppExtensionPoint {
+        Scope(restriction: .none)
+    }
+
+    @Definition
+    static var badlyNamedPoint: AppExtensionPoint {
+        Name("text filters")
+    }
+
+    @Definition
     static var securePoint: AppExtensionPoint {
         Name("point")
         Scope(restriction: .none)
@@ -120,14 +130,86 @@ struct HostAPIShapeTests {
             var listed = identities.makeAsyncIterator()
             var counts = availability.makeAsyncIterator()
             #expect(await listed.next() == [])
-            #expect(await counts.next().map { [$0.unapprovedCount, $0.disabledCount] } == [1, 0])
+            func numbers(_ availability: AppExtensionIdentity.Availability?) -> [Int]? {
+                availability.map { [$0.unapprovedCount, $0.disabledCount, $0.enabledCount, $0.totalCount] }
+            }
+            #expect(numbers(await counts.next()) == [1, 0, 0, 1])
             _ = try editor.approve(entry)
             #expect(await listed.next()?.map(\.bundleIdentifier) == [identifier])
-            #expect(await counts.next().map { [$0.unapprovedCount, $0.disabledCount] } == [0, 0])
+            let enabled = await counts.next()
+            #expect(numbers(enabled) == [0, 0, 1, 1])
+            #expect(enabled?.description == "1 plugin(s): 1 enabled, 0 disabled, 0 waiting for approval")
             try editor.disable(identifier)
             #expect(await listed.next() == [])
-            #expect(await counts.next().map { [$0.unapprovedCount, $0.disabledCount] } == [0, 1])
+            #expect(numbers(await counts.next()) == [0, 1, 0, 1])
         }
+    }
+
+    @Test("Apple's shorter forms: a configuration without a closure, the synchronous initializer on a thread of the host's")
+    func synchronousLaunch() async throws {
+        let test = try hostWithOwnAndForeignPlugins()
+        defer { test.remove() }
+        let monitor = AppExtensionPoint.Monitor(host: test.host)
+        try await monitor.addAppExtensionPoint(.hostsOwnPoint)
+        let identity = try #require(monitor.identities.first)
+        let configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity)
+        // As a host's main thread would call it: outside any task, blocking until it is loaded.
+        let process = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<AppExtensionProcess, any Error>) in
+            Thread.detachNewThread {
+                continuation.resume(with: Result { try AppExtensionProcess(configuration: configuration) })
+            }
+        }
+        #expect(try await process.makeConnection().send(Array("sync".utf8)) == Array("sync".utf8))
+        await process.invalidateAndWait()
+    }
+
+    @Test("AppExtensionPoint.Error where it applies: no name, a host without identifier, an identifier no plugin could declare")
+    func pointErrors() async throws {
+        let test = try TestHost(identifier: "org.plugind.tests")
+        defer { test.remove() }
+        let monitor = AppExtensionPoint.Monitor(host: test.host)
+        await #expect(throws: AppExtensionPoint.Error.unspecifiedAppExtensionPointName) {
+            try await monitor.addAppExtensionPoint(.unnamedPoint)
+        }
+        await #expect(throws: AppExtensionPoint.Error.invalidAppExtensionPoint) {
+            try await monitor.addAppExtensionPoint(.badlyNamedPoint)
+        }
+        var nameless = test.host
+        nameless.identifier = "my app"
+        await #expect(throws: AppExtensionPoint.Error.hostMustHaveBundleIdentifier) {
+            try await AppExtensionPoint.Monitor(host: nameless).addAppExtensionPoint(.hostsOwnPoint)
+        }
+        #expect(monitor.appExtensionPoints.isEmpty)
+        #expect(Self.catchesLikeApplesSamples("not a point"))
+        #expect(AppExtensionPoint.Error.invalidAppExtensionPoint.description.contains("reverse-DNS"))
+    }
+
+    /// The catch Apple's samples write. In a function of its own: written inline in the async
+    /// test beside `#expect(throws:)` over the same typed error, Swift 6.3.1's compiler crashes
+    /// (SIL ownership verification); the same catch in an ordinary async host function compiles.
+    static func catchesLikeApplesSamples(_ identifier: String) -> Bool {
+        do {
+            _ = try AppExtensionPoint(identifier: identifier)
+            return false
+        } catch AppExtensionPoint.Error.invalidAppExtensionPoint {
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    @Test("localizedName follows the host's languages, falling back to the manifest's name")
+    func localizedName() async throws {
+        var test = try TestHost(identifier: "org.plugind.tests")
+        defer { test.remove() }
+        try test.install(PluginFixture(library: "Echo", name: "Upper", extra: ["localizedNames": ["de": "Groß", "pt-BR": "Maiúsculas"]]))
+        for (languages, expected) in [(["de_AT", "de"], "Groß"), (["pt_BR", "pt"], "Maiúsculas"), (["fr"], "Upper"), ([], "Upper")] {
+            test.host.preferredLanguages = languages
+            let monitor = AppExtensionPoint.Monitor(host: test.host)
+            try await monitor.addAppExtensionPoint(.hostsOwnPoint)
+            #expect(monitor.identities.map(\.localizedName) == [expected], "\(languages)")
+        }
+        #expect(AppExtensionHost(identifier: "x.y", environment: ["LANG": "de_DE.UTF-8"]).preferredLanguages == ["de_DE", "de"])
     }
 
     @Test("the public API re-exports only the module of its own value types")

@@ -9,9 +9,10 @@ import Synchronization
 /// - "host": the identifier of the host that opened the connection;
 /// - "fail": fails with code 7 and the message "asked to fail".
 struct ExtensionProbe: AppExtension {
-    @AppExtensionPoint.Bind
+    // Apple's 26.2 short form (AppExtension.Bind, AppExtension.Identifier); plugind bind reads it.
+    @Bind
     var extensionPoint: AppExtensionPoint {
-        AppExtensionPoint.Identifier(host: "org.plugind.tests", name: "point")
+        Identifier(host: "org.plugind.tests", name: "point")
     }
 
     var configuration: some AppExtensionConfiguration {

@@ -21,7 +21,7 @@ extension BrowserEntry {
     init(_ item: Inventory.Item, publisher: String) {
         let manifest = item.entry.manifest
         identifier = manifest.identifier
-        name = manifest.name
+        name = manifest.localizedName(for: .current)
         version = manifest.version
         extensionPoint = manifest.extensionPoint
         state = item.stateCode

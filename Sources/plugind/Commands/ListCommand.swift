@@ -67,7 +67,8 @@ extension ListCommand {
         }
         for item in items {
             let manifest = item.entry.manifest
-            text += "\(manifest.identifier.inert)  \(manifest.version.inert)  \(manifest.name.inert)  [\(manifest.extensionPoint.inert)]"
+            text +=
+                "\(manifest.identifier.inert)  \(manifest.version.inert)  \(manifest.localizedName(for: .current).inert)  [\(manifest.extensionPoint.inert)]"
             text += all ? "  \(item.stateCode)\n" : "\n"
             if all, let reason = item.diagnostic?.message ?? item.allowedBy {
                 text += "    \(reason.inert)\n"
@@ -86,6 +87,8 @@ struct ListDocument: Encodable {
     struct Plugin: Encodable {
         var identifier: String
         var name: String
+        /// `name` in the user's language, when the manifest translates it.
+        var localizedName: String
         var version: String
         var extensionPoint: String
         var description: String?
@@ -127,6 +130,7 @@ struct ListDocument: Encodable {
             return Plugin(
                 identifier: manifest.identifier,
                 name: manifest.name,
+                localizedName: manifest.localizedName(for: .current),
                 version: manifest.version,
                 extensionPoint: manifest.extensionPoint,
                 description: manifest.description,

@@ -15,11 +15,12 @@ enum PluginDescription {
     ) -> [String] {
         let manifest = entry.manifest
         let bundle = entry.bundle
+        let languages = LanguagePreference(tags: host.preferredLanguages)
         var lines = [
-            "\(manifest.name.inert) \(manifest.version.inert) (\(manifest.identifier.inert))",
+            "\(manifest.localizedName(for: languages).inert) \(manifest.version.inert) (\(manifest.identifier.inert))",
             "  extension point: \(manifest.extensionPoint.inert)",
         ]
-        if let text = manifest.description { lines.append("  description:     \(text.inert)") }
+        if let text = manifest.localizedDescription(for: languages) { lines.append("  description:     \(text.inert)") }
         lines.append(
             "  bundle:          \(bundle.bundlePath.inert)" + (entry.root.isBundledWithHost ? " (bundled with the host)" : ""))
         lines.append(

@@ -46,12 +46,14 @@ struct CodeBinding: Equatable {
     }
 
     /// The identifiers of `AppExtensionPoint.Identifier(host: "…", name: "…")` and
-    /// `AppExtensionPoint.Identifier("…")` in `code`.
+    /// `AppExtensionPoint.Identifier("…")` in `code`, also in the 26.2 short form inside an
+    /// extension (`Identifier(host:name:)`, `AppExtension.Identifier`): an `Identifier(` that
+    /// does not end a longer name or follow another type's name.
     static func points(in code: String) -> [String] {
         let literal = #""([^"\\]*)""#
-        let hostAndName = try! NSRegularExpression(
-            pattern: #"AppExtensionPoint\.Identifier\(\s*host:\s*"# + literal + #"\s*,\s*name:\s*"# + literal + #"\s*\)"#)
-        let whole = try! NSRegularExpression(pattern: #"AppExtensionPoint\.Identifier\(\s*"# + literal + #"\s*\)"#)
+        let type = #"(?<![\w.])(?:AppExtensionPoint\.|AppExtension\.)?Identifier\(\s*"#
+        let hostAndName = try! NSRegularExpression(pattern: type + #"host:\s*"# + literal + #"\s*,\s*name:\s*"# + literal + #"\s*\)"#)
+        let whole = try! NSRegularExpression(pattern: type + literal + #"\s*\)"#)
         let range = NSRange(code.startIndex..., in: code)
         func group(_ match: NSTextCheckingResult, _ index: Int) -> String {
             Range(match.range(at: index), in: code).map { String(code[$0]) } ?? ""

@@ -25,7 +25,7 @@ package struct Inventory: Sendable {
             AppExtensionIdentity(
                 bundleIdentifier: entry.manifest.identifier,
                 extensionPointIdentifier: entry.manifest.extensionPoint,
-                localizedName: entry.manifest.name,
+                localizedName: entry.manifest.localizedName(for: LanguagePreference(tags: host.preferredLanguages)),
                 bundlePath: entry.bundle.bundlePath,
                 host: host,
                 requiresEnhancedSecurity: point?.requiresEnhancedSecurity ?? false
