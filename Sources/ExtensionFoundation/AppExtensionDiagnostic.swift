@@ -41,6 +41,9 @@ public struct AppExtensionDiagnostic: Sendable, Hashable, CustomStringConvertibl
         public static let shadowed = Kind("shadowed")
         /// The manifest asks for a newer host than this one.
         public static let requiresNewerHost = Kind("requires-newer-host")
+        /// The plugin supports versions of its extension point that do not include the one the
+        /// host declares (`AppExtensionPoint.Version`).
+        public static let incompatiblePointVersion = Kind("incompatible-point-version")
         /// The plugin serves a point restricted to the host's own plugins.
         public static let outsideScope = Kind("outside-scope")
         /// A policy file cannot be read; nothing external is approved until it is fixed.

@@ -62,6 +62,20 @@ extension AppExtensionPoint {
         }
     }
 
+    /// The version of the point's interface ("2.1"): plugins declare the versions they support
+    /// in their manifest's `extensionPointVersions`. Linux addition.
+    public struct Version: Attribute {
+        public let value: String
+
+        public init(_ value: String) {
+            self.value = value
+        }
+
+        public func apply(to point: inout AppExtensionPoint) {
+            point.version = value
+        }
+    }
+
     /// Whether the point's plugins present user interface (recorded; plugind plugins have none).
     public struct UserInterface: Attribute {
         public let presentsUserInterface: Bool

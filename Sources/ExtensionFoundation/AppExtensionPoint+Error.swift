@@ -17,7 +17,7 @@ extension AppExtensionPoint {
         /// name), so a point defined with `Name(_:)` has no full identifier.
         case hostMustHaveBundleIdentifier
         /// The identifier is not one a plugin could declare: plugins name points in reverse DNS
-        /// (letters, digits, "-" and "_" between dots).
+        /// (letters, digits, "-" and "_" between dots); or its `Version` is not a version.
         case invalidAppExtensionPoint
         /// A point defined without `Name(_:)`, or with an empty one.
         case unspecifiedAppExtensionPointName
@@ -40,6 +40,7 @@ extension AppExtensionPoint {
 
     /// Checks that the point names something a plugin of `host` could serve.
     func validated(in host: AppExtensionHost) throws(AppExtensionPoint.Error) {
+        guard version.map({ HostVersion($0) != nil }) ?? true else { throw .invalidAppExtensionPoint }
         guard let name else { return }  // made from an identifier, checked then
         guard !name.isEmpty else { throw .unspecifiedAppExtensionPointName }
         guard ManifestParser.isReverseDNS(host.identifier) else { throw .hostMustHaveBundleIdentifier }

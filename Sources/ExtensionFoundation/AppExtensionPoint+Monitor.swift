@@ -182,6 +182,20 @@ extension AppExtensionPoint {
                     )
                     continue
                 }
+                if let declared = point.version.flatMap(HostVersion.init), let supported = item.entry.manifest.extensionPointVersions,
+                    !supported.contains(declared)
+                {
+                    diagnostics.append(
+                        AppExtensionDiagnostic(
+                            kind: .incompatiblePointVersion,
+                            path: item.entry.bundle.bundlePath,
+                            bundleIdentifier: item.entry.identifier,
+                            extensionPointIdentifier: item.entry.manifest.extensionPoint,
+                            message: "supports versions \(supported) of the extension point; the host declares \(declared)"
+                        )
+                    )
+                    continue
+                }
                 if item.isAvailable {
                     state.identities.append(item.identity(host: host, point: point))
                     continue

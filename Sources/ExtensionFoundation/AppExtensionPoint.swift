@@ -32,17 +32,25 @@ public struct AppExtensionPoint: ExtensionPointDefining, Sendable, Hashable, Ide
     /// Whether plugins of this point must run with every confinement layer applied, regardless
     /// of the host's `confinement` setting.
     public internal(set) var requiresEnhancedSecurity = false
+    /// The version of the point's interface, such as "2.1", when the host declares one
+    /// (`Version(_:)` in a definition, or `version:`): plugins whose manifest's
+    /// `extensionPointVersions` leaves it out are not listed (`incompatible-point-version`).
+    /// Linux addition.
+    public internal(set) var version: String?
 
     /// A point known by its full identifier, such as "com.example.editor.text-filters".
-    /// `scope` is a Linux addition (a point found by identifier has no definition to carry it);
+    /// `scope` and `version` are Linux additions (a point found by identifier has no definition
+    /// to carry them);
     /// it defaults to `.application`, as a definition without `Scope` does.
     ///
     /// - Throws: `AppExtensionPoint.Error.invalidAppExtensionPoint` when `identifier` cannot name
     ///   a point: plugins declare points as reverse-DNS names (letters, digits, "-" and "_"
     ///   between dots), so no plugin could ever serve it. A well-formed point that no plugin
     ///   serves yet is not an error: plugins may be installed while the host runs.
-    public init(identifier: String, scope: Scope.Restriction = .application) throws(AppExtensionPoint.Error) {
+    public init(identifier: String, scope: Scope.Restriction = .application, version: String? = nil) throws(AppExtensionPoint.Error) {
         guard ManifestParser.isReverseDNS(identifier) else { throw .invalidAppExtensionPoint }
+        guard version.map({ HostVersion($0) != nil }) ?? true else { throw .invalidAppExtensionPoint }
+        self.version = version
         self.name = nil
         self.explicitIdentifier = identifier
         self.scopeRestriction = scope

@@ -48,6 +48,9 @@ extension PayloadWriter {
         write(manifest.permissions.read)
         write(manifest.permissions.write)
         write(manifest.permissions.symlinks)
+        for bound in [manifest.extensionPointVersions?.minimum, manifest.extensionPointVersions?.below] {
+            write(optional: bound?.description)
+        }
         for translations in [manifest.localizedNames, manifest.localizedDescriptions] {
             write(translations.sorted { $0.key < $1.key }) { writer, translation in
                 writer.write(translation.key)
@@ -133,6 +136,9 @@ extension PayloadReader {
         manifest.permissions = Manifest.Permissions(
             network: try readBool(), processes: try readBool(), read: try readStrings(), write: try readStrings(),
             symlinks: try readBool())
+        let minimum = try readOptionalString().flatMap(HostVersion.init)
+        let below = try readOptionalString().flatMap(HostVersion.init)
+        if minimum != nil || below != nil { manifest.extensionPointVersions = PointVersionRange(minimum: minimum, below: below) }
         for key in [\Manifest.localizedNames, \Manifest.localizedDescriptions] {
             let pairs = try readArray { (reader) throws(WireError) in (try reader.readString(), try reader.readString()) }
             manifest[keyPath: key] = Dictionary(pairs, uniquingKeysWith: { _, last in last })

@@ -24,6 +24,8 @@ package struct Manifest: Equatable, Sendable {
     package var limits: Limits
     package var permissions: Permissions
     package var minimumHostVersion: String?
+    /// The versions of `extensionPoint` the plugin supports; nil: every version.
+    package var extensionPointVersions: PointVersionRange?
     /// How many requests the plugin handles at once, each on a thread of its own; nil: what its
     /// descriptor says, else 1.
     package var concurrency: Int?

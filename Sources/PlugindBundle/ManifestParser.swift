@@ -13,7 +13,8 @@ package enum ManifestParser {
 
     static let knownKeys: Set<String> = [
         "manifestVersion", "identifier", "name", "version", "extensionPoint", "library", "description",
-        "localizedNames", "localizedDescriptions", "functions", "limits", "permissions", "minimumHostVersion", "concurrency",
+        "localizedNames", "localizedDescriptions", "extensionPointVersions", "functions", "limits", "permissions", "minimumHostVersion",
+        "concurrency",
     ]
     static let limitKeys: Set<String> = [
         "memoryBytes", "cpuSeconds", "openFiles", "requestTimeoutMilliseconds", "maxMessageBytes", "threads", "scratchBytes",
@@ -239,6 +240,7 @@ private struct ObjectReader {
         if let minimum = manifest.minimumHostVersion, HostVersion(minimum) == nil {
             throw error("minimumHostVersion", "must be a version such as 1.2.0, found '\(minimum)'")
         }
+        manifest.extensionPointVersions = try readPointVersions()
         manifest.localizedNames = try readTranslations("localizedNames")
         manifest.localizedDescriptions = try readTranslations("localizedDescriptions")
         manifest.functions = try readFunctions()
@@ -251,6 +253,34 @@ private struct ObjectReader {
         manifest.limits = try readLimits()
         manifest.permissions = try readPermissions()
         return ManifestParser.Result(manifest: manifest, warnings: warnings)
+    }
+
+    /// `{"minimum": "2.0", "below": "3.0"}`: either bound, at least one.
+    private func readPointVersions() throws(ManifestError) -> PointVersionRange? {
+        let key = "extensionPointVersions"
+        guard let value = members[key] else { return nil }
+        guard case .object(let bounds) = value else {
+            throw error(key, "must be an object such as {\"minimum\": \"2.0\", \"below\": \"3.0\"}, found \(value.typeName)")
+        }
+        for name in bounds.keys where name != "minimum" && name != "below" {
+            throw error(key, "has '\(InertText.escape(name))'; the bounds are 'minimum' (included) and 'below' (excluded)")
+        }
+        func bound(_ name: String) throws(ManifestError) -> HostVersion? {
+            guard let bound = bounds[name] else { return nil }
+            guard case .string(let text) = bound else {
+                throw error("\(key).\(name)", "must be a version such as 2.0, found \(bound.typeName)")
+            }
+            guard let version = HostVersion(text) else {
+                throw error("\(key).\(name)", "must be a version such as 2.0, found '\(InertText.escape(text))'")
+            }
+            return version
+        }
+        let range = PointVersionRange(minimum: try bound("minimum"), below: try bound("below"))
+        guard range.minimum != nil || range.below != nil else { throw error(key, "must give 'minimum', 'below' or both") }
+        if let minimum = range.minimum, let below = range.below, !(minimum < below) {
+            throw error(key, "is empty: 'minimum' \(minimum) is not before 'below' \(below)")
+        }
+        return range
     }
 
     /// An object of language tag to text, e.g. `{"de": "Großbuchstaben", "pt_BR": "Maiúsculas"}`.

@@ -153,19 +153,28 @@ static void await_completion(struct completion_state *state) {
     pthread_mutex_unlock(&state->lock);
 }
 
-static int send_scenario(const char *point) {
-    plugind_process *process = start_first(point, NULL, NULL);
+/* Opens a connection without an ask handler, sends `text` with the blocking call and prints the
+ * reply; the reply is the caller's to free. */
+static uint8_t *connect_and_send(plugind_process *process, const char *text, plugind_connection **connection) {
     plugind_error *error = NULL;
-    plugind_connection *connection = plugind_connection_open(process, NULL, NULL, &error);
-    if (connection == NULL) fail("plugind_connection_open", error);
-
+    *connection = plugind_connection_open(process, NULL, NULL, &error);
+    if (*connection == NULL) fail("plugind_connection_open", error);
     uint8_t *reply = NULL;
     size_t length = 0;
-    if (plugind_connection_send(connection, (const uint8_t *)"hello", 5, 0, &reply, &length, &error) != 0) {
+    if (plugind_connection_send(*connection, (const uint8_t *)text, strlen(text), 0, &reply, &length, &error) != 0) {
         fail("plugind_connection_send", error);
     }
     printf("reply %.*s\n", (int)length, (const char *)reply);
-    plugind_bytes_free(reply);
+    return reply;
+}
+
+static int send_scenario(const char *point) {
+    plugind_process *process = start_first(point, NULL, NULL);
+    plugind_error *error = NULL;
+    plugind_connection *connection = NULL;
+    plugind_bytes_free(connect_and_send(process, "hello", &connection));
+    uint8_t *reply = NULL;
+    size_t length = 0;
 
     struct completion_state state = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, {0}, 0};
     if (plugind_connection_send_async(connection, (const uint8_t *)"later", 5, 0, on_sent, &state, &error) != 0) {
@@ -187,16 +196,10 @@ static int send_scenario(const char *point) {
  * plugind_connection_send), or it would pass leaking hosts too. */
 static int leak_scenario(const char *point) {
     plugind_process *process = start_first(point, NULL, NULL);
-    plugind_error *error = NULL;
-    plugind_connection *connection = plugind_connection_open(process, NULL, NULL, &error);
-    if (connection == NULL) fail("plugind_connection_open", error);
-    uint8_t *reply = NULL;
-    size_t length = 0;
-    if (plugind_connection_send(connection, (const uint8_t *)"kept", 4, 0, &reply, &length, &error) != 0) {
-        fail("plugind_connection_send", error);
-    }
-    printf("reply %.*s\n", (int)length, (const char *)reply);
+    plugind_connection *connection = NULL;
+    uint8_t *reply = connect_and_send(process, "kept", &connection);
     reply = NULL;
+    (void)reply;
     plugind_connection_close(connection);
     plugind_process_release(process);
     return 0;

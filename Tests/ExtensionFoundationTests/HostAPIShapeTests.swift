@@ -29,6 +29,12 @@ extension AppExtensionPoint {
     }
 
     @Definition
+    static var versionedPoint: AppExtensionPoint {
+        Name("point")
+        Version("2.1")
+    }
+
+    @Definition
     static var securePoint: AppExtensionPoint {
         Name("point")
         Scope(restriction: .none)
@@ -210,6 +216,31 @@ struct HostAPIShapeTests {
             #expect(monitor.identities.map(\.localizedName) == [expected], "\(languages)")
         }
         #expect(AppExtensionHost(identifier: "x.y", environment: ["LANG": "de_DE.UTF-8"]).preferredLanguages == ["de_DE", "de"])
+    }
+
+    @Test("a point's version: plugins whose range leaves it out are not listed, and say why; one without a range is")
+    func pointVersions() async throws {
+        let test = try TestHost(identifier: "org.plugind.tests")
+        defer { test.remove() }
+        try test.install(
+            PluginFixture(
+                library: "Echo", identifier: "org.plugind.tests.v2", extra: ["extensionPointVersions": ["minimum": "2.0", "below": "3.0"]]))
+        try test.install(
+            PluginFixture(library: "Echo", identifier: "org.plugind.tests.v3", extra: ["extensionPointVersions": ["minimum": "3.0"]]))
+        try test.install(PluginFixture(library: "Echo", identifier: "org.plugind.tests.any"))
+        let monitor = AppExtensionPoint.Monitor(host: test.host)
+        try await monitor.addAppExtensionPoint(.versionedPoint)
+        #expect(Set(monitor.identities.map(\.bundleIdentifier)) == ["org.plugind.tests.v2", "org.plugind.tests.any"])
+        let refused = monitor.diagnostics.filter { $0.kind == .incompatiblePointVersion }
+        #expect(refused.map(\.bundleIdentifier) == ["org.plugind.tests.v3"])
+        #expect(refused.first?.message == "supports versions 3.0 or later of the extension point; the host declares 2.1")
+        // A point without a version takes every plugin, whatever range it states.
+        let unversioned = AppExtensionPoint.Monitor(host: test.host)
+        try await unversioned.addAppExtensionPoint(.hostsOwnPoint)
+        #expect(unversioned.identities.count == 3)
+        #expect(throws: AppExtensionPoint.Error.invalidAppExtensionPoint) {
+            try AppExtensionPoint(identifier: "org.plugind.tests.point", version: "two")
+        }
     }
 
     @Test("the public API re-exports only the module of its own value types")

@@ -18,7 +18,8 @@ enum PluginDescription {
         let languages = LanguagePreference(tags: host.preferredLanguages)
         var lines = [
             "\(manifest.localizedName(for: languages).inert) \(manifest.version.inert) (\(manifest.identifier.inert))",
-            "  extension point: \(manifest.extensionPoint.inert)",
+            "  extension point: \(manifest.extensionPoint.inert)"
+                + (manifest.extensionPointVersions.map { " (versions \($0))" } ?? ""),
         ]
         if let text = manifest.localizedDescription(for: languages) { lines.append("  description:     \(text.inert)") }
         lines.append(
