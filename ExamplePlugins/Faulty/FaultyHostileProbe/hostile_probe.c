@@ -251,11 +251,15 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         return outcome(response, made > 0 ? 0 : -1, text);
     }
     if (strcmp(vector, "children-memory") == 0) {
-        // Ten children that each try to hold `path` MiB, touched; answers how many held it and
-        // how many died trying (killed at a memory limit that covers them).
+        // Ten children that each try to hold `path` MiB, touched. Each reports its index once
+        // it holds the memory, or its index with the high bit set when it could not even map
+        // it (the per-process address-space limit, which the worker's own mappings, inherited,
+        // may already nearly fill). Answers how many held it, died (killed at a memory limit
+        // that covers them), could not allocate, and still hold it at the end.
         long megabytes = atol(path);
         pid_t children[10];
-        int made = 0, ready = 0, died = 0;
+        int made = 0, held = 0, died = 0, unallocated = 0;
+        int holding[10] = {0}, dead[10] = {0};
         int signals[2];
         if (pipe(signals) != 0) return outcome(response, -1, "");
         for (int index = 0; index < 10; index++) {
@@ -263,7 +267,8 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
             if (children[made] == 0) {
                 char *memory = malloc((size_t)megabytes << 20);
                 if (memory != NULL) memset(memory, 1, (size_t)megabytes << 20);
-                ssize_t ignored = write(signals[1], "x", 1);
+                unsigned char report = (unsigned char)(made | (memory == NULL ? 0x80 : 0));
+                ssize_t ignored = write(signals[1], &report, 1);
                 (void)ignored;
                 pause();
                 _exit(0);
@@ -272,18 +277,35 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         }
         close(signals[1]);
         fcntl(signals[0], F_SETFL, O_NONBLOCK);
-        for (int round = 0; round < 100 && ready + died < made; round++) {
-            char byte;
-            while (read(signals[0], &byte, 1) == 1) ready++;
+        for (int round = 0; round < 100 && held + unallocated + died < made; round++) {
+            unsigned char report;
+            while (read(signals[0], &report, 1) == 1) {
+                int index = report & 0x7f;
+                if (index >= made) continue;
+                if (report & 0x80) {
+                    unallocated++;
+                } else {
+                    held++;
+                    holding[index] = 1;
+                }
+            }
             int status;
-            while (waitpid(-1, &status, WNOHANG) > 0) died++;
+            pid_t gone;
+            while ((gone = waitpid(-1, &status, WNOHANG)) > 0) {
+                died++;
+                for (int index = 0; index < made; index++) {
+                    if (children[index] == gone) dead[index] = 1;
+                }
+            }
             usleep(50000);
         }
+        int still = 0;
+        for (int index = 0; index < made; index++) still += holding[index] && !dead[index];
         for (int index = 0; index < made; index++) kill(children[index], SIGKILL);
         while (waitpid(-1, NULL, 0) > 0) {
         }
         close(signals[0]);
-        snprintf(text, sizeof text, "ready=%d died=%d", ready, died);
+        snprintf(text, sizeof text, "held=%d died=%d unallocated=%d holding=%d", held, died, unallocated, still);
         return outcome(response, made > 0 ? 0 : -1, text);
     }
     if (strcmp(vector, "log") == 0) {
