@@ -47,7 +47,16 @@ struct HostLibraryTests {
         environment["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=23:abort_on_error=0"
         environment["LSAN_OPTIONS"] =
             "suppressions=" + BuiltProducts.packageRoot + "/Tests/CHost/lsan-suppressions.txt:print_suppressions=0"
-        return try await CommandRunner.run(host, arguments, environment: environment)
+        // LeakSanitizer stops the process's threads with ptrace to scan them at exit; when a
+        // thread is ending just then (the host's pool and event threads wind down at exit), it can
+        // fail to ("LeakSanitizer has encountered a fatal error") — a failure of the tool, not a
+        // finding, seen once in a loaded full run. Such a run is repeated, at most twice; a
+        // report of a leak or a memory error never is.
+        var result = try await CommandRunner.run(host, arguments, environment: environment)
+        for _ in 0..<2 where result.stderr.contains("LeakSanitizer has encountered a fatal error") {
+            result = try await CommandRunner.run(host, arguments, environment: environment)
+        }
+        return result
     }
 
     @Test("the leak check's positive control: a reply the host never frees is reported, with the call that made it")
