@@ -51,6 +51,7 @@ package enum PublisherKeys {
 
         /// Whether `signature` is this key's signature of `message`.
         package func verifies(_ signature: [UInt8], of message: [UInt8]) -> Bool {
+            Libcrypto.prepare()
             guard let key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, raw, raw.count) else { return false }
             defer { EVP_PKEY_free(key) }
             guard let context = EVP_MD_CTX_new() else { return false }
@@ -62,6 +63,7 @@ package enum PublisherKeys {
         /// The PEM "PUBLIC KEY" text of the key.
         package var pem: String {
             get throws(Failure) {
+                Libcrypto.prepare()
                 guard let key = EVP_PKEY_new_raw_public_key(EVP_PKEY_ED25519, nil, raw, raw.count) else {
                     throw Failure("not an Ed25519 public key")
                 }
@@ -86,6 +88,7 @@ package enum PublisherKeys {
 
     /// A new key pair: the private key's PEM and the public key.
     package static func generate() throws(Failure) -> (privatePEM: String, publicKey: PublicKey) {
+        Libcrypto.prepare()
         guard let context = EVP_PKEY_CTX_new_id(EVP_PKEY_ED25519, nil) else { throw Failure("Ed25519 is not available in this libcrypto") }
         defer { EVP_PKEY_CTX_free(context) }
         var key: OpaquePointer?
@@ -120,6 +123,7 @@ private func rawPublicKey(of key: OpaquePointer) throws(PublisherKeys.Failure) -
 }
 
 private func readPEM(_ pem: [UInt8], _ read: (OpaquePointer) -> OpaquePointer?) -> OpaquePointer? {
+    Libcrypto.prepare()
     guard pem.count < 1 << 16, let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else { return nil }
     defer { BIO_free(bio) }
     return read(bio)

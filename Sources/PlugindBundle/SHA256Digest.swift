@@ -6,6 +6,7 @@ import Glibc
 package enum SHA256Digest {
     /// Lower-case hexadecimal digest of `data`.
     package static func hex(of data: Data) -> String {
+        Libcrypto.prepare()
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
         data.withUnsafeBytes { bytes in
@@ -20,6 +21,7 @@ package enum SHA256Digest {
             throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path])
         }
         defer { try? handle.close() }
+        Libcrypto.prepare()
         guard let context = EVP_MD_CTX_new() else { throw CocoaError(.fileReadUnknown) }
         defer { EVP_MD_CTX_free(context) }
         EVP_DigestInit_ex(context, EVP_sha256(), nil)
@@ -64,6 +66,7 @@ package struct SHA256Stream: ~Copyable {
     private let context: OpaquePointer?
 
     package init() {
+        Libcrypto.prepare()
         context = EVP_MD_CTX_new()
         EVP_DigestInit_ex(context, EVP_sha256(), nil)
     }

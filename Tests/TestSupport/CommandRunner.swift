@@ -39,6 +39,19 @@ package enum CommandRunner {
             exited.continuation.finish()
         }
         try process.run()
+        // A test's deadline cancels this task: the child must not outlive it (a hung host would
+        // hold the run past its limit). Until the termination handler reaps it, the pid is ours.
+        let child = process.processIdentifier
+        return try await withTaskCancellationHandler {
+            try await collect(stdin: stdin, stdout: stdout, stderr: stderr, input: input, exited: exited.stream)
+        } onCancel: {
+            kill(child, SIGKILL)
+        }
+    }
+
+    private static func collect(
+        stdin: Pipe, stdout: Pipe, stderr: Pipe, input: [UInt8], exited: AsyncStream<Int32>
+    ) async throws -> Output {
         // Feed stdin and drain both outputs on their own threads so that large outputs cannot
         // deadlock against a full pipe.
         let writer = Thread {
@@ -50,7 +63,7 @@ package enum CommandRunner {
         async let err = readAll(stderr.fileHandleForReading)
         let (standardOutput, standardError) = await (out, err)
         var status: Int32 = -1
-        for await value in exited.stream { status = value }
+        for await value in exited { status = value }
         return Output(status: status, standardOutput: standardOutput, standardError: standardError)
     }
 

@@ -8,20 +8,15 @@ import PlugindSystem
 /// initializer's documentation say so).
 package enum BlockingCall {
     package static func run<Value: Sendable>(_ work: @escaping @Sendable () async throws -> Value) -> Result<Value, any Error> {
-        let outcome = Locked<Result<Value, any Error>?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        Task {
-            let result: Result<Value, any Error>
-            do {
-                result = .success(try await work())
-            } catch {
-                result = .failure(error)
+        wait { finish in
+            Task {
+                do {
+                    finish(.success(try await work()))
+                } catch {
+                    finish(.failure(error))
+                }
             }
-            outcome.withLock { $0 = result }
-            done.signal()
         }
-        done.wait()
-        return outcome.withLock { $0 } ?? .failure(BlockingCall.Unfinished())
     }
 
     /// Starts work that reports through a callback and waits for it: no task in between, so

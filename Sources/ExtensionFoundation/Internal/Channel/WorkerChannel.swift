@@ -245,14 +245,19 @@ final class WorkerChannel: EventLoopHandler {
         completion: @escaping @Sendable (Result<[UInt8], AppExtensionError>) -> Void
     ) {
         let id: UInt64
-        switch state.withLock({ state in
-            state.machine.reserveRequest(connection: connection, timeout: timeout).mapError { unavailable($0, state) }
-        }) {
+        switch reserveRequest(connection: connection, timeout: timeout) {
         case .success(let reserved): id = reserved
         case .failure(let error): return completion(.failure(error))
         }
         let message = requestMessage(bytes, id: id, connection: connection, nestedIn: nil)
         start(id, message, waiter: .callback { [self] reply in completion(reply.flatMap(responseBytes)) })
+    }
+
+    /// An id for a new request on `connection`, or why the channel cannot take one.
+    private func reserveRequest(connection: UInt32, timeout: Duration?) -> Result<UInt64, AppExtensionError> {
+        state.withLock { state in
+            state.machine.reserveRequest(connection: connection, timeout: timeout).mapError { unavailable($0, state) }
+        }
     }
 
     /// The frame for a request: nested in an ask when there is one, through shared memory when the
@@ -294,9 +299,7 @@ final class WorkerChannel: EventLoopHandler {
         timeout: Duration?,
         message makeMessage: (UInt64) -> HostMessage
     ) async throws -> WorkerReply {
-        let id = try state.withLock { state in
-            state.machine.reserveRequest(connection: connection, timeout: timeout).mapError { unavailable($0, state) }
-        }.get()
+        let id = try reserveRequest(connection: connection, timeout: timeout).get()
         let message = makeMessage(id)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerReply, any Error>) in
