@@ -15,12 +15,13 @@
 #   libasan8        (GCC's AddressSanitizer: the C host tests run under it, leak check included)
 #   libsqlite3-0    (a system library the tests call by soname, beside zlib1g, libssl3's
 #                    libcrypto, libm and libc, which every Debian machine with the above has)
+#   libglib2.0-dev  (the documentation's GLib main-loop snippet compiles against it in a test)
 # More packages may be named as arguments (Scripts/package.sh adds debhelper, lintian, fakeroot).
 # Needs root (or sudo) only when something has to be installed.
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libasan8 libsqlite3-0 "$@"; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libasan8 libsqlite3-0 libglib2.0-dev "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

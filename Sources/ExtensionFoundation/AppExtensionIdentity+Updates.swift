@@ -13,7 +13,7 @@ extension AppExtensionIdentity {
     ///   name an extension point.
     @available(*, deprecated, message: "use AppExtensionPoint.Monitor and its identities")
     public static func matching(appExtensionPointIDs: String...) throws -> Identities {
-        let points = try appExtensionPointIDs.map { identifier throws(AppExtensionPoint.Error) in
+        let points = try appExtensionPointIDs.map { identifier in
             try AppExtensionPoint(identifier: identifier, scope: .none)
         }
         return Identities(points: points, host: .current)

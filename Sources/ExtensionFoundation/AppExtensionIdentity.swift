@@ -7,6 +7,11 @@ public struct AppExtensionIdentity: Sendable, Hashable, Identifiable, CustomStri
     public let extensionPointIdentifier: String
     /// The display name from its manifest.
     public let localizedName: String
+    /// What the plugin implements within its point, from its manifest's `capabilities` (for a
+    /// Swift extension, its `Implementing { … }`), such as the media types it handles: read
+    /// without running the plugin. Linux addition: Apple's hosts cannot see an extension's
+    /// capabilities; `AppExtensionPoint.implementing(_:)` lists only the plugins that have some.
+    public let capabilities: [String]
     /// The bundle directory the identity was found in.
     let bundlePath: String
     /// The host whose monitor found it: a process configured with the identity runs under this
@@ -17,11 +22,12 @@ public struct AppExtensionIdentity: Sendable, Hashable, Identifiable, CustomStri
 
     package init(
         bundleIdentifier: String, extensionPointIdentifier: String, localizedName: String, bundlePath: String,
-        host: AppExtensionHost? = nil, requiresEnhancedSecurity: Bool = false
+        capabilities: [String] = [], host: AppExtensionHost? = nil, requiresEnhancedSecurity: Bool = false
     ) {
         self.bundleIdentifier = bundleIdentifier
         self.extensionPointIdentifier = extensionPointIdentifier
         self.localizedName = localizedName
+        self.capabilities = capabilities
         self.bundlePath = bundlePath
         self.host = host
         self.requiresEnhancedSecurity = requiresEnhancedSecurity

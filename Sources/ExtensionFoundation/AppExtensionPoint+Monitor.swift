@@ -167,9 +167,13 @@ extension AppExtensionPoint {
         ) -> (State, [AppExtensionDiagnostic]) {
             var state = State()
             var diagnostics: [AppExtensionDiagnostic] = []
-            let identifiers = Dictionary(points.map { ($0.identifier(in: host), $0) }, uniquingKeysWith: { first, _ in first })
+            // A monitor may hold one point several times, with different required capabilities:
+            // a plugin is listed for the first that admits it.
+            let identifiers = Dictionary(grouping: points) { $0.identifier(in: host) }
             for item in inventory.items {
-                guard let point = identifiers[item.entry.manifest.extensionPoint] else { continue }
+                guard let candidates = identifiers[item.entry.manifest.extensionPoint],
+                    let point = candidates.first(where: { $0.admits(capabilities: item.entry.manifest.capabilities) })
+                else { continue }
                 if point.scopeRestriction == .application && !item.entry.root.isBundledWithHost {
                     diagnostics.append(
                         AppExtensionDiagnostic(

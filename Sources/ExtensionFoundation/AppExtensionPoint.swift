@@ -37,6 +37,9 @@ public struct AppExtensionPoint: ExtensionPointDefining, Sendable, Hashable, Ide
     /// `extensionPointVersions` leaves it out are not listed (`incompatible-point-version`).
     /// Linux addition.
     public internal(set) var version: String?
+    /// The capabilities a plugin must implement (all of them) to be listed for this point, set
+    /// with `implementing(_:)`; empty: every plugin of the point. Linux addition.
+    public internal(set) var requiredCapabilities: Set<String> = []
 
     /// A point known by its full identifier, such as "com.example.editor.text-filters".
     /// `scope` and `version` are Linux additions (a point found by identifier has no definition
@@ -47,9 +50,13 @@ public struct AppExtensionPoint: ExtensionPointDefining, Sendable, Hashable, Ide
     ///   a point: plugins declare points as reverse-DNS names (letters, digits, "-" and "_"
     ///   between dots), so no plugin could ever serve it. A well-formed point that no plugin
     ///   serves yet is not an error: plugins may be installed while the host runs.
-    public init(identifier: String, scope: Scope.Restriction = .application, version: String? = nil) throws(AppExtensionPoint.Error) {
-        guard ManifestParser.isReverseDNS(identifier) else { throw .invalidAppExtensionPoint }
-        guard version.map({ HostVersion($0) != nil }) ?? true else { throw .invalidAppExtensionPoint }
+    ///
+    /// Untyped `throws`, as Apple's: Swift 6.3 crashes compiling an async `main` that catches a
+    /// typed error of this enum by pattern (`catch AppExtensionPoint.Error.invalidAppExtensionPoint`),
+    /// which is exactly what code ported from Apple's documentation does.
+    public init(identifier: String, scope: Scope.Restriction = .application, version: String? = nil) throws {
+        guard ManifestParser.isReverseDNS(identifier) else { throw AppExtensionPoint.Error.invalidAppExtensionPoint }
+        guard version.map({ HostVersion($0) != nil }) ?? true else { throw AppExtensionPoint.Error.invalidAppExtensionPoint }
         self.version = version
         self.name = nil
         self.explicitIdentifier = identifier
@@ -59,6 +66,24 @@ public struct AppExtensionPoint: ExtensionPointDefining, Sendable, Hashable, Ide
     init(name: String) {
         self.name = name
         self.explicitIdentifier = nil
+    }
+
+    /// The same point, listing only the plugins that implement every one of `capabilities`
+    /// (their manifest's `capabilities`; a Swift extension's `Implementing { … }`): the plugins
+    /// an editor can open a Markdown file with, say, found without launching any:
+    ///
+    ///     let monitor = try await AppExtensionPoint.Monitor(appExtensionPoint: .textFilters.implementing("text/markdown"))
+    ///
+    /// Linux addition: Apple's hosts cannot see an extension's capabilities.
+    public func implementing(_ capabilities: String...) -> AppExtensionPoint {
+        var point = self
+        point.requiredCapabilities.formUnion(capabilities)
+        return point
+    }
+
+    /// Whether a plugin implementing `capabilities` is one this point lists.
+    func admits(capabilities: [String]) -> Bool {
+        requiredCapabilities.isSubset(of: capabilities)
     }
 
     /// The full identifier within `host`: the explicit identifier, or "<host>.<name>".

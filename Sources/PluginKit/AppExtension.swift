@@ -38,6 +38,9 @@ extension AppExtension {
     /// reads as it does there.
     public typealias Identifier = AppExtensionPoint.Identifier
     public typealias Bind = AppExtensionPoint.Bind
+    public typealias Implementing = AppExtensionPoint.Capabilities
+    /// Linux addition, beside Apple's three: `Supports("text/markdown")` in `Implementing { … }`.
+    public typealias Supports = AppExtensionPoint.Supports
 
     /// No binding stated in code: the manifest's `extensionPoint` alone decides.
     public var extensionPoint: AppExtensionPoint { AppExtensionPoint(identifier: "") }

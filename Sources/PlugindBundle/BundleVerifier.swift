@@ -230,6 +230,22 @@ package enum BundleVerifier {
                 )
             }
         }
+        if let bound = file.boundCapabilities {
+            if Set(bound) == Set(manifest.capabilities) {
+                result.passed.append("capabilities")
+            } else {
+                let missing = bound.filter { !manifest.capabilities.contains($0) }
+                let extra = manifest.capabilities.filter { !bound.contains($0) }
+                let parts =
+                    (missing.isEmpty ? [] : ["the code implements \(missing.joined(separator: ", ")), which the manifest leaves out"])
+                    + (extra.isEmpty ? [] : ["the manifest claims \(extra.joined(separator: ", ")), which the code does not implement"])
+                problem(
+                    "capabilities",
+                    parts.joined(separator: "; "),
+                    "make the manifest's capabilities \(bound) (run 'plugind bind' or make, which writes them from the code)"
+                )
+            }
+        }
 
         if missing.isEmpty, !manifest.functions.isEmpty || exportsEntry, missingFunctions.isEmpty,
             case .success(let inspected) = BundleInspector.inspect(bundleAt: bundlePath, resolver: resolver)

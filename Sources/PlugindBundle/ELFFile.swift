@@ -92,11 +92,25 @@ package struct ELFFile: Sendable {
     package var pluginNotes: [(type: UInt32, description: [UInt8])] = []
 
     /// The extension point the plugin's code binds to, from its binding note, when it has one.
-    package var boundExtensionPoint: String? {
+    package var boundExtensionPoint: String? { bindingFields?["extensionPoint"] }
+
+    /// The capabilities the plugin's code implements, from its binding note, when the note
+    /// records them (`plugind bind` always does; a C plugin's `PLUGIND_PLUGIN_BINDING` does not,
+    /// and its manifest is then the only statement of them).
+    package var boundCapabilities: [String]? {
+        bindingFields?["capabilities"].map { $0.split(separator: " ").map(String.init) }
+    }
+
+    /// The binding note's lines, "key=value" each: `extensionPoint`, then `capabilities`
+    /// (space-separated, since a capability has no spaces).
+    private var bindingFields: [String: String]? {
         guard let note = pluginNotes.last(where: { $0.type == Self.bindingNoteType }) else { return nil }
-        let text = String(decoding: note.description, as: UTF8.self)
-        let prefix = "extensionPoint="
-        return text.hasPrefix(prefix) ? String(text.dropFirst(prefix.count)) : nil
+        var fields: [String: String] = [:]
+        for line in String(decoding: note.description, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
+            guard let equals = line.firstIndex(of: "=") else { continue }
+            fields[String(line[..<equals])] = String(line[line.index(after: equals)...])
+        }
+        return fields
     }
 
     // MARK: Header only

@@ -51,6 +51,7 @@ extension PayloadWriter {
         for bound in [manifest.extensionPointVersions?.minimum, manifest.extensionPointVersions?.below] {
             write(optional: bound?.description)
         }
+        write(manifest.capabilities)
         for translations in [manifest.localizedNames, manifest.localizedDescriptions] {
             write(translations.sorted { $0.key < $1.key }) { writer, translation in
                 writer.write(translation.key)
@@ -139,6 +140,7 @@ extension PayloadReader {
         let minimum = try readOptionalString().flatMap(HostVersion.init)
         let below = try readOptionalString().flatMap(HostVersion.init)
         if minimum != nil || below != nil { manifest.extensionPointVersions = PointVersionRange(minimum: minimum, below: below) }
+        manifest.capabilities = try readStrings()
         for key in [\Manifest.localizedNames, \Manifest.localizedDescriptions] {
             let pairs = try readArray { (reader) throws(WireError) in (try reader.readString(), try reader.readString()) }
             manifest[keyPath: key] = Dictionary(pairs, uniquingKeysWith: { _, last in last })

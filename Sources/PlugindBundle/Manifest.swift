@@ -26,6 +26,10 @@ package struct Manifest: Equatable, Sendable {
     package var minimumHostVersion: String?
     /// The versions of `extensionPoint` the plugin supports; nil: every version.
     package var extensionPointVersions: PointVersionRange?
+    /// What the plugin implements within its point (`AppExtensionPoint.Capabilities` in Swift),
+    /// such as the media types it handles: identifiers of printable ASCII without spaces, each
+    /// once, in the order the manifest gives them.
+    package var capabilities: [String] = []
     /// How many requests the plugin handles at once, each on a thread of its own; nil: what its
     /// descriptor says, else 1.
     package var concurrency: Int?

@@ -13,7 +13,8 @@ package enum ManifestParser {
 
     static let knownKeys: Set<String> = [
         "manifestVersion", "identifier", "name", "version", "extensionPoint", "library", "description",
-        "localizedNames", "localizedDescriptions", "extensionPointVersions", "functions", "limits", "permissions", "minimumHostVersion",
+        "localizedNames", "localizedDescriptions", "extensionPointVersions", "capabilities", "functions", "limits", "permissions",
+        "minimumHostVersion",
         "concurrency",
     ]
     static let limitKeys: Set<String> = [
@@ -29,6 +30,15 @@ package enum ManifestParser {
     package static let maximumStringBytes = 4096
     /// The most paths a manifest may ask to read or write, and functions it may declare.
     package static let maximumListCount = 256
+    package static let maximumCapabilityLength = 128
+
+    /// Whether `text` can name a capability: 1 to 128 printable ASCII characters, no spaces,
+    /// quotes or backslashes (so that it is the same word in JSON, C and the binding note).
+    package static func isCapabilityIdentifier(_ text: String) -> Bool {
+        let bytes = text.utf8
+        return (1...maximumCapabilityLength).contains(bytes.count)
+            && bytes.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+    }
     static let functionKeys: Set<String> = ["name", "arguments", "returns"]
 
     /// Parses manifest bytes; `file` names the source in every message.
@@ -241,6 +251,7 @@ private struct ObjectReader {
             throw error("minimumHostVersion", "must be a version such as 1.2.0, found '\(minimum)'")
         }
         manifest.extensionPointVersions = try readPointVersions()
+        manifest.capabilities = try readCapabilities()
         manifest.localizedNames = try readTranslations("localizedNames")
         manifest.localizedDescriptions = try readTranslations("localizedDescriptions")
         manifest.functions = try readFunctions()
@@ -253,6 +264,26 @@ private struct ObjectReader {
         manifest.limits = try readLimits()
         manifest.permissions = try readPermissions()
         return ManifestParser.Result(manifest: manifest, warnings: warnings)
+    }
+
+    /// `["text/markdown", "text/plain"]`: identifiers a host can match exactly, so printable ASCII
+    /// without spaces (they are also the words of the library's binding note), each once.
+    private func readCapabilities() throws(ManifestError) -> [String] {
+        let key = "capabilities"
+        guard let capabilities = try stringArray(key) else { return [] }
+        var seen: Set<String> = []
+        for (index, capability) in capabilities.enumerated() {
+            guard ManifestParser.isCapabilityIdentifier(capability) else {
+                throw error(
+                    "\(key)[\(index)]",
+                    "is '\(InertText.escape(capability))'; a capability is 1 to \(ManifestParser.maximumCapabilityLength) printable ASCII characters without spaces, quotes or backslashes, such as text/markdown"
+                )
+            }
+            guard seen.insert(capability).inserted else {
+                throw error("\(key)[\(index)]", "repeats '\(capability)'; name each capability once")
+            }
+        }
+        return capabilities
     }
 
     /// `{"minimum": "2.0", "below": "3.0"}`: either bound, at least one.

@@ -6,12 +6,14 @@ final class HostIdentity: Sendable {
     let bundleIdentifier: OwnedCString
     let name: OwnedCString
     let extensionPoint: OwnedCString
+    let capabilities: [OwnedCString]
 
     init(_ identity: AppExtensionIdentity) {
         self.identity = identity
         bundleIdentifier = OwnedCString(identity.bundleIdentifier)
         name = OwnedCString(identity.localizedName)
         extensionPoint = OwnedCString(identity.extensionPointIdentifier)
+        capabilities = identity.capabilities.map(OwnedCString.init)
     }
 }
 
@@ -28,6 +30,19 @@ public func plugindIdentityName(_ identity: OpaquePointer?) -> UnsafePointer<CCh
 @_cdecl("plugind_identity_extension_point")
 public func plugindIdentityExtensionPoint(_ identity: OpaquePointer?) -> UnsafePointer<CChar>? {
     HandleRegistry.shared.object(identity, as: HostIdentity.self)?.extensionPoint.constPointer
+}
+
+@_cdecl("plugind_identity_capability_count")
+public func plugindIdentityCapabilityCount(_ identity: OpaquePointer?) -> Int {
+    HandleRegistry.shared.object(identity, as: HostIdentity.self)?.capabilities.count ?? 0
+}
+
+@_cdecl("plugind_identity_capability")
+public func plugindIdentityCapability(_ identity: OpaquePointer?, _ index: Int) -> UnsafePointer<CChar>? {
+    guard let capabilities = HandleRegistry.shared.object(identity, as: HostIdentity.self)?.capabilities,
+        capabilities.indices.contains(index)
+    else { return nil }
+    return capabilities[index].constPointer
 }
 
 @_cdecl("plugind_identity_release")

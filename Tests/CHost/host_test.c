@@ -88,6 +88,11 @@ static int discover(const char *point) {
         if (identity == NULL) fail("plugind_monitor_identity_at", error);
         printf("identity %s %s %s\n", plugind_identity_bundle_identifier(identity), plugind_identity_extension_point(identity),
                plugind_identity_name(identity));
+        size_t capabilities = plugind_identity_capability_count(identity);
+        for (size_t capability = 0; capability < capabilities; capability++) {
+            printf("capability %s\n", plugind_identity_capability(identity, capability));
+        }
+        expect(plugind_identity_capability(identity, capabilities) == NULL, "no capability past the last");
         plugind_identity_release(identity);
     }
     plugind_monitor_release(monitor);
@@ -367,6 +372,8 @@ static int misuse(void) {
     plugind_monitor_release(monitor); /* a second release is ignored */
     expect(plugind_monitor_count(monitor) == -1, "a released monitor to be refused");
     expect(plugind_identity_name(NULL) == NULL, "the name of NULL to be NULL");
+    expect(plugind_identity_capability_count(NULL) == 0, "NULL to have no capabilities");
+    expect(plugind_identity_capability(NULL, 0) == NULL, "the capability of NULL to be NULL");
     expect(plugind_process_create(NULL, NULL, NULL, &error) == NULL, "a process of NULL to fail");
     printf("null-identity %d\n", plugind_error_code_of(error));
     plugind_error_free(error);

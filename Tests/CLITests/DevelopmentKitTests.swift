@@ -83,11 +83,26 @@ struct DevelopmentKitTests {
                 == 0)
         let project = projects + "/Bound"
         let source = project + "/Sources/Bound/Bound.swift"
-        // The author moves the binding to another point, in code only.
-        let code = try String(contentsOfFile: source, encoding: .utf8)
+        // The author moves the binding to another point and states two capabilities (a name
+        // and a type of the extension's own), in code only.
+        let code =
+            try String(contentsOfFile: source, encoding: .utf8)
             .replacingOccurrences(
-                of: #"Identifier(host: "com.example.first", name: "point")"#,
-                with: #"Identifier(host: "com.example.second", name: "filters")"#)
+                of: #"AppExtensionPoint.Identifier(host: "com.example.first", name: "point")"#,
+                with: """
+                    AppExtensionPoint.Identifier(host: "com.example.second", name: "filters")
+                            Implementing {
+                                AppExtensionPoint.Supports("text/plain")
+                                Markdown()
+                            }
+                    """)
+                + """
+
+                struct Markdown: AppExtensionPoint.Capability {
+                    var id: String { "text/markdown" }
+                }
+
+                """
         try Data(code.utf8).write(to: URL(fileURLWithPath: source))
         let stale = try await plugind("bind", project, "--target", "Bound", "--check", in: test)
         #expect(stale.status == 1)
@@ -97,9 +112,24 @@ struct DevelopmentKitTests {
         #expect(built.status == 0, "\(built.stdout)\n\(built.stderr)")
         let manifest = try String(contentsOfFile: project + "/manifest.json", encoding: .utf8)
         #expect(manifest.contains(#""extensionPoint": "com.example.second.filters""#))
+        #expect(manifest.contains(#""capabilities": ["text/plain", "text/markdown"]"#), "\(manifest)")
         #expect(manifest.contains(#""description": "Greets its input.""#), "the rest of the manifest is kept")
         let bundle = project + "/build/Bound.appex"
-        #expect(try await plugind("verify", bundle, in: test).stdout.contains("binding"))
+        let passed = try await plugind("verify", bundle, in: test)
+        #expect(passed.stdout.contains("binding") && passed.stdout.contains("capabilities"), "\(passed.stdout)")
+
+        // A manifest that claims a capability the code does not implement is caught.
+        let bundledManifest = bundle + "/manifest.json"
+        let original = try String(contentsOfFile: bundledManifest, encoding: .utf8)
+        try Data(original.replacingOccurrences(of: #""text/markdown""#, with: #""text/html""#).utf8)
+            .write(to: URL(fileURLWithPath: bundledManifest))
+        let claimed = try await plugind("verify", bundle, in: test)
+        #expect(claimed.status == 1)
+        #expect(
+            claimed.stdout.contains(
+                "[capabilities] the code implements text/markdown, which the manifest leaves out; the manifest claims text/html, which the code does not implement"
+            ), "\(claimed.stdout)")
+        try Data(original.utf8).write(to: URL(fileURLWithPath: bundledManifest))
 
         // A hand edit of the bundle's manifest now disagrees with the library.
         let bundled = bundle + "/manifest.json"
@@ -120,8 +150,12 @@ struct DevelopmentKitTests {
             let unrelated = MyIdentifier("com.example.other.point")
             struct Bound: AppExtension {
                 @Bind
-                var extensionPoint: AppExtensionPoint { Identifier(host: "com.example.second", name: "filters") }
+                var extensionPoint: AppExtensionPoint {
+                    Identifier(host: "com.example.second", name: "filters")
+                    Implementing { Supports("text/plain"); Markdown() }
+                }
             }
+            struct Markdown: AppExtensionPoint.Capability { let id = "text/markdown" }
             """
         try Data(short.utf8).write(to: URL(fileURLWithPath: source))
         let checked = try await plugind("bind", project, "--target", "Bound", "--check", in: test)

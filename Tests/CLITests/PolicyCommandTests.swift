@@ -11,6 +11,7 @@ struct PolicyCommandTests {
             var name: String
             var version: String
             var extensionPoint: String
+            var capabilities: [String]
             var bundlePath: String
             var libraryPath: String
             var state: String
@@ -61,6 +62,29 @@ struct PolicyCommandTests {
         let text = try await plugind("list", in: test)
         #expect(text.stdout.hasPrefix("\(echo.identifier)  1.0.0  Echo  [org.plugind.tests.point]"))
         #expect(text.stderr.contains("2 more installed plugin(s) are not available; see 'plugind list --all'"))
+    }
+
+    @Test("list --capability keeps the plugins implementing every capability named; info and --json show them")
+    func listByCapability() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let markdown = PluginFixture(
+            library: "Echo", identifier: "org.plugind.tests.markdown", extra: ["capabilities": ["text/markdown", "text/plain"]])
+        let plain = PluginFixture(library: "Echo", identifier: "org.plugind.tests.plain", extra: ["capabilities": ["text/plain"]])
+        try await installApproved(markdown, in: test)
+        try await installApproved(plain, in: test)
+        func listed(_ arguments: String...) async throws -> [String] {
+            let output = try await plugind(["list", "--json"] + arguments, in: test)
+            return try JSONDecoder().decode(ListDocument.self, from: Data(output.standardOutput)).plugins.map(\.identifier).sorted()
+        }
+        #expect(try await listed("--capability", "text/plain") == [markdown.identifier, plain.identifier])
+        #expect(try await listed("--capability", "text/markdown") == [markdown.identifier])
+        #expect(try await listed("--capability", "text/plain", "--capability", "text/html").isEmpty)
+        let document = try JSONDecoder().decode(
+            ListDocument.self, from: Data(try await plugind("list", "--json", in: test).standardOutput))
+        #expect(document.plugins.first { $0.identifier == markdown.identifier }?.capabilities == ["text/markdown", "text/plain"])
+        let info = try await plugind("info", markdown.identifier, "--no-probe", in: test)
+        #expect(info.stdout.contains("  capabilities:    text/markdown, text/plain"), "\(info.stdout)")
     }
 
     @Test("two approve processes at the same time for different plugins both land on disk")

@@ -58,7 +58,16 @@ struct SDKPackageTests {
             let installed = try await plugind("install", bundle, in: test)
             #expect(installed.status == 0, "\(installed.stderr)")
         }
-        let host = try await build(packages + "/TransformHost") + "/TransformHost"
+        // The documentation's whole host programs become executables of the host package, so
+        // that plugind is built once for all of them.
+        let programs = try DocumentationSnippetTests.snippets().filter(\.isHostProgram)
+        for (index, program) in programs.enumerated() {
+            let directory = packages + "/TransformHost/Sources/Snippet\(index)"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try Data(program.code.utf8).write(to: URL(fileURLWithPath: directory + "/main.swift"))
+        }
+        let products = try await build(packages + "/TransformHost")
+        let host = products + "/TransformHost"
         var environment = test.environment
         environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
 
@@ -75,5 +84,34 @@ struct SDKPackageTests {
         // nil crosses the connection as nil.
         let empty = try await CommandRunner.run(host, [], environment: environment)
         #expect(empty.stdout.contains("Reverse: (nothing)\n"))
+
+        // The host written from Apple's documentation, with only the connection changed.
+        environment["PLUGIND_HOST_IDENTIFIER"] = "com.example.transformer"
+        let apple = try await CommandRunner.run(products + "/AppleDocumentationHost", [], environment: environment)
+        #expect(apple.status == 0, "\(apple.stderr)")
+        #expect(
+            apple.stdout == """
+                matching: Reverse, Uppercase
+                availability: 2 of 2 enabled, 0 unapproved
+                invalid point refused
+                async: elppa
+                sync: scod
+
+                """, "\(apple.stdout)\n\(apple.stderr)")
+
+        // The documentation's host programs, against the C text filter at the point they use
+        // (their host is com.example.editor): each prints the filter's answer to its input.
+        try await installApproved(
+            PluginFixture(
+                library: "CTextFilter", identifier: "com.example.editor.upper", extensionPoint: "com.example.editor.text-filters"),
+            in: test)
+        environment["PLUGIND_HOST_IDENTIFIER"] = "com.example.editor"
+        #expect(programs.count >= 2)
+        for (index, program) in programs.enumerated() {
+            let ran = try await CommandRunner.run(products + "/Snippet\(index)", [], environment: environment)
+            let input = try #require(program.code.firstMatch(of: /Array\("([^"]+)"\.utf8\)/)?.1, "\(program) sends no literal input")
+            #expect(ran.status == 0, "\(program): \(ran.stderr)")
+            #expect(ran.stdout.contains(input.uppercased()), "\(program) printed: \(ran.stdout)")
+        }
     }
 }

@@ -122,7 +122,7 @@ struct CatalogTests {
             extra: [
                 "description": "Echoes", "localizedNames": ["de": "Echo (de)", "pt-BR": "Eco"],
                 "localizedDescriptions": ["de": "Wiederholt"], "minimumHostVersion": "0.1.0", "concurrency": 2,
-                "extensionPointVersions": ["minimum": "1.2", "below": "2"],
+                "extensionPointVersions": ["minimum": "1.2", "below": "2"], "capabilities": ["text/markdown", "text/plain"],
                 "permissions": ["network": true, "write": ["/srv/documents"], "read": ["/usr/share/dict"], "symlinks": true],
                 "limits": ["memoryBytes": 64 << 20, "threads": 8],
             ]
@@ -135,6 +135,7 @@ struct CatalogTests {
         let rich = try #require(original.first { $0.identifier == "org.plugind.tests.echo4" }?.manifest)
         #expect(rich.permissions.symlinks && rich.localizedNames["pt-BR"] == "Eco" && rich.localizedDescriptions["de"] == "Wiederholt")
         #expect(rich.extensionPointVersions?.description == "1.2 or later, before 2")
+        #expect(rich.capabilities == ["text/markdown", "text/plain"])
         let storePath = store + "/catalog.cache"
         let attributes = try FileManager.default.attributesOfItem(atPath: storePath)
         #expect((attributes[.posixPermissions] as? Int) == 0o600)

@@ -243,6 +243,36 @@ struct HostAPIShapeTests {
         }
     }
 
+    @Test("a point that requires capabilities lists only the plugins implementing all of them; identities carry them")
+    func capabilities() async throws {
+        let test = try TestHost(identifier: "org.plugind.tests")
+        defer { test.remove() }
+        for (name, capabilities) in [("markdown", ["text/markdown", "text/plain"]), ("plain", ["text/plain"]), ("none", [])] {
+            try test.install(
+                PluginFixture(library: "Echo", identifier: "org.plugind.tests.\(name)", extra: ["capabilities": capabilities]),
+                bundled: true)
+        }
+        let markdown = AppExtensionPoint.Monitor(host: test.host)
+        try await markdown.addAppExtensionPoint(.hostsOwnPoint.implementing("text/markdown"))
+        #expect(markdown.identities.map(\.bundleIdentifier) == ["org.plugind.tests.markdown"])
+        #expect(markdown.identities.first?.capabilities == ["text/markdown", "text/plain"])
+        #expect(markdown.diagnostics.isEmpty, "a plugin the host did not ask for is not a problem")
+        // All of them, not any.
+        let both = AppExtensionPoint.Monitor(host: test.host)
+        try await both.addAppExtensionPoint(.hostsOwnPoint.implementing("text/plain", "text/x-rust"))
+        #expect(both.identities.isEmpty)
+        // The same point twice, with different requirements: each plugin once.
+        let either = AppExtensionPoint.Monitor(host: test.host)
+        try await either.addAppExtensionPoint(.hostsOwnPoint.implementing("text/markdown"))
+        try await either.addAppExtensionPoint(.hostsOwnPoint.implementing("text/plain"))
+        #expect(either.identities.map(\.bundleIdentifier).sorted() == ["org.plugind.tests.markdown", "org.plugind.tests.plain"])
+        // Without a requirement, every plugin of the point.
+        let all = AppExtensionPoint.Monitor(host: test.host)
+        try await all.addAppExtensionPoint(.hostsOwnPoint)
+        #expect(all.identities.count == 3)
+        #expect(Set(all.identities.map(\.capabilities)) == [["text/markdown", "text/plain"], ["text/plain"], []])
+    }
+
     @Test("the public API re-exports only the module of its own value types")
     func reexports() throws {
         // FunctionValue and PluginLogLevel come with `import ExtensionFoundation` alone.

@@ -77,10 +77,17 @@ struct HostLibraryTests {
         let test = try TestHost()
         defer { test.remove() }
         let point = "org.plugind.tests.c-discover"
-        _ = try installApproved(PluginFixture(library: "Echo", extensionPoint: point, name: "Echo in C"), in: test)
+        _ = try installApproved(
+            PluginFixture(
+                library: "Echo", extensionPoint: point, name: "Echo in C", extra: ["capabilities": ["text/plain", "text/markdown"]]),
+            in: test)
         try test.install(PluginFixture(library: "Echo", identifier: "org.plugind.tests.waiting", extensionPoint: point), bundled: false)
         let lines = try await run(try await buildHost(in: test), ["discover", point], in: test)
-        #expect(lines == ["count 1", "unapproved 1", "disabled 0", "identity org.plugind.tests.echo \(point) Echo in C"])
+        #expect(
+            lines == [
+                "count 1", "unapproved 1", "disabled 0", "identity org.plugind.tests.echo \(point) Echo in C", "capability text/plain",
+                "capability text/markdown",
+            ])
     }
 
     @Test("live updates through the descriptor: a bundle moved out and back in")
@@ -177,7 +184,8 @@ struct HostLibraryTests {
         let test = try TestHost()
         defer { test.remove() }
         func point(_ name: String) -> String { "org.plugind.tests.python-\(name)" }
-        let echo = try installApproved(PluginFixture(library: "Echo", extensionPoint: point("echo")), in: test)
+        let echo = try installApproved(
+            PluginFixture(library: "Echo", extensionPoint: point("echo"), extra: ["capabilities": ["text/plain"]]), in: test)
         try test.install(
             PluginFixture(library: "Echo", identifier: "org.plugind.tests.waiting", extensionPoint: point("echo")), bundled: false)
         _ = try installApproved(PluginFixture(library: "Greeter", extensionPoint: point("greeter")), in: test)

@@ -67,6 +67,30 @@ struct ManifestParserTests {
         #expect(error(object)?.key == "limits.memoryBytes")
     }
 
+    @Test("capabilities: words a host can match exactly, each once, in the manifest's order")
+    func capabilities() throws {
+        var object = Self.valid
+        object["capabilities"] = ["text/markdown", "text/plain", "public.rust-source"]
+        #expect(try parse(object).manifest.capabilities == ["text/markdown", "text/plain", "public.rust-source"])
+        #expect(try parse(Self.valid).manifest.capabilities.isEmpty)
+        for (bad, reason) in [
+            (
+                "text/plain; charset=utf-8",
+                "is 'text/plain; charset=utf-8'; a capability is 1 to 128 printable ASCII characters without spaces"
+            ),
+            ("", "is ''; a capability is 1 to 128"), ("a\"b", "a capability is 1 to 128"), (String(repeating: "x", count: 129), "1 to 128"),
+        ] {
+            object["capabilities"] = ["text/plain", bad]
+            let failure = error(object)
+            #expect(failure?.key == "capabilities[1]")
+            #expect(failure?.description.contains(reason) == true, "\(failure?.description ?? "parsed")")
+        }
+        object["capabilities"] = ["text/plain", "text/plain"]
+        #expect(error(object)?.description == "/b/manifest.json: key 'capabilities[1]' repeats 'text/plain'; name each capability once")
+        object["capabilities"] = "text/plain"
+        #expect(error(object)?.description == "/b/manifest.json: key 'capabilities' must be an array of strings, found string")
+    }
+
     @Test("unknown keys are warnings, also nested ones")
     func unknownKeys() throws {
         var object = Self.valid

@@ -44,6 +44,7 @@ def test_discovery_lists_the_approved_plugin_and_counts_the_waiting_one():
     monitor = plugind.Monitor(point("ECHO"))
     assert [identity.bundle_identifier for identity in monitor.identities] == ["org.plugind.tests.echo"]
     assert monitor.identities[0].extension_point == point("ECHO")
+    assert monitor.identities[0].capabilities == ("text/plain",)
     assert monitor.unapproved_count == 1
     assert monitor.disabled_count == 0
     monitor.close()

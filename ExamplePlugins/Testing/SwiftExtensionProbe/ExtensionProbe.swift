@@ -9,10 +9,19 @@ import Synchronization
 /// - "host": the identifier of the host that opened the connection;
 /// - "fail": fails with code 7 and the message "asked to fail".
 struct ExtensionProbe: AppExtension {
+    /// A capability of the extension's own (Apple's shape: a type whose id names it).
+    struct Probing: AppExtensionPoint.Capability {
+        var id: String { "org.plugind.tests.probing" }
+    }
+
     // Apple's 26.2 short form (AppExtension.Bind, AppExtension.Identifier); plugind bind reads it.
     @Bind
     var extensionPoint: AppExtensionPoint {
         Identifier(host: "org.plugind.tests", name: "point")
+        Implementing {
+            Supports("text/plain")
+            Probing()
+        }
     }
 
     var configuration: some AppExtensionConfiguration {

@@ -1,7 +1,7 @@
 import Foundation
 
-/// `plugind bind`: the extension point a Swift package's code binds to, written into its
-/// manifest and recorded in its library.
+/// `plugind bind`: the extension point a Swift package's code binds to, and the capabilities it
+/// implements, written into its manifest and recorded in its library.
 struct BindCommand: PlugindCommand {
     /// Its options, each declared once.
     private enum Options {
@@ -11,14 +11,16 @@ struct BindCommand: PlugindCommand {
 
     static let description = CommandDescription(
         name: "bind",
-        abstract: "Write the extension point the code binds to into the manifest and the library.",
+        abstract: "Write the extension point and capabilities the code binds to into the manifest and the library.",
         usage: "<package> --target <name> [--check]",
         discussion: """
             The code is the one statement of a Swift extension's binding: '@AppExtensionPoint.Bind'
-            with 'AppExtensionPoint.Identifier(host:name:)' in Sources/<name>/. This sets the
-            manifest's extensionPoint to it (the rest of manifest.json is left as written) and
-            writes Sources/<name>Binding/binding.c, which records it in the built library, where
-            'plugind verify' compares it with the manifest without running the plugin. Projects
+            with 'AppExtensionPoint.Identifier(host:name:)' in Sources/<name>/, and the
+            capabilities of its 'Implementing { … }' (Supports("…"), or types of the extension's
+            own whose id is a literal). This sets the manifest's extensionPoint and capabilities
+            to them (the rest of manifest.json is left as written) and writes
+            Sources/<name>Binding/binding.c, which records them in the built library, where
+            'plugind verify' compares them with the manifest without running the plugin. Projects
             from 'plugind new --lang swift' run it from make. With --check, changes nothing and
             exits 1 when the manifest disagrees with the code.
             """,
@@ -61,10 +63,10 @@ struct BindCommand: PlugindCommand {
         }
         if check {
             guard updated == manifest else {
-                context.console.err("\(manifestPath) does not name the extension point the code binds to, \(binding.extensionPoint)\n")
+                context.console.err("\(manifestPath) does not state what the code binds to: \(binding.summary)\n")
                 return .failure
             }
-            context.console.err("\(target) binds to \(binding.extensionPoint), as its manifest says.\n")
+            context.console.err("\(target) binds to \(binding.summary), as its manifest says.\n")
             return .success
         }
         let noteDirectory = package + "/Sources/\(target)Binding"
@@ -77,7 +79,7 @@ struct BindCommand: PlugindCommand {
         } catch {
             throw CommandFailure(message: "cannot write the binding of \(target): \(error.localizedDescription)", status: .failure)
         }
-        context.console.err("\(target) binds to \(binding.extensionPoint)\(updated != manifest ? "; manifest.json updated" : "").\n")
+        context.console.err("\(target) binds to \(binding.summary)\(updated != manifest ? "; manifest.json updated" : "").\n")
         return .success
     }
 

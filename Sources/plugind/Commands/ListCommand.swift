@@ -7,6 +7,8 @@ struct ListCommand: PlugindCommand {
     /// Its options, each declared once.
     private enum Options {
         static let point = CommandOption.value("point", "<id>", "Only plugins for this extension point.")
+        static let capability = CommandOption.value(
+            "capability", "<id>", "Only plugins that implement this capability, such as a media type (repeat: all of them).")
         static let all = CommandOption.flag("all", "Also list unavailable plugins, with the reason.")
         static let json = CommandOption.flag("json", "Print JSON (format version 1) for scripts.")
     }
@@ -14,22 +16,27 @@ struct ListCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "list",
         abstract: "List installed plugins.",
-        usage: "[--point <id>] [--all] [--json]",
+        usage: "[--point <id>] [--capability <id>]... [--all] [--json]",
         discussion: """
             Without --all, only plugins that are approved and enabled. With --all, also those that
             are unapproved, disabled, changed since approval, quarantined or broken, each with the
-            reason. The --json format is documented in Documentation/CLI.md.
+            reason. --capability keeps the plugins whose manifest states the capability (a Swift
+            extension's 'Implementing { … }'): 'plugind list --capability text/markdown' lists what
+            can handle Markdown, without running any plugin. The --json format is documented in
+            Documentation/CLI.md.
             """,
-        options: [Options.point, Options.all, Options.json]
+        options: [Options.point, Options.capability, Options.all, Options.json]
     )
 
     let point: String?
+    let capabilities: [String]
     let all: Bool
     let json: Bool
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         _ = try arguments.positionals([])
         point = arguments.value(Options.point)
+        capabilities = arguments.allValues(Options.capability)
         all = arguments.flag(Options.all)
         json = arguments.flag(Options.json)
     }
@@ -38,6 +45,7 @@ struct ListCommand: PlugindCommand {
         let inventory = Inventory.take(host: context.host)
         let items = inventory.items.filter { item in
             (point == nil || item.entry.manifest.extensionPoint == point) && (all || item.isAvailable)
+                && capabilities.allSatisfy(item.entry.manifest.capabilities.contains)
         }
         let problems =
             all
@@ -91,6 +99,8 @@ struct ListDocument: Encodable {
         var localizedName: String
         var version: String
         var extensionPoint: String
+        /// What it implements within its point (its manifest's `capabilities`).
+        var capabilities: [String]
         var description: String?
         var bundlePath: String
         var libraryPath: String
@@ -133,6 +143,7 @@ struct ListDocument: Encodable {
                 localizedName: manifest.localizedName(for: .current),
                 version: manifest.version,
                 extensionPoint: manifest.extensionPoint,
+                capabilities: manifest.capabilities,
                 description: manifest.description,
                 bundlePath: item.entry.bundle.bundlePath,
                 libraryPath: item.entry.bundle.libraryPath,

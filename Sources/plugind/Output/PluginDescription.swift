@@ -21,6 +21,9 @@ enum PluginDescription {
             "  extension point: \(manifest.extensionPoint.inert)"
                 + (manifest.extensionPointVersions.map { " (versions \($0))" } ?? ""),
         ]
+        if !manifest.capabilities.isEmpty {
+            lines.append("  capabilities:    \(manifest.capabilities.joined(separator: ", ").inert)")
+        }
         if let text = manifest.localizedDescription(for: languages) { lines.append("  description:     \(text.inert)") }
         lines.append(
             "  bundle:          \(bundle.bundlePath.inert)" + (entry.root.isBundledWithHost ? " (bundled with the host)" : ""))

@@ -2,14 +2,21 @@ import Foundation
 import PlugindBundle
 
 /// The extension point a Swift package's code binds to (`@AppExtensionPoint.Bind` with an
-/// `AppExtensionPoint.Identifier`), carried into its manifest and into a C file that records it
-/// in the library as an ELF note, where `plugind verify` reads it without running code.
+/// `AppExtensionPoint.Identifier`) and the capabilities it implements (`Implementing { … }`),
+/// carried into its manifest and into a C file that records them in the library as an ELF note,
+/// where `plugind verify` reads them without running code.
 struct CodeBinding: Equatable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
 
     var extensionPoint: String
+    var capabilities: [String] = []
+
+    /// "the point", or "the point, implementing a, b".
+    var summary: String {
+        capabilities.isEmpty ? extensionPoint : "\(extensionPoint), implementing \(capabilities.joined(separator: ", "))"
+    }
 
     /// Finds the one binding in the Swift files under `directory`. Identifiers are string
     /// literals (StaticString), so reading the source is enough; lines that are comments are
@@ -19,14 +26,16 @@ struct CodeBinding: Equatable {
             throw Failure(description: "cannot read the sources in \(directory)")
         }
         var found: [(file: String, point: String)] = []
+        var code: [(file: String, text: String)] = []
         for case let file as String in enumerator where file.hasSuffix(".swift") {
             guard let text = try? String(contentsOfFile: directory + "/" + file, encoding: .utf8) else {
                 throw Failure(description: "cannot read \(directory)/\(file)")
             }
-            let code = text.split(separator: "\n", omittingEmptySubsequences: false)
+            let withoutComments = text.split(separator: "\n", omittingEmptySubsequences: false)
                 .filter { !$0.trimmingCharacters(in: .whitespaces).hasPrefix("//") }
                 .joined(separator: "\n")
-            found += points(in: code).map { (file, $0) }
+            found += points(in: withoutComments).map { (file, $0) }
+            code.append((file, withoutComments))
         }
         let distinct = Set(found.map(\.point))
         guard let point = distinct.first else {
@@ -42,7 +51,7 @@ struct CodeBinding: Equatable {
         guard ManifestParser.isReverseDNS(point) else {
             throw Failure(description: "the code binds to '\(point)', which is not a reverse-DNS extension point identifier")
         }
-        return CodeBinding(extensionPoint: point)
+        return CodeBinding(extensionPoint: point, capabilities: try CapabilityReader(code).statedCapabilities())
     }
 
     /// The identifiers of `AppExtensionPoint.Identifier(host: "…", name: "…")` and
@@ -62,22 +71,47 @@ struct CodeBinding: Equatable {
             + whole.matches(in: code, range: range).map { group($0, 1) }
     }
 
-    /// `manifest` (its text) with `extensionPoint` set to this binding; the rest of the text is
-    /// kept as the author wrote it.
+    /// `manifest` (its text) with `extensionPoint` and `capabilities` set to this binding; the
+    /// rest of the text is kept as the author wrote it.
     func applied(toManifest manifest: String) throws(Failure) -> String {
-        let pattern = try! NSRegularExpression(pattern: #""extensionPoint"\s*:\s*"(?:[^"\\]|\\.)*""#)
+        let point = try! NSRegularExpression(pattern: #""extensionPoint"\s*:\s*"(?:[^"\\]|\\.)*""#)
         let range = NSRange(manifest.startIndex..., in: manifest)
-        guard pattern.numberOfMatches(in: manifest, range: range) == 1 else {
+        guard point.numberOfMatches(in: manifest, range: range) == 1 else {
             throw Failure(description: "the manifest has no single \"extensionPoint\" to update")
         }
-        return pattern.stringByReplacingMatches(
-            in: manifest, range: range, withTemplate: NSRegularExpression.escapedTemplate(for: "\"extensionPoint\": \"\(extensionPoint)\""))
+        let pointMember = "\"extensionPoint\": \"\(extensionPoint)\""
+        let list = "[" + capabilities.map { "\"\($0)\"" }.joined(separator: ", ") + "]"
+        let existing = try! NSRegularExpression(pattern: #""capabilities"\s*:\s*\[[^\]]*\]"#)
+        switch existing.numberOfMatches(in: manifest, range: range) {
+        case 0 where !capabilities.isEmpty:
+            // After the point's member, indented as it is: valid JSON whatever follows it.
+            let indentation = manifestIndentation(of: "\"extensionPoint\"", in: manifest)
+            return point.stringByReplacingMatches(
+                in: manifest, range: range,
+                withTemplate: NSRegularExpression.escapedTemplate(for: pointMember + ",\n\(indentation)\"capabilities\": \(list)"))
+        case 0, 1:
+            let withPoint = point.stringByReplacingMatches(
+                in: manifest, range: range, withTemplate: NSRegularExpression.escapedTemplate(for: pointMember))
+            return existing.stringByReplacingMatches(
+                in: withPoint, range: NSRange(withPoint.startIndex..., in: withPoint),
+                withTemplate: NSRegularExpression.escapedTemplate(for: "\"capabilities\": \(list)"))
+        default:
+            throw Failure(description: "the manifest has more than one \"capabilities\"")
+        }
+    }
+
+    /// The spaces before `key` on its line.
+    private func manifestIndentation(of key: String, in manifest: String) -> String {
+        guard let keyRange = manifest.range(of: key) else { return "  " }
+        let lineStart = manifest[..<keyRange.lowerBound].lastIndex(of: "\n").map { manifest.index(after: $0) } ?? manifest.startIndex
+        return String(manifest[lineStart..<keyRange.lowerBound].prefix { $0 == " " || $0 == "\t" })
     }
 
     /// A C file recording the binding as a "plugind" note of type 2 (see plugind_plugin.h),
     /// linked into the library by the package's `<Name>Binding` target.
     var noteSource: String {
-        let description = "extensionPoint=\(extensionPoint)"
+        let description = "extensionPoint=\(extensionPoint)\ncapabilities=\(capabilities.joined(separator: " "))"
+        let literal = description.replacingOccurrences(of: "\n", with: "\\n")
         return """
             /* Written by `plugind bind` from the code's @AppExtensionPoint.Bind: do not edit; `make`
              * writes it again. Records the binding where `plugind verify` reads it without running
@@ -90,7 +124,7 @@ struct CodeBinding: Equatable {
                 uint32_t type;
                 char name[8];
                 char description[\(description.utf8.count)];
-            } plugind_binding_record = {8, \(description.utf8.count), 2, "plugind", "\(description)"};
+            } plugind_binding_record = {8, \(description.utf8.count), 2, "plugind", "\(literal)"};
 
             """
     }

@@ -95,13 +95,18 @@ def _milliseconds(timeout: Optional[float]) -> int:
 
 
 class Identity:
-    """One plugin as a Monitor lists it: `bundle_identifier`, `name`, `extension_point`."""
+    """One plugin as a Monitor lists it: `bundle_identifier`, `name`, `extension_point`, and
+    `capabilities` (what it implements within its point, e.g. media types, read without running it)."""
 
     def __init__(self, handle: int):
         self._handle = ctypes.c_void_p(handle)
         self.bundle_identifier: str = library.plugind_identity_bundle_identifier(self._handle).decode()
         self.name: str = library.plugind_identity_name(self._handle).decode()
         self.extension_point: str = library.plugind_identity_extension_point(self._handle).decode()
+        self.capabilities: tuple[str, ...] = tuple(
+            library.plugind_identity_capability(self._handle, index).decode()
+            for index in range(library.plugind_identity_capability_count(self._handle))
+        )
 
     def __repr__(self) -> str:
         return "Identity(%r, name=%r)" % (self.bundle_identifier, self.name)

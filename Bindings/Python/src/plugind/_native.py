@@ -97,6 +97,8 @@ _declare("plugind_monitor_unapproved_count", ctypes.c_int64, _handle)
 _declare("plugind_identity_bundle_identifier", ctypes.c_char_p, _handle)
 _declare("plugind_identity_name", ctypes.c_char_p, _handle)
 _declare("plugind_identity_extension_point", ctypes.c_char_p, _handle)
+_declare("plugind_identity_capability_count", ctypes.c_size_t, _handle)
+_declare("plugind_identity_capability", ctypes.c_char_p, _handle, ctypes.c_size_t)
 _declare("plugind_identity_release", None, _handle)
 
 _declare("plugind_process_create", _handle, _handle, INTERRUPTION_HANDLER, ctypes.c_void_p, _error_out)

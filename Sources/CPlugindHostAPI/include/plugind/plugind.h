@@ -142,6 +142,13 @@ const char *plugind_identity_bundle_identifier(const plugind_identity *identity)
 const char *plugind_identity_name(const plugind_identity *identity);
 const char *plugind_identity_extension_point(const plugind_identity *identity);
 
+/* What the plugin implements within its point (manifest "capabilities"; for a Swift extension,
+ * its Implementing { ... }), such as the media types it handles, read without running it: the
+ * count (0 for an invalid identity), and the one at `index` (NULL past the end), owned by the
+ * identity. An editor picks the plugins for a file by these without launching any. */
+size_t plugind_identity_capability_count(const plugind_identity *identity);
+const char *plugind_identity_capability(const plugind_identity *identity, size_t index);
+
 /* Frees an identity. NULL is ignored. */
 void plugind_identity_release(plugind_identity *identity);
 

@@ -14,7 +14,7 @@ struct CatalogStore {
     private static let magic = Array("PLGDCAT".utf8) + [0]
     /// Bumped whenever the layout of a stored bundle changes. 8: bundles in chunks, each decoded
     /// on its own (a new process decodes them on every processor).
-    private static let formatVersion: UInt32 = 9
+    private static let formatVersion: UInt32 = 10
     /// Bundles per chunk.
     static let defaultChunkSize = 512
     /// A store larger than this is not read (10,000 bundles take about 4 MB).

@@ -27,6 +27,7 @@ package struct Inventory: Sendable {
                 extensionPointIdentifier: entry.manifest.extensionPoint,
                 localizedName: entry.manifest.localizedName(for: LanguagePreference(tags: host.preferredLanguages)),
                 bundlePath: entry.bundle.bundlePath,
+                capabilities: entry.manifest.capabilities,
                 host: host,
                 requiresEnhancedSecurity: point?.requiresEnhancedSecurity ?? false
             )
