@@ -16,6 +16,12 @@ public struct AppExtensionHost: Sendable, Hashable {
     public var bundledPluginsDirectory: URL?
     /// Directories searched for installed plugins, in precedence order (after the bundled ones).
     public var searchPaths: [URL]
+    /// Where hosts' extension-point descriptors are read from, in precedence order: normally
+    /// `$XDG_DATA_HOME/plugind/extension-points`, `/usr/local/share/plugind/extension-points`,
+    /// `/usr/share/plugind/extension-points` (`PLUGIND_EXTENSION_POINTS_PATH` replaces them).
+    /// `installExtensionPointDescriptors(_:)` writes to the first that is not under `/usr`.
+    /// Linux addition: the counterpart of the `.appext` descriptions inside an Apple app.
+    public var extensionPointDirectories: [URL]
     /// The owner's policy store (`policy.json`), normally `$XDG_CONFIG_HOME/plugind`.
     public var policyDirectory: URL
     /// The administrator's policy store, whose denials win, normally `/etc/plugind`.
@@ -159,7 +165,7 @@ public struct AppExtensionHost: Sendable, Hashable {
 
     /// A host with defaults taken from `environment`: `PLUGIND_PATH`, `XDG_DATA_HOME`,
     /// `XDG_CONFIG_HOME`, `XDG_STATE_HOME`, `PLUGIND_ADMIN_POLICY_DIR`, `HOME`. The variables of
-    /// `commandLineEnvironment` (`PLUGIND_SEARCH_PATH`, `PLUGIND_BUNDLED_PLUGINS_DIR`,
+    /// `commandLineEnvironment` (`PLUGIND_SEARCH_PATH`, `PLUGIND_EXTENSION_POINTS_PATH`, `PLUGIND_BUNDLED_PLUGINS_DIR`,
     /// `PLUGIND_POLICY_DIR`, `PLUGIND_STATE_DIR`, `PLUGIND_HOST_VERSION`) override them, each when it holds absolute paths.
     public init(identifier: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let home = environment["HOME"].map { URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
@@ -179,6 +185,11 @@ public struct AppExtensionHost: Sendable, Hashable {
                 URL(fileURLWithPath: "/usr/local/lib/plugind/plugins"),
                 URL(fileURLWithPath: "/usr/lib/plugind/plugins"),
             ]
+        self.extensionPointDirectories = [
+            dataHome.appendingPathComponent("plugind/extension-points"),
+            URL(fileURLWithPath: "/usr/local/share/plugind/extension-points"),
+            URL(fileURLWithPath: "/usr/share/plugind/extension-points"),
+        ]
         self.policyDirectory = configHome.appendingPathComponent("plugind")
         self.administratorPolicyDirectory = URL(fileURLWithPath: environment["PLUGIND_ADMIN_POLICY_DIR"] ?? "/etc/plugind")
         self.stateDirectory = stateHome.appendingPathComponent("plugind")
@@ -199,6 +210,10 @@ public struct AppExtensionHost: Sendable, Hashable {
             let paths = searchPath.split(separator: ":").map(String.init)
             if paths.allSatisfy({ $0.hasPrefix("/") }) { self.searchPaths = paths.map { URL(fileURLWithPath: $0) } }
         }
+        if let pointsPath = environment["PLUGIND_EXTENSION_POINTS_PATH"] {
+            let paths = pointsPath.split(separator: ":").map(String.init)
+            if paths.allSatisfy({ $0.hasPrefix("/") }) { self.extensionPointDirectories = paths.map { URL(fileURLWithPath: $0) } }
+        }
         self.bundledPluginsDirectory = absolute("PLUGIND_BUNDLED_PLUGINS_DIR")
         self.policyDirectory = absolute("PLUGIND_POLICY_DIR") ?? policyDirectory
         self.stateDirectory = absolute("PLUGIND_STATE_DIR") ?? stateDirectory
@@ -211,6 +226,7 @@ public struct AppExtensionHost: Sendable, Hashable {
         var environment = [
             "PLUGIND_HOST_IDENTIFIER": identifier,
             "PLUGIND_SEARCH_PATH": searchPaths.map(\.path).joined(separator: ":"),
+            "PLUGIND_EXTENSION_POINTS_PATH": extensionPointDirectories.map(\.path).joined(separator: ":"),
             "PLUGIND_POLICY_DIR": policyDirectory.path,
             "PLUGIND_ADMIN_POLICY_DIR": administratorPolicyDirectory.path,
             "PLUGIND_STATE_DIR": stateDirectory.path,
@@ -219,6 +235,12 @@ public struct AppExtensionHost: Sendable, Hashable {
         if let bundledPluginsDirectory { environment["PLUGIND_BUNDLED_PLUGINS_DIR"] = bundledPluginsDirectory.path }
         if let workerExecutable { environment["PLUGIND_WORKER"] = workerExecutable.path }
         return environment
+    }
+
+    /// The user's own extension-points directory: the first of `extensionPointDirectories` not
+    /// under `/usr`.
+    public var userExtensionPointsDirectory: URL? {
+        extensionPointDirectories.first { !$0.path.hasPrefix("/usr/") }
     }
 
     /// The user's own plugin directory, where `plugind install` puts bundles.

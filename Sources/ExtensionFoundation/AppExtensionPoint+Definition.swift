@@ -76,6 +76,21 @@ extension AppExtensionPoint {
         }
     }
 
+    /// What the point's plugins do, for the owner: written into the point's installed descriptor
+    /// (`AppExtensionHost.installExtensionPointDescriptors(_:)`), where `plugind info` and
+    /// `browse` show it beside each plugin of the point. Linux addition.
+    public struct Description: Attribute {
+        public let text: String
+
+        public init(_ text: String) {
+            self.text = text
+        }
+
+        public func apply(to point: inout AppExtensionPoint) {
+            point.pointDescription = text
+        }
+    }
+
     /// Whether the point's plugins present user interface (recorded; plugind plugins have none).
     public struct UserInterface: Attribute {
         public let presentsUserInterface: Bool

@@ -37,6 +37,9 @@ public struct AppExtensionPoint: ExtensionPointDefining, Sendable, Hashable, Ide
     /// `extensionPointVersions` leaves it out are not listed (`incompatible-point-version`).
     /// Linux addition.
     public internal(set) var version: String?
+    /// What the point's plugins do, from `Description(_:)` in its definition, for its installed
+    /// descriptor. Linux addition.
+    public internal(set) var pointDescription: String?
     /// The capabilities a plugin must implement (all of them) to be listed for this point, set
     /// with `implementing(_:)`; empty: every plugin of the point. Linux addition.
     public internal(set) var requiredCapabilities: Set<String> = []

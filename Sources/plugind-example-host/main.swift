@@ -14,18 +14,23 @@ extension AppExtensionPoint {
     static var textFilters: AppExtensionPoint {
         Name("text-filters")
         Scope(restriction: .none)
+        Description("Filters that transform the text given to the example host")
     }
 
     @Definition
     static var greeters: AppExtensionPoint {
         Name("greeters")
         Scope(restriction: .none)
+        Description("Greeters that ask the example host whom to greet")
     }
 }
 
 var host = AppExtensionHost.current
 host.identifier = "org.plugind.examples"
 AppExtensionHost.current = host
+// Declares its points where plugind reads them ('plugind points list', the "declared" line of
+// 'plugind info'); rewritten only when they change. A host that cannot write there still runs.
+_ = try? host.installExtensionPointDescriptors([.textFilters, .greeters])
 
 let arguments = Array(CommandLine.arguments.dropFirst())
 if arguments.contains("--help") || arguments.contains("-h") {

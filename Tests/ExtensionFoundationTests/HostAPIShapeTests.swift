@@ -1,4 +1,5 @@
 import Foundation
+import PlugindBundle
 import PlugindSystem
 import TestSupport
 import Testing
@@ -31,6 +32,15 @@ extension AppExtensionPoint {
     @Definition
     static var versionedPoint: AppExtensionPoint {
         Name("point")
+        Version("2.1")
+    }
+
+    @Definition
+    static var describedPoint: AppExtensionPoint {
+        Name("described")
+        Scope(restriction: .none)
+        EnhancedSecurity(true)
+        Description("Filters that change the selected text")
         Version("2.1")
     }
 
@@ -271,6 +281,61 @@ struct HostAPIShapeTests {
         try await all.addAppExtensionPoint(.hostsOwnPoint)
         #expect(all.identities.count == 3)
         #expect(Set(all.identities.map(\.capabilities)) == [["text/markdown", "text/plain"], ["text/plain"], []])
+    }
+
+    @Test("a host installs its points' descriptors with one call: what plugind reads back, rewritten only when changed, removable")
+    func pointDescriptors() throws {
+        let test = try TestHost(identifier: "org.plugind.tests")
+        defer { test.remove() }
+        let written = try test.host.installExtensionPointDescriptors([.describedPoint, .hostsOwnPoint])
+        let directory = test.host.extensionPointDirectories[0]
+        #expect(written.map(\.lastPathComponent) == ["org.plugind.tests.described.json", "org.plugind.tests.point.json"])
+        #expect(written.allSatisfy { $0.deletingLastPathComponent().path == directory.path })
+        let declared = test.host.declaredExtensionPoints
+        #expect(declared.problems.isEmpty)
+        let described = try #require(declared["org.plugind.tests.described"]?.descriptor)
+        #expect(
+            described
+                == ExtensionPointDescriptor(
+                    identifier: "org.plugind.tests.described", host: "org.plugind.tests", scope: "none", enhancedSecurity: true,
+                    description: "Filters that change the selected text", version: "2.1"))
+        #expect(declared["org.plugind.tests.point"]?.descriptor.scope == "application")
+        let attributes = try FileManager.default.attributesOfItem(atPath: written[0].path)
+        #expect((attributes[.posixPermissions] as? Int) == 0o644, "other users' plugind reads a system host's points")
+        // Unchanged: not rewritten.
+        let modified = attributes[.modificationDate] as? Date
+        let inode = attributes[.systemFileNumber] as? Int
+        _ = try test.host.installExtensionPointDescriptors([.describedPoint])
+        let again = try FileManager.default.attributesOfItem(atPath: written[0].path)
+        #expect(again[.systemFileNumber] as? Int == inode && again[.modificationDate] as? Date == modified)
+        // The first directory wins for a point declared twice; a bad file is a problem, not a crash.
+        let system = test.host.extensionPointDirectories[1]
+        _ = try test.host.installExtensionPointDescriptors([try AppExtensionPoint(identifier: "org.plugind.tests.described")], in: system)
+        try FileManager.default.createDirectory(at: system, withIntermediateDirectories: true)
+        try Data("{".utf8).write(to: system.appendingPathComponent("org.plugind.tests.broken.json"))
+        try Data(
+            ExtensionPointDescriptor(
+                identifier: "org.plugind.tests.other", host: "org.plugind.tests", scope: "none", enhancedSecurity: false, description: nil,
+                version: nil
+            ).encoded()
+        )
+        .write(to: system.appendingPathComponent("org.plugind.tests.misnamed.json"))
+        let both = test.host.declaredExtensionPoints
+        #expect(both["org.plugind.tests.described"]?.descriptor.description == "Filters that change the selected text")
+        #expect(
+            both.problems.map(\.path).map { ($0 as NSString).lastPathComponent }.sorted() == [
+                "org.plugind.tests.broken.json", "org.plugind.tests.misnamed.json",
+            ])
+        #expect(
+            both.problems.contains { $0.reason == "declares 'org.plugind.tests.other', so its name must be org.plugind.tests.other.json" })
+        #expect(try test.host.removeExtensionPointDescriptors([.describedPoint]).count == 1)
+        #expect(test.host.declaredExtensionPoints["org.plugind.tests.described"]?.descriptor.scope == "application", "the system's remains")
+        // A host without an identifier cannot declare a defined point.
+        var anonymous = test.host
+        anonymous.identifier = "no identifier"
+        #expect(throws: AppExtensionPoint.Error.hostMustHaveBundleIdentifier) {
+            try anonymous.installExtensionPointDescriptors([.describedPoint])
+        }
     }
 
     @Test("the public API re-exports only the module of its own value types")

@@ -16,6 +16,8 @@ package struct TestHost: Sendable {
         host = AppExtensionHost(identifier: identifier, environment: ["HOME": directory.path])
         host.bundledPluginsDirectory = URL(fileURLWithPath: bundledRoot)
         host.searchPaths = [URL(fileURLWithPath: externalRoot)]
+        // The owner's extension points and a stand-in for the system's, never the machine's own.
+        host.extensionPointDirectories = [directory.url("data/plugind/extension-points"), directory.url("system-points")]
         host.policyDirectory = directory.url("config/plugind")
         host.administratorPolicyDirectory = directory.url("admin")
         host.stateDirectory = directory.url("state/plugind")
@@ -33,6 +35,7 @@ package struct TestHost: Sendable {
             "XDG_STATE_HOME": directory.path + "/state",
             "XDG_DATA_HOME": directory.path + "/data",
             "PLUGIND_ADMIN_POLICY_DIR": directory.path + "/admin",
+            "PLUGIND_EXTENSION_POINTS_PATH": host.extensionPointDirectories.map(\.path).joined(separator: ":"),
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
     }

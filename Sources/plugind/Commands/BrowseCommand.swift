@@ -73,7 +73,7 @@ struct BrowseCommand: PlugindCommand {
         let problems = inventory.problems.filter { problem in
             points.isEmpty || problem.extensionPointIdentifier.map(points.contains) ?? true
         }
-        context.console.out(ListCommand.text(items: items, problems: problems, all: true))
+        context.console.out(ListCommand.text(items: items, problems: problems, all: true, declared: context.host.declaredExtensionPoints))
         return .success
     }
 }

@@ -57,7 +57,7 @@ struct InfoCommand: PlugindCommand {
                 }
             try context.console.json(
                 InfoDocument(
-                    plugin: ListDocument(items: [item], problems: []).plugins[0],
+                    plugin: ListDocument(items: [item], problems: [], declared: context.host.declaredExtensionPoints).plugins[0],
                     bundleDigest: digest?.digest,
                     publisherKey: publisherKey,
                     signature: signatureState,

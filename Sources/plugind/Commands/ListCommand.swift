@@ -43,18 +43,22 @@ struct ListCommand: PlugindCommand {
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let inventory = Inventory.take(host: context.host)
+        let declared = context.host.declaredExtensionPoints
+        // A plugin whose point's installed host declares a version it does not support is of no
+        // use to that host: listed only with --all, saying why.
         let items = inventory.items.filter { item in
-            (point == nil || item.entry.manifest.extensionPoint == point) && (all || item.isAvailable)
+            (point == nil || item.entry.manifest.extensionPoint == point)
+                && (all || (item.isAvailable && PointDeclaration(of: item.entry.manifest, in: declared).isCompatible))
                 && capabilities.allSatisfy(item.entry.manifest.capabilities.contains)
         }
         let problems =
             all
             ? inventory.problems.filter { point == nil || $0.extensionPointIdentifier == nil || $0.extensionPointIdentifier == point } : []
         if json {
-            try context.console.json(ListDocument(items: items, problems: problems))
+            try context.console.json(ListDocument(items: items, problems: problems, declared: declared))
             return .success
         }
-        context.console.out(Self.text(items: items, problems: problems, all: all))
+        context.console.out(Self.text(items: items, problems: problems, all: all, declared: declared))
         if !all {
             let hidden = inventory.items.count(where: { !$0.isAvailable }) + inventory.problems.count
             if hidden > 0 {
@@ -68,7 +72,7 @@ struct ListCommand: PlugindCommand {
 extension ListCommand {
     /// The text of `list` (and of `browse` without a terminal): a line per plugin, and with `all`
     /// its state and the reason it is unavailable, then the bundles that were rejected.
-    static func text(items: [Inventory.Item], problems: [AppExtensionDiagnostic], all: Bool) -> String {
+    static func text(items: [Inventory.Item], problems: [AppExtensionDiagnostic], all: Bool, declared: DeclaredExtensionPoints) -> String {
         var text = ""
         if items.isEmpty && problems.isEmpty {
             text += all ? "No plugins found.\n" : "No available plugins.\n"
@@ -77,9 +81,13 @@ extension ListCommand {
             let manifest = item.entry.manifest
             text +=
                 "\(manifest.identifier.inert)  \(manifest.version.inert)  \(manifest.localizedName(for: .current).inert)  [\(manifest.extensionPoint.inert)]"
-            text += all ? "  \(item.stateCode)\n" : "\n"
+            let declaration = PointDeclaration(of: manifest, in: declared)
+            text += all ? "  \(declaration.isCompatible ? item.stateCode : "incompatible-point-version")\n" : "\n"
             if all, let reason = item.diagnostic?.message ?? item.allowedBy {
                 text += "    \(reason.inert)\n"
+            }
+            if all, declaration.host == nil || !declaration.isCompatible {
+                text += "    \(declaration.sentence.inert)\n"
             }
         }
         for problem in problems {
@@ -109,6 +117,8 @@ struct ListDocument: Encodable {
         var reason: String?
         /// The administrator's rule that made it available, when one did.
         var allowedBy: String?
+        /// The installed host that declares its extension point (`plugind points list`), if any.
+        var declaredBy: String?
         var bundledWithHost: Bool
         var functions: [String]
         var permissions: Permissions
@@ -134,9 +144,10 @@ struct ListDocument: Encodable {
     var plugins: [Plugin]
     var problems: [Problem]
 
-    init(items: [Inventory.Item], problems: [AppExtensionDiagnostic]) {
+    init(items: [Inventory.Item], problems: [AppExtensionDiagnostic], declared: DeclaredExtensionPoints) {
         plugins = items.map { item in
             let manifest = item.entry.manifest
+            let declaration = PointDeclaration(of: manifest, in: declared)
             return Plugin(
                 identifier: manifest.identifier,
                 name: manifest.name,
@@ -147,9 +158,10 @@ struct ListDocument: Encodable {
                 description: manifest.description,
                 bundlePath: item.entry.bundle.bundlePath,
                 libraryPath: item.entry.bundle.libraryPath,
-                state: item.stateCode,
-                reason: item.diagnostic?.message,
+                state: declaration.isCompatible ? item.stateCode : "incompatible-point-version",
+                reason: declaration.isCompatible ? item.diagnostic?.message : declaration.sentence,
                 allowedBy: item.allowedBy,
+                declaredBy: declaration.host,
                 bundledWithHost: item.entry.root.isBundledWithHost,
                 functions: manifest.functions.map(\.description),
                 permissions: Permissions(

@@ -52,6 +52,7 @@ struct VerifyCommand: PlugindCommand {
     func run(_ context: CommandContext) async throws -> ExitStatus {
         var reports: [Report] = []
         let resolver = LibraryResolver()
+        let declared = context.host.declaredExtensionPoints
         for bundle in bundles {
             var result = BundleVerifier.verify(bundleAt: bundle, resolver: resolver)
             if load, let loadable = result.loadable {
@@ -61,6 +62,12 @@ struct VerifyCommand: PlugindCommand {
                 } catch let error as AppExtensionError {
                     result.problems.append(VerificationProblem(check: "load", message: error.reason, fix: Self.fix(for: error)))
                 }
+            }
+            // Not a problem of the bundle, but the author wants to know: no installed host would
+            // list it, or the one that declares its point declares a version it does not support.
+            if let manifest = result.manifest {
+                let declaration = PointDeclaration(of: manifest, in: declared)
+                if declaration.host == nil || !declaration.isCompatible { result.warnings.append(declaration.sentence) }
             }
             reports.append(
                 Report(

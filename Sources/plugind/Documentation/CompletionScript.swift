@@ -17,7 +17,7 @@ enum CompletionScript {
             switch placeholder {
             case "<id>": .identifier
             case "<bundle>", "<package>", "<bundle-or-package>", "<public-key-file>", "<file>", "<directory>": .path
-            case "<name>", "<input>", "<function>", "<argument>", "<fingerprint>", "<key>", "<value>": .text
+            case "<name>", "<input>", "<function>", "<argument>", "<fingerprint>", "<key>", "<value>", "<point>": .text
             default: nil
             }
         }

@@ -21,6 +21,7 @@ enum PluginDescription {
             "  extension point: \(manifest.extensionPoint.inert)"
                 + (manifest.extensionPointVersions.map { " (versions \($0))" } ?? ""),
         ]
+        lines.append("  declared:        \(PointDeclaration(of: manifest, in: host.declaredExtensionPoints).sentence.inert)")
         if !manifest.capabilities.isEmpty {
             lines.append("  capabilities:    \(manifest.capabilities.joined(separator: ", ").inert)")
         }
