@@ -22,6 +22,12 @@ let cExamplePlugins: [(name: String, path: String)] = [
     ("Greeter", "ExamplePlugins/Greeter"),
 ]
 
+/// Plugins written in C++ on the C++ kit (plugind_plugin.hpp): the example and the kit's probe.
+let cppPlugins: [(name: String, path: String)] = [
+    ("CppTextFilter", "ExamplePlugins/CppTextFilter"),
+    ("CppKitProbe", "ExamplePlugins/Testing/CppKitProbe"),
+]
+
 /// Plugins that exist for the tests and the benchmarks: (product and target name, directory).
 let testPlugins: [(name: String, path: String)] = [
     ("ConversationProbe", "ExamplePlugins/Testing/ConversationProbe")
@@ -46,6 +52,15 @@ let pluginTargets: [Target] =
             exclude: ["manifest.json"],
             publicHeadersPath: ".",
             cSettings: gnuSource
+        )
+    }
+    + cppPlugins.map { plugin in
+        .target(
+            name: plugin.name,
+            dependencies: ["PlugindPluginABI"],
+            path: plugin.path,
+            exclude: plugin.name == "CppTextFilter" ? ["manifest.json"] : [],
+            publicHeadersPath: "."
         )
     }
     + testPlugins.map { plugin in
@@ -85,7 +100,7 @@ let pluginTargets: [Target] =
     ]
 
 let pluginProducts: [Product] =
-    (cExamplePlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter", "SwiftGreeter", "SwiftExtensionProbe"]).map
+    (cExamplePlugins.map(\.name) + cppPlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter", "SwiftGreeter", "SwiftExtensionProbe"]).map
 { name in
     .library(name: name, type: .dynamic, targets: [name])
 }
@@ -230,5 +245,6 @@ let package = Package(
             dependencies: ["TestSupport", "ExtensionFoundation", "PlugindSystem", "plugind", "CTerminal"],
             swiftSettings: swiftSettings
         ),
-    ] + pluginTargets
+    ] + pluginTargets,
+    cxxLanguageStandard: .cxx17
 )

@@ -8,6 +8,9 @@ package struct PluginFixture {
     package var extensionPoint: String
     package var name: String
     package var extra: [String: Any]
+    /// Where the library comes from when it is not a product of this build (a plugin built by
+    /// cargo or go in a test); nil: the example product.
+    package var libraryPath: String?
 
     /// - Parameters:
     ///   - library: the example product, e.g. "Echo" (for libEcho.so).
@@ -17,13 +20,15 @@ package struct PluginFixture {
         identifier: String? = nil,
         extensionPoint: String = "org.plugind.tests.point",
         name: String? = nil,
-        extra: [String: Any] = [:]
+        extra: [String: Any] = [:],
+        libraryPath: String? = nil
     ) {
         self.library = library
         self.identifier = identifier ?? "org.plugind.tests.\(library.lowercased())"
         self.extensionPoint = extensionPoint
         self.name = name ?? library
         self.extra = extra
+        self.libraryPath = libraryPath
     }
 
     package var manifest: [String: Any] {
@@ -48,7 +53,7 @@ package struct PluginFixture {
         try data.write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
         let destination = bundle + "/lib\(library).so"
         try? FileManager.default.removeItem(atPath: destination)
-        try FileManager.default.copyItem(atPath: try BuiltProducts.library(library), toPath: destination)
+        try FileManager.default.copyItem(atPath: try libraryPath ?? BuiltProducts.library(library), toPath: destination)
         return bundle
     }
 }

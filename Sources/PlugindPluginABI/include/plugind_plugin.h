@@ -36,6 +36,14 @@ extern "C" {
 #define _Nullable
 #endif
 
+/// C's _Bool, spelt so that C++ (the C++ kit, plugind_plugin.hpp) reads the header too: the two
+/// have the same size and representation.
+#ifdef __cplusplus
+#define PLUGIND_PLUGIN_BOOL bool
+#else
+#define PLUGIND_PLUGIN_BOOL _Bool
+#endif
+
 /// The ABI version this header describes. Bumped on any change to the layout of a struct below.
 /// The worker loads plugins built for version 1 (requests only, one connection) and 2
 /// (connections, asks, concurrency); it refuses any other version.
@@ -123,7 +131,7 @@ typedef struct plugind_host {
     /// True once the host has cancelled the request or given up waiting for it. A long-running
     /// `handle` should poll it and return early; what it returns then is discarded.
     /// Call it only from the thread running `handle`.
-    _Bool (*_Nonnull is_cancelled)(void *_Nullable context, uint64_t request_identifier);
+    PLUGIND_PLUGIN_BOOL (*_Nonnull is_cancelled)(void *_Nullable context, uint64_t request_identifier);
 
     /// Appends `length` bytes to `response`. The bytes are copied before the call returns.
     /// Returns 0, or ENOMEM / EMSGSIZE when the response would exceed the worker's limits.
