@@ -2,10 +2,10 @@ import Foundation
 import PlugindSystem
 
 /// The plugin kits other than C and Swift, and their probes' libraries: the C++ one is a product
-/// of this build; the Rust and Go ones are built here, once per test process, with Debian's cargo
-/// and go, offline.
+/// of this build; the Rust and Go ones are built here with Debian's cargo and go, offline, into
+/// a directory of this user's that later runs reuse.
 package enum PluginKitBuild: String, CaseIterable, Sendable, CustomStringConvertible {
-    case cpp
+    case cpp, rust
 
     package var description: String { rawValue }
 
@@ -13,13 +13,43 @@ package enum PluginKitBuild: String, CaseIterable, Sendable, CustomStringConvert
     package var thrownDescription: String {
         switch self {
         case .cpp: "C++ exception: asked to throw"
+        case .rust: "panicked: asked to panic"
         }
+    }
+
+    package struct BuildFailure: Error, CustomStringConvertible {
+        package var description: String
     }
 
     /// The probe's library.
     package func probeLibrary() async throws -> String {
         switch self {
-        case .cpp: try BuiltProducts.library("CppKitProbe")
+        case .cpp:
+            return try BuiltProducts.library("CppKitProbe")
+        case .rust:
+            let target = Self.buildDirectory + "/rust"
+            let built = try await Self.cargo(["build", "--release", "--offline", "--target-dir", target], in: BuiltProducts.packageRoot + "/Kits/Rust/probe")
+            guard built.status == 0 else { throw BuildFailure(description: "cargo build of the Rust kit's probe failed:\n\(built.stderr)") }
+            return target + "/release/libkit_probe.so"
         }
+    }
+
+    /// Where kit builds go: outside the checkout (which may be read-only for this user).
+    package static var buildDirectory: String { "/tmp/plugind-kit-builds-\(getuid())" }
+
+    /// Runs Debian's cargo (with its rustc and rustdoc, whatever else is on PATH) in `directory`;
+    /// without Debian's, the one on PATH. Nothing is fetched: the kits depend on the standard
+    /// library only.
+    package static func cargo(_ arguments: [String], in directory: String) async throws -> CommandRunner.Output {
+        var environment = ProcessInfo.processInfo.environment
+        environment["CARGO_HOME"] = buildDirectory + "/cargo-home"
+        environment["CARGO_NET_OFFLINE"] = "true"
+        var cargo = "cargo"
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/cargo") {
+            cargo = "/usr/bin/cargo"
+            environment["RUSTC"] = "/usr/bin/rustc"
+            environment["RUSTDOC"] = "/usr/bin/rustdoc"
+        }
+        return try await CommandRunner.run("/usr/bin/env", [cargo] + arguments, environment: environment, currentDirectory: directory)
     }
 }
