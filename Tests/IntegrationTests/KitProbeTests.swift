@@ -15,11 +15,17 @@ struct KitProbeTests {
 
     func launch(_ kit: PluginKitBuild, _ test: TestHost) async throws -> AppExtensionProcess {
         let library = try await kit.probeLibrary()
-        try test.install(
+        var limits: [String: UInt64] = ["maxMessageBytes": 1 << 20]
+        var host = test
+        if let memory = kit.memoryBytes {
+            limits["memoryBytes"] = memory
+            host.host.limits.memoryBytes = memory
+        }
+        try host.install(
             PluginFixture(
-                library: "KitProbe", identifier: "org.plugind.tests.kitprobe",
-                extra: ["limits": ["maxMessageBytes": 1 << 20], "concurrency": 4], libraryPath: library))
-        return try await AppExtensionProcess(configuration: test.configuration("org.plugind.tests.kitprobe"))
+                library: "KitProbe", identifier: "org.plugind.tests.kitprobe", extra: ["limits": limits, "concurrency": 4],
+                libraryPath: library))
+        return try await AppExtensionProcess(configuration: host.configuration("org.plugind.tests.kitprobe"))
     }
 
     @Test("state per connection, the host's identifier, an ask; errors keep their code", arguments: PluginKitBuild.allCases)
@@ -43,7 +49,9 @@ struct KitProbeTests {
         #expect(unanswered?.pluginErrorCode == 5, "\(unanswered?.reason ?? "")")
     }
 
-    @Test("an exception or panic, an oversized answer: plugin errors naming them, and the worker keeps serving", arguments: PluginKitBuild.allCases)
+    @Test(
+        "an exception or panic, an oversized answer: plugin errors naming them, and the worker keeps serving",
+        arguments: PluginKitBuild.allCases)
     func failures(kit: PluginKitBuild) async throws {
         let test = try TestHost()
         defer { test.remove() }

@@ -5,15 +5,23 @@ import PlugindSystem
 /// of this build; the Rust and Go ones are built here with Debian's cargo and go, offline, into
 /// a directory of this user's that later runs reuse.
 package enum PluginKitBuild: String, CaseIterable, Sendable, CustomStringConvertible {
-    case cpp, rust
+    case cpp, rust, go
 
     package var description: String { rawValue }
+
+    /// The address space a plugin of the kit needs: the Go runtime reserves about 1 GiB at
+    /// start-up (PROT_NONE: its page allocator's summaries and heap arena hints), which
+    /// RLIMIT_AS counts, so a Go plugin asks for 3 GiB and its host must allow it.
+    package var memoryBytes: UInt64? {
+        self == .go ? 3 << 30 : nil
+    }
 
     /// How the probe's "throw" request reaches the host.
     package var thrownDescription: String {
         switch self {
         case .cpp: "C++ exception: asked to throw"
         case .rust: "panicked: asked to panic"
+        case .go: "panic: asked to panic"
         }
     }
 
@@ -28,10 +36,29 @@ package enum PluginKitBuild: String, CaseIterable, Sendable, CustomStringConvert
             return try BuiltProducts.library("CppKitProbe")
         case .rust:
             let target = Self.buildDirectory + "/rust"
-            let built = try await Self.cargo(["build", "--release", "--offline", "--target-dir", target], in: BuiltProducts.packageRoot + "/Kits/Rust/probe")
+            let built = try await Self.cargo(
+                ["build", "--release", "--offline", "--target-dir", target], in: BuiltProducts.packageRoot + "/Kits/Rust/probe")
             guard built.status == 0 else { throw BuildFailure(description: "cargo build of the Rust kit's probe failed:\n\(built.stderr)") }
             return target + "/release/libkit_probe.so"
+        case .go:
+            let output = Self.buildDirectory + "/go/libKitProbe.so"
+            let built = try await Self.go(
+                ["build", "-buildmode=c-shared", "-o", output, "."], in: BuiltProducts.packageRoot + "/Kits/Go/probe")
+            guard built.status == 0 else { throw BuildFailure(description: "go build of the Go kit's probe failed:\n\(built.stderr)") }
+            return output
         }
+    }
+
+    /// Runs Debian's go in `directory`, offline, with its caches under `buildDirectory`.
+    package static func go(_ arguments: [String], in directory: String) async throws -> CommandRunner.Output {
+        var environment = ProcessInfo.processInfo.environment
+        environment["GOPROXY"] = "off"
+        environment["GOFLAGS"] = "-mod=mod -buildvcs=false"
+        environment["GOCACHE"] = buildDirectory + "/go-cache"
+        environment["GOPATH"] = buildDirectory + "/go-path"
+        environment["GOTOOLCHAIN"] = "local"
+        let go = FileManager.default.isExecutableFile(atPath: "/usr/bin/go") ? "/usr/bin/go" : "go"
+        return try await CommandRunner.run("/usr/bin/env", [go] + arguments, environment: environment, currentDirectory: directory)
     }
 
     /// Where kit builds go: outside the checkout (which may be read-only for this user).

@@ -1,0 +1,3 @@
+module plugind/kit
+
+go 1.19

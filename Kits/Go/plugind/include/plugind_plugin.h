@@ -1,0 +1,1 @@
+../../../../Sources/PlugindPluginABI/include/plugind_plugin.h
