@@ -33,6 +33,18 @@ for manifest in ExamplePlugins/*/manifest.json; do
     # A function-only bundle naming a system library by soname has no library of its own.
     if [ -e "$bin/lib$name.so" ]; then cp "$bin/lib$name.so" "$bundle/"; fi
 done
+# The Rust and Go examples build with their own toolchains (Debian's cargo and go, offline: the
+# kits need only the standard library).
+step "cargo and go build the Rust and Go examples"
+cargo=cargo
+if [ -x /usr/bin/cargo ]; then cargo="env RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo"; fi
+CARGO_HOME="$demo/cargo-home" $cargo build --release --offline --quiet \
+    --manifest-path ExamplePlugins/RustGreeter/Cargo.toml --target-dir "$demo/cargo"
+cp "$demo/cargo/release/libRustGreeter.so" "$demo/plugins/RustGreeter.appex/"
+(cd ExamplePlugins/GoTextFilter && GOFLAGS="-mod=mod -buildvcs=false" GOPROXY=off GOCACHE="$demo/go-cache" \
+    go build -buildmode=c-shared -o "$demo/plugins/GoTextFilter.appex/libGoTextFilter.so" .)
+rm -f "$demo/plugins/GoTextFilter.appex/libGoTextFilter.h"
+echo "built libRustGreeter.so and libGoTextFilter.so"
 chmod -R go-w "$demo"
 
 # A private home for plugind: search path, policy, state.
@@ -40,6 +52,8 @@ export PLUGIND_PATH="$demo/plugins"
 export XDG_CONFIG_HOME="$demo/config" XDG_STATE_HOME="$demo/state" XDG_DATA_HOME="$demo/data"
 export PLUGIND_ADMIN_POLICY_DIR="$demo/admin"
 export PATH="$bin:$PATH"
+# The Go runtime reserves about 1 GiB of address space at start-up: let plugins ask for 3 GiB.
+export PLUGIND_MEMORY_LIMIT=3221225472
 
 step "Installed plugins: none may run before the owner approves it"
 run plugind list --all
@@ -49,7 +63,8 @@ plugind run org.plugind.examples.text-filter-c "hello" || echo "(exit status $?:
 step "The owner approves them (pinned to their SHA-256 and requested permissions)"
 for id in org.plugind.examples.text-filter-c org.plugind.examples.text-filter-swift \
           org.plugind.examples.echo org.plugind.examples.function-library org.plugind.examples.countdown \
-          org.plugind.examples.greeter org.plugind.examples.greeter-swift org.plugind.examples.zlib; do
+          org.plugind.examples.greeter org.plugind.examples.greeter-swift org.plugind.examples.zlib \
+          org.plugind.examples.text-filter-cpp org.plugind.examples.greeter-rust org.plugind.examples.text-filter-go; do
     plugind approve "$id" --yes
 done
 run plugind list
@@ -60,6 +75,12 @@ echo "Hello from a Swift plugin, via stdin" | plugind run org.plugind.examples.t
 head -c 1048576 /dev/urandom > "$demo/random.bin"
 plugind run org.plugind.examples.echo --input "$demo/random.bin" > "$demo/echoed.bin"
 cmp -s "$demo/random.bin" "$demo/echoed.bin" && echo "1 MiB of random bytes through the echo plugin: identical"
+
+step "Plugins in C++ and Go, on their kits"
+run plugind run org.plugind.examples.text-filter-cpp "hello from a c++ plugin"; echo
+run plugind run org.plugind.examples.text-filter-go "words these reverses Go"; echo
+printf '$ plugind run org.plugind.examples.text-filter-cpp ""\n'
+plugind run org.plugind.examples.text-filter-cpp "" || echo "(exit status $?: the C++ plugin threw plugind::Error, the host got it)"
 
 step "Typed calls through libffi"
 run plugind call org.plugind.examples.function-library hypotenuse 3 4
@@ -73,6 +94,7 @@ run plugind call org.plugind.examples.zlib crc32 0 "hello" 5
 step "Plugins that ask their host: the greeter asks whom to greet"
 run plugind run org.plugind.examples.greeter --answer "Ada" "good morning"; echo
 run plugind run org.plugind.examples.greeter-swift --answer "Grace" "good evening"; echo
+run plugind run org.plugind.examples.greeter-rust --answer "Ferris" "good night"; echo
 
 step "A long-running plugin reporting progress"
 run plugind run org.plugind.examples.countdown 5

@@ -16,12 +16,15 @@
 #   libsqlite3-0    (a system library the tests call by soname, beside zlib1g, libssl3's
 #                    libcrypto, libm and libc, which every Debian machine with the above has)
 #   libglib2.0-dev  (the documentation's GLib main-loop snippet compiles against it in a test)
+#   g++, rustc, cargo, golang-go
+#                   (the C++, Rust and Go plugin kits, their examples and tests; Debian's, used
+#                    offline: the kits need only the standard libraries)
 # More packages may be named as arguments (Scripts/package.sh adds debhelper, lintian, fakeroot).
 # Needs root (or sudo) only when something has to be installed.
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libasan8 libsqlite3-0 libglib2.0-dev "$@"; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libasan8 libsqlite3-0 libglib2.0-dev g++ rustc cargo golang-go "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

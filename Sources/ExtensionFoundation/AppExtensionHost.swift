@@ -166,7 +166,8 @@ public struct AppExtensionHost: Sendable, Hashable {
     /// A host with defaults taken from `environment`: `PLUGIND_PATH`, `XDG_DATA_HOME`,
     /// `XDG_CONFIG_HOME`, `XDG_STATE_HOME`, `PLUGIND_ADMIN_POLICY_DIR`, `HOME`. The variables of
     /// `commandLineEnvironment` (`PLUGIND_SEARCH_PATH`, `PLUGIND_EXTENSION_POINTS_PATH`, `PLUGIND_BUNDLED_PLUGINS_DIR`,
-    /// `PLUGIND_POLICY_DIR`, `PLUGIND_STATE_DIR`, `PLUGIND_HOST_VERSION`) override them, each when it holds absolute paths.
+    /// `PLUGIND_POLICY_DIR`, `PLUGIND_STATE_DIR`, `PLUGIND_HOST_VERSION`, `PLUGIND_MEMORY_LIMIT` in bytes) override
+    /// them, each when it holds absolute paths (or a number).
     public init(identifier: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let home = environment["HOME"].map { URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
         func directory(_ variable: String, fallback: String) -> URL {
@@ -210,6 +211,11 @@ public struct AppExtensionHost: Sendable, Hashable {
             let paths = searchPath.split(separator: ":").map(String.init)
             if paths.allSatisfy({ $0.hasPrefix("/") }) { self.searchPaths = paths.map { URL(fileURLWithPath: $0) } }
         }
+        // The cap on a plugin's address space, for a host (or an owner's `plugind run`) whose
+        // plugins reserve more than they use: the Go runtime reserves about 1 GiB at start-up.
+        if let memory = environment["PLUGIND_MEMORY_LIMIT"].flatMap(UInt64.init), memory >= 16 << 20 {
+            self.limits.memoryBytes = memory
+        }
         if let pointsPath = environment["PLUGIND_EXTENSION_POINTS_PATH"] {
             let paths = pointsPath.split(separator: ":").map(String.init)
             if paths.allSatisfy({ $0.hasPrefix("/") }) { self.extensionPointDirectories = paths.map { URL(fileURLWithPath: $0) } }
@@ -231,6 +237,7 @@ public struct AppExtensionHost: Sendable, Hashable {
             "PLUGIND_ADMIN_POLICY_DIR": administratorPolicyDirectory.path,
             "PLUGIND_STATE_DIR": stateDirectory.path,
             "PLUGIND_HOST_VERSION": version,
+            "PLUGIND_MEMORY_LIMIT": String(limits.memoryBytes),
         ]
         if let bundledPluginsDirectory { environment["PLUGIND_BUNDLED_PLUGINS_DIR"] = bundledPluginsDirectory.path }
         if let workerExecutable { environment["PLUGIND_WORKER"] = workerExecutable.path }

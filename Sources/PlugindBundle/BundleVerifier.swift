@@ -129,7 +129,8 @@ package enum BundleVerifier {
         } catch {
             problem(
                 "elf", "the library \(libraryPath) \(error)",
-                "build it as a 64-bit shared library for \(ELFFile.Machine.host) Linux (-shared -fPIC)")
+                "build it as a 64-bit shared library for \(ELFFile.Machine.host) Linux: -shared -fPIC in C and C++, crate-type = [\"cdylib\"] in Rust, go build -buildmode=c-shared in Go"
+            )
             return result
         }
 
@@ -184,7 +185,9 @@ package enum BundleVerifier {
             problem(
                 "entry-point",
                 "\((libraryPath as NSString).lastPathComponent) does not export plugind_plugin_entry and the manifest declares no functions",
-                "export the entry point: PLUGIND_PLUGIN_EXPORT in C, @c(plugind_plugin_entry) with PluginKit"
+                file.isBuiltByGo
+                    ? "import plugind/kit and call kit.Register from an init function of package main (the kit defines the entry point)"
+                    : "export the entry point: PLUGIND_PLUGIN_EXPORT in C, PLUGIND_CPP_PLUGIN in C++, export_plugin! in Rust, kit.Register in Go, @c(plugind_plugin_entry) with PluginKit"
             )
         } else {
             result.passed.append("entry-point")
@@ -212,7 +215,7 @@ package enum BundleVerifier {
                 problem(
                     "abi",
                     "\((libraryPath as NSString).lastPathComponent) was built for plugin ABI \(version); this plugind supports \(supportedABIVersions.map(String.init).joined(separator: ", "))",
-                    "rebuild it against this plugind's plugind_plugin.h")
+                    "rebuild it against this plugind's plugind_plugin.h (or its C++, Rust or Go kit)")
             case let version?:
                 result.passed.append("abi (\(version))")
             }

@@ -88,6 +88,9 @@ package struct ELFFile: Sendable {
     /// The plugin ABI version the library records in its "plugind" note, when it has one (the
     /// header's `PLUGIND_PLUGIN_ABI_VERSION` at build time).
     package var pluginABIVersion: UInt32?
+    /// Whether Go's linker built the library (a "Go" build-id note): `plugind verify` then names
+    /// the Go kit in its fixes.
+    package var isBuiltByGo = false
     /// Every "plugind" note of the file: type and contents.
     package var pluginNotes: [(type: UInt32, description: [UInt8])] = []
 
@@ -206,6 +209,8 @@ package struct ELFFile: Sendable {
                 guard descriptionStart <= end, descriptionSize <= end - descriptionStart else {
                     throw .malformed("a note's contents run past its section")
                 }
+                // Go's linker records its build id in a note named "Go": a library built by Go.
+                if nameSize == 3, Array(reader.bytes[nameStart..<nameStart + 3]) == Array("Go\0".utf8) { isBuiltByGo = true }
                 if nameSize == Self.noteName.count, Array(reader.bytes[nameStart..<nameStart + nameSize]) == Self.noteName {
                     pluginNotes.append((type, Array(reader.bytes[descriptionStart..<descriptionStart + descriptionSize])))
                     if type == Self.abiNoteType, descriptionSize == 4 { pluginABIVersion = try reader.u32(descriptionStart) }

@@ -6,15 +6,32 @@ import Testing
 @Suite("Plugin development kit: new, build, verify, install, approve, run", .serialized, .timeLimit(.minutes(10)))
 struct DevelopmentKitTests {
     func make(_ directory: String, _ arguments: String...) async throws -> CommandRunner.Output {
-        try await CommandRunner.run(
-            "/usr/bin/env", ["make", "-C", directory] + arguments, environment: ProcessInfo.processInfo.environment)
+        try await make(directory, arguments)
     }
 
-    @Test("a new plugin goes from scaffold to answer, in C and in Swift", arguments: ["c", "swift"])
+    /// `make` with Debian's cargo and go (their caches in this user's kit build directory), as
+    /// an author would run it: the scaffolds' Makefiles take CARGO and GO.
+    func make(_ directory: String, _ arguments: [String]) async throws -> CommandRunner.Output {
+        let builds = PluginKitBuild.buildDirectory
+        let toolchains = [
+            "CARGO=env CARGO_HOME=\(builds)/cargo-home"
+                + (FileManager.default.isExecutableFile(atPath: "/usr/bin/cargo")
+                    ? " RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo" : " cargo"),
+            "GO=env GOCACHE=\(builds)/go-cache GOPATH=\(builds)/go-path GOTOOLCHAIN=local go",
+        ]
+        return try await CommandRunner.run(
+            "/usr/bin/env", ["make", "-C", directory] + toolchains + arguments, environment: ProcessInfo.processInfo.environment)
+    }
+
+    @Test("a new plugin goes from scaffold to answer, in C, C++, Rust, Go and Swift", arguments: ["c", "cpp", "rust", "go", "swift"])
     func scaffoldToAnswer(language: String) async throws {
         let test = try TestHost()
         defer { test.remove() }
-        let name = language == "c" ? "GreeterC" : "GreeterSwift"
+        let name = "Greeter" + language.prefix(1).uppercased() + language.dropFirst()
+        // The kits' greeters ask their host whom to greet; the Go runtime needs more address space
+        // than the default cap (it reserves about 1 GiB at start-up).
+        let asks = ["cpp", "rust", "go"].contains(language)
+        let extra = language == "go" ? ["PLUGIND_MEMORY_LIMIT": String(3 << 30)] : [:]
         let projects = try test.directory.subdirectory("projects")
         let created = try await plugind("new", name, "--lang", language, "--dir", projects, in: test)
         #expect(created.status == 0, "\(created.stderr)")
@@ -47,9 +64,14 @@ struct DevelopmentKitTests {
         let identifier = "local.\(name.lowercased())"
         #expect(installed.stderr.contains("Installed \(identifier)"))
         #expect(try await plugind("approve", identifier, "--yes", in: test).status == 0)
-        let answer = try await plugind("run", identifier, "world", in: test)
+        let answer = try await plugind(["run", identifier, "world"] + (asks ? ["--answer", "Ada"] : []), in: test, environment: extra)
         #expect(answer.status == 0, "\(answer.stderr)")
-        #expect(answer.stdout == "Hello from \(name): world")
+        #expect(answer.stdout == (asks ? "Hello, Ada: world" : "Hello from \(name): world"))
+        if asks {
+            // An empty request is the greeter's own error, with its message; nothing crashes.
+            let empty = try await plugind(["run", identifier, ""] + ["--answer", "Ada"], in: test, environment: extra)
+            #expect(empty.status == 1 && empty.stderr.contains("nothing to greet: the request is empty"), "\(empty.stderr)")
+        }
 
         // Installing the same bytes again changes nothing; uninstall removes it.
         #expect(try await plugind("install", bundle, in: test).stderr.contains("already installed"))

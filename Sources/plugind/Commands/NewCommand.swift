@@ -6,7 +6,7 @@ import PlugindSystem
 struct NewCommand: PlugindCommand {
     /// Its options, each declared once.
     private enum Options {
-        static let lang = CommandOption.value("lang", "c|swift", "The language of the plugin.")
+        static let lang = CommandOption.value("lang", "c|cpp|rust|go|swift", "The language of the plugin.")
         static let point = CommandOption.value(
             "point", "<id>", "The extension point it serves (default: org.plugind.examples.text-filters).")
         static let identifier = CommandOption.value("identifier", "<id>", "Its identifier (default: local.<name in lower case>).")
@@ -15,13 +15,17 @@ struct NewCommand: PlugindCommand {
 
     static let description = CommandDescription(
         name: "new",
-        abstract: "Create a plugin project in C or Swift.",
-        usage: "<name> --lang c|swift [--point <id>] [--identifier <id>] [--dir <directory>]",
+        abstract: "Create a plugin project in C, C++, Rust, Go or Swift.",
+        usage: "<name> --lang c|cpp|rust|go|swift [--point <id>] [--identifier <id>] [--dir <directory>]",
         discussion: """
             Creates DIRECTORY/NAME with the plugin's source, its manifest and a Makefile: 'make'
-            builds build/NAME.appex, a bundle for 'plugind verify' and 'plugind install'. C
-            projects get a copy of plugind_plugin.h; Swift projects use PluginKit from the plugind
-            source tree (found beside this plugind, or through $PLUGIND_SOURCE).
+            builds build/NAME.appex, a bundle for 'plugind verify' and 'plugind install'. C and C++
+            projects use the installed headers (pkg-config plugind-plugin) or get a copy of them;
+            Rust and Go projects use the kits installed by plugind-dev (/usr/share/plugind/kits) or
+            those of the plugind source tree; Swift projects use PluginKit from the source tree
+            (found beside this plugind, or through $PLUGIND_SOURCE). The C++, Rust and Go projects
+            greet whom their host names when asked ('plugind run ID TEXT --answer NAME'); they
+            build with g++, cargo and go, offline.
             """,
         arguments: [("<name>", "The plugin's name: letters, digits and '_', starting with a letter.")],
         options: [Options.lang, Options.point, Options.identifier, Options.dir]
@@ -42,9 +46,11 @@ struct NewCommand: PlugindCommand {
             throw UsageError(
                 message: "'\(name)' is not a valid plugin name (letters, digits and '_', starting with a letter)", command: "new")
         }
-        guard let lang = arguments.value(Options.lang) else { throw UsageError(message: "missing --lang c|swift", command: "new") }
+        guard let lang = arguments.value(Options.lang) else {
+            throw UsageError(message: "missing --lang c|cpp|rust|go|swift", command: "new")
+        }
         guard let language = PluginTemplate.Language(rawValue: lang) else {
-            throw UsageError(message: "unknown language '\(lang)' (use c or swift)", command: "new")
+            throw UsageError(message: "unknown language '\(lang)' (use c, cpp, rust, go or swift)", command: "new")
         }
         self.language = language
         point = arguments.value(Options.point) ?? "org.plugind.examples.text-filters"
@@ -54,6 +60,9 @@ struct NewCommand: PlugindCommand {
         }
         directory = arguments.value(Options.dir) ?? FileManager.default.currentDirectoryPath
     }
+
+    /// Where plugind-dev installs the Rust and Go kits.
+    static let installedKits = "/usr/share/plugind/kits"
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let project = directory + "/" + name
@@ -65,22 +74,40 @@ struct NewCommand: PlugindCommand {
         // project builds PluginKit from the source tree.
         let checkout: SourceCheckout?
         let header: PluginTemplate.HeaderSource
-        if language == .c, (try? ExternalTool.run("pkg-config", ["--exists", "plugind-plugin"], package: "pkgconf")) != nil {
-            checkout = nil
-            header = .pkgConfig
-        } else {
+        var cppKitHeader = ""
+        var kits = PluginTemplate.KitLocation(rust: Self.installedKits + "/rust/plugind-plugin", go: Self.installedKits + "/go/plugind")
+        let needsCheckout: Bool
+        switch language {
+        case .c, .cpp:
+            needsCheckout = (try? ExternalTool.run("pkg-config", ["--exists", "plugind-plugin"], package: "pkgconf")) == nil
+        case .rust:
+            needsCheckout = !FileManager.default.fileExists(atPath: kits.rust + "/Cargo.toml")
+        case .go:
+            needsCheckout = !FileManager.default.fileExists(atPath: kits.go + "/go.mod")
+        case .swift:
+            needsCheckout = true
+        }
+        if needsCheckout {
             let found = try SourceCheckout.locate()
             do {
                 header = .bundled(contents: try String(contentsOfFile: found.header, encoding: .utf8))
+                if language == .cpp { cppKitHeader = try String(contentsOfFile: found.cppKitHeader, encoding: .utf8) }
             } catch {
-                throw CommandFailure(message: "cannot read \(found.header): \(error.localizedDescription)", status: .unavailable)
+                throw CommandFailure(
+                    message: "cannot read the headers in \(found.root): \(error.localizedDescription)", status: .unavailable)
             }
+            kits = PluginTemplate.KitLocation(rust: found.root + "/Kits/Rust/plugind-plugin", go: found.root + "/Kits/Go/plugind")
             checkout = found
+        } else {
+            header = .pkgConfig
+            checkout = nil
         }
         let plugind = ProcessEnvironment.executablePath ?? "plugind"
-        let template = PluginTemplate(
+        var template = PluginTemplate(
             name: name, identifier: identifier, extensionPoint: point, language: language, header: header, checkout: checkout,
             plugindExecutable: plugind)
+        template.kits = kits
+        template.cppKitHeader = cppKitHeader
         do {
             for (relativePath, contents) in template.files() {
                 let path = project + "/" + relativePath
@@ -93,13 +120,13 @@ struct NewCommand: PlugindCommand {
         }
         context.console.out(
             """
-            Created \(language == .c ? "a C" : "a Swift") plugin project in \(project).
+            Created a \(language.displayName) plugin project in \(project).
             Next:
               cd \(project) && make
               plugind verify build/\(name).appex
               plugind install build/\(name).appex
               plugind approve \(identifier)
-              plugind run \(identifier) "world"
+              plugind run \(identifier) "world"\(template.asksHost ? " --answer Ada" : "")
 
             """
         )

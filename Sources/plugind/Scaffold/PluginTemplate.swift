@@ -9,8 +9,18 @@ struct PluginTemplate {
         case bundled(contents: String)
     }
 
-    enum Language: String {
-        case c, swift
+    enum Language: String, CaseIterable {
+        case c, cpp, rust, go, swift
+
+        var displayName: String {
+            switch self {
+            case .c: "C"
+            case .cpp: "C++"
+            case .rust: "Rust"
+            case .go: "Go"
+            case .swift: "Swift"
+            }
+        }
     }
 
     var name: String
@@ -21,8 +31,13 @@ struct PluginTemplate {
     var header: HeaderSource
     /// The source tree, which a Swift project builds PluginKit from; nil for C.
     var checkout: SourceCheckout?
+    /// Where the Rust and Go projects find their kits.
+    var kits: KitLocation = KitLocation(rust: "", go: "")
     /// The `plugind` the Makefile runs (`plugind bind`): the one that wrote the project.
     var plugindExecutable: String
+
+    /// The C++ kit's header, copied beside plugind_plugin.h when plugind is not installed.
+    var cppKitHeader: String = ""
 
     /// Relative path → contents.
     func files() -> [(String, String)] {
@@ -31,6 +46,16 @@ struct PluginTemplate {
         case .c:
             files += [("Makefile", cMakefile), ("src/\(name).c", cSource)]
             if case .bundled(let contents) = header { files.append(("include/plugind_plugin.h", contents)) }
+        case .cpp:
+            files += [("Makefile", cppMakefile), ("CMakeLists.txt", cppCMakeLists), ("src/\(name).cpp", cppSource)]
+            if case .bundled(let contents) = header {
+                files.append(("include/plugind_plugin.h", contents))
+                files.append(("include/plugind_plugin.hpp", cppKitHeader))
+            }
+        case .rust:
+            files += [("Makefile", rustMakefile), ("Cargo.toml", rustCargo(kit: kits.rust)), ("src/lib.rs", rustSource)]
+        case .go:
+            files += [("Makefile", goMakefile), ("go.mod", goModule(kit: kits.go)), ("main.go", goSource), ("binding.go", goBinding)]
         case .swift:
             let binding = CodeBinding(extensionPoint: extensionPoint)
             files += [
@@ -50,34 +75,48 @@ struct PluginTemplate {
           "name": "\(name)",
           "version": "0.1.0",
           "extensionPoint": "\(extensionPoint)",
-          "library": "lib\(name).so",
+          "library": "lib\(name).so",\(language == .go ? "\n  \"limits\": {\"memoryBytes\": 3221225472}," : "")
           "description": "Greets its input."
         }
 
         """
     }
 
+    /// Whether the scaffold's greeter asks its host whom to greet (the kits' do).
+    var asksHost: Bool { [.cpp, .rust, .go].contains(language) }
+
+    /// The file that holds the plugin's handler.
+    var sourcePath: String {
+        switch language {
+        case .c: "src/\(name).c"
+        case .cpp: "src/\(name).cpp"
+        case .rust: "src/lib.rs"
+        case .go: "main.go"
+        case .swift: "Sources/\(name)/\(name).swift"
+        }
+    }
+
     var readme: String {
         """
         # \(name)
 
-        A plugind plugin (\(language == .c ? "C" : "Swift")) for the extension point `\(extensionPoint)`.
+        A plugind plugin (\(language.displayName)) for the extension point `\(extensionPoint)`.
 
             make                                  # builds build/\(name).appex
             plugind verify build/\(name).appex      # checks it before it is installed
             plugind install build/\(name).appex     # copies it to your plugin directory
             plugind approve \(identifier) --yes
-            plugind run \(identifier) "world"       # prints: Hello from \(name): world
+            plugind run \(identifier) "world"\(asksHost ? " --answer Ada   # prints: Hello, Ada: world" : "       # prints: Hello from \(name): world")
             make package KEY=~/.plugind-key         # signed build/\(name).plugin ('plugind keygen --output ~/.plugind-key' once)
 
-        Edit the handler in \(language == .c ? "src/\(name).c" : "Sources/\(name)/\(name).swift"), and the manifest (limits, permissions,
+        Edit the handler in \(sourcePath), and the manifest (limits, permissions,
         functions) in manifest.json; plugind's Documentation/ explains both.
 
         """
     }
 
     /// `make package`, the same in both languages' Makefiles.
-    private var packageRule: String {
+    var packageRule: String {
         """
         # make package KEY=<private key from `plugind keygen`>: the signed single file to hand out.
         package: all

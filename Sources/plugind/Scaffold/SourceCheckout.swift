@@ -11,6 +11,9 @@ struct SourceCheckout {
 
     var header: String { root + "/" + Self.headerPath }
 
+    /// The C++ kit, beside the C header.
+    var cppKitHeader: String { root + "/Sources/PlugindPluginABI/include/plugind_plugin.hpp" }
+
     /// The package identity SwiftPM gives a path dependency: its directory name, lowercased.
     var packageIdentity: String { (root as NSString).lastPathComponent.lowercased() }
 
