@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-/// Every Swift, C and Python snippet of the README and `Documentation/` compiles against this
+/// Every Swift, C, C++, Rust, Go and Python snippet of the README and `Documentation/` compiles against this
 /// build, as Rust's documentation tests do: a snippet that drifts from the API fails here, not
 /// in a reader's editor. A snippet is a whole file unless the line before its fence names a
 /// context (`<!-- snippet: host -->`): the declarations it assumes, kept below so that the text
@@ -73,7 +73,7 @@ struct DocumentationSnippetTests {
     @Test("every fenced block is in a language this test knows")
     func languagesKnown() throws {
         let unknown = try Self.snippets().filter {
-            !["swift", "c", "python"].contains($0.language) && !Self.uncompiled.contains($0.language)
+            !["swift", "c", "cpp", "rust", "go", "python"].contains($0.language) && !Self.uncompiled.contains($0.language)
         }
         #expect(unknown.isEmpty, "\(unknown.map { "\($0): \($0.language)" })")
     }
@@ -90,6 +90,14 @@ struct DocumentationSnippetTests {
         for directory in [BuiltProducts.packageRoot + "/Sources", BuiltProducts.directory] {
             guard let walk = FileManager.default.enumerator(atPath: directory) else { continue }
             for case let path as String in walk where path.hasSuffix("module.modulemap") && !path.contains("/checkouts/") {
+                // A map SwiftPM generated before the target got one of its own is left behind in
+                // .build: the target's own wins.
+                let target = path.split(separator: "/").first.map { String($0.dropLast(".build".count)) } ?? ""
+                if directory == BuiltProducts.directory,
+                    FileManager.default.fileExists(atPath: BuiltProducts.packageRoot + "/Sources/\(target)/include/module.modulemap")
+                {
+                    continue
+                }
                 mapFiles.append(directory + "/" + path)
             }
         }
@@ -129,6 +137,61 @@ struct DocumentationSnippetTests {
                 ]
             let checked = try await CommandRunner.run("/usr/bin/env", arguments, environment: ProcessInfo.processInfo.environment)
             #expect(checked.status == 0, "\(snippet) does not compile:\n\(checked.stderr)\n\(text)")
+        }
+    }
+
+    @Test("C++ snippets compile against plugind_plugin.hpp, in C++17 and C++20")
+    func cpp() async throws {
+        let snippets = try Self.snippets().filter { $0.language == "cpp" }
+        #expect(!snippets.isEmpty)
+        let work = try TemporaryDirectory()
+        defer { work.remove() }
+        for snippet in snippets {
+            let source = work.path + "/snippet.cpp"
+            try Data(snippet.code.utf8).write(to: URL(fileURLWithPath: source))
+            for standard in ["c++17", "c++20"] {
+                let checked = try await CommandRunner.run(
+                    "/usr/bin/env",
+                    ["g++", "-std=\(standard)", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", BuiltProducts.packageRoot + "/Sources/PlugindPluginABI/include", source],
+                    environment: ProcessInfo.processInfo.environment)
+                #expect(checked.status == 0, "\(snippet) does not compile as \(standard):\n\(checked.stderr)")
+            }
+        }
+    }
+
+    @Test("Rust snippets build as plugins on the Rust kit (cargo, offline)")
+    func rust() async throws {
+        let snippets = try Self.snippets().filter { $0.language == "rust" }
+        #expect(!snippets.isEmpty)
+        let work = try TemporaryDirectory()
+        defer { work.remove() }
+        let kit = BuiltProducts.packageRoot + "/Kits/Rust/plugind-plugin"
+        for snippet in snippets {
+            let crate = try work.subdirectory("crate")
+            try FileManager.default.createDirectory(atPath: crate + "/src", withIntermediateDirectories: true)
+            let manifest = "[package]\nname = \"snippet\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nplugind-plugin = { path = \"\(kit)\" }\n"
+            try Data(manifest.utf8).write(to: URL(fileURLWithPath: crate + "/Cargo.toml"))
+            try Data(snippet.code.utf8).write(to: URL(fileURLWithPath: crate + "/src/lib.rs"))
+            let built = try await PluginKitBuild.cargo(
+                ["build", "--offline", "--target-dir", PluginKitBuild.buildDirectory + "/rust-snippets"], in: crate)
+            #expect(built.status == 0, "\(snippet) does not build:\n\(built.stderr)")
+        }
+    }
+
+    @Test("Go snippets build as plugins on the Go kit (go build -buildmode=c-shared, offline)")
+    func go() async throws {
+        let snippets = try Self.snippets().filter { $0.language == "go" }
+        #expect(!snippets.isEmpty)
+        let work = try TemporaryDirectory()
+        defer { work.remove() }
+        let kit = BuiltProducts.packageRoot + "/Kits/Go/plugind"
+        for snippet in snippets {
+            let module = try work.subdirectory("module")
+            let goMod = "module local/snippet\n\ngo 1.19\n\nrequire plugind/kit v0.0.0\n\nreplace plugind/kit => \(kit)\n"
+            try Data(goMod.utf8).write(to: URL(fileURLWithPath: module + "/go.mod"))
+            try Data(snippet.code.utf8).write(to: URL(fileURLWithPath: module + "/main.go"))
+            let built = try await PluginKitBuild.go(["build", "-buildmode=c-shared", "-o", work.path + "/libsnippet.so", "."], in: module)
+            #expect(built.status == 0, "\(snippet) does not build:\n\(built.stderr)")
         }
     }
 
