@@ -29,4 +29,11 @@ done
 cc -O2 -o "$out/host_round_trip" Benchmarks/Baselines/host_round_trip.c -I Sources/CPlugindHostAPI/include \
     -L "$bin" -lPlugindHost -Wl,-rpath,"$bin"
 
+# The Rust and Go kits' probes, for the kits' empty-request round trips (release builds, offline).
+cargo=cargo
+if [ -x /usr/bin/cargo ]; then cargo="env RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo"; fi
+CARGO_HOME="$out/cargo-home" $cargo build --release --offline --quiet --manifest-path Kits/Rust/probe/Cargo.toml --target-dir "$out/rust"
+(cd Kits/Go/probe && GOFLAGS="-mod=mod -buildvcs=false" GOPROXY=off GOCACHE="$out/go-cache" \
+    go build -buildmode=c-shared -o "$out/go/libKitProbe.so" .)
+
 exec "$bin/plugind-bench" suite --baselines "$out" --output "$out/results.json" "$@"

@@ -7,7 +7,9 @@
 #   share/man/man1/plugind.1 and plugind-<subcommand>.1, share/man/man5/plugind-manifest.5
 #     (written by 'plugind help --man' from the same descriptions as --help and CLI.md),
 #   bash, zsh and fish completions ('plugind completions'),
-#   include/plugind/plugind_plugin.h, share/pkgconfig/plugind-plugin.pc,
+#   include/plugind/plugind_plugin.h and plugind_plugin.hpp (the C++ kit), share/pkgconfig/plugind-plugin.pc,
+#   share/plugind/kits/rust/plugind-plugin and share/plugind/kits/go/plugind (the Rust and Go kits,
+#     whose projects 'plugind new' points at),
 #   lib/<multiarch>/libplugind.so.0 (the C host API, Swift runtime linked in, exporting exactly the
 #     functions of include/plugind/plugind.h), its libplugind.so link and lib/<multiarch>/pkgconfig/plugind.pc,
 #   lib/plugind/plugins/ (the system plugin directory plugind searches).
@@ -96,6 +98,15 @@ chmod 0644 "$root"/share/man/man*/* "$root"/share/*/completions/* "$root"/share/
     "$root"/share/fish/vendor_completions.d/*
 
 install -m 0644 Sources/PlugindPluginABI/include/plugind_plugin.h "$root/include/plugind/plugind_plugin.h"
+install -m 0644 Sources/PlugindPluginABI/include/plugind_plugin.hpp "$root/include/plugind/plugind_plugin.hpp"
+rust_kit="$root/share/plugind/kits/rust/plugind-plugin"
+go_kit="$root/share/plugind/kits/go/plugind"
+install -d "$rust_kit/src" "$go_kit/include"
+install -m 0644 Kits/Rust/plugind-plugin/Cargo.toml Kits/Rust/plugind-plugin/Cargo.lock "$rust_kit/"
+install -m 0644 Kits/Rust/plugind-plugin/src/*.rs "$rust_kit/src/"
+install -m 0644 Kits/Go/plugind/go.mod Kits/Go/plugind/kit.go Kits/Go/plugind/kit.c Kits/Go/plugind/kit.h "$go_kit/"
+# The Go kit's cgo finds the installed C header (relative: both are under the prefix).
+ln -sf ../../../../../../include/plugind/plugind_plugin.h "$go_kit/include/plugind_plugin.h"
 install -m 0644 "$header" "$root/include/plugind/plugind.h"
 install -d "$root/lib/$multiarch/pkgconfig"
 version_number=$("$plugind" --version | sed 's/^plugind //')

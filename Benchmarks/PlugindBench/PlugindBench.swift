@@ -67,6 +67,12 @@ enum PlugindBench {
             case "foreign-round-trip":
                 try await ForeignHostBenchmarks.roundTrip(
                     language: text("language") ?? "c", program: text("program"), iterations: iterations)
+            case "kit-round-trip":
+                guard let library = text("library") else { throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "--library"]) }
+                let memory = option("memory-bytes", 0)
+                try await KitBenchmarks.emptyRoundTrip(
+                    library: library, memoryBytes: memory > 0 ? UInt64(memory) : nil, iterations: iterations,
+                    name: text("name") ?? "kit-round-trip")
             case "typed-call":
                 let bench = try BenchHost()
                 defer { bench.remove() }
@@ -130,7 +136,7 @@ enum PlugindBench {
                 try await DiscoveryBenchmarks.idleMonitor(seconds: option("seconds", 2))
             default:
                 print(
-                    "usage: plugind-bench launch-c|launch-swift|first-response|round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|install-package [--iterations N]"
+                    "usage: plugind-bench launch-c|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|install-package [--iterations N]"
                 )
                 exit(64)
             }

@@ -60,6 +60,15 @@ struct Suite {
         // The same 64 B round trip from a C host and a Python host through libplugind.
         bench(["foreign-round-trip", "--language", "c", "--program", baselines + "/host_round_trip", "--iterations", "\(count(20000))"])
         bench(["foreign-round-trip", "--language", "python", "--iterations", "\(count(5000))"])
+        // The empty-request round trip of the C echo and of the C++, Rust and Go kits' probes.
+        for (name, library, memory) in [
+            ("kit-c", BenchHost.productsDirectory + "/libEcho.so", 0), ("kit-cpp", BenchHost.productsDirectory + "/libCppKitProbe.so", 0),
+            ("kit-rust", baselines + "/rust/release/libkit_probe.so", 0), ("kit-go", baselines + "/go/libKitProbe.so", 3 << 30),
+        ] where FileManager.default.fileExists(atPath: library) {
+            bench([
+                "kit-round-trip", "--library", library, "--memory-bytes", "\(memory)", "--iterations", "\(count(20000))", "--name", name,
+            ])
+        }
         bench(["launch-c", "--iterations", "\(count(300))"], rename: ["launch-c": "launch-c-unpinned"])
         bench(["launch-c", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-c": "launch-c-same-core"])
         bench(["launch-c", "--unprimed", "--iterations", "\(count(300))"])
@@ -245,6 +254,9 @@ struct Suite {
             "64 B round trip, unpinned, task preferring process.taskExecutor", "round-trip-64-unpinned-task-executor", "pipe-64-unpinned",
             atMost: 1.5)
         ratioRow("1 MiB echo round trip", "echo-1MiB", "socketpair-1MiB", atMost: 1.0)
+        ratioRow("empty round trip, a C++ kit plugin, vs the C echo's", "kit-cpp", "kit-c", atMost: 1.1)
+        ratioRow("empty round trip, a Rust kit plugin, vs the C echo's", "kit-rust", "kit-c", atMost: 1.1)
+        ratioRow("empty round trip, a Go kit plugin, vs the C echo's", "kit-go", "kit-c", atMost: 1.1)
         ratioRow(
             "64 B round trip from C (libplugind), unpinned, vs the Swift API's", "round-trip-64-c-host", "round-trip-64-unpinned",
             atMost: 1.2)

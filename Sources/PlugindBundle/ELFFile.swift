@@ -211,7 +211,9 @@ package struct ELFFile: Sendable {
                 }
                 // Go's linker records its build id in a note named "Go": a library built by Go.
                 // (Go writes the name padded, "Go\0\0", as size 4.)
-                if nameSize == 3 || nameSize == 4, Array(reader.bytes[nameStart..<nameStart + 3]) == Array("Go\0".utf8) { isBuiltByGo = true }
+                if nameSize == 3 || nameSize == 4, Array(reader.bytes[nameStart..<nameStart + 3]) == Array("Go\0".utf8) {
+                    isBuiltByGo = true
+                }
                 if nameSize == Self.noteName.count, Array(reader.bytes[nameStart..<nameStart + nameSize]) == Self.noteName {
                     pluginNotes.append((type, Array(reader.bytes[descriptionStart..<descriptionStart + descriptionSize])))
                     if type == Self.abiNoteType, descriptionSize == 4 { pluginABIVersion = try reader.u32(descriptionStart) }

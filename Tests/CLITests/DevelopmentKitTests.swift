@@ -261,7 +261,8 @@ struct VerifyCommandTests {
 struct KitBuildMistakeTests {
     /// A bundle of `library` with a minimal manifest.
     func bundle(_ library: String, in test: TestHost) throws -> String {
-        try PluginFixture(library: "Wrong", identifier: "local.wrong", libraryPath: library).install(in: try test.directory.subdirectory("bundles"))
+        try PluginFixture(library: "Wrong", identifier: "local.wrong", libraryPath: library).install(
+            in: try test.directory.subdirectory("bundles"))
     }
 
     @Test("a Go library without the kit, and a Rust cdylib without export_plugin!, are named with the kit's fix")

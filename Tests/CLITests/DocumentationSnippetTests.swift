@@ -152,7 +152,10 @@ struct DocumentationSnippetTests {
             for standard in ["c++17", "c++20"] {
                 let checked = try await CommandRunner.run(
                     "/usr/bin/env",
-                    ["g++", "-std=\(standard)", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I", BuiltProducts.packageRoot + "/Sources/PlugindPluginABI/include", source],
+                    [
+                        "g++", "-std=\(standard)", "-fsyntax-only", "-Wall", "-Wextra", "-Werror", "-I",
+                        BuiltProducts.packageRoot + "/Sources/PlugindPluginABI/include", source,
+                    ],
                     environment: ProcessInfo.processInfo.environment)
                 #expect(checked.status == 0, "\(snippet) does not compile as \(standard):\n\(checked.stderr)")
             }
@@ -169,7 +172,8 @@ struct DocumentationSnippetTests {
         for snippet in snippets {
             let crate = try work.subdirectory("crate")
             try FileManager.default.createDirectory(atPath: crate + "/src", withIntermediateDirectories: true)
-            let manifest = "[package]\nname = \"snippet\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nplugind-plugin = { path = \"\(kit)\" }\n"
+            let manifest =
+                "[package]\nname = \"snippet\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[lib]\ncrate-type = [\"cdylib\"]\n\n[dependencies]\nplugind-plugin = { path = \"\(kit)\" }\n"
             try Data(manifest.utf8).write(to: URL(fileURLWithPath: crate + "/Cargo.toml"))
             try Data(snippet.code.utf8).write(to: URL(fileURLWithPath: crate + "/src/lib.rs"))
             let built = try await PluginKitBuild.cargo(

@@ -7,7 +7,8 @@ import Testing
 /// layouts against the header, panic messages, errors) and the Go package's `go test`.
 @Suite("The plugin kits' own unit tests", .serialized, .timeLimit(.minutes(5)))
 struct KitUnitTests {
-    @Test("the C++ kit: answers, asks, the binding note, exceptions and oversized answers through a fake host", arguments: ["c++17", "c++20"])
+    @Test(
+        "the C++ kit: answers, asks, the binding note, exceptions and oversized answers through a fake host", arguments: ["c++17", "c++20"])
     func cpp(standard: String) async throws {
         let work = try TemporaryDirectory()
         defer { work.remove() }

@@ -84,7 +84,12 @@ grep -Ev '/$' "$expected" | diff -u - "$work/files" || fail "the files of $deb d
 for directory in $(grep '/$' "$expected"); do
     grep -q "^drwxr-xr-x root/root .* $directory\$" "$work/listing" || fail "$deb lacks $directory as root's, mode 0755"
 done
-printf '%s\n' ./usr/include/plugind/plugind_plugin.h ./usr/include/plugind/plugind.h ./usr/share/doc/plugind-dev/changelog.gz \
+printf '%s\n' ./usr/include/plugind/plugind_plugin.h ./usr/include/plugind/plugind_plugin.hpp ./usr/include/plugind/plugind.h \
+    ./usr/share/plugind/kits/rust/plugind-plugin/Cargo.toml ./usr/share/plugind/kits/rust/plugind-plugin/Cargo.lock \
+    ./usr/share/plugind/kits/rust/plugind-plugin/src/lib.rs ./usr/share/plugind/kits/rust/plugind-plugin/src/ffi.rs \
+    ./usr/share/plugind/kits/go/plugind/go.mod ./usr/share/plugind/kits/go/plugind/kit.go ./usr/share/plugind/kits/go/plugind/kit.c \
+    ./usr/share/plugind/kits/go/plugind/kit.h ./usr/share/plugind/kits/go/plugind/include/plugind_plugin.h \
+    ./usr/share/doc/plugind-dev/changelog.gz \
     ./usr/share/doc/plugind-dev/copyright ./usr/share/pkgconfig/plugind-plugin.pc "./usr/lib/$multiarch/pkgconfig/plugind.pc" \
     "./usr/lib/$multiarch/libplugind.so" | sort > "$work/expected-dev"
 dpkg-deb -c "$dev" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-dev" - || fail "the files of $dev differ"
@@ -184,6 +189,22 @@ run 120 dpkg -i "$plugin_deb" >/dev/null
 as_root plugind trust add --administrator "$project/key.pub" >/dev/null
 [[ $(as_user plugind list) == *"org.example.upper"* ]] || fail "the plugin of a publisher the administrator trusts is not available"
 [ "$(as_user plugind run org.example.upper world)" = "WORLD" ] || fail "plugind run of the packaged plugin"
+
+step "C++, Rust and Go plugins on the installed kits, outside the tree, as $user"
+for lang in cpp rust go; do
+    as_user sh -c "cd '$project' && plugind new Kit$lang --lang $lang" >/dev/null
+done
+grep -q 'pkg-config --cflags plugind-plugin' "$project/Kitcpp/Makefile" || fail "the C++ scaffold's Makefile does not use pkg-config"
+[ -e "$project/Kitcpp/include" ] && fail "the C++ scaffold bundled the headers although plugind-dev is installed"
+grep -q 'path = "/usr/share/plugind/kits/rust/plugind-plugin"' "$project/Kitrust/Cargo.toml" || fail "the Rust scaffold does not use the installed kit"
+grep -q 'replace plugind/kit => /usr/share/plugind/kits/go/plugind' "$project/Kitgo/go.mod" || fail "the Go scaffold does not use the installed kit"
+kit_env="CARGO_HOME=$home/cargo GOCACHE=$home/go-cache GOPATH=$home/go-path"
+for lang in cpp rust go; do
+    run 300 runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" $kit_env \
+        make -s -C "$project/Kit$lang" CARGO=/usr/bin/cargo GO=/usr/bin/go >/dev/null 2>"$work/kit-$lang.log" \
+        || fail "make of the $lang scaffold on the installed kit: $(cat "$work/kit-$lang.log")"
+    [[ $(as_user plugind verify "$project/Kit$lang/build/Kit$lang.appex") == *": ok ("*"binding"* ]] || fail "plugind verify of the $lang scaffold"
+done
 
 step "a C host built with pkg-config plugind, and the Python package, on the installed libplugind"
 cc -std=c11 -D_GNU_SOURCE -pthread -o "$work/host_test" Tests/CHost/host_test.c $(pkg-config --cflags --libs plugind) \

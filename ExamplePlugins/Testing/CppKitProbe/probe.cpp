@@ -1,4 +1,5 @@
 // The C++ kit's probe for KitProbeTests (the Rust and Go kits' probes answer the same requests):
+//   (empty)         an empty answer: the benchmarks' round trip
 //   count           requests on this connection so far, this one included (per-connection state)
 //   host            the identifier of the host that opened the connection
 //   ask:<text>      asks the host <text>, answers "answer:<its answer>"
@@ -34,6 +35,7 @@ public:
     plugind::Answer handle(plugind::Request &request) override {
         std::string_view text = request.text();
         plugind::Connection *connection = request.connection();
+        if (text.empty()) return plugind::Answer();
         if (text == "count") {
             auto *counter = connection == nullptr ? nullptr : connection->state<Counter>();
             if (counter == nullptr) throw plugind::Error("no connection state");

@@ -29,6 +29,8 @@ func (p *probe) Accept(connection kit.ConnectionInfo) (any, error) {
 func (p *probe) Handle(request *kit.Request) ([]byte, error) {
 	text := request.Text()
 	switch {
+	case text == "":
+		return nil, nil
 	case text == "count":
 		state, ok := request.State().(*counter)
 		if !ok {

@@ -61,8 +61,13 @@ struct NewCommand: PlugindCommand {
         directory = arguments.value(Options.dir) ?? FileManager.default.currentDirectoryPath
     }
 
-    /// Where plugind-dev installs the Rust and Go kits.
-    static let installedKits = "/usr/share/plugind/kits"
+    /// Where plugind-dev installs the Rust and Go kits: PREFIX/share/plugind/kits beside this
+    /// plugind's PREFIX/bin.
+    static var installedKits: String {
+        let executable = ProcessEnvironment.executablePath ?? "/usr/bin/plugind"
+        let prefix = ((executable as NSString).deletingLastPathComponent as NSString).deletingLastPathComponent
+        return prefix + "/share/plugind/kits"
+    }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let project = directory + "/" + name

@@ -27,6 +27,7 @@ impl Plugin for KitProbe {
     fn handle(&self, request: &Request) -> Result<Vec<u8>, Error> {
         let text = request.text()?;
         match text {
+            "" => Ok(Vec::new()),
             "count" => {
                 let counter = request.state::<Counter>().ok_or_else(|| Error::new("no connection state"))?;
                 Ok((counter.0.fetch_add(1, Ordering::SeqCst) + 1).to_string().into_bytes())

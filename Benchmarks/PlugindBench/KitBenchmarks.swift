@@ -1,0 +1,34 @@
+import ExtensionFoundation
+import Foundation
+
+/// The empty-request round trip of a plugin written on a kit (C++, Rust, Go), next to the C
+/// echo's measured the same way in the same run: what a kit's layer costs per request.
+enum KitBenchmarks {
+    static func emptyRoundTrip(library: String, memoryBytes: UInt64?, iterations: Int, name: String) async throws {
+        var bench = try BenchHost()
+        defer { bench.remove() }
+        let identifier = "org.plugind.bench.kit"
+        let bundle = bench.directory + "/bundled/kit.appex"
+        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+        var manifest: [String: Any] = [
+            "manifestVersion": 1, "identifier": identifier, "name": name, "version": "1.0.0",
+            "extensionPoint": "org.plugind.bench.point", "library": "libKit.so",
+        ]
+        if let memoryBytes {
+            manifest["limits"] = ["memoryBytes": memoryBytes]
+            bench.host.limits.memoryBytes = memoryBytes
+        }
+        try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
+        try FileManager.default.copyItem(atPath: library, toPath: bundle + "/libKit.so")
+        let process = try await AppExtensionProcess(configuration: try bench.configuration(identifier))
+        let connection = try await process.makeConnection()
+        var samples: [Double] = []
+        samples.reserveCapacity(iterations)
+        for index in 0..<(iterations + iterations / 10) {
+            let elapsed = try await microseconds { _ = try await connection.send([]) }
+            if index >= iterations / 10 { samples.append(elapsed) }
+        }
+        await process.invalidateAndWait()
+        Measurement(name: name, values: samples).report()
+    }
+}
