@@ -10,43 +10,10 @@ extension PluginTemplate {
     // MARK: C++
 
     var cppMakefile: String {
-        let headerFlags: String
-        let headerDependency: String
-        switch header {
-        case .pkgConfig:
-            headerFlags = "$(shell pkg-config --cflags plugind-plugin)"
-            headerDependency = ""
-        case .bundled:
-            headerFlags = "-Iinclude"
-            headerDependency = " include/plugind_plugin.h include/plugind_plugin.hpp"
-        }
-        return """
-            # Builds lib\(name).so with the C++ kit (plugind_plugin.hpp) and the bundle build/\(name).appex.
-            NAME := \(name)
-            LIBRARY := lib$(NAME).so
-            BUNDLE := build/$(NAME).appex
-            CXXFLAGS ?= -O2 -g
-            CXXFLAGS += -std=c++17 -Wall -Wextra -Werror -fPIC -fvisibility=hidden \(headerFlags)
-            PLUGIND ?= \(plugindExecutable)
-
-            all: $(BUNDLE)/$(LIBRARY) $(BUNDLE)/manifest.json
-
-            $(BUNDLE)/$(LIBRARY): src/$(NAME).cpp\(headerDependency)
-            \tmkdir -p $(BUNDLE)
-            \t$(CXX) $(CXXFLAGS) -shared -o $@ src/$(NAME).cpp
-
-            $(BUNDLE)/manifest.json: manifest.json
-            \tmkdir -p $(BUNDLE)
-            \tcp manifest.json $@
-
-            \(packageRule)
-
-            clean:
-            \trm -rf build
-
-            .PHONY: all package clean
-
-            """
+        compiledMakefile(
+            purpose: "Builds lib\(name).so with the C++ kit (plugind_plugin.hpp) and the bundle build/\(name).appex.",
+            extension: "cpp", compiler: "CXX", flags: "CXXFLAGS", standard: "-std=c++17",
+            bundledHeaders: ["plugind_plugin.h", "plugind_plugin.hpp"])
     }
 
     /// CMake, for authors who build with it: the installed kit through pkg-config.

@@ -127,6 +127,16 @@ struct PluginTemplate {
     }
 
     var cMakefile: String {
+        compiledMakefile(
+            purpose: "Builds lib\(name).so and the bundle build/\(name).appex (manifest + library).", extension: "c",
+            compiler: "CC", flags: "CFLAGS", standard: "-std=c11", bundledHeaders: ["plugind_plugin.h"])
+    }
+
+    /// The Makefile of a project one compiler builds from src/<Name>.<extension>: the headers
+    /// through pkg-config where plugind-dev is installed, else the copies in include/.
+    func compiledMakefile(purpose: String, extension: String, compiler: String, flags: String, standard: String, bundledHeaders: [String])
+        -> String
+    {
         let headerFlags: String
         let headerDependency: String
         switch header {
@@ -135,22 +145,22 @@ struct PluginTemplate {
             headerDependency = ""
         case .bundled:
             headerFlags = "-Iinclude"
-            headerDependency = " include/plugind_plugin.h"
+            headerDependency = bundledHeaders.map { " include/" + $0 }.joined()
         }
         return """
-            # Builds lib\(name).so and the bundle build/\(name).appex (manifest + library).
+            # \(purpose)
             NAME := \(name)
             LIBRARY := lib$(NAME).so
             BUNDLE := build/$(NAME).appex
-            CFLAGS ?= -O2 -g
-            CFLAGS += -std=c11 -Wall -Wextra -Werror -fPIC -fvisibility=hidden \(headerFlags)
+            \(flags) ?= -O2 -g
+            \(flags) += \(standard) -Wall -Wextra -Werror -fPIC -fvisibility=hidden \(headerFlags)
             PLUGIND ?= \(plugindExecutable)
 
             all: $(BUNDLE)/$(LIBRARY) $(BUNDLE)/manifest.json
 
-            $(BUNDLE)/$(LIBRARY): src/$(NAME).c\(headerDependency)
+            $(BUNDLE)/$(LIBRARY): src/$(NAME).\(`extension`)\(headerDependency)
             \tmkdir -p $(BUNDLE)
-            \t$(CC) $(CFLAGS) -shared -o $@ src/$(NAME).c
+            \t$(\(compiler)) $(\(flags)) -shared -o $@ src/$(NAME).\(`extension`)
 
             $(BUNDLE)/manifest.json: manifest.json
             \tmkdir -p $(BUNDLE)
