@@ -105,7 +105,7 @@ public final class AppExtensionProcess: Sendable {
         self.init(configuration: configuration, session: session, claim: claim)
     }
 
-    private init(configuration: Configuration, session: WorkerSession, claim: Int) {
+    init(configuration: Configuration, session: WorkerSession, claim: Int) {
         self.configuration = configuration
         self.session = session
         self.claim = claim

@@ -13,7 +13,8 @@ enum Plugind {
         .of(ApproveCommand.self), PolicyChangeCommand.entry(.disable), PolicyChangeCommand.entry(.enable),
         PolicyChangeCommand.entry(.revoke), .of(WatchCommand.self), .of(VerifyCommand.self), .of(NewCommand.self),
         .of(BindCommand.self), .of(KeygenCommand.self), .of(SignCommand.self), .of(PackCommand.self), .of(TrustCommand.self),
-        .of(InstallCommand.self), .of(UninstallCommand.self), .of(QuarantineCommand.self), .of(PolicyCommand.self), .of(PointsCommand.self),
+        .of(DevCommand.self), .of(InstallCommand.self), .of(UninstallCommand.self), .of(QuarantineCommand.self), .of(PolicyCommand.self),
+        .of(PointsCommand.self),
         .of(CompletionsCommand.self),
     ]
 
