@@ -132,6 +132,8 @@ enum PlugindBench {
                     quick: arguments.contains("--quick")
                 )
                 try suite.run()
+            case "dev-change-to-answer":
+                try DevBenchmarks.changeToAnswer(iterations: iterations)
             case "idle-monitor":
                 try await DiscoveryBenchmarks.idleMonitor(seconds: option("seconds", 2))
             default:

@@ -69,6 +69,7 @@ struct Suite {
                 "kit-round-trip", "--library", library, "--memory-bytes", "\(memory)", "--iterations", "\(count(20000))", "--name", name,
             ])
         }
+        bench(["dev-change-to-answer", "--iterations", "\(count(20))"])
         bench(["launch-c", "--iterations", "\(count(300))"], rename: ["launch-c": "launch-c-unpinned"])
         bench(["launch-c", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-c": "launch-c-same-core"])
         bench(["launch-c", "--unprimed", "--iterations", "\(count(300))"])
@@ -254,6 +255,9 @@ struct Suite {
             "64 B round trip, unpinned, task preferring process.taskExecutor", "round-trip-64-unpinned-task-executor", "pipe-64-unpinned",
             atMost: 1.5)
         ratioRow("1 MiB echo round trip", "echo-1MiB", "socketpair-1MiB", atMost: 1.0)
+        absoluteRow(
+            "plugind dev: a saved change of a C plugin to its new answer (make alone beside it)", "dev-change-to-answer", atMost: 1_000_000,
+            unit: "us", note: " (make alone: \(median("dev-make-alone").map { format($0, "us") } ?? "missing"))")
         ratioRow("empty round trip, a C++ kit plugin, vs the C echo's", "kit-cpp", "kit-c", atMost: 1.1)
         ratioRow("empty round trip, a Rust kit plugin, vs the C echo's", "kit-rust", "kit-c", atMost: 1.1)
         ratioRow("empty round trip, a Go kit plugin, vs the C echo's", "kit-go", "kit-c", atMost: 1.1)
