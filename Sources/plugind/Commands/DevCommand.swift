@@ -158,13 +158,7 @@ struct DevCommand: PlugindCommand {
 
     /// One request on a connection of its own, with the plugin's log and progress shown.
     private func request(_ input: [UInt8], on process: AppExtensionProcess, _ context: CommandContext) async throws -> [UInt8] {
-        let connection: AppExtensionConnection
-        if let answer {
-            let bytes = Array(answer.utf8)
-            connection = try await process.makeConnection(requestHandler: { _ in bytes })
-        } else {
-            connection = try await process.makeConnection()
-        }
+        let connection = try await process.connection(answering: answer)
         defer { connection.close() }
         let display = quiet ? nil : ProgressDisplay(console: context.console)
         let messages = connection.messages()

@@ -70,13 +70,7 @@ struct RunCommand: PlugindCommand {
             if let cause = process.launchFallbackCause {
                 context.console.err("note: \(identifier) was started by a launcher of its own: the shared launcher failed (\(cause))\n")
             }
-            let connection: AppExtensionConnection
-            if let answer {
-                let bytes = Array(answer.utf8)
-                connection = try await process.makeConnection(requestHandler: { _ in bytes })
-            } else {
-                connection = try await process.makeConnection()
-            }
+            let connection = try await process.connection(answering: answer)
             let display = quiet ? nil : ProgressDisplay(console: context.console)
             let messages = connection.messages()
             let reporter = Task {
