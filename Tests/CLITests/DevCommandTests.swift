@@ -59,10 +59,19 @@ struct DevCommandTests {
         defer { child.stop() }
         #expect(await child.line(where: { $0 == "Hello from DevWatched: world" }) != nil, "\(child.errors)")
         #expect(await child.errorLine(where: { $0.hasPrefix("dev: watching") }) != nil)
+        // Each line of stdin is a request of its own.
+        child.write("from stdin\n")
+        #expect(await child.line(where: { $0 == "Hello from DevWatched: from stdin" }) != nil, "\(child.errors)")
         let source = watched + "/src/DevWatched.c"
         let edited = try String(contentsOfFile: source, encoding: .utf8).replacingOccurrences(of: "Hello from", with: "Hi from")
         try Data(edited.utf8).write(to: URL(fileURLWithPath: source))
         #expect(await child.line(where: { $0 == "Hi from DevWatched: world" }) != nil, "\(child.errors)")
+        // A change that does not build: the compiler's errors, and the watch goes on.
+        try Data("not C at all\n".utf8).write(to: URL(fileURLWithPath: source))
+        #expect(await child.errorLine(where: { $0 == "dev: the build failed; waiting for a change" }) != nil, "\(child.errors)")
+        #expect(child.errors.contains("DevWatched.c"), "the compiler's error names the file")
+        try Data(edited.replacingOccurrences(of: "Hi from", with: "Back from").utf8).write(to: URL(fileURLWithPath: source))
+        #expect(await child.line(where: { $0 == "Back from DevWatched: world" }) != nil, "\(child.errors)")
     }
 }
 
@@ -73,6 +82,7 @@ final class StreamingChild: @unchecked Sendable {
     private let process: Process
     private let output: AsyncStream<String>
     private let errorOutput: AsyncStream<String>
+    private let input = Foundation.Pipe()
     private let collected = Locked<[String]>([])
 
     init(_ executable: String, _ arguments: [String], environment: [String: String]) throws {
@@ -84,10 +94,15 @@ final class StreamingChild: @unchecked Sendable {
         let stderr = Foundation.Pipe()
         process.standardOutput = stdout
         process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
+        process.standardInput = input
         output = Self.lines(of: stdout.fileHandleForReading, collect: nil)
         errorOutput = Self.lines(of: stderr.fileHandleForReading, collect: collected)
         try process.run()
+    }
+
+    /// Writes `text` to the child's stdin.
+    func write(_ text: String) {
+        try? input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
     }
 
     /// What stderr said so far.
@@ -104,6 +119,7 @@ final class StreamingChild: @unchecked Sendable {
     }
 
     func stop() {
+        try? input.fileHandleForWriting.close()
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }

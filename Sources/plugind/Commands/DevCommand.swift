@@ -30,10 +30,11 @@ struct DevCommand: PlugindCommand {
             permissions its manifest asks for, which it prints. The bundle is visible to this
             process only: no host lists it, no approval or crash record is written. With --once
             it answers one request (INPUT, --input FILE, or all of stdin) and exits with run's
-            statuses. Without --once it answers INPUT (or --input FILE) after every build, one
-            line on stdout each time, and rebuilds and relaunches whenever a source changes
-            (build/, .build/, target/ and .git/ are not watched); a build that fails shows the
-            compiler's errors and waits for the next change.
+            statuses. Without --once it answers INPUT (or --input FILE) after every build and
+            each line of stdin as a request of its own, one line on stdout per answer, and
+            rebuilds and relaunches whenever a source changes (build/, .build/, target/ and .git/
+            are not watched); a build that fails shows the compiler's errors and waits for the
+            next change.
             """,
         arguments: [("<directory>", "The project directory (holding its Makefile)."), ("<input>", "The request, as text.")],
         options: [Options.once, Options.input, Options.answer, Options.timeout, Options.quiet]
@@ -75,6 +76,7 @@ struct DevCommand: PlugindCommand {
         let fixedInput: [UInt8]? =
             try inputText.map { Array($0.utf8) } ?? inputFile.map { file throws(CommandFailure) in try StandardInput.read(from: file) }
         let changes = try SourceChanges(watching: directory)
+        let lines = StandardInputLines()
         var generation = 1
         while true {
             changes.discardPending()
@@ -82,8 +84,20 @@ struct DevCommand: PlugindCommand {
                 do {
                     let process = try await launch(try developmentBundle(), context)
                     if let fixedInput { await send(fixedInput, to: process, context) }
-                    context.console.err("dev: watching \(directory.inert) for changes (Ctrl-C ends)\n")
-                    await changes.next()
+                    context.console.err("dev: watching \(directory.inert) for changes; each line of stdin is a request (Ctrl-C ends)\n")
+                    // Serve stdin's lines until a source changes; when stdin ends, only wait for it.
+                    await withTaskGroup(of: Bool.self) { group in
+                        group.addTask {
+                            await changes.next()
+                            return true
+                        }
+                        group.addTask {
+                            while let line = await lines.next() { await send(Array(line.utf8), to: process, context) }
+                            return false
+                        }
+                        while let changed = await group.next(), !changed {}
+                        group.cancelAll()
+                    }
                     await process.invalidateAndWait()
                 } catch {
                     context.console.err("dev: \(String(describing: error).inert)\n")
