@@ -100,10 +100,11 @@ let pluginTargets: [Target] =
     ]
 
 let pluginProducts: [Product] =
-    (cExamplePlugins.map(\.name) + cppPlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + ["SwiftTextFilter", "SwiftGreeter", "SwiftExtensionProbe"]).map
-{ name in
-    .library(name: name, type: .dynamic, targets: [name])
-}
+    (cExamplePlugins.map(\.name) + cppPlugins.map(\.name) + testPlugins.map(\.name) + faultyPlugins + [
+        "SwiftTextFilter", "SwiftGreeter", "SwiftExtensionProbe",
+    ]).map { name in
+        .library(name: name, type: .dynamic, targets: [name])
+    }
 
 let package = Package(
     name: "plugind",

@@ -1,6 +1,5 @@
 public import Foundation
 package import PlugindBundle
-import PlugindSystem
 
 extension AppExtensionHost {
     /// Why a host's extension-point descriptors could not be written or removed.
@@ -26,21 +25,11 @@ extension AppExtensionHost {
         var written: [URL] = []
         for point in points {
             try point.validated(in: self)
-            let descriptor = try point.descriptor(in: self).validated(at: target.path)
-            let file = target.appendingPathComponent(ExtensionPointDescriptor.fileName(of: descriptor.identifier))
-            let bytes = descriptor.encoded()
-            if (try? Data(contentsOf: file)).map({ [UInt8]($0) == bytes }) == true {
-                written.append(file)
-                continue
-            }
             do {
-                try FileManager.default.createDirectory(at: target, withIntermediateDirectories: true)
-                // Readable by every user: other users' plugind reads what a system host declares.
-                try AtomicFile.replace(file.path, with: bytes, mode: 0o644)
+                written.append(URL(fileURLWithPath: try point.descriptor(in: self).install(in: target.path)))
             } catch {
-                throw DescriptorError(description: "cannot write \(file.path): \(error)")
+                throw DescriptorError(description: error.description)
             }
-            written.append(file)
         }
         return written
     }

@@ -1,5 +1,5 @@
 import Foundation
-import PlugindBundle
+package import PlugindBundle
 
 extension AppExtensionProcess {
     /// A process of a bundle that is neither installed nor approved, for `plugind dev`: confined
@@ -9,15 +9,10 @@ extension AppExtensionProcess {
     /// identifier) and the owner's policy does not end it: the caller, the owner's own command,
     /// is the only one that decides.
     ///
-    /// - Throws: `AppExtensionError(.pluginLoadFailed)` when the bundle does not pass the checks
-    ///   a catalog makes (its message names the problem), and what a launch throws.
-    package static func development(bundleAt path: String, host: AppExtensionHost) async throws -> AppExtensionProcess {
-        let inspected: InspectedBundle
-        switch BundleInspector.inspect(bundleAt: path) {
-        case .success(let bundle): inspected = bundle
-        case .failure(let problem):
-            throw AppExtensionError(.pluginLoadFailed, plugin: problem.identifier ?? path, problem.message)
-        }
+    /// - Parameter inspected: the bundle as `BundleInspector` found it (the checks a catalog makes).
+    /// - Throws: what a launch throws.
+    package static func development(_ inspected: InspectedBundle, host: AppExtensionHost) async throws -> AppExtensionProcess {
+        let path = inspected.bundlePath
         let entry = CatalogEntry(
             bundle: inspected, root: SearchRoot(path: (path as NSString).deletingLastPathComponent, isBundledWithHost: false))
         // No approval: the grants the manifest asks for are resolved now, as for a bundled plugin.

@@ -71,6 +71,27 @@ package struct ExtensionPointDescriptor: Codable, Equatable, Sendable {
         return ((try? encoder.encode(self)) ?? Data()).map { $0 } + [0x0A]
     }
 
+    /// Validates the descriptor and writes it into `directory` (created when missing) as
+    /// `<identifier>.json`, mode 0644 — other users' plugind reads what a system host declares —
+    /// unless the file holds these bytes already. Returns the file's path.
+    @discardableResult
+    package func install(in directory: String) throws(Problem) -> String {
+        let path = directory + "/" + Self.fileName(of: identifier)
+        let bytes = try validated(at: path).encoded()
+        if FileManager.default.contents(atPath: path).map({ [UInt8]($0) == bytes }) == true { return path }
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        } catch {
+            throw Problem(path: directory, reason: "cannot be created: \(error.localizedDescription)")
+        }
+        do {
+            try AtomicFile.replace(path, with: bytes, mode: 0o644)
+        } catch {
+            throw Problem(path: path, reason: "cannot be written: \(error)")
+        }
+        return path
+    }
+
     /// Reads the descriptor at `path`.
     package static func read(atPath path: String) throws(Problem) -> ExtensionPointDescriptor {
         guard let handle = FileHandle(forReadingAtPath: path) else { throw Problem(path: path, reason: "cannot be opened") }

@@ -12,13 +12,7 @@ struct DevelopmentKitTests {
     /// `make` with Debian's cargo and go (their caches in this user's kit build directory), as
     /// an author would run it: the scaffolds' Makefiles take CARGO and GO.
     func make(_ directory: String, _ arguments: [String]) async throws -> CommandRunner.Output {
-        let builds = PluginKitBuild.buildDirectory
-        let toolchains = [
-            "CARGO=env CARGO_HOME=\(builds)/cargo-home"
-                + (FileManager.default.isExecutableFile(atPath: "/usr/bin/cargo")
-                    ? " RUSTC=/usr/bin/rustc RUSTDOC=/usr/bin/rustdoc /usr/bin/cargo" : " cargo"),
-            "GO=env GOCACHE=\(builds)/go-cache GOPATH=\(builds)/go-path GOTOOLCHAIN=local go",
-        ]
+        let toolchains = PluginKitBuild.makeVariables
         return try await CommandRunner.run(
             "/usr/bin/env", ["make", "-C", directory] + toolchains + arguments, environment: ProcessInfo.processInfo.environment)
     }

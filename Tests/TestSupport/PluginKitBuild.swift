@@ -49,34 +49,52 @@ package enum PluginKitBuild: String, CaseIterable, Sendable, CustomStringConvert
         }
     }
 
-    /// Runs Debian's go in `directory`, offline, with its caches under `buildDirectory`.
+    /// Debian's go (the one on PATH without it) and the variables it runs with: offline, with
+    /// its caches under `buildDirectory`.
+    package static var goToolchain: (executable: String, environment: [String: String]) {
+        let environment = [
+            "GOPROXY": "off", "GOFLAGS": "-mod=mod -buildvcs=false", "GOCACHE": buildDirectory + "/go-cache",
+            "GOPATH": buildDirectory + "/go-path", "GOTOOLCHAIN": "local",
+        ]
+        return (FileManager.default.isExecutableFile(atPath: "/usr/bin/go") ? "/usr/bin/go" : "go", environment)
+    }
+
+    /// Debian's cargo with its rustc and rustdoc, whatever else is on PATH (the one on PATH
+    /// without it), and the variables it runs with: offline, its home under `buildDirectory`.
+    package static var cargoToolchain: (executable: String, environment: [String: String]) {
+        var environment = ["CARGO_HOME": buildDirectory + "/cargo-home", "CARGO_NET_OFFLINE": "true"]
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/cargo") else { return ("cargo", environment) }
+        environment["RUSTC"] = "/usr/bin/rustc"
+        environment["RUSTDOC"] = "/usr/bin/rustdoc"
+        return ("/usr/bin/cargo", environment)
+    }
+
+    /// Runs go in `directory`.
     package static func go(_ arguments: [String], in directory: String) async throws -> CommandRunner.Output {
-        var environment = ProcessInfo.processInfo.environment
-        environment["GOPROXY"] = "off"
-        environment["GOFLAGS"] = "-mod=mod -buildvcs=false"
-        environment["GOCACHE"] = buildDirectory + "/go-cache"
-        environment["GOPATH"] = buildDirectory + "/go-path"
-        environment["GOTOOLCHAIN"] = "local"
-        let go = FileManager.default.isExecutableFile(atPath: "/usr/bin/go") ? "/usr/bin/go" : "go"
-        return try await CommandRunner.run("/usr/bin/env", [go] + arguments, environment: environment, currentDirectory: directory)
+        try await run(goToolchain, arguments, in: directory)
+    }
+
+    /// Runs cargo in `directory`. Nothing is fetched: the kits depend on the standard library only.
+    package static func cargo(_ arguments: [String], in directory: String) async throws -> CommandRunner.Output {
+        try await run(cargoToolchain, arguments, in: directory)
+    }
+
+    private static func run(
+        _ toolchain: (executable: String, environment: [String: String]), _ arguments: [String], in directory: String
+    ) async throws -> CommandRunner.Output {
+        let environment = ProcessInfo.processInfo.environment.merging(toolchain.environment) { _, new in new }
+        return try await CommandRunner.run(
+            "/usr/bin/env", [toolchain.executable] + arguments, environment: environment, currentDirectory: directory)
+    }
+
+    /// `CARGO=…` and `GO=…` for a scaffold's Makefile: the same toolchains, through env(1).
+    package static var makeVariables: [String] {
+        [("CARGO", cargoToolchain), ("GO", goToolchain)].map { name, toolchain in
+            "\(name)=env " + toolchain.environment.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+                + " " + toolchain.executable
+        }
     }
 
     /// Where kit builds go: outside the checkout (which may be read-only for this user).
     package static var buildDirectory: String { "/tmp/plugind-kit-builds-\(getuid())" }
-
-    /// Runs Debian's cargo (with its rustc and rustdoc, whatever else is on PATH) in `directory`;
-    /// without Debian's, the one on PATH. Nothing is fetched: the kits depend on the standard
-    /// library only.
-    package static func cargo(_ arguments: [String], in directory: String) async throws -> CommandRunner.Output {
-        var environment = ProcessInfo.processInfo.environment
-        environment["CARGO_HOME"] = buildDirectory + "/cargo-home"
-        environment["CARGO_NET_OFFLINE"] = "true"
-        var cargo = "cargo"
-        if FileManager.default.isExecutableFile(atPath: "/usr/bin/cargo") {
-            cargo = "/usr/bin/cargo"
-            environment["RUSTC"] = "/usr/bin/rustc"
-            environment["RUSTDOC"] = "/usr/bin/rustdoc"
-        }
-        return try await CommandRunner.run("/usr/bin/env", [cargo] + arguments, environment: environment, currentDirectory: directory)
-    }
 }

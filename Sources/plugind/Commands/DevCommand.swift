@@ -100,7 +100,7 @@ struct DevCommand: PlugindCommand {
                     }
                     await process.invalidateAndWait()
                 } catch {
-                    context.console.err("dev: \(String(describing: error).inert)\n")
+                    context.console.err("dev: \(Self.describe(error))\n")
                     await changes.next()
                 }
             } else {
@@ -110,6 +110,11 @@ struct DevCommand: PlugindCommand {
             generation += 1
             context.console.err("dev: a source changed; rebuilding (build \(generation))\n")
         }
+    }
+
+    /// An error as a line of the watch loop: a command failure's message, else the error's own.
+    private static func describe(_ error: any Error) -> String {
+        (error as? CommandFailure)?.message ?? String(describing: error).inert
     }
 
     /// Runs make; its output goes to stderr, as the compiler wrote it.
@@ -145,14 +150,15 @@ struct DevCommand: PlugindCommand {
     }
 
     private func launch(_ bundle: String, _ context: CommandContext) async throws -> AppExtensionProcess {
-        let process = try await AppExtensionProcess.development(bundleAt: bundle, host: context.host)
-        let identity = process.configuration.appExtensionIdentity
-        let manifestPath = bundle + "/" + Manifest.fileName
-        let permissions = (try? Data(contentsOf: URL(fileURLWithPath: manifestPath))).flatMap {
-            try? ManifestParser.parse($0, file: manifestPath).manifest.permissions
+        let inspected: InspectedBundle
+        switch BundleInspector.inspect(bundleAt: bundle) {
+        case .success(let found): inspected = found
+        case .failure(let problem):
+            throw CommandFailure(message: "\((problem.identifier ?? bundle).inert): \(problem.message.inert)", status: .loadFailed)
         }
+        let process = try await AppExtensionProcess.development(inspected, host: context.host)
         context.console.err(
-            "dev: running \(identity.bundleIdentifier.inert) from \(bundle.inert), not installed and not approved (this process only); permissions: \((permissions?.summary ?? "unknown").inert)\n"
+            "dev: running \(inspected.manifest.identifier.inert) from \(bundle.inert), not installed and not approved (this process only); permissions: \(inspected.manifest.permissions.summary.inert)\n"
         )
         return process
     }
@@ -190,7 +196,7 @@ struct DevCommand: PlugindCommand {
             let response = try await request(input, on: process, context)
             try context.console.outBytes(response + [0x0A])
         } catch {
-            context.console.err("dev: \(String(describing: error).inert)\n")
+            context.console.err("dev: \(Self.describe(error))\n")
         }
     }
 }

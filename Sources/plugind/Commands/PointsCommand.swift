@@ -1,7 +1,6 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
-import PlugindSystem
 
 /// `plugind points`: the extension points installed hosts declare (their descriptors), and the
 /// one command a host's installer, package or author runs to declare its own.
@@ -125,17 +124,16 @@ struct PointsCommand: PlugindCommand {
             let descriptor = ExtensionPointDescriptor(
                 identifier: identifier, host: hostIdentifier, scope: scope, enhancedSecurity: enhancedSecurity,
                 description: pointDescription, version: version)
-            let path = target + "/" + ExtensionPointDescriptor.fileName(of: identifier)
             do {
-                _ = try descriptor.validated(at: path)
+                _ = try descriptor.validated(at: target)
             } catch {
-                throw CommandFailure(message: "\(error.reason)", status: .usage)
+                throw CommandFailure(message: error.reason, status: .usage)
             }
+            let path: String
             do {
-                try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: true)
-                try AtomicFile.replace(path, with: descriptor.encoded(), mode: 0o644)
+                path = try descriptor.install(in: target)
             } catch {
-                throw CommandFailure(message: "cannot write \(path.inert): \(error)", status: .failure)
+                throw CommandFailure(message: error.description.inert, status: .failure)
             }
             context.console.err("Declared \(identifier.inert) for \(hostIdentifier.inert) in \(path.inert).\n")
         case .remove(let identifier):
