@@ -119,7 +119,7 @@ let package = Package(
     ] + pluginProducts,
     targets: [
         // C: spawning, pidfd and wait, fatal-signal reporting (host and worker).
-        .target(name: "CPlugindShims", cSettings: gnuSource),
+        .target(name: "CPlugindShims", cSettings: gnuSource, linkerSettings: [.linkedLibrary("gcc_s")]),
         // C: the full-screen terminal of `plugind browse`, through ncursesw (Debian's libncurses-dev).
         .target(
             name: "CTerminal", cSettings: gnuSource,
@@ -127,6 +127,11 @@ let package = Package(
         // C: the worker's confinement layers (prctl, rlimits, seccomp, Landlock).
         .target(name: "CPlugindConfinement", dependencies: ["CSeccomp"], cSettings: gnuSource),
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        // C: names a plugin's stack from the host's files with elfutils' libdw (Debian's
+        // libdw-dev), in `plugind-worker --symbolize`, confined before it parses them.
+        .target(
+            name: "CPlugindSymbolizer", dependencies: ["CSeccomp"], cSettings: gnuSource,
+            linkerSettings: [.linkedLibrary("dw"), .linkedLibrary("elf"), .linkedLibrary("stdc++")]),
         // libarchive: plugin packages (`plugind pack`, `plugind install FILE`); the CLI only.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
@@ -159,7 +164,7 @@ let package = Package(
             name: "plugind-worker",
             dependencies: [
                 "PlugindSystem", "PlugindWire", "PlugindWorkerCore", "PlugindPluginABI", "CFFI", "CPlugindShims",
-                "CPlugindConfinement",
+                "CPlugindConfinement", "CPlugindSymbolizer",
             ],
             swiftSettings: swiftSettings
         ),

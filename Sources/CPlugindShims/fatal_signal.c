@@ -1,6 +1,8 @@
 // The report a dying worker sends to its host: which signal, where, and how close the process was
 // to its memory and descriptor limits, so the host can say "memory limit 256 MiB" rather than
-// only "SIGSEGV". Runs inside a signal handler: async-signal-safe system calls only.
+// only "SIGSEGV"; then, in a second frame, the faulting thread's stack (`stack_capture.c`), so
+// that a stack the unwinder cannot walk costs the backtrace and never the report. Runs inside a
+// signal handler: async-signal-safe system calls only.
 #include "plugind_shims.h"
 
 #include <dirent.h>
@@ -19,7 +21,8 @@ static int statm_fd = -1;
 static int descriptor_directory_fd = -1;
 static uint8_t header_template[max_header];
 static size_t header_template_length;
-static volatile sig_atomic_t reported;
+
+static int reported;
 
 // SIGXCPU is the kernel's notice at the soft CPU limit; reporting it lets the host name the limit.
 static const int reported_signals[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGSYS, SIGTRAP, SIGXCPU};
@@ -59,11 +62,10 @@ static uint64_t open_descriptor_count(void) {
     return count > 0 ? count - 1 : 0;
 }
 
-static void report_fatal_signal(int signal_number, siginfo_t *info, void *context) {
-    (void)context;
+void plugind_shim_report_fatal_signal(int signal_number, siginfo_t *info, void *context) {
     int saved_errno = errno;
-    if (!reported) {
-        reported = 1;
+    // The first thread to crash reports; another one crashing meanwhile dies with it.
+    if (!__atomic_exchange_n(&reported, 1, __ATOMIC_SEQ_CST)) {
         uint8_t frame[max_header + PLUGIND_SHIM_FATAL_REPORT_PAYLOAD_SIZE];
         memcpy(frame, header_template, header_template_length);
         uint8_t *payload = frame + header_template_length;
@@ -74,6 +76,7 @@ static void report_fatal_signal(int signal_number, siginfo_t *info, void *contex
         put_le(payload + 24, open_descriptor_count(), 8);
         ssize_t ignored = write(report_fd, frame, header_template_length + PLUGIND_SHIM_FATAL_REPORT_PAYLOAD_SIZE);
         (void)ignored;
+        if (signal_number != SIGXCPU) plugind_shim_write_stack_frame(0, 0, context);
     }
     // SA_RESETHAND restored the default action. A fault re-executes the faulting instruction and
     // dies of it. A signal someone raised, and SIGXCPU, which would otherwise only come back a
@@ -108,7 +111,7 @@ int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *frame_header
 
     struct sigaction action;
     memset(&action, 0, sizeof action);
-    action.sa_sigaction = report_fatal_signal;
+    action.sa_sigaction = plugind_shim_report_fatal_signal;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND | SA_NODEFER;
     sigemptyset(&action.sa_mask);
     for (size_t index = 0; index < sizeof reported_signals / sizeof reported_signals[0]; index++) {

@@ -24,6 +24,19 @@ int plugind_shim_pidfd_open(pid_t pid, int *pidfd) {
     return 0;
 }
 
+int plugind_shim_request_stack(int pidfd, uint64_t request) {
+    siginfo_t info;
+    memset(&info, 0, sizeof info);
+    info.si_signo = PLUGIND_SHIM_STACK_SIGNAL;
+    // SI_QUEUE: the value travels with the signal (a positive code would be refused).
+    info.si_code = SI_QUEUE;
+    info.si_pid = getpid();
+    info.si_uid = getuid();
+    info.si_value.sival_ptr = (void *)(uintptr_t)request;
+    if (syscall(SYS_pidfd_send_signal, pidfd, PLUGIND_SHIM_STACK_SIGNAL, &info, 0) != 0) return errno;
+    return 0;
+}
+
 int plugind_shim_pidfd_send_signal(int pidfd, int signal) {
     if (syscall(SYS_pidfd_send_signal, pidfd, signal, NULL, 0) != 0) return errno;
     return 0;

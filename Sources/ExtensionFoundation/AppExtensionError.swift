@@ -1,5 +1,6 @@
 public import Foundation
 import PlugindSystem
+package import PlugindWire
 
 /// An error from ExtensionFoundation: a stable code to switch on, the plugin it concerns, and a
 /// one-line description a person can act on.
@@ -128,6 +129,13 @@ public struct AppExtensionError: Error, Sendable, CustomStringConvertible, Local
     public let standardErrorTail: String
     /// The system error underneath, if any.
     public let underlying: (any Error & Sendable)?
+    /// Where the plugin was, innermost frame first: the crashed thread's frames for
+    /// `workerCrashed` (and a limit that ended the worker with a signal), the frames of the
+    /// thread serving the request for a request's `timedOut`. Empty when the worker could not
+    /// say (it blocks the signals, or an older worker). Linux addition.
+    public internal(set) var backtrace: [StackFrame] = []
+    /// The stack as the worker sent it, until the channel has named its frames.
+    package var unsymbolizedStack: StackReport?
 
     package init(
         _ code: Code,

@@ -7,11 +7,14 @@ final class HostError: Error, Sendable {
     let code: plugind_error_code
     let message: OwnedCString
     let pluginCode: Int32
+    /// The error's stack frames, one line each.
+    let frames: [OwnedCString]
 
-    init(code: plugind_error_code, message: String, pluginCode: Int32 = 0) {
+    init(code: plugind_error_code, message: String, pluginCode: Int32 = 0, frames: [String] = []) {
         self.code = code
         self.message = OwnedCString(message)
         self.pluginCode = pluginCode
+        self.frames = frames.map(OwnedCString.init)
     }
 
     /// Misuse of the C API: a NULL or released handle, an index out of range, text not UTF-8.
@@ -31,7 +34,7 @@ final class HostError: Error, Sendable {
         }
         self.init(
             code: Self.codes[error.code] ?? PLUGIND_ERROR_PLUGIN_ERROR, message: error.description,
-            pluginCode: error.pluginErrorCode ?? 0)
+            pluginCode: error.pluginErrorCode ?? 0, frames: error.backtrace.map(\.description))
     }
 
     private static let codes: [AppExtensionError.Code: plugind_error_code] = [
@@ -71,6 +74,17 @@ public func plugindErrorMessage(_ error: OpaquePointer?) -> UnsafePointer<CChar>
 @_cdecl("plugind_error_plugin_code")
 public func plugindErrorPluginCode(_ error: OpaquePointer?) -> Int32 {
     HandleRegistry.shared.object(error, as: HostError.self)?.pluginCode ?? 0
+}
+
+@_cdecl("plugind_error_frame_count")
+public func plugindErrorFrameCount(_ error: OpaquePointer?) -> Int {
+    HandleRegistry.shared.object(error, as: HostError.self)?.frames.count ?? 0
+}
+
+@_cdecl("plugind_error_frame")
+public func plugindErrorFrame(_ error: OpaquePointer?, _ index: Int) -> UnsafePointer<CChar>? {
+    guard let frames = HandleRegistry.shared.object(error, as: HostError.self)?.frames, frames.indices.contains(index) else { return nil }
+    return frames[index].constPointer
 }
 
 @_cdecl("plugind_error_free")

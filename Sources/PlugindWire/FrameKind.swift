@@ -58,6 +58,10 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     case ask = 0x8F
     /// The plugin stopped waiting for the answer to this ask (its deadline passed).
     case askCancelled = 0x90
+    /// A thread's stack (`StackReport`): the faulting thread's, after `fatalSignal`; or the one
+    /// serving the request in the header, which the host asked for with the worker's stack
+    /// signal (`PLUGIND_SHIM_STACK_SIGNAL`) when the request's deadline passed.
+    case stackReport = 0x91
 
     package enum Direction: Sendable {
         case hostToWorker
@@ -74,7 +78,7 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     package var carriesRequestID: Bool {
         switch self {
         case .request, .call, .cancel, .response, .failure, .callResult, .callFailed, .cancelled, .event, .progress, .answer,
-            .askFailed, .nestedRequest, .ask, .askCancelled:
+            .askFailed, .nestedRequest, .ask, .askCancelled, .stackReport:
             true
         case .hello, .shutdown, .ready, .loadFailed, .log, .fatalSignal, .goodbye, .openConnection, .closeConnection,
             .connectionAccepted, .connectionRefused:
@@ -89,7 +93,7 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
         case .request, .nestedRequest, .openConnection, .closeConnection, .connectionAccepted, .connectionRefused, .ask:
             true
         case .hello, .call, .cancel, .shutdown, .answer, .askFailed, .ready, .loadFailed, .response, .failure, .callResult,
-            .callFailed, .cancelled, .event, .progress, .log, .fatalSignal, .goodbye, .askCancelled:
+            .callFailed, .cancelled, .event, .progress, .log, .fatalSignal, .goodbye, .askCancelled, .stackReport:
             false
         }
     }

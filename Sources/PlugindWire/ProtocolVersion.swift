@@ -41,5 +41,8 @@ package enum ProtocolFeature {
     /// Connections the plugin accepts or refuses, and asks from the plugin to the host.
     package static let connections = "connections"
 
-    package static let all = [cancellation, progress, functionCalls, sharedMemory, connections]
+    /// The worker reports the stack of a crashed thread, and answers the stack signal.
+    package static let stacks = "stacks"
+
+    package static let all = [cancellation, progress, functionCalls, sharedMemory, connections, stacks]
 }

@@ -13,6 +13,8 @@ package enum WorkerMessage: Equatable, Sendable {
     case progress(requestID: UInt64, completed: UInt64, total: UInt64)
     case log(level: PluginLogLevel, message: String)
     case fatalSignal(FatalSignalReport)
+    /// A thread's stack: after `fatalSignal` (request 0), or where request `id` is, when the host asked.
+    case stackReport(requestID: UInt64, StackReport)
     case goodbye
     case connectionAccepted(UInt32)
     case connectionRefused(UInt32, reason: String)
@@ -85,6 +87,9 @@ package enum WorkerMessage: Equatable, Sendable {
             writer.write(report.faultAddress)
             writer.write(report.addressSpaceBytes)
             writer.write(report.openDescriptors)
+        case .stackReport(let id, let report):
+            let payload = report.encoded
+            return Frame(header: FrameHeader(kind: .stackReport, requestID: id, payloadLength: payload.count), payload: payload)
         case .goodbye:
             kind = .goodbye
         case .connectionAccepted(let connection):
@@ -186,6 +191,9 @@ package enum WorkerMessage: Equatable, Sendable {
                     openDescriptors: try reader.readUInt64()
                 )
             )
+        case .stackReport:
+            self = .stackReport(requestID: id, try StackReport(payload: frame.payload))
+            return
         case .goodbye:
             self = .goodbye
         case .connectionAccepted:

@@ -1,3 +1,4 @@
+import CPlugindSymbolizer
 import Glibc
 
 // plugind-worker: loads one plugin in its own process and serves the host over descriptors 3
@@ -13,6 +14,10 @@ if arguments.contains("--version") {
 }
 if arguments.first == "--launcher" && arguments.count == 1 {
     exit(Launcher.run())
+}
+if arguments.first == "--symbolize" && arguments.count == 1 {
+    // Names the frames of a stack report for the host (see CPlugindSymbolizer).
+    exit(plugind_symbolizer_run(0, 1))
 }
 if !arguments.isEmpty {
     WorkerUsage.fail("unexpected argument '\(arguments.first ?? "")'")

@@ -13,7 +13,8 @@ enum Plugind {
         .of(ApproveCommand.self), PolicyChangeCommand.entry(.disable), PolicyChangeCommand.entry(.enable),
         PolicyChangeCommand.entry(.revoke), .of(WatchCommand.self), .of(VerifyCommand.self), .of(NewCommand.self),
         .of(BindCommand.self), .of(KeygenCommand.self), .of(SignCommand.self), .of(PackCommand.self), .of(TrustCommand.self),
-        .of(DevCommand.self), .of(InstallCommand.self), .of(UninstallCommand.self), .of(QuarantineCommand.self), .of(PolicyCommand.self),
+        .of(DevCommand.self), .of(InstallCommand.self), .of(UninstallCommand.self), .of(CrashesCommand.self), .of(QuarantineCommand.self),
+        .of(PolicyCommand.self),
         .of(PointsCommand.self),
         .of(CompletionsCommand.self),
     ]
@@ -128,9 +129,14 @@ enum Plugind {
         return .usage
     }
 
-    /// The error, its cause, and the tail of the worker's output when there is one.
+    /// The error, its cause, where the plugin was (a crash's or a hung request's frames) and
+    /// the tail of the worker's output when there is one.
     static func report(_ error: AppExtensionError, console: Console) {
         console.error(error.description)
+        if !error.backtrace.isEmpty {
+            let heading = error.code == .timedOut ? "where the request was when its deadline passed" : "where the plugin crashed"
+            console.err("note: \(heading):\n" + error.backtrace.map { "  \($0)" }.joined(separator: "\n") + "\n")
+        }
         let tail = error.standardErrorTail.trimmingCharacters(in: .whitespacesAndNewlines)
         if !tail.isEmpty {
             let lines = tail.split(separator: "\n", omittingEmptySubsequences: false).suffix(20)

@@ -337,6 +337,11 @@ static int fail_scenario(const char *point, uint32_t timeout_ms, int interrupts)
     expect(plugind_connection_send(connection, (const uint8_t *)"boom", 4, timeout_ms, &reply, &length, &error) == -1,
            "the request to fail");
     printf("failed %d %s\n", plugind_error_code_of(error), plugind_error_message(error));
+    /* Where the plugin was: the innermost frames, and the index past the end refused. */
+    size_t frames = plugind_error_frame_count(error);
+    for (size_t index = 0; index < frames && index < 3; index++) printf("frame %s\n", plugind_error_frame(error, index));
+    expect(plugind_error_frame(error, frames) == NULL, "no frame past the last");
+    expect(plugind_error_frame_count(NULL) == 0 && plugind_error_frame(NULL, 0) == NULL, "no frames of a NULL error");
     plugind_error_free(error);
     struct timespec when = deadline();
     pthread_mutex_lock(&state.lock);

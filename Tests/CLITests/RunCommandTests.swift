@@ -104,12 +104,29 @@ struct RunCommandTests {
         #expect(crashed.status == 70)
         #expect(crashed.stderr.contains("crashed with SIGSEGV"))
         #expect(crashed.stderr.contains("note: last output of the plugin's worker:\n  | about to dereference NULL"))
+        #expect(crashed.stderr.contains("note: where the plugin crashed:\n  #0 dereference_null_for_request+0x"), "\(crashed.stderr)")
+        #expect(crashed.stderr.contains(" in libFaultySegfault.so (segfault.c:13)\n  #1 handle+0x"), "\(crashed.stderr)")
+        // The crash log keeps the frames: 'plugind crashes' shows them, as text and JSON.
+        let crashes = try await plugind("crashes", crash.identifier, in: test)
+        #expect(crashes.status == 0)
+        #expect(crashes.stdout.contains("\(crash.identifier)  1 crash(es)\n"), "\(crashes.stdout)")
+        #expect(crashes.stdout.contains("crashed with SIGSEGV at address 0x0\n    #0 dereference_null_for_request+0x"), "\(crashes.stdout)")
+        let crashesJSON = try await plugind("crashes", "--json", in: test)
+        let entries = try JSONSerialization.jsonObject(with: Data(crashesJSON.stdout.utf8)) as? [[String: Any]]
+        let recorded = entries?.first { $0["identifier"] as? String == crash.identifier }?["crashes"] as? [[String: Any]]
+        let frames = recorded?.first?["backtrace"] as? [[String: Any]]
+        #expect(frames?.first?["function"] as? String == "dereference_null_for_request", "\(crashesJSON.stdout)")
+        #expect(frames?.first?["line"] as? Int == 13)
+        let none = try await plugind("crashes", "org.plugind.tests.never-crashed", in: test)
+        #expect(none.status == 0 && none.stdout == "No crashes recorded for org.plugind.tests.never-crashed.\n")
 
         let hang = PluginFixture(library: "FaultyHang")
         try await installApproved(hang, in: test)
         let timedOut = try await plugind("run", hang.identifier, "x", "--timeout", "0.3", in: test)
         #expect(timedOut.status == 75)
         #expect(timedOut.stderr.contains("request did not finish within 300 ms"))
+        #expect(timedOut.stderr.contains("note: where the request was when its deadline passed:\n  #0 pause+0x"), "\(timedOut.stderr)")
+        #expect(timedOut.stderr.contains("#1 wait_forever_in_plugin+0x"), "\(timedOut.stderr)")
 
         let abi = PluginFixture(library: "FaultyWrongABI")
         try await installApproved(abi, in: test)

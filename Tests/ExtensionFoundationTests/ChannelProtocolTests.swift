@@ -22,6 +22,8 @@ private struct Conversation {
     var handlers: [UInt64: [UInt8]] = [:]
     var cancelledHandlers: [UInt64] = []
     var readyCount = 0
+    var fatalStacks: [StackReport] = []
+    var stackRequests: [UInt64] = []
     var kills = 0
     /// The time the next input is given at.
     var clock = ContinuousClock.now
@@ -44,6 +46,8 @@ private struct Conversation {
             case .cancelAskHandler(let ask): cancelledHandlers.append(ask)
             case .stop(let cause): stops.append(cause)
             case .kill: kills += 1
+            case .fatalStack(let report): fatalStacks.append(report)
+            case .captureStack(let id): stackRequests.append(id)
             case .broadcast, .loadFailed, .fatalSignal, .sharedResponse: break
             }
         }
@@ -62,11 +66,13 @@ private struct Conversation {
         while let frame = try atHost.receive() { apply(machine.receive(try WorkerMessage(frame))) }
     }
 
-    mutating func ready() throws {
+    /// The worker is ready, with `features` (by default every one but stack reports, so that a
+    /// deadline fails its request at once).
+    mutating func ready(features: [String] = ProtocolFeature.all.filter { $0 != ProtocolFeature.stacks }) throws {
         try worker(
             .ready(
                 Ready(
-                    protocolVersion: ProtocolVersion.current, pluginABIVersion: 2, features: ProtocolFeature.all, pluginName: "p",
+                    protocolVersion: ProtocolVersion.current, pluginABIVersion: 2, features: features, pluginName: "p",
                     pluginVersion: "1", hasRequestHandler: true, confinement: [], workerProcessIdentifier: 1)))
     }
 
@@ -102,6 +108,78 @@ struct ChannelProtocolTests {
             conversation.machine.sendRequest(id, .request(id: id, connection: connection, bytes: [1]), now: conversation.clock))
         #expect(failureCode(conversation.requests[id]) == .cancelled)
         #expect(try conversation.sentToWorker().isEmpty)
+    }
+
+    @Test("past a deadline a worker that reports stacks is asked where the request is, before the cancel; its answer rides on the timeout")
+    func stackAtDeadline() throws {
+        var conversation = Conversation()
+        try conversation.ready(features: ProtocolFeature.all)
+        let connection = try conversation.open()
+        let id = try conversation.send([1], on: connection)
+        _ = try conversation.sentToWorker()
+        conversation.apply(conversation.machine.timerFired(.deadline(id)))
+        #expect(conversation.requests[id] == nil, "the request fails once the stack is in, not before")
+        #expect(conversation.stackRequests == [id])
+        #expect(try conversation.sentToWorker().isEmpty)
+        #expect(conversation.timers == [.stackWait(id)])
+        let stack = StackReport(
+            reason: .requested, modules: [.init(path: "/b/libhang.so", loadBias: 0x7000, start: 0x7000)],
+            frames: [.init(address: 0x7123, module: 0), .init(address: 0x1, module: nil)])
+        try conversation.worker(.stackReport(requestID: id, stack))
+        guard case .failure(let error)? = conversation.requests[id] else {
+            Issue.record("the request did not fail once its stack came")
+            return
+        }
+        #expect(error.code == .timedOut)
+        #expect(error.unsymbolizedStack == stack)
+        #expect(try conversation.sentToWorker() == [.cancel(id: id)])
+        #expect(conversation.timers == [.grace(id)])
+        // A second report for it, late, changes nothing.
+        try conversation.worker(.stackReport(requestID: id, stack))
+        #expect(conversation.stops.isEmpty)
+    }
+
+    @Test("a worker that never says where the request is: the request fails without a stack when the wait ends")
+    func stackWaitEnds() throws {
+        var conversation = Conversation()
+        try conversation.ready(features: ProtocolFeature.all)
+        let connection = try conversation.open()
+        let id = try conversation.send([1], on: connection)
+        _ = try conversation.sentToWorker()
+        conversation.apply(conversation.machine.timerFired(.deadline(id)))
+        conversation.apply(conversation.machine.timerFired(.stackWait(id)))
+        guard case .failure(let error)? = conversation.requests[id] else {
+            Issue.record("the request did not fail when the wait for its stack ended")
+            return
+        }
+        #expect(error.code == .timedOut)
+        #expect(error.unsymbolizedStack == nil)
+        #expect(conversation.stackRequests == [id])
+        #expect(try conversation.sentToWorker() == [.cancel(id: id)])
+    }
+
+    @Test("an answer that comes while the host asks where the request is: still timedOut, and nothing is cancelled")
+    func answerDuringStackWait() throws {
+        var conversation = Conversation()
+        try conversation.ready(features: ProtocolFeature.all)
+        let connection = try conversation.open()
+        let id = try conversation.send([1], on: connection)
+        _ = try conversation.sentToWorker()
+        conversation.apply(conversation.machine.timerFired(.deadline(id)))
+        try conversation.worker(.response(id: id, bytes: [9]))
+        #expect(failureCode(conversation.requests[id]) == .timedOut)
+        #expect(try conversation.sentToWorker().isEmpty)
+        #expect(conversation.timers.isEmpty)
+        #expect(conversation.stops.isEmpty)
+    }
+
+    @Test("a crashed worker's stack report reaches the channel as the crash's stack")
+    func fatalStack() throws {
+        var conversation = Conversation()
+        try conversation.ready(features: ProtocolFeature.all)
+        let stack = StackReport(reason: .fatalSignal, truncated: true, modules: [], frames: [.init(address: 0x42, module: nil)])
+        try conversation.worker(.stackReport(requestID: 0, stack))
+        #expect(conversation.fatalStacks == [stack])
     }
 
     @Test("a late answer after the deadline is dropped; the worker is judged stuck only if it never confirms")

@@ -51,6 +51,42 @@ struct FaultIsolationTests {
         let (error, _) = try await failure(of: PluginFixture(library: "FaultySegfault"))
         #expect(error?.code == .workerCrashed)
         #expect(error?.reason == "crashed with SIGSEGV at address 0x0")
+        // The crashed thread's frames, named from the host's copy of the library: the function
+        // that faulted first, its caller next, with the source line of the faulting write.
+        let frames = error?.backtrace ?? []
+        #expect(frames.first?.function == "dereference_null_for_request", "\(frames)")
+        #expect(frames.first?.object == "libFaultySegfault.so")
+        #expect(frames.first?.file?.hasSuffix("segfault.c") == true && frames.first?.line == 13, "\(frames.map(\.description))")
+        #expect(frames.dropFirst().first?.function == "handle", "\(frames)")
+        #expect(frames.contains { $0.object == "plugind-worker" }, "the worker's own frames follow: \(frames)")
+    }
+
+    @Test(
+        "a crash inside libc, after the plugin smashed its own frame, or from a recursion that used up the stack: still a report, with the frames that can be found",
+        arguments: [("libc", "measure_null_in_libc"), ("smash", "smash_own_frame"), ("recurse", "recurse_until_the_stack_is_gone")])
+    func hostileCrash(request: String, function: String) async throws {
+        let (error, _) = try await failure(of: PluginFixture(library: "FaultySegfault"), request: request)
+        #expect(error?.code == .workerCrashed)
+        #expect(error?.termination == .signaled(signal: SIGSEGV, name: "SIGSEGV"))
+        let frames = error?.backtrace ?? []
+        #expect(frames.contains { $0.function == function }, "\(frames.map(\.description))")
+        #expect(frames.count <= 64)
+        if request == "libc" { #expect(frames.first?.object == "libc.so.6", "\(frames.map(\.description))") }
+        if request == "recurse" { #expect(frames.prefix(8).allSatisfy { $0.function == function }, "\(frames.map(\.description))") }
+    }
+
+    @Test("a Swift plugin's crash names the Swift function it crashed in, demangled")
+    func swiftCrash() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await test.launch(PluginFixture(library: "SwiftExtensionProbe"))
+        let connection = try await process.makeConnection()
+        let error = await #expect(throws: AppExtensionError.self) { try await connection.send(Array("crash".utf8)) }
+        await process.invalidateAndWait()
+        #expect(error?.code == .workerCrashed)
+        let frames = error?.backtrace ?? []
+        #expect(frames.first?.function?.contains("crashInExtensionProbe(address: Swift.Int) -> Swift.Never") == true, "\(frames)")
+        #expect(frames.first?.object == "libSwiftExtensionProbe.so", "\(frames)")
     }
 
     @Test(

@@ -141,14 +141,18 @@ struct HostLibraryTests {
         var interrupts: Bool
         var code: Int
         var detail: String
+        /// The start of one of the first frames the error must name.
+        var frame: String? = nil
         var testDescription: String { plugin }
     }
 
     @Test(
         "a request that fails: a crash (workerCrashed, and the interruption handler runs), a hang past its deadline (timedOut), a memory limit (limitExceeded)",
         arguments: [
-            Failing(plugin: "FaultySegfault", interrupts: true, code: 9, detail: "SIGSEGV"),
-            Failing(plugin: "FaultyHang", timeoutMilliseconds: 300, interrupts: false, code: 12, detail: "did not finish within"),
+            Failing(plugin: "FaultySegfault", interrupts: true, code: 9, detail: "SIGSEGV", frame: "#0 dereference_null_for_request+0x"),
+            Failing(
+                plugin: "FaultyHang", timeoutMilliseconds: 300, interrupts: false, code: 12, detail: "did not finish within",
+                frame: "#1 wait_forever_in_plugin+0x"),
             Failing(plugin: "FaultyMemoryHog", memoryLimit: 128 << 20, interrupts: true, code: 11, detail: "memory limit 128 MiB"),
         ])
     func failures(_ failing: Failing) async throws {
@@ -162,6 +166,9 @@ struct HostLibraryTests {
         #expect(lines.first?.hasPrefix("failed \(failing.code) ") == true, "\(lines)")
         #expect(lines.first?.contains(failing.detail) == true, "\(lines)")
         #expect(lines.last == "interrupted \(failing.interrupts ? 1 : 0)")
+        if let frame = failing.frame {
+            #expect(lines.contains { $0.hasPrefix("frame \(frame)") }, "\(lines)")
+        }
     }
 
     @Test("NULL, released and made-up handles, an index out of range: errors, never a crash")

@@ -134,6 +134,11 @@ struct ProcessLifecycleTests {
         // machine is the benchmarks' business, not this test's.
         #expect(error?.code == .timedOut)
         #expect(error?.reason == "request did not finish within 300 ms")
+        // Where it hung, taken before the cancel: in the kernel's pause, called by the plugin's
+        // own function, called by its handler.
+        let functions = error?.backtrace.compactMap(\.function) ?? []
+        #expect(functions.first == "pause", "\(error?.backtrace ?? [])")
+        #expect(functions.dropFirst().prefix(2) == ["wait_forever_in_plugin", "handle"], "\(error?.backtrace ?? [])")
         // The plugin ignores the cancel, so after the grace period the worker is killed.
         let termination = await process.waitForTermination()
         #expect(termination == .signaled(signal: SIGKILL, name: "SIGKILL"))

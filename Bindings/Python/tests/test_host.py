@@ -128,6 +128,9 @@ def test_a_crash_mid_request_raises_and_interrupts():
             process.connect().send(b"boom", timeout=DEADLINE)
         assert raised.value.code == "workerCrashed"
         assert "SIGSEGV" in raised.value.message
+        # The crashed thread's frames, through plugind_error_frame: the plugin's function first.
+        assert raised.value.backtrace[0].startswith("#0 dereference_null_for_request+0x"), raised.value.backtrace
+        assert any(" handle+0x" in frame for frame in raised.value.backtrace[1:3]), raised.value.backtrace
         assert interrupted.wait(DEADLINE)
 
 

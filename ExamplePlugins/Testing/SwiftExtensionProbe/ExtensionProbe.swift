@@ -7,7 +7,9 @@ import Synchronization
 /// - "count": how many requests this connection has had, this one included;
 /// - "ask:<text>": asks the host <text> and answers "answer:<the host's answer>";
 /// - "host": the identifier of the host that opened the connection;
-/// - "fail": fails with code 7 and the message "asked to fail".
+/// - "fail": fails with code 7 and the message "asked to fail";
+/// - "crash": writes through a bad pointer in `crashInExtensionProbe`, for the crash report's
+///   backtrace.
 struct ExtensionProbe: AppExtension {
     /// A capability of the extension's own (Apple's shape: a type whose id names it).
     struct Probing: AppExtensionPoint.Capability {
@@ -35,6 +37,7 @@ struct ExtensionProbe: AppExtension {
                 case "count": return Array("\(count)".utf8)
                 case "host": return Array(connection.hostIdentifier.utf8)
                 case "fail": throw PluginError(code: 7, "asked to fail")
+                case "crash": crashInExtensionProbe(address: 8 + count % 8)
                 default:
                     guard text.hasPrefix("ask:") else { throw PluginError("unknown request '\(text)'") }
                     let answer: String = try await connection.ask(String(text.dropFirst(4)))
@@ -44,6 +47,13 @@ struct ExtensionProbe: AppExtension {
             return true
         }
     }
+}
+
+/// Writes through `address`, which no mapping holds: the worker dies of SIGSEGV in this function.
+@inline(never)
+func crashInExtensionProbe(address: Int) -> Never {
+    UnsafeMutablePointer<Int>(bitPattern: address)!.pointee = 1
+    fatalError("the write to 0x\(String(address, radix: 16)) did not fault")
 }
 
 @c(plugind_plugin_entry)

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <signal.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
@@ -193,10 +194,55 @@ int plugind_shim_raise_open_file_limit(uint64_t *_Nonnull limit);
 
 /// Installs handlers (on an alternate stack) for SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT,
 /// SIGSYS and SIGTRAP that write `frame_header` followed by the report payload to `fd` in one
-/// write, then let the signal take its default action. `frame_header` is copied.
-/// The handler is async-signal-safe. Call once, from the worker, before loading plugin code.
+/// write, then the faulting thread's stack (when `plugind_shim_stack_capture_prepare` ran), then
+/// let the signal take its default action. `frame_header` is copied. The handler is
+/// async-signal-safe. Call once, from the worker, before loading plugin code.
 int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *_Nonnull frame_header,
                                              size_t header_length);
+
+/// The fatal-signal handler itself, for another handler that catches a fault first.
+void plugind_shim_report_fatal_signal(int signal_number, siginfo_t *_Nonnull info, void *_Nullable context);
+
+/// Where a frame header keeps its request identifier (little-endian uint64) and its payload
+/// length (little-endian uint32).
+#define PLUGIND_SHIM_FRAME_REQUEST_OFFSET 8
+#define PLUGIND_SHIM_FRAME_LENGTH_OFFSET 16
+/// The most payload bytes of a stack report: with its 24-byte header, one pipe write of
+/// PIPE_BUF bytes, which the kernel never interleaves with another writer's.
+#define PLUGIND_SHIM_STACK_REPORT_CAPACITY (4096 - 24)
+#define PLUGIND_SHIM_STACK_MAX_FRAMES 64
+#define PLUGIND_SHIM_STACK_MAX_MODULES 16
+#define PLUGIND_SHIM_STACK_MAX_PATH 160
+/// The signal by which the host asks where a request is (queued, its value the request's
+/// identifier): reserved by the worker; a plugin that takes it over only loses the reports.
+#define PLUGIND_SHIM_STACK_SIGNAL (SIGRTMAX - 3)
+
+/// Encodes the calling thread's stack, interrupted at `context` (a signal handler's ucontext;
+/// NULL: from the caller), into `output`: reason u8, flags u8 (1: truncated), module count u8,
+/// frame count u8; per module its load bias u64, start address u64, path length u16 and path;
+/// per frame its address u64 and module index u8 (0xFF: in no loaded object). Frame 0 is the
+/// interrupted address, the others return addresses. Returns the bytes written.
+/// Async-signal-safe once `plugind_shim_stack_capture_prepare` ran.
+size_t plugind_shim_encode_stack(uint8_t reason, const void *_Nullable context, uint8_t *_Nonnull output,
+                                 size_t capacity);
+
+/// Writes the calling thread's stack as one frame behind the prepared header, with `request`
+/// (0 for a crash) in it: reason 0 (a crash), 1 (the host asked), or 2 (the host asked about a
+/// request no thread serves: an empty report). Async-signal-safe; nothing before `prepare`.
+void plugind_shim_write_stack_frame(uint8_t reason, uint64_t request, const void *_Nullable context);
+
+/// Warms up the unwinder (its first use loads libgcc_s), keeps `fd` and the frame header the
+/// stack reports go out with (its request and length are filled in), and installs the handler
+/// of `PLUGIND_SHIM_STACK_SIGNAL`. Call once, before plugin code runs.
+int plugind_shim_stack_capture_prepare(int fd, const uint8_t *_Nonnull frame_header, size_t length);
+
+/// The calling thread now serves `request` (0: none); returns the one it served before, to be
+/// restored when a nested request ends.
+uint64_t plugind_shim_stack_serve_request(uint64_t request);
+
+/// Asks the worker behind `pidfd` where `request` is: `PLUGIND_SHIM_STACK_SIGNAL`, queued with
+/// the request as its value (pidfd_send_signal). The host's side.
+int plugind_shim_request_stack(int pidfd, uint64_t request);
 
 /// Gives the calling thread an alternate signal stack of its own (the stack is per thread), so
 /// that the report also runs for a stack overflow on a thread the worker started.

@@ -26,7 +26,12 @@ package struct CrashLog: Sendable {
         package var output: String
         package var librarySHA256: String
         package var libraryFile: FileIdentity
+        /// The crashed thread's frames, named where the host could (none in older logs).
+        package var backtrace: [AppExtensionError.StackFrame]?
     }
+
+    /// Crashes kept per plugin, whatever their age: the quarantine counts those of its window.
+    package static let keptCrashes = 10
 
     package struct Quarantine: Codable, Sendable {
         package var since: Date
@@ -102,7 +107,9 @@ package struct CrashLog: Sendable {
 
     /// Records a crash; returns the quarantine when this crash starts one.
     @discardableResult
-    package func record(identifier: String, bundle: InspectedBundle, reason: String, output: String) -> Quarantine? {
+    package func record(
+        identifier: String, bundle: InspectedBundle, reason: String, output: String, backtrace: [AppExtensionError.StackFrame] = []
+    ) -> Quarantine? {
         guard let digest = try? ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity)
         else {
             return nil
@@ -114,18 +121,21 @@ package struct CrashLog: Sendable {
             // A log that does not decode is never overwritten: its quarantines would be lost.
             var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
             var entry = document.plugins[identifier] ?? PluginCrashes()
-            // Crashes of other bytes, or too old, no longer count.
-            entry.crashes.removeAll { $0.librarySHA256 != digest || now.timeIntervalSince($0.time) > window }
+            // Crashes of other bytes are forgotten; the last few of these bytes are kept for
+            // 'plugind crashes', and those within the window count toward a quarantine.
+            entry.crashes.removeAll { $0.librarySHA256 != digest }
             entry.crashes.append(
                 CrashRecord(
                     time: now, reason: reason, output: String(output.suffix(2048)), librarySHA256: digest,
-                    libraryFile: bundle.libraryStatus.identity)
+                    libraryFile: bundle.libraryStatus.identity, backtrace: backtrace.isEmpty ? nil : Array(backtrace.prefix(64)))
             )
+            entry.crashes = Array(entry.crashes.suffix(Self.keptCrashes))
+            let recent = entry.crashes.filter { now.timeIntervalSince($0.time) <= window }.count
             var started: Quarantine?
-            if entry.quarantine == nil && entry.crashes.count >= policy.crashes {
+            if entry.quarantine == nil && recent >= policy.crashes {
                 started = Quarantine(
                     since: now,
-                    reason: "\(entry.crashes.count) crashes within \(DurationText(policy.window)), last: \(reason)",
+                    reason: "\(recent) crashes within \(DurationText(policy.window)), last: \(reason)",
                     librarySHA256: digest,
                     libraryFile: bundle.libraryStatus.identity
                 )

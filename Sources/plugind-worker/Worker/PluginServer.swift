@@ -214,6 +214,8 @@ final class PluginServer: @unchecked Sendable {
     }
 
     private func run(_ job: Job, response: ResponseBuffer) {
+        let servedBefore = job.requestID.map { plugind_shim_stack_serve_request($0) }
+        defer { if let servedBefore { plugind_shim_stack_serve_request(servedBefore) } }
         switch job {
         case .request(let id, let connection, let bytes):
             guard let started = begin(id, connection: connection) else { return }

@@ -144,9 +144,14 @@ enum WorkerMain {
     }
 
     private static func installFatalSignalReport() {
-        let header = FrameHeader(kind: .fatalSignal, payloadLength: Int(PLUGIND_SHIM_FATAL_REPORT_PAYLOAD_SIZE))
-        let bytes = header.bytes
-        let result = bytes.withUnsafeBufferPointer { buffer in
+        let header = FrameHeader(kind: .fatalSignal, payloadLength: Int(PLUGIND_SHIM_FATAL_REPORT_PAYLOAD_SIZE)).bytes
+        // Its request and payload length are filled in by the handler.
+        let stackHeader = FrameHeader(kind: .stackReport, payloadLength: 0).bytes
+        let prepared = stackHeader.withUnsafeBufferPointer { stack in
+            plugind_shim_stack_capture_prepare(workerToHost.rawValue, stack.baseAddress!, stack.count)
+        }
+        if prepared != 0 { report("stack reports unavailable: \(Errno(rawValue: prepared))") }
+        let result = header.withUnsafeBufferPointer { buffer in
             plugind_shim_install_fatal_signal_report(workerToHost.rawValue, buffer.baseAddress!, buffer.count)
         }
         if result != 0 { report("fatal-signal reports unavailable: \(Errno(rawValue: result))") }

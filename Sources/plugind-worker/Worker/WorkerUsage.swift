@@ -14,6 +14,8 @@ enum WorkerUsage {
         be run by hand; use 'plugind run ID' to run a plugin from a shell.
 
         USAGE: plugind-worker
+               plugind-worker --symbolize   (names a stack report's frames for the host:
+                                             request on stdin, one line per frame on stdout)
 
         OPTIONS:
           -h, --help              Show this help.

@@ -72,8 +72,13 @@ struct PluginDetails {
         let time = ISO8601DateFormatter()
         for crash in record.crashes.suffix(3) {
             lines.append("    \(time.string(from: crash.time))  \(crash.reason.inert)")
+            // The innermost frames say where; 'plugind crashes' shows them all.
+            lines += (crash.backtrace ?? []).prefix(3).map { "      \($0)" }
             let output = crash.output.split(separator: "\n", omittingEmptySubsequences: true).suffix(5)
             lines += output.map { "      | \(String($0).inert)" }
+        }
+        if record.crashes.contains(where: { $0.backtrace != nil }) {
+            lines.append("    (every frame: plugind crashes \(item.entry.identifier.inert))")
         }
         return lines
     }

@@ -58,12 +58,17 @@ class Error(Exception):
     """An error of plugind. `code` is the name of its AppExtensionError code (e.g. "workerCrashed"),
     `number` the plugind_error_code, `plugin_code` a plugin's own error code (for PluginError)."""
 
-    def __init__(self, message: str, code: str = "invalidArgument", number: int = 1, plugin_code: int = 0):
+    def __init__(
+        self, message: str, code: str = "invalidArgument", number: int = 1, plugin_code: int = 0, backtrace: tuple = ()
+    ):
         super().__init__(message)
         self.message = message
         self.code = code
         self.number = number
         self.plugin_code = plugin_code
+        #: Where the plugin was, innermost frame first, one line each ("#0 parse+0x1c in
+        #: libparser.so (parser.c:42)"): a crash's frames, or a timed-out request's.
+        self.backtrace = tuple(backtrace)
 
 
 class InvalidArgumentError(Error, ValueError):
@@ -148,9 +153,13 @@ def from_handle(handle: ctypes.c_void_p) -> Error:
     number = library.plugind_error_code_of(handle)
     message = library.plugind_error_message(handle).decode("utf-8", "replace")
     plugin_code = library.plugind_error_plugin_code(handle)
+    backtrace = tuple(
+        library.plugind_error_frame(handle, index).decode("utf-8", "replace")
+        for index in range(library.plugind_error_frame_count(handle))
+    )
     library.plugind_error_free(handle)
     code = CODES.get(number, "pluginError")
-    return _FAMILIES.get(code, Error)(message, code, number, plugin_code)
+    return _FAMILIES.get(code, Error)(message, code, number, plugin_code, backtrace)
 
 
 def raise_if(handle: ctypes.c_void_p) -> None:

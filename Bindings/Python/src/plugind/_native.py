@@ -82,6 +82,8 @@ def _declare(name: str, result, *arguments) -> None:
 _declare("plugind_error_code_of", ctypes.c_int, _handle)
 _declare("plugind_error_message", ctypes.c_char_p, _handle)
 _declare("plugind_error_plugin_code", ctypes.c_int32, _handle)
+_declare("plugind_error_frame_count", ctypes.c_size_t, _handle)
+_declare("plugind_error_frame", ctypes.c_char_p, _handle, ctypes.c_size_t)
 _declare("plugind_error_free", None, _handle)
 _declare("plugind_bytes_free", None, ctypes.c_void_p)
 

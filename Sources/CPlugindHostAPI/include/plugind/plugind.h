@@ -87,6 +87,15 @@ const char *plugind_error_message(const plugind_error *error);
 /* A plugin's own error code (PLUGIND_ERROR_PLUGIN_ERROR: the code its handler returned), else 0. */
 int32_t plugind_error_plugin_code(const plugind_error *error);
 
+/* Where the plugin was, innermost first: the crashed thread's frames (PLUGIND_ERROR_WORKER_CRASHED)
+ * or the frames of the thread serving a request whose deadline passed (PLUGIND_ERROR_TIMED_OUT).
+ * 0 when the worker could not say, or for a NULL or freed error. */
+size_t plugind_error_frame_count(const plugind_error *error);
+
+/* Frame `index` as one line, e.g. "#0 parse_header+0x1c in libparser.so (parser.c:42)": the
+ * plugin's strings in it are inert. Owned by `error`; NULL when `index` is out of range. */
+const char *plugind_error_frame(const plugind_error *error, size_t index);
+
 /* Frees an error. NULL is ignored; a second free is ignored too. */
 void plugind_error_free(plugind_error *error);
 

@@ -43,6 +43,9 @@ struct ChannelProtocol {
         /// The time a worker has, after a connection it did not answer was closed, to answer
         /// before it is judged stuck.
         case closingGrace(UInt32)
+        /// After a request's deadline, the time the worker has to say where the request is
+        /// (`Effect.captureStack`) before the request fails without.
+        case stackWait(UInt64)
     }
 
     enum Effect {
@@ -63,6 +66,10 @@ struct ChannelProtocol {
         case kill
         case loadFailed(LoadFailure)
         case fatalSignal(FatalSignalReport)
+        /// The crashed thread's stack, which follows `fatalSignal`.
+        case fatalStack(StackReport)
+        /// Asks the worker where request `id` is (its stack signal): `stackReport` answers.
+        case captureStack(UInt64)
         case sharedResponse(UInt64, SharedMemoryLocation)
     }
 
@@ -84,6 +91,8 @@ struct ChannelProtocol {
         var connection: UInt32
         var slot: Slot
         var timeout: Duration?
+        /// Its deadline passed and the worker was asked where it is (`Effect.captureStack`).
+        var awaitingStack = false
     }
 
     private enum ConnectionState {
@@ -103,6 +112,9 @@ struct ChannelProtocol {
     /// How many of the plugin's asks may wait on one connection; more get `tooManyAsks`.
     let asksPerConnection: Int
     let cancellationGracePeriod: Duration
+    /// How long a request whose deadline passed waits for the worker's `stackReport` before it
+    /// fails without one: the worker answers within its own 50 ms or not at all.
+    static let stackWait: Duration = .milliseconds(250)
     /// The most payload bytes of the plugin's asks the host holds at once, every connection
     /// together: a plugin that asks more while the handlers run gets `tooManyAsks` at once. By
     /// default 64 MiB, or two messages where the message limit is higher.
@@ -180,6 +192,12 @@ struct ChannelProtocol {
         AppExtensionError(code, plugin: pluginIdentifier, reason)
     }
 
+    /// The worker answers its stack signal and follows a fatal-signal report with the stack.
+    private var reportsStacks: Bool {
+        if case .ready(let ready) = phase { return ready.features.contains(ProtocolFeature.stacks) }
+        return false
+    }
+
     private var notReady: AppExtensionError {
         if invalidated { return error(.cancelled, "the process was invalidated") }
         return error(.invalidated, phase == .ended ? "the process has ended" : "the worker is not ready")
@@ -235,13 +253,16 @@ struct ChannelProtocol {
 
     /// Fails a request now and tells the worker to drop it; if the worker neither answers nor
     /// confirms within the grace period, it is judged stuck.
-    mutating func abandon(_ id: UInt64, because reason: Abandonment, now: ContinuousClock.Instant) -> [Effect] {
+    mutating func abandon(
+        _ id: UInt64, because reason: Abandonment, stack: StackReport? = nil, now: ContinuousClock.Instant
+    ) -> [Effect] {
         self.now = now
         guard var request = requests[id] else { return [] }
-        let failure: AppExtensionError
+        var failure: AppExtensionError
         switch reason {
         case .timedOut(let limit):
             failure = error(.timedOut, "request did not finish within \(limit.map { DurationText($0).description } ?? "its deadline")")
+            failure.unsymbolizedStack = stack
         case .cancelled:
             failure = error(.cancelled, "request was cancelled")
         case .connectionClosed:
@@ -258,6 +279,7 @@ struct ChannelProtocol {
             requests[id] = nil
             abandoned.insert(id)
             disarm(.deadline(id))
+            disarm(.stackWait(id))
             arm(.grace(id), after: cancellationGracePeriod)
             return [.send(.cancel(id: id)), .completeRequest(id, .failure(failure))]
         }
@@ -273,6 +295,17 @@ struct ChannelProtocol {
         case .shutdown:
             return phase == .ended ? [] : [.kill]
         case .deadline(let id):
+            // Where the request is, asked before it is cancelled: a plugin that honours the
+            // cancel would otherwise have left the place by the time its stack is taken.
+            if reportsStacks, var request = requests[id], case .sent = request.slot, !request.awaitingStack {
+                request.awaitingStack = true
+                requests[id] = request
+                arm(.stackWait(id), after: Self.stackWait)
+                return [.captureStack(id)]
+            }
+            return abandon(id, because: .timedOut(requests[id]?.timeout), now: now)
+        case .stackWait(let id):
+            guard requests[id]?.awaitingStack == true else { return [] }
             return abandon(id, because: .timedOut(requests[id]?.timeout), now: now)
         case .grace(let id):
             guard abandoned.remove(id) != nil else { return [] }
@@ -302,6 +335,13 @@ struct ChannelProtocol {
         }
         requests[id] = nil
         disarm(.deadline(id))
+        if request.awaitingStack {
+            // Answered past its deadline, while the host asked where it was: the deadline holds,
+            // and there is nothing left to cancel.
+            disarm(.stackWait(id))
+            let limit = request.timeout.map { DurationText($0).description } ?? "its deadline"
+            return [.completeRequest(id, .failure(error(.timedOut, "request did not finish within \(limit)")))]
+        }
         return [.completeRequest(id, result)]
     }
 
@@ -434,6 +474,16 @@ struct ChannelProtocol {
             return [.broadcast(.log(level: level, message: text), connection: nil)]
         case .fatalSignal(let report):
             return [.fatalSignal(report)]
+        case .stackReport(let id, let report):
+            switch report.reason {
+            case .fatalSignal:
+                return [.fatalStack(report)]
+            case .requested:
+                // A late answer (the wait ended, or the request finished meanwhile) is dropped.
+                guard requests[id]?.awaitingStack == true else { return [] }
+                let stack = report.frames.isEmpty ? nil : report
+                return abandon(id, because: .timedOut(requests[id]?.timeout), stack: stack, now: now)
+            }
         case .goodbye:
             return []
         case .connectionAccepted(let id):
@@ -535,6 +585,7 @@ struct ChannelProtocol {
             case .sent:
                 requests[id] = nil
                 disarm(.deadline(id))
+                disarm(.stackWait(id))
                 effects.append(.completeRequest(id, .failure(failure)))
             }
         }

@@ -27,6 +27,7 @@ extension WorkerChannel {
         var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
         var stop: StopCause?
         var sharedResponses: [(UInt64, SharedMemoryLocation)] = []
+        var stackRequests: [UInt64] = []
         var kill = false
         /// The channel's timer is set for this deadline, the one it was set for cancelled.
         var arm: ContinuousClock.Instant?
@@ -71,6 +72,10 @@ extension WorkerChannel {
                 state.loadFailure = failure
             case .fatalSignal(let report):
                 if state.fatalReport == nil { state.fatalReport = report }
+            case .fatalStack(let report):
+                if state.fatalStack == nil { state.fatalStack = report }
+            case .captureStack(let id):
+                actions.stackRequests.append(id)
             case .sharedResponse(let id, let location):
                 actions.sharedResponses.append((id, location))
             }
@@ -91,7 +96,16 @@ extension WorkerChannel {
         if let token = actions.disarmedToken { loop.cancelTimer(token) }
         if let deadline = actions.arm { arm(at: deadline) }
         if let (continuation, ready) = actions.handshake { continuation.resume(returning: ready) }
-        for (waiter, result) in actions.requests { waiter.resume(with: result) }
+        for (waiter, result) in actions.requests {
+            // A timed-out request's stack is named first, off this thread.
+            if case .failure(let failure) = result, failure.unsymbolizedStack != nil {
+                StackSymbolizer.resolve(failure, files: stackObjects ?? .none, executable: stackObjects?.workerExecutable) {
+                    waiter.resume(with: .failure($0))
+                }
+            } else {
+                waiter.resume(with: result)
+            }
+        }
         for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
         for task in actions.cancelledAsks { task.cancel() }
         for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
@@ -104,6 +118,8 @@ extension WorkerChannel {
             let bytes = readSharedResponse(at: location)
             decide { $0.complete(sharedResponse: id, bytes: bytes) }
         }
+        // A worker that cannot be signalled leaves the request to fail when the wait ends.
+        for id in actions.stackRequests { process.requestStack(of: id) }
         if let cause = actions.stop { stop(cause) }
         if actions.kill { kill() }
     }

@@ -59,10 +59,22 @@ extension WorkerChannel {
         readFromWorker()
         readDiagnostics()
         guard let exit = process.reap() else { return }
-        finish(exit)
+        // A crash's stack is named before anyone hears of the end: off the loop's thread, then
+        // back on it.
+        if let stack = state.withLock({ $0.fatalStack }), let objects = stackObjects {
+            // Reaped: its pidfd stays readable, and must not report the exit again meanwhile.
+            loop.deregister(process.descriptor)
+            let loop = self.loop
+            StackSymbolizer.resolveFrames(of: stack, files: objects) { [weak self] frames in
+                loop.execute { [weak self] in self?.finish(exit, backtrace: frames) }
+            }
+            return
+        }
+        finish(
+            exit, backtrace: state.withLock { $0.fatalStack }.map { StackSymbolizer.frames(of: $0, files: .none, executable: nil) } ?? [])
     }
 
-    func finish(_ exit: ProcessExit) {
+    func finish(_ exit: ProcessExit, backtrace: [AppExtensionError.StackFrame] = []) {
         var actions = Actions()
         var handshake: CheckedContinuation<Ready, any Error>?
         var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
@@ -83,6 +95,7 @@ extension WorkerChannel {
                 wasInvalidated: state.machine.invalidated
             )
             termination.cgroupHitMemoryLimit = hitMemoryLimit
+            termination.backtrace = backtrace
             state.lifecycle = .ended(termination)
             let wasReady = state.ready != nil
             handshake = state.handshake

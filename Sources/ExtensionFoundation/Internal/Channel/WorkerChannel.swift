@@ -22,6 +22,9 @@ final class WorkerChannel: EventLoopHandler {
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
     let cancellationGracePeriod: Duration
+    /// The files that name the objects of the worker's stack reports, and the worker executable
+    /// that symbolizes them; nil: stacks keep their addresses.
+    let stackObjects: StackObjectFiles?
 
     /// Answers the plugin's asks on one connection.
     typealias RequestHandler = @Sendable ([UInt8]) async throws -> [UInt8]
@@ -48,6 +51,8 @@ final class WorkerChannel: EventLoopHandler {
         var writeDescriptorClosed = false
         var output: TailBuffer
         var fatalReport: FatalSignalReport?
+        /// The crashed thread's stack, which the worker sends after `fatalReport`.
+        var fatalStack: StackReport?
         var loadFailure: LoadFailure?
         /// The worker's `ready`, kept after it ends: a worker that only inspects or probes may exit
         /// before anyone asked for its answer.
@@ -127,8 +132,10 @@ final class WorkerChannel: EventLoopHandler {
         loop: WorkerEventLoop,
         cancellationGracePeriod: Duration,
         sharedMemory: (memory: SharedMemory, layout: SharedMemoryLayout)?,
-        cgroup: WorkerCgroup? = nil
+        cgroup: WorkerCgroup? = nil,
+        stackObjects: StackObjectFiles? = nil
     ) {
+        self.stackObjects = stackObjects
         self.pluginIdentifier = pluginIdentifier
         self.limits = limits
         self.process = WorkerProcess(process, cgroup: cgroup, loop: loop)

@@ -1,3 +1,4 @@
+import CPlugindShims
 import Foundation
 import PlugindSystem
 
@@ -37,6 +38,11 @@ final class WorkerProcess: Sendable {
         } catch {
             return ProcessExit(reason: .exited(status: -1))
         }
+    }
+
+    /// Asks the worker where request `id` is: its stack signal, queued with the request.
+    func requestStack(of id: UInt64) {
+        _ = plugind_shim_request_stack(descriptor.rawValue, id)
     }
 
     /// Kills it and waits until it is reaped: when the loop that would have reported its exit

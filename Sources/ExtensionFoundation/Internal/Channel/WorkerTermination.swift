@@ -12,6 +12,8 @@ struct WorkerTermination: Sendable {
     let wasInvalidated: Bool
     /// The worker's control group saw a process killed for its memory limit.
     var cgroupHitMemoryLimit = false
+    /// The crashed thread's frames, named, when the worker died of a signal it reported.
+    var backtrace: [AppExtensionError.StackFrame] = []
 
     /// The end as the public API reports it. A fatal-signal report wins over the exit status: a
     /// worker that is pid 1 of its namespace cannot die of a signal it raised itself, so it exits
@@ -157,7 +159,7 @@ struct WorkerTermination: Sendable {
         _ reason: String,
         limit: AppExtensionError.ExceededLimit? = nil
     ) -> AppExtensionError {
-        AppExtensionError(
+        var error = AppExtensionError(
             code,
             plugin: plugin,
             reason,
@@ -165,5 +167,7 @@ struct WorkerTermination: Sendable {
             exceededLimit: limit,
             standardErrorTail: output
         )
+        if case .signaled = publicTermination { error.backtrace = backtrace }
+        return error
     }
 }

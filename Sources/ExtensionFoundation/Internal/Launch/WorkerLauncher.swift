@@ -121,7 +121,8 @@ enum WorkerLauncher {
             }
             let (worker, pool) = started
             let launched = try await handshake(
-                plan, worker: worker, ends: resources.hostEnds, pending: resources.pending, cgroup: cgroup, loop: loop
+                plan, worker: worker, ends: resources.hostEnds, pending: resources.pending, cgroup: cgroup, loop: loop,
+                executable: executable
             ) {
                 // The spare's copy of the host's tree is released and the next spare forked,
                 // neither while the worker starts.
@@ -193,7 +194,9 @@ enum WorkerLauncher {
         }
         let launched: (WorkerChannel, Ready)
         do {
-            launched = try await handshake(plan, worker: primed.worker, ends: primed.ends, pending: pending, cgroup: nil, loop: pool.loop) {
+            launched = try await handshake(
+                plan, worker: primed.worker, ends: primed.ends, pending: pending, cgroup: nil, loop: pool.loop, executable: pool.executable
+            ) {
                 pool.launchFinished(primed.worker, options: isolatingOptions())
             }
         } catch {
@@ -213,6 +216,7 @@ enum WorkerLauncher {
         pending: [UInt8],
         cgroup: WorkerCgroup?,
         loop: WorkerEventLoop,
+        executable: String,
         finished: @escaping @Sendable () -> Void
     ) async throws -> (WorkerChannel, Ready) {
         let channel = WorkerChannel(
@@ -227,7 +231,8 @@ enum WorkerLauncher {
             loop: loop,
             cancellationGracePeriod: plan.cancellationGracePeriod,
             sharedMemory: ends.sharedMemory,
-            cgroup: cgroup
+            cgroup: cgroup,
+            stackObjects: StackObjectFiles(plan: plan, workerExecutable: executable)
         )
         defer { loop.execute(finished) }
         // With the whole hello in the pipe, a quick worker's answer is awaited right here.

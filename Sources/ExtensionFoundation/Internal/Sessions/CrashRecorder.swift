@@ -37,7 +37,8 @@ package enum CrashRecorder {
     private static func record(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
         queue.async {
             CrashLog(host: host).record(
-                identifier: entry.identifier, bundle: entry.bundle, reason: error.reason, output: error.standardErrorTail)
+                identifier: entry.identifier, bundle: entry.bundle, reason: error.reason, output: error.standardErrorTail,
+                backtrace: error.backtrace)
         }
     }
 }
