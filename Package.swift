@@ -170,7 +170,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "plugind",
-            dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire", "CTerminal", "CArchive"],
+            dependencies: [
+                "ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire", "CTerminal", "CArchive", "CPlugindShims",
+            ],
             swiftSettings: swiftSettings
         ),
 

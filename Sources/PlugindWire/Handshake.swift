@@ -119,6 +119,9 @@ package enum LoadMode: UInt8, Sendable {
     /// a second `hello` whose load is the same in mode `serve`; anything else ends the worker
     /// before any plugin code runs.
     case primed = 3
+    /// Like `serve`, for `plugind debug`: once confined, the worker is made traceable by the
+    /// owner's debugger, waits for it to attach and stops before the plugin's init.
+    case debug = 4
 }
 
 /// The identity of a file at the moment it was hashed. The change time moves on every write and

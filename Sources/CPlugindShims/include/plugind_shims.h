@@ -244,6 +244,24 @@ uint64_t plugind_shim_stack_serve_request(uint64_t request);
 /// the request as its value (pidfd_send_signal). The host's side.
 int plugind_shim_request_stack(int pidfd, uint64_t request);
 
+/// `plugind debug`: makes the worker dumpable and, where Yama restricts ptrace, traceable by any
+/// process of its user (the owner's debugger is not its ancestor).
+int plugind_shim_debug_allow_tracer(void);
+
+/// The signal by which `plugind debug` tells its worker that the debugger has attached.
+#define PLUGIND_SHIM_DEBUG_RELEASE_SIGNAL (SIGRTMAX - 4)
+
+/// Waits, at most `seconds`, for the release signal (ETIMEDOUT when none came). Call it from the
+/// worker's only thread: the signal is blocked in it and taken with sigtimedwait.
+int plugind_shim_debug_wait_for_release(unsigned int seconds);
+
+/// Sends the release signal to the worker `pid` (the owner's command's side).
+int plugind_shim_debug_release(pid_t pid);
+
+/// Stops in the debugger: SIGTRAP, queued with `init` as its value
+/// (`$_siginfo._sifields._rt.si_sigval.sival_ptr` in gdb), which the debugger does not pass on.
+void plugind_shim_debug_stop_before_init(const void *_Nullable init);
+
 /// Gives the calling thread an alternate signal stack of its own (the stack is per thread), so
 /// that the report also runs for a stack overflow on a thread the worker started.
 int plugind_shim_install_alternate_signal_stack(void);

@@ -68,11 +68,23 @@ final class PluginServer: @unchecked Sendable {
         context.map { Unmanaged<PluginServer>.fromOpaque($0).takeUnretainedValue() }
     }
 
+    /// How long a worker of `plugind debug` waits for the debugger to attach.
+    static let debuggerWaitSeconds: UInt32 = 60
+
     /// Calls the plugin's `init`.
     func start() throws(LoadFailure) {
         guard let descriptor = plugin.descriptor else { return }
         let interface = PluginHostInterface.make(for: self)
         hostInterface = interface
+        if load.mode == .debug {
+            // Stopped in the debugger with the init's address (nil: the plugin has none) at hand.
+            let waited = plugind_shim_debug_wait_for_release(Self.debuggerWaitSeconds)
+            guard waited == 0 else {
+                let cause = waited == ETIMEDOUT ? "no debugger attached within \(Self.debuggerWaitSeconds) s" : "\(Errno(rawValue: waited))"
+                throw LoadFailure(kind: .confinementFailed, message: "stopped before init for a debugger: \(cause)")
+            }
+            plugind_shim_debug_stop_before_init(unsafeBitCast(descriptor.pointee.`init`, to: UnsafeRawPointer?.self))
+        }
         guard let initialize = descriptor.pointee.`init` else { return }
         let response = ResponseBuffer(limit: Int(load.limits.maxMessageBytes))
         var pluginState: UnsafeMutableRawPointer?

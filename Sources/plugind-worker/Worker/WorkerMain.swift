@@ -63,6 +63,16 @@ enum WorkerMain {
                 try transport.send(.ready(ready(version: version, plugin: nil, confinement: confinement, features: [])))
                 return 0
             }
+            if hello.load.mode == .debug {
+                // The one layer `plugind debug` relaxes, after all of them were applied: the
+                // owner's debugger may trace this worker.
+                let allowed = plugind_shim_debug_allow_tracer()
+                guard allowed == 0 else {
+                    throw LoadFailure(
+                        kind: .confinementFailed, message: "cannot let the debugger trace the worker: \(Errno(rawValue: allowed))")
+                }
+                report("debug mode: traceable by the owner's debugger (pid \(getpid()) in the worker's namespace); waiting for it")
+            }
             let inView = confinement.contains { $0.layer == Confinement.Layer.filesystemView && $0.state == .applied }
             let plugin = try PluginLoader.load(hello.load, inView: inView)
             if hello.load.mode == .inspectLibrary {

@@ -77,6 +77,9 @@ package struct LaunchPlan: Sendable {
     let primesWorkers: Bool
     /// A delegated cgroup v2 directory for workers that may start processes.
     let cgroupDirectory: String?
+    /// Told the worker's pid and executable as soon as it runs, before it answers the handshake
+    /// (`plugind debug` attaches the debugger then).
+    var workerStarted: (@Sendable (_ pid: Int32, _ executable: String) -> Void)?
 
     /// The worker's descriptor of the first sealed file: after standard input, output and error,
     /// the two protocol pipes and the shared memory.

@@ -235,6 +235,7 @@ enum WorkerLauncher {
             stackObjects: StackObjectFiles(plan: plan, workerExecutable: executable)
         )
         defer { loop.execute(finished) }
+        plan.workerStarted?(worker.process.processIdentifier, executable)
         // With the whole hello in the pipe, a quick worker's answer is awaited right here.
         if pending.isEmpty { channel.receiveHandshake(within: min(plan.launchTimeout, handshakeWaitOnCaller)) }
         do {
