@@ -11,4 +11,6 @@ public enum AppExtensionMessage: Sendable, Hashable {
     /// The reader fell behind: this many messages were dropped (the oldest first) so that the
     /// host holds no more than `AppExtensionMessages.bufferedBytes` for it.
     case dropped(count: Int)
+    /// A call the sandbox refused the plugin (Linux addition).
+    case sandboxRefusal(SandboxRefusal)
 }

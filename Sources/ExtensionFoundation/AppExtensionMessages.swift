@@ -142,6 +142,7 @@ extension AppExtensionMessage {
         switch self {
         case .event(_, let bytes): bytes.count + 64
         case .log(_, let message): message.utf8.count + 64
+        case .sandboxRefusal(let refusal): refusal.call.utf8.count + refusal.detail.utf8.count + 64
         case .progress, .dropped: 64
         }
     }

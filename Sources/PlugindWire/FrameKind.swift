@@ -62,6 +62,8 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     /// serving the request in the header, which the host asked for with the worker's stack
     /// signal (`PLUGIND_SHIM_STACK_SIGNAL`) when the request's deadline passed.
     case stackReport = 0x91
+    /// A call of the plugin's that a confinement layer refused (`SandboxRefusal`).
+    case sandboxRefusal = 0x92
 
     package enum Direction: Sendable {
         case hostToWorker
@@ -81,7 +83,7 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
             .askFailed, .nestedRequest, .ask, .askCancelled, .stackReport:
             true
         case .hello, .shutdown, .ready, .loadFailed, .log, .fatalSignal, .goodbye, .openConnection, .closeConnection,
-            .connectionAccepted, .connectionRefused:
+            .connectionAccepted, .connectionRefused, .sandboxRefusal:
             false
         }
     }
@@ -93,7 +95,8 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
         case .request, .nestedRequest, .openConnection, .closeConnection, .connectionAccepted, .connectionRefused, .ask:
             true
         case .hello, .call, .cancel, .shutdown, .answer, .askFailed, .ready, .loadFailed, .response, .failure, .callResult,
-            .callFailed, .cancelled, .event, .progress, .log, .fatalSignal, .goodbye, .askCancelled, .stackReport:
+            .callFailed, .cancelled, .event, .progress, .log, .fatalSignal, .goodbye, .askCancelled, .stackReport,
+            .sandboxRefusal:
             false
         }
     }

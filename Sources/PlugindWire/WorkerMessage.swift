@@ -15,6 +15,7 @@ package enum WorkerMessage: Equatable, Sendable {
     case fatalSignal(FatalSignalReport)
     /// A thread's stack: after `fatalSignal` (request 0), or where request `id` is, when the host asked.
     case stackReport(requestID: UInt64, StackReport)
+    case sandboxRefusal(SandboxRefusal)
     case goodbye
     case connectionAccepted(UInt32)
     case connectionRefused(UInt32, reason: String)
@@ -87,6 +88,13 @@ package enum WorkerMessage: Equatable, Sendable {
             writer.write(report.faultAddress)
             writer.write(report.addressSpaceBytes)
             writer.write(report.openDescriptors)
+        case .sandboxRefusal(let refusal):
+            kind = .sandboxRefusal
+            writer.write(refusal.call)
+            writer.write(refusal.detail)
+            writer.write(refusal.layer.rawValue)
+            writer.write(refusal.errorNumber)
+            writer.write(refusal.dropped)
         case .stackReport(let id, let report):
             let payload = report.encoded
             return Frame(header: FrameHeader(kind: .stackReport, requestID: id, payloadLength: payload.count), payload: payload)
@@ -194,6 +202,16 @@ package enum WorkerMessage: Equatable, Sendable {
         case .stackReport:
             self = .stackReport(requestID: id, try StackReport(payload: frame.payload))
             return
+        case .sandboxRefusal:
+            let call = try reader.readString()
+            let detail = try reader.readString()
+            let rawLayer = try reader.readUInt8()
+            guard let layer = SandboxRefusal.Layer(rawValue: rawLayer) else {
+                throw .malformedPayload("unknown confinement layer \(rawLayer)")
+            }
+            self = .sandboxRefusal(
+                SandboxRefusal(
+                    call: call, detail: detail, layer: layer, errorNumber: try reader.readInt32(), dropped: try reader.readUInt32()))
         case .goodbye:
             self = .goodbye
         case .connectionAccepted:

@@ -138,6 +138,23 @@ struct RunCommandTests {
         #expect(missingInput.status == 66)
     }
 
+    @Test("what the sandbox refused the plugin is a line of run's output, naming the call and the layer")
+    func refusalLine() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let probe = PluginFixture(library: "FaultyHostileProbe")
+        try await installApproved(probe, in: test)
+        let refused = try await plugind("run", probe.identifier, "socket-inet", in: test)
+        #expect(refused.status == 0)
+        #expect(refused.stdout == "refused EACCES")
+        #expect(
+            refused.stderr.contains(
+                "the sandbox refused socket(AF_INET): the plugin has no network permission (seccomp, Permission denied)\n"),
+            "\(refused.stderr)")
+        let info = try await plugind("info", probe.identifier, "--no-probe", in: test)
+        #expect(info.stdout.contains("  sandbox refused: 1 call(s), last "), "\(info.stdout)")
+    }
+
     @Test("progress shows as plain lines when stderr is not a terminal")
     func progressLines() async throws {
         let test = try TestHost()

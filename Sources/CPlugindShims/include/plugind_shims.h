@@ -262,6 +262,21 @@ int plugind_shim_debug_release(pid_t pid);
 /// (`$_siginfo._sifields._rt.si_sigval.sival_ptr` in gdb), which the debugger does not pass on.
 void plugind_shim_debug_stop_before_init(const void *_Nullable init);
 
+/// The layer that refused a call, in a refusal report.
+#define PLUGIND_SHIM_LAYER_SECCOMP 1
+#define PLUGIND_SHIM_LAYER_LANDLOCK 2
+#define PLUGIND_SHIM_LAYER_VIEW 3
+
+/// Receives a refusal: the call, what it named (an address family, a path), the layer, the errno
+/// the plugin got, and how many reports the rate limit dropped before this one.
+typedef void (*plugind_shim_refusal_sink)(const char *_Nonnull call, const char *_Nonnull detail, int layer, int error,
+                                          uint32_t dropped);
+
+/// Routes the calls of socket, connect, bind, ptrace and the open family made by the library
+/// `handle` (from dlopen) through wrappers that report refusals to `sink` (at most 8 a second;
+/// the rest are counted). Call once, after dlopen, before the library's init.
+int plugind_shim_refusals_install(void *_Nonnull handle, plugind_shim_refusal_sink _Nonnull sink);
+
 /// Gives the calling thread an alternate signal stack of its own (the stack is per thread), so
 /// that the report also runs for a stack overflow on a thread the worker started.
 int plugind_shim_install_alternate_signal_stack(void);

@@ -16,6 +16,14 @@ package struct CrashLog: Sendable {
     package struct PluginCrashes: Codable, Sendable {
         package var crashes: [CrashRecord] = []
         package var quarantine: Quarantine?
+        /// Calls the sandbox refused the plugin (every process of it together) and the last one.
+        package var refusals: Refusals?
+    }
+
+    package struct Refusals: Codable, Sendable {
+        package var count: Int
+        package var last: String
+        package var time: Date
     }
 
     package struct CrashRecord: Codable, Sendable {
@@ -143,6 +151,20 @@ package struct CrashLog: Sendable {
             }
             document.plugins[identifier] = entry
             return (try Self.encoder.encode(document), started)
+        }
+    }
+
+    /// Adds `count` refusals of a process of `identifier` that ended, `last` the last one. Not for
+    /// a log that cannot be used, which is never overwritten.
+    package func recordRefusals(identifier: String, count: Int, last: String) {
+        guard TrustedPath.problem(path) == nil else { return }
+        _ = try? LockedFileUpdate.update(path) { existing -> (data: Data?, result: Void) in
+            var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
+            var entry = document.plugins[identifier] ?? PluginCrashes()
+            let before = entry.refusals?.count ?? 0
+            entry.refusals = Refusals(count: before + count, last: String(last.prefix(1024)), time: Date())
+            document.plugins[identifier] = entry
+            return (try Self.encoder.encode(document), ())
         }
     }
 

@@ -80,6 +80,7 @@ enum WorkerMain {
                 return 0
             }
             transport.maximumPayload = Int(hello.load.limits.maxMessageBytes) + 4096
+            RefusalReports.install(library: plugin.handle, transport: transport)
             let usesSharedMemory = sharedMemory != nil && hello.features.contains(ProtocolFeature.sharedMemory)
             server = PluginServer(
                 plugin: plugin, load: hello.load, transport: transport, sharedMemory: usesSharedMemory ? sharedMemory : nil)

@@ -38,7 +38,9 @@ struct CrashesCommand: PlugindCommand {
         case .success(let read): document = read
         case .failure(let problem): throw CommandFailure(message: problem.description, status: .failure)
         }
-        let plugins = document.plugins.sorted { $0.key < $1.key }.filter { identifier == nil || $0.key == identifier }
+        let plugins = document.plugins.sorted { $0.key < $1.key }.filter {
+            !$0.value.crashes.isEmpty && (identifier == nil || $0.key == identifier)
+        }
         if json {
             try context.console.json(plugins.map { CrashesEntry(identifier: $0.key, record: $0.value) })
             return .success

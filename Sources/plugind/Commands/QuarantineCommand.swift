@@ -79,7 +79,7 @@ struct QuarantineCommand: PlugindCommand {
             case .success(let read): document = read
             case .failure(let problem): throw CommandFailure(message: problem.description, status: .failure)
             }
-            let plugins = document.plugins.sorted { $0.key < $1.key }
+            let plugins = document.plugins.sorted { $0.key < $1.key }.filter { !$0.value.crashes.isEmpty || $0.value.quarantine != nil }
             if json {
                 try context.console.json(
                     plugins.map { identifier, record in

@@ -80,6 +80,9 @@ struct PluginDetails {
         if record.crashes.contains(where: { $0.backtrace != nil }) {
             lines.append("    (every frame: plugind crashes \(item.entry.identifier.inert))")
         }
+        if let refusals = record.refusals {
+            lines.append("  sandbox refused: \(refusals.count) call(s), last \(time.string(from: refusals.time)): \(refusals.last.inert)")
+        }
         return lines
     }
 }

@@ -30,6 +30,9 @@ final class ProgressDisplay: Sendable {
         case .dropped(let count):
             clearBar()
             console.err("note: \(count) message(s) of the plugin were dropped while plugind was busy\n")
+        case .sandboxRefusal(let refusal):
+            clearBar()
+            console.err("\(refusal)\n")
         case .event:
             break
         }

@@ -141,6 +141,9 @@ struct ChannelProtocol {
     /// The payload bytes of each running ask, and their sum: what the host holds for them.
     private var askPayloads: [UInt64: Int] = [:]
     private var askBytes = 0
+    /// Calls the sandbox refused the plugin, those the worker's rate limit dropped included.
+    private(set) var refusals = 0
+    private(set) var lastRefusal: SandboxRefusal?
 
     /// Forgets the payload of ask `id`, which no longer runs.
     private mutating func releasePayload(of id: UInt64) {
@@ -474,6 +477,10 @@ struct ChannelProtocol {
             return [.broadcast(.log(level: level, message: text), connection: nil)]
         case .fatalSignal(let report):
             return [.fatalSignal(report)]
+        case .sandboxRefusal(let refusal):
+            refusals += 1 + Int(refusal.dropped)
+            lastRefusal = refusal
+            return [.broadcast(.sandboxRefusal(.init(refusal)), connection: nil)]
         case .stackReport(let id, let report):
             switch report.reason {
             case .fatalSignal:

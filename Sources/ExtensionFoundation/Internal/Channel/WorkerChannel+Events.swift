@@ -96,6 +96,8 @@ extension WorkerChannel {
             )
             termination.cgroupHitMemoryLimit = hitMemoryLimit
             termination.backtrace = backtrace
+            termination.refusals = state.machine.refusals
+            termination.lastRefusal = state.machine.lastRefusal.map(AppExtensionMessage.SandboxRefusal.init)
             state.lifecycle = .ended(termination)
             let wasReady = state.ready != nil
             handshake = state.handshake

@@ -14,6 +14,9 @@ struct WorkerTermination: Sendable {
     var cgroupHitMemoryLimit = false
     /// The crashed thread's frames, named, when the worker died of a signal it reported.
     var backtrace: [AppExtensionError.StackFrame] = []
+    /// Calls the sandbox refused the plugin over the worker's life, and the last one.
+    var refusals = 0
+    var lastRefusal: AppExtensionMessage.SandboxRefusal?
 
     /// The end as the public API reports it. A fatal-signal report wins over the exit status: a
     /// worker that is pid 1 of its namespace cannot die of a signal it raised itself, so it exits

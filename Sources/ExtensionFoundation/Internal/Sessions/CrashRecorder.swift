@@ -11,6 +11,12 @@ package enum CrashRecorder {
     static func watch(_ channel: WorkerChannel, entry: CatalogEntry, host: AppExtensionHost) {
         let limits = channel.limits
         channel.setTerminationObserver { termination in
+            if termination.refusals > 0, let last = termination.lastRefusal {
+                queue.async {
+                    CrashLog(host: host).recordRefusals(
+                        identifier: entry.identifier, count: termination.refusals, last: last.description)
+                }
+            }
             // Ended by the host or the owner: no crash of the plugin's.
             guard !termination.wasInvalidated else { return }
             if case .disabledByOwner = termination.stopCause { return }
