@@ -23,6 +23,9 @@ enum { max_objects = 16, max_frames = 64, max_request = 64 * 1024, max_name = 10
 struct object {
     int descriptor;
     uint64_t bias;
+    /// Whether source lines are looked up: not for the worker executable, whose line tables are
+    /// large and say nothing to a plugin's author.
+    int lines;
     char *path;
 };
 
@@ -165,10 +168,12 @@ static int parse(char *request, struct object *objects, int *object_count, struc
         int index = 0, consumed = 0;
         unsigned long long number = 0;
         if (strncmp(line, "object ", 7) == 0) {
-            if (sscanf(line + 7, "%d %llx %n", &index, &number, &consumed) != 2 || index != *object_count ||
-                index >= max_objects)
+            char kind = 0;
+            if (sscanf(line + 7, "%d %llx %c %n", &index, &number, &kind, &consumed) != 3 || index != *object_count ||
+                index >= max_objects || (kind != 'l' && kind != 'n'))
                 return -1;
             objects[index].bias = number;
+            objects[index].lines = kind == 'l';
             objects[index].path = line + 7 + consumed;
             objects[index].descriptor = -1;
             (*object_count)++;
@@ -230,8 +235,11 @@ int plugind_symbolizer_run(int input, int output) {
         const char *name = dwfl_module_addrinfo(module, lookup, &offset, &symbol, NULL, NULL, NULL);
         const char *file = NULL;
         int line = 0;
-        Dwfl_Line *source = dwfl_module_getsrc(module, lookup);
-        if (source != NULL) {
+        int object = frames[index].object;
+        Dwfl_Line *source = object >= 0 && objects[object].lines ? dwfl_module_getsrc(module, lookup) : NULL;
+        if (object < 0 || !objects[object].lines) {
+            file = NULL;
+        } else if (source != NULL) {
             file = dwfl_lineinfo(source, NULL, &line, NULL, NULL, NULL);
         } else {
             file = line_from_units(module, lookup, &line);

@@ -19,7 +19,7 @@ struct StackSymbolizerTests {
         let address = try #require(UInt64(line.split(separator: " ")[0], radix: 16))
         // Frame 1 is a return address: named from the byte before it, its offset as given.
         let output = try await symbolize(
-            "object 0 0 \(library)\nframe 0 \(String(address, radix: 16)) 0\nframe 1 \(String(address + 20, radix: 16)) 0\n")
+            "object 0 0 l \(library)\nframe 0 \(String(address, radix: 16)) 0\nframe 1 \(String(address + 20, radix: 16)) 0\n")
         #expect(output.status == 0, "\(output.stderr)")
         let lines = output.stdout.split(separator: "\n").map(String.init)
         #expect(lines.first == "0\tdereference_null_for_request\t0\tExamplePlugins/Faulty/FaultySegfault/segfault.c\t10", "\(lines)")
@@ -37,7 +37,7 @@ struct StackSymbolizerTests {
         // The library placed far above the addresses of the others.
         let request =
             [fifo, "/dev/zero", directory, directory + "/missing"].enumerated()
-            .map { "object \($0.offset) 0 \($0.element)\n" }.joined() + "object 4 40000000 \(library)\n"
+            .map { "object \($0.offset) 0 l \($0.element)\n" }.joined() + "object 4 40000000 l \(library)\n"
             + "frame 0 1 0\nframe 1 2 1\nframe 2 3 2\nframe 3 4 3\nframe 4 40000000 4\n"
         let output = try await symbolize(request)
         #expect(output.status == 0, "\(output.stderr)")
@@ -46,7 +46,9 @@ struct StackSymbolizerTests {
 
     @Test("a request that is not one: refused with status 2, nothing opened")
     func malformed() async throws {
-        for request in ["object 0 zz /lib\n", "frame 0 1 7\n", "object 1 0 /lib/x86_64-linux-gnu/libc.so.6\n", "anything\n"] {
+        for request in [
+            "object 0 zz l /lib\n", "object 0 0 x /lib\n", "frame 0 1 7\n", "object 1 0 l /lib/x86_64-linux-gnu/libc.so.6\n", "anything\n",
+        ] {
             let output = try await symbolize(request)
             #expect(output.status == 2, "\(request): \(output.stdout)")
             #expect(output.stdout.isEmpty)

@@ -3,7 +3,8 @@
 #ifndef PLUGIND_SYMBOLIZER_H
 #define PLUGIND_SYMBOLIZER_H
 
-/// Reads the request from `input` (lines "object INDEX BIAS-HEX PATH" and "frame INDEX
+/// Reads the request from `input` (lines "object INDEX BIAS-HEX l|n PATH" — l: with source
+/// lines, n: function names only — and "frame INDEX
 /// ADDRESS-HEX OBJECT-INDEX|-"), opens the objects' files (regular files only, without blocking),
 /// confines itself (seccomp: no more files, sockets, processes or signals; RLIMIT_CPU,
 /// RLIMIT_AS), then writes one line per frame it could name to `output`: "INDEX\tFUNCTION\t

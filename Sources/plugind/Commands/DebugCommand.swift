@@ -35,21 +35,14 @@ struct DebugCommand: PlugindCommand {
         options: [Options.input, Options.answer, Options.gdb, Options.batch]
     )
 
-    let identifier: String
-    let inputText: String?
-    let inputFile: String?
+    let request: RequestInput
+    var identifier: String { request.identifier }
     let answer: String?
     let debugger: String?
     let batch: Bool
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
-        let positionals = try arguments.positionals(["id"], optional: ["input"])
-        identifier = positionals[0]
-        inputText = positionals.count > 1 ? positionals[1] : nil
-        inputFile = arguments.value(Options.input)
-        if inputText != nil && inputFile != nil {
-            throw UsageError(message: "give the input either as INPUT or with --input, not both", command: "debug")
-        }
+        request = try RequestInput(arguments, option: Options.input, command: "debug")
         answer = arguments.value(Options.answer)
         debugger = arguments.value(Options.gdb)
         batch = arguments.flag(Options.batch)
@@ -71,7 +64,7 @@ struct DebugCommand: PlugindCommand {
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let gdb = try locateDebugger()
-        let input: [UInt8]? = try inputText.map { Array($0.utf8) } ?? inputFile.map { try StandardInput.read(from: $0) }
+        let input = request.isGiven ? try request.read() : nil
         let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
         var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: context.host), onInterruption: {})
         configuration.host = context.host

@@ -34,22 +34,15 @@ struct RunCommand: PlugindCommand {
         options: [Options.input, Options.answer, Options.timeout, Options.quiet, Options.bestEffort]
     )
 
-    let identifier: String
-    let inputText: String?
-    let inputFile: String?
+    let request: RequestInput
+    var identifier: String { request.identifier }
     let timeout: Duration?
     let quiet: Bool
     let answer: String?
     let bestEffort: Bool
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
-        let positionals = try arguments.positionals(["id"], optional: ["input"])
-        identifier = positionals[0]
-        inputText = positionals.count > 1 ? positionals[1] : nil
-        inputFile = arguments.value(Options.input)
-        if inputText != nil && inputFile != nil {
-            throw UsageError(message: "give the input either as INPUT or with --input, not both", command: "run")
-        }
+        request = try RequestInput(arguments, option: Options.input, command: "run")
         timeout = try arguments.seconds(Options.timeout)
         quiet = arguments.flag(Options.quiet)
         answer = arguments.value(Options.answer)
@@ -57,7 +50,7 @@ struct RunCommand: PlugindCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let input = try readInput()
+        let input = try request.read()
         let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
         var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: context.host), onInterruption: {})
         var host = context.host
@@ -90,10 +83,5 @@ struct RunCommand: PlugindCommand {
             try context.console.outBytes(response)
             return .success
         }
-    }
-
-    private func readInput() throws(CommandFailure) -> [UInt8] {
-        if let inputText { return Array(inputText.utf8) }
-        return try StandardInput.read(from: inputFile)
     }
 }

@@ -62,8 +62,10 @@ extension WorkerChannel {
         // A crash's stack is named before anyone hears of the end: off the loop's thread, then
         // back on it.
         if let stack = state.withLock({ $0.fatalStack }), let objects = stackObjects {
-            // Reaped: its pidfd stays readable, and must not report the exit again meanwhile.
+            // Reaped: its pidfd stays readable, and must not report the exit again meanwhile; and
+            // no stop (the closed pipe's, above) may rename its end meanwhile.
             loop.deregister(process.descriptor)
+            state.withLock { $0.lifecycle = .reaped($0.lifecycle.stopCause) }
             let loop = self.loop
             StackSymbolizer.resolveFrames(of: stack, files: objects) { [weak self] frames in
                 loop.execute { [weak self] in self?.finish(exit, backtrace: frames) }

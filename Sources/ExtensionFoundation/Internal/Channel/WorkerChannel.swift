@@ -80,6 +80,9 @@ final class WorkerChannel: EventLoopHandler {
         case running
         /// The host killed it, for this cause; its exit is not reaped yet.
         case stopping(StopCause)
+        /// Reaped (after a stop with this cause, or none); its end is told once the stack of its
+        /// crash is named. Nothing can stop it any more.
+        case reaped(StopCause?)
         /// Reaped: how it ended (kept for as long as the channel is).
         case ended(WorkerTermination)
 
@@ -97,6 +100,7 @@ final class WorkerChannel: EventLoopHandler {
             switch self {
             case .running: nil
             case .stopping(let cause): cause
+            case .reaped(let cause): cause
             case .ended(let termination): termination.stopCause
             }
         }

@@ -56,7 +56,9 @@ enum StackSymbolizer {
         for (index, module) in report.modules.enumerated() {
             guard let path = files.hostPath(forWorkerPath: module.path), !path.contains("\n") else { continue }
             objectIndex[index] = objectIndex.count
-            request += "object \(objectIndex.count - 1) \(String(module.loadBias, radix: 16)) \(path)\n"
+            // The worker's own frames by name only: its line tables are large and of no use here.
+            let lines = module.path.isEmpty ? "n" : "l"
+            request += "object \(objectIndex.count - 1) \(String(module.loadBias, radix: 16)) \(lines) \(path)\n"
         }
         guard !objectIndex.isEmpty else { return frames }
         for (index, frame) in report.frames.enumerated() {
