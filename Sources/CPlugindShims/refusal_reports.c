@@ -90,9 +90,13 @@ static void report_address(const char *call, const struct sockaddr *address, soc
     int error = errno;
     char detail[128];
     describe_address(address, length, detail, sizeof detail);
-    int layer = error == ENOENT ? PLUGIND_SHIM_LAYER_VIEW : error == EACCES && address != NULL && address->sa_family == AF_UNIX && detail[0] != '@'
-                                                                 ? PLUGIND_SHIM_LAYER_LANDLOCK
-                                                                 : PLUGIND_SHIM_LAYER_SECCOMP;
+    // A missing path is the view's answer, a refused path Landlock's, the rest the filter's.
+    int layer = PLUGIND_SHIM_LAYER_SECCOMP;
+    if (error == ENOENT) {
+        layer = PLUGIND_SHIM_LAYER_VIEW;
+    } else if (error == EACCES && address != NULL && address->sa_family == AF_UNIX && detail[0] != '@') {
+        layer = PLUGIND_SHIM_LAYER_LANDLOCK;
+    }
     report(call, detail, layer, error);
     errno = error;
 }

@@ -1,6 +1,6 @@
 // A thread's stack as return addresses and the loaded objects they lie in, taken inside a signal
 // handler: for the fatal-signal report (the faulting thread) and for the host's question "where
-// is request N" (the thread serving it, reached with `plugind_shim_stack_signal`). Names are not
+// is request N" (the thread serving it, reached with `PLUGIND_SHIM_STACK_SIGNAL`). Names are not
 // looked up here: the host symbolizes the addresses from its own copies of the objects.
 //
 // Async-signal-safe: the unwinder is libgcc's, warmed up before any plugin code runs (its first
@@ -36,7 +36,6 @@ struct unwind_walk {
 };
 
 static _Thread_local sigjmp_buf *unwind_escape;
-static _Thread_local struct unwind_walk *unwind_current;
 
 static _Unwind_Reason_Code record_frame(struct _Unwind_Context *context, void *argument) {
     struct unwind_walk *walk = argument;
@@ -69,21 +68,23 @@ static void unwind_stack(struct unwind_walk *walk) {
     sigaction(SIGBUS, &guard, &previous_bus);
     sigjmp_buf escape;
     walk->count = 0;
-    unwind_current = walk;
     if (sigsetjmp(escape, 1) == 0) {
         unwind_escape = &escape;
         _Unwind_Backtrace(record_frame, walk);
     }
     unwind_escape = NULL;
-    unwind_current = NULL;
     sigaction(SIGSEGV, &previous_segv, NULL);
     sigaction(SIGBUS, &previous_bus, NULL);
 }
 
 // MARK: Encoding
 
+static void put_le(uint8_t *destination, uint64_t value, size_t width) {
+    for (size_t index = 0; index < width; index++) destination[index] = (uint8_t)(value >> (8 * index));
+}
+
 static void put(uint8_t **cursor, uint64_t value, size_t width) {
-    for (size_t index = 0; index < width; index++) (*cursor)[index] = (uint8_t)(value >> (8 * index));
+    put_le(*cursor, value, width);
     *cursor += width;
 }
 
@@ -212,11 +213,6 @@ uint64_t plugind_shim_stack_serve_request(uint64_t request) {
 static int report_fd = -1;
 static uint8_t header_template[64];
 static size_t header_length;
-static int capture_signal;
-
-static void put_le(uint8_t *destination, uint64_t value, size_t width) {
-    for (size_t index = 0; index < width; index++) destination[index] = (uint8_t)(value >> (8 * index));
-}
 
 void plugind_shim_write_stack_frame(uint8_t reason, uint64_t request, const void *context) {
     if (report_fd < 0) return;
@@ -269,11 +265,10 @@ int plugind_shim_stack_capture_prepare(int fd, const uint8_t *frame_header, size
     memcpy(header_template, frame_header, length);
     header_length = length;
     report_fd = fd;
-    capture_signal = PLUGIND_SHIM_STACK_SIGNAL;
     struct sigaction action;
     memset(&action, 0, sizeof action);
     action.sa_sigaction = answer_stack_signal;
     action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESTART;
     sigemptyset(&action.sa_mask);
-    return sigaction(capture_signal, &action, NULL) == 0 ? 0 : errno;
+    return sigaction(PLUGIND_SHIM_STACK_SIGNAL, &action, NULL) == 0 ? 0 : errno;
 }

@@ -236,13 +236,9 @@ int plugind_symbolizer_run(int input, int output) {
         const char *file = NULL;
         int line = 0;
         int object = frames[index].object;
-        Dwfl_Line *source = object >= 0 && objects[object].lines ? dwfl_module_getsrc(module, lookup) : NULL;
-        if (object < 0 || !objects[object].lines) {
-            file = NULL;
-        } else if (source != NULL) {
-            file = dwfl_lineinfo(source, NULL, &line, NULL, NULL, NULL);
-        } else {
-            file = line_from_units(module, lookup, &line);
+        if (object >= 0 && objects[object].lines) {
+            Dwfl_Line *source = dwfl_module_getsrc(module, lookup);
+            file = source != NULL ? dwfl_lineinfo(source, NULL, &line, NULL, NULL, NULL) : line_from_units(module, lookup, &line);
         }
         if (name == NULL && file == NULL) continue;
         fprintf(stream, "%d\t", frames[index].index);

@@ -124,11 +124,7 @@ package struct CrashLog: Sendable {
         }
         let now = Date()
         let window = Double(policy.window.components.seconds)
-        guard TrustedPath.problem(path) == nil else { return nil }
-        return try? LockedFileUpdate.update(path) { existing -> (data: Data?, result: Quarantine?) in
-            // A log that does not decode is never overwritten: its quarantines would be lost.
-            var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
-            var entry = document.plugins[identifier] ?? PluginCrashes()
+        return updateEntry(of: identifier) { entry -> Quarantine? in
             // Crashes of other bytes are forgotten; the last few of these bytes are kept for
             // 'plugind crashes', and those within the window count toward a quarantine.
             entry.crashes.removeAll { $0.librarySHA256 != digest }
@@ -149,22 +145,30 @@ package struct CrashLog: Sendable {
                 )
                 entry.quarantine = started
             }
-            document.plugins[identifier] = entry
-            return (try Self.encoder.encode(document), started)
-        }
+            return started
+        } ?? nil
     }
 
     /// Adds `count` refusals of a process of `identifier` that ended, `last` the last one. Not for
     /// a log that cannot be used, which is never overwritten.
     package func recordRefusals(identifier: String, count: Int, last: String) {
-        guard TrustedPath.problem(path) == nil else { return }
-        _ = try? LockedFileUpdate.update(path) { existing -> (data: Data?, result: Void) in
-            var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
-            var entry = document.plugins[identifier] ?? PluginCrashes()
+        updateEntry(of: identifier) { entry in
             let before = entry.refusals?.count ?? 0
             entry.refusals = Refusals(count: before + count, last: String(last.prefix(1024)), time: Date())
+        }
+    }
+
+    /// Changes the entry of `identifier` under the log's lock; nil when the log cannot be used or
+    /// written. A log that does not decode is never overwritten: its quarantines would be lost.
+    @discardableResult
+    private func updateEntry<Result>(of identifier: String, _ change: (inout PluginCrashes) -> Result) -> Result? {
+        guard TrustedPath.problem(path) == nil else { return nil }
+        return try? LockedFileUpdate.update(path) { existing -> (data: Data?, result: Result) in
+            var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
+            var entry = document.plugins[identifier] ?? PluginCrashes()
+            let result = change(&entry)
             document.plugins[identifier] = entry
-            return (try Self.encoder.encode(document), ())
+            return (try Self.encoder.encode(document), result)
         }
     }
 

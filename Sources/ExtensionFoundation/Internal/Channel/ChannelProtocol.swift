@@ -264,7 +264,7 @@ struct ChannelProtocol {
         var failure: AppExtensionError
         switch reason {
         case .timedOut(let limit):
-            failure = error(.timedOut, "request did not finish within \(limit.map { DurationText($0).description } ?? "its deadline")")
+            failure = timedOut(limit)
             failure.unsymbolizedStack = stack
         case .cancelled:
             failure = error(.cancelled, "request was cancelled")
@@ -286,6 +286,10 @@ struct ChannelProtocol {
             arm(.grace(id), after: cancellationGracePeriod)
             return [.send(.cancel(id: id)), .completeRequest(id, .failure(failure))]
         }
+    }
+
+    private func timedOut(_ limit: Duration?) -> AppExtensionError {
+        error(.timedOut, "request did not finish within \(limit.map { DurationText($0).description } ?? "its deadline")")
     }
 
     /// `timer` fired (whether or not it was still armed): what follows from it.
@@ -342,8 +346,7 @@ struct ChannelProtocol {
             // Answered past its deadline, while the host asked where it was: the deadline holds,
             // and there is nothing left to cancel.
             disarm(.stackWait(id))
-            let limit = request.timeout.map { DurationText($0).description } ?? "its deadline"
-            return [.completeRequest(id, .failure(error(.timedOut, "request did not finish within \(limit)")))]
+            return [.completeRequest(id, .failure(timedOut(request.timeout)))]
         }
         return [.completeRequest(id, result)]
     }

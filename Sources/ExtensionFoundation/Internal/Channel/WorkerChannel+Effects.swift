@@ -99,7 +99,7 @@ extension WorkerChannel {
         for (waiter, result) in actions.requests {
             // A timed-out request's stack is named first, off this thread.
             if case .failure(let failure) = result, failure.unsymbolizedStack != nil {
-                StackSymbolizer.resolve(failure, files: stackObjects ?? .none, executable: stackObjects?.workerExecutable) {
+                StackSymbolizer.resolve(failure, files: stackObjects ?? .none) {
                     waiter.resume(with: .failure($0))
                 }
             } else {

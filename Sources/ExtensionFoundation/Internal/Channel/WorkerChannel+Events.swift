@@ -73,7 +73,7 @@ extension WorkerChannel {
             return
         }
         finish(
-            exit, backtrace: state.withLock { $0.fatalStack }.map { StackSymbolizer.frames(of: $0, files: .none, executable: nil) } ?? [])
+            exit, backtrace: state.withLock { $0.fatalStack }.map { StackSymbolizer.frames(of: $0, files: .none) } ?? [])
     }
 
     func finish(_ exit: ProcessExit, backtrace: [AppExtensionError.StackFrame] = []) {

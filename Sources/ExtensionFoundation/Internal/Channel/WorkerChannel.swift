@@ -22,9 +22,14 @@ final class WorkerChannel: EventLoopHandler {
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
     let cancellationGracePeriod: Duration
-    /// The files that name the objects of the worker's stack reports, and the worker executable
-    /// that symbolizes them; nil: stacks keep their addresses.
-    let stackObjects: StackObjectFiles?
+    /// The launch whose files name the objects of the worker's stack reports, and the worker
+    /// executable that symbolizes them; nil: stacks keep their addresses.
+    let stackSource: (plan: LaunchPlan, executable: String)?
+
+    /// Made when a stack needs naming, never on the launch's path.
+    var stackObjects: StackObjectFiles? {
+        stackSource.map { StackObjectFiles(plan: $0.plan, workerExecutable: $0.executable) }
+    }
 
     /// Answers the plugin's asks on one connection.
     typealias RequestHandler = @Sendable ([UInt8]) async throws -> [UInt8]
@@ -137,9 +142,9 @@ final class WorkerChannel: EventLoopHandler {
         cancellationGracePeriod: Duration,
         sharedMemory: (memory: SharedMemory, layout: SharedMemoryLayout)?,
         cgroup: WorkerCgroup? = nil,
-        stackObjects: StackObjectFiles? = nil
+        stackSource: (plan: LaunchPlan, executable: String)? = nil
     ) {
-        self.stackObjects = stackObjects
+        self.stackSource = stackSource
         self.pluginIdentifier = pluginIdentifier
         self.limits = limits
         self.process = WorkerProcess(process, cgroup: cgroup, loop: loop)

@@ -15,31 +15,29 @@ enum StackSymbolizer {
     /// Names `error`'s stack, if it carries one, then calls `completion` (on the symbolizer's
     /// queue; at once, on the caller's thread, when there is nothing to name).
     static func resolve(
-        _ error: AppExtensionError, files: StackObjectFiles, executable: String?,
-        completion: @escaping @Sendable (AppExtensionError) -> Void
+        _ error: AppExtensionError, files: StackObjectFiles, completion: @escaping @Sendable (AppExtensionError) -> Void
     ) {
         guard error.unsymbolizedStack != nil else { return completion(error) }
-        let executable = executable ?? files.workerExecutable
-        queue.async { completion(symbolized(error, files: files, executable: executable)) }
+        queue.async { completion(symbolized(error, files: files)) }
     }
 
     /// Names `report`'s frames, then calls `completion` on the symbolizer's queue.
     static func resolveFrames(
         of report: StackReport, files: StackObjectFiles, completion: @escaping @Sendable ([AppExtensionError.StackFrame]) -> Void
     ) {
-        queue.async { completion(frames(of: report, files: files, executable: files.workerExecutable)) }
+        queue.async { completion(frames(of: report, files: files)) }
     }
 
-    static func symbolized(_ error: AppExtensionError, files: StackObjectFiles, executable: String?) -> AppExtensionError {
+    static func symbolized(_ error: AppExtensionError, files: StackObjectFiles) -> AppExtensionError {
         guard let report = error.unsymbolizedStack else { return error }
         var named = error
-        named.backtrace = frames(of: report, files: files, executable: executable)
+        named.backtrace = frames(of: report, files: files)
         named.unsymbolizedStack = nil
         return named
     }
 
-    /// The report's frames, named where the helper could.
-    static func frames(of report: StackReport, files: StackObjectFiles, executable: String?) -> [AppExtensionError.StackFrame] {
+    /// The report's frames, named where the helper (the worker executable `files` knows) could.
+    static func frames(of report: StackReport, files: StackObjectFiles) -> [AppExtensionError.StackFrame] {
         var frames = report.frames.enumerated().map { index, frame in
             var named = AppExtensionError.StackFrame(index: index, address: frame.address)
             if let module = frame.module {
@@ -49,7 +47,7 @@ enum StackSymbolizer {
             }
             return named
         }
-        guard let executable, !frames.isEmpty else { return frames }
+        guard let executable = files.workerExecutable, !frames.isEmpty else { return frames }
         // Only the objects the host knows are named to the helper, by their host paths.
         var request = ""
         var objectIndex: [Int: Int] = [:]

@@ -232,7 +232,7 @@ enum WorkerLauncher {
             cancellationGracePeriod: plan.cancellationGracePeriod,
             sharedMemory: ends.sharedMemory,
             cgroup: cgroup,
-            stackObjects: StackObjectFiles(plan: plan, workerExecutable: executable)
+            stackSource: (plan, executable)
         )
         defer { loop.execute(finished) }
         plan.workerStarted?(worker.process.processIdentifier, executable)
