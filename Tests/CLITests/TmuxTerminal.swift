@@ -59,7 +59,7 @@ struct TmuxTerminal {
                 descriptors: [input, output, output],
                 options: []
             ))
-        let exit = try await Deadline.wait("tmux to start its server", seconds: 20) {
+        let exit = try await Deadline.wait("tmux to start its server") {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<ProcessExit.Reason, any Error>) in
                 Thread {
                     defer { client.processDescriptor.close() }
@@ -116,7 +116,7 @@ struct TmuxTerminal {
     /// Waits until the screen satisfies `condition` and returns it. Re-reads the screen until
     /// then; the deadline only stops a test that would otherwise hang.
     @discardableResult
-    func waitForScreen(_ what: String, seconds: Double = 20, _ condition: @escaping @Sendable (String) -> Bool) async throws -> String {
+    func waitForScreen(_ what: String, seconds: Double = 60, _ condition: @escaping @Sendable (String) -> Bool) async throws -> String {
         let socket = socket
         let lastScreen = Locked("")
         do {
@@ -134,7 +134,7 @@ struct TmuxTerminal {
     }
 
     @discardableResult
-    func waitForScreen(containing text: String, seconds: Double = 20) async throws -> String {
+    func waitForScreen(containing text: String, seconds: Double = 60) async throws -> String {
         try await waitForScreen("the screen to show \"\(text)\"", seconds: seconds) { $0.contains(text) }
     }
 

@@ -28,10 +28,11 @@ struct FrameWriterTests {
         var blocked = 0
         var buffer = [UInt8](repeating: 0, count: 1500)
         while received.count < sent.count {
-            switch writer.flush() {
+            // As the loop does: after a read made room, the writer is told so.
+            switch writer.flush(roomAvailable: true) {
             case .blocked: blocked += 1
             case .done, .busy: break
-            case .closed: Issue.record("the writer closed")
+            case .waitingForRoom, .closed: Issue.record("the writer did not try although it was told of room")
             }
             // The reader takes less than a page at a time, so that the writer meets a full pipe.
             let count = buffer.withUnsafeMutableBytes { Glibc.read(pipe.readEnd.rawValue, $0.baseAddress, $0.count) }
@@ -42,6 +43,51 @@ struct FrameWriterTests {
         #expect(received == sent)
         #expect(blocked > 0)
         #expect(writer.isEmpty && writer.queuedBytes == 0)
+    }
+
+    @Test("once the pipe is full, queuing more writes nothing until the loop says there is room, then all of it arrives")
+    func fullPipeWaitsForRoom() throws {
+        let pipe = try PlugindSystem.Pipe()
+        defer { pipe.close() }
+        try pipe.writeEnd.setNonBlocking()
+        try pipe.readEnd.setNonBlocking()
+        var actual: CInt = 0
+        #expect(plugind_shim_set_pipe_size(pipe.writeEnd.rawValue, 4096, &actual) == 0)
+        let writer = FrameWriter(descriptor: pipe.writeEnd)
+        let payload = [UInt8](repeating: 7, count: 3000)
+        writer.enqueue(.request(id: 1, connection: 1, bytes: payload))
+        writer.enqueue(.request(id: 2, connection: 1, bytes: payload))
+        #expect(writer.flush() == .blocked)
+        let heldAfterBlock = writer.queuedBytes
+        // A reader makes room, but nobody tells the writer: it does not try.
+        var buffer = [UInt8](repeating: 0, count: 8192)
+        var received: [UInt8] = []
+        func drain() {
+            while true {
+                let count = buffer.withUnsafeMutableBytes { Glibc.read(pipe.readEnd.rawValue, $0.baseAddress, $0.count) }
+                guard count > 0 else { return }
+                received += buffer[..<count]
+            }
+        }
+        drain()
+        writer.enqueue(.request(id: 3, connection: 1, bytes: payload))
+        #expect(writer.flush() == .waitingForRoom)
+        let third = HostMessage.request(id: 3, connection: 1, bytes: payload).encode()
+        #expect(writer.queuedBytes == heldAfterBlock + third.header.bytes.count + third.payload.count)
+        var outcome = writer.flush(roomAvailable: true)
+        while outcome == .blocked {
+            drain()
+            outcome = writer.flush(roomAvailable: true)
+        }
+        drain()
+        #expect(outcome == .done)
+        var receiver = FrameDecoder(direction: .hostToWorker, maximumPayload: 1 << 20)
+        receiver.append(received)
+        var ids: [UInt64] = []
+        while let frame = try receiver.nextFrame() {
+            if case .request(let id, _, _) = try HostMessage(frame) { ids.append(id) }
+        }
+        #expect(ids == [1, 2, 3])
     }
 
     @Test("a worker's end closed: the writer reports closed and drops what waits")

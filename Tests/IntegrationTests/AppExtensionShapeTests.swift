@@ -73,9 +73,9 @@ struct AppExtensionShapeTests {
 
         // More nested asks at once than Swift's cooperative pool has threads: an ask must not
         // hold a pool thread while it waits, or the nested requests find none to run on.
-        let nested = try await Deadline.wait("six nested asks at once", seconds: 20) {
+        let nested = try await Deadline.wait("six nested asks at once") {
             try await withThrowingTaskGroup(of: String.self) { group in
-                for _ in 0..<6 { group.addTask { self.text(try await connection.send(Array("ask:nested?".utf8), timeout: .seconds(15))) } }
+                for _ in 0..<6 { group.addTask { self.text(try await connection.send(Array("ask:nested?".utf8), timeout: .seconds(50))) } }
                 return try await group.reduce(into: [String]()) { $0.append($1) }
             }
         }

@@ -27,7 +27,7 @@ struct ProtocolVersionTests {
         let frame = HostMessage.hello(hello).encode()
         try toWorker.writeEnd.writeAll(frame.header.bytes + frame.payload)
 
-        let reply = try await Deadline.wait("the worker's answer to a foreign protocol", seconds: 20) {
+        let reply = try await Deadline.wait("the worker's answer to a foreign protocol") {
             var decoder = FrameDecoder(direction: .workerToHost, maximumPayload: 1 << 20)
             decoder.append(try fromWorker.readEnd.readToEnd(limit: 1 << 20))
             return try decoder.nextFrame().map(WorkerMessage.init)

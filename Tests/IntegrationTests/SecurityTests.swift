@@ -564,7 +564,7 @@ struct SlowReaderTests {
     func unreadFrames() async {
         // In a process of its own, so that its memory is all the host's. Exit statuses: 40 the
         // host grew too much, 41 the worker was not stopped as it should be.
-        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             let test = try TestHost()
             defer { test.remove() }
             let interruptions = InterruptionCounter()
@@ -588,6 +588,9 @@ struct SlowReaderTests {
             let grown = max(after.now, after.peak) - before.now
             FileHandle.standardError.write(Data("the host grew by \(grown >> 20) MiB\n".utf8))
             if grown >= 48 << 20 { exit(40) }
+        }
+        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
+            Issue.record("child said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
         }
     }
 

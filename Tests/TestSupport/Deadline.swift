@@ -3,7 +3,9 @@ import Foundation
 import PlugindSystem
 
 /// Waits for an asynchronous event with a deadline as a backstop: the operation normally wins;
-/// if the deadline passes first, the wait fails with `Expired` instead of hanging the suite.
+/// if the deadline passes first, the wait fails with `Expired` instead of hanging the suite. The
+/// default is generous because it is only a backstop: on a 2-core machine running every suite at
+/// once, an event that takes milliseconds alone has been seen to take over 20 seconds.
 package enum Deadline {
     package struct Expired: Error, CustomStringConvertible {
         package var what: String
@@ -17,7 +19,7 @@ package enum Deadline {
 
     package static func wait<Value: Sendable>(
         _ what: String,
-        seconds: Double = 20,
+        seconds: Double = 60,
         _ operation: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         let race = Race<Value>()
@@ -56,7 +58,7 @@ package enum Deadline {
     /// Blocks (off the cooperative pool) until process `pid` has exited, or the deadline passes.
     /// Returns whether it exited. Waits on a pidfd, so it works for processes that are not
     /// children of the test.
-    package static func processExit(_ pid: Int32, seconds: Double = 20) async -> Bool {
+    package static func processExit(_ pid: Int32, seconds: Double = 60) async -> Bool {
         await withCheckedContinuation { continuation in
             Thread {
                 continuation.resume(returning: ProcessInspection.waitForExit(pid, milliseconds: Int32(seconds * 1000)))

@@ -21,6 +21,10 @@ final class FrameWriter: Sendable {
         var head = 0
         var writing = false
         var closed = false
+        /// The last write found the pipe full: nothing is tried again until the loop says there
+        /// is room (`flush(roomAvailable:)`), so a worker that does not read costs the host no
+        /// system call, and no gathering, per frame queued for it.
+        var pipeFull = false
         /// Bytes queued and not yet written.
         var bytes = 0
     }
@@ -30,6 +34,8 @@ final class FrameWriter: Sendable {
         case done
         /// The pipe is full: flush again when it has room.
         case blocked
+        /// The pipe was already full, and nothing was tried: whoever saw `blocked` watches it.
+        case waitingForRoom
         /// Another thread is writing; it will write this caller's frames too.
         case busy
         /// The worker's end is gone; nothing more will be written.
@@ -76,10 +82,13 @@ final class FrameWriter: Sendable {
         }
     }
 
-    /// Writes what is queued, unless another thread is at it.
-    func flush() -> Outcome {
+    /// Writes what is queued, unless another thread is at it or the pipe was full; the loop
+    /// passes `roomAvailable` when the pipe has room again.
+    func flush(roomAvailable: Bool = false) -> Outcome {
         let turn = state.withLock { state -> Outcome? in
             if state.closed { return .closed }
+            if roomAvailable { state.pipeFull = false }
+            if state.pipeFull { return .waitingForRoom }
             if state.writing { return .busy }
             state.writing = true
             return nil
@@ -131,6 +140,7 @@ final class FrameWriter: Sendable {
                 let wroteAll = written == batch.reduce(0) { $0 + $1.total - $1.written }
                 if wroteAll { return nil }
                 state.writing = false
+                state.pipeFull = true
                 return .blocked
             }
             if let outcome { return outcome }

@@ -8,7 +8,7 @@ extension WorkerChannel {
     /// Writes what is queued; when the pipe is full, the loop thread watches it for room.
     func flush() {
         switch writer.flush() {
-        case .done, .busy: break
+        case .done, .busy, .waitingForRoom: break
         case .closed:
             loop.execute { [weak self] in self?.closeWriteEnd() }
         case .blocked:
@@ -109,9 +109,9 @@ extension WorkerChannel {
     func flushFromLoop() {
         let before = writer.queuedBytes
         defer { noteDrained(from: before) }
-        switch writer.flush() {
+        switch writer.flush(roomAvailable: true) {
         case .closed: closeWriteEnd()
-        case .done, .blocked, .busy: watchWritable()
+        case .done, .blocked, .busy, .waitingForRoom: watchWritable()
         }
         if state.withLock({ $0.machine.invalidated }) { closeWhenWritten() }
     }
