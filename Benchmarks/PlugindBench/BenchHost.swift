@@ -47,6 +47,8 @@ struct BenchHost {
         host.policyDirectory = URL(fileURLWithPath: directory + "/config")
         host.administratorPolicyDirectory = URL(fileURLWithPath: directory + "/admin")
         host.stateDirectory = URL(fileURLWithPath: directory + "/state")
+        host.runtimeDirectory = URL(fileURLWithPath: directory + "/run")
+        host.pluginLog = .file
         host.workerExecutable = URL(fileURLWithPath: Self.productsDirectory + "/plugind-worker")
     }
 

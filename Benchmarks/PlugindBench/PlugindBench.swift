@@ -136,9 +136,13 @@ enum PlugindBench {
                 try DevBenchmarks.changeToAnswer(iterations: iterations)
             case "idle-monitor":
                 try await DiscoveryBenchmarks.idleMonitor(seconds: option("seconds", 2))
+            case "log-cost":
+                try await ActivityBenchmarks.logging(iterations: iterations)
+            case "statistics-cost":
+                try await ActivityBenchmarks.statistics(iterations: iterations)
             default:
                 print(
-                    "usage: plugind-bench launch-c|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|install-package [--iterations N]"
+                    "usage: plugind-bench launch-c|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|install-package|log-cost|statistics-cost [--iterations N]"
                 )
                 exit(64)
             }

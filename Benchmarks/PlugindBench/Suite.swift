@@ -69,6 +69,9 @@ struct Suite {
                 "kit-round-trip", "--library", library, "--memory-bytes", "\(memory)", "--iterations", "\(count(20000))", "--name", name,
             ])
         }
+        // What the owner's view of running plugins costs a request.
+        bench(["log-cost", "--iterations", "\(count(20000))"])
+        bench(["statistics-cost", "--iterations", "\(count(20000))"])
         bench(["dev-change-to-answer", "--iterations", "\(count(20))"])
         bench(["launch-c", "--iterations", "\(count(300))"], rename: ["launch-c": "launch-c-unpinned"])
         bench(["launch-c", "--iterations", "\(count(300))"], cpu: 0, rename: ["launch-c": "launch-c-same-core"])
@@ -258,6 +261,23 @@ struct Suite {
         absoluteRow(
             "plugind dev: a saved change of a C plugin to its new answer (make alone beside it)", "dev-change-to-answer", atMost: 1_000_000,
             unit: "us", note: " (make alone: \(median("dev-make-alone").map { format($0, "us") } ?? "missing"))")
+        ratioRow(
+            "64 B round trip with a log line per request, recorded, vs a 64 B echo without one", "log-per-request", "echo-64-no-log",
+            atMost: 1.2)
+        ratioRow(
+            "64 B round trip with a log line per request, recorded, vs the log off", "log-per-request", "log-per-request-off", atMost: 1.2)
+        if let published = median("statistics-published"), let again = median("statistics-published-again"),
+            let unpublished = median("statistics-private"), unpublished > 0, again > 0
+        {
+            let spread = abs(published - again) / again
+            let ratio = published / unpublished
+            rows.append(
+                Row(
+                    figure:
+                        "empty request with the statistics page published, vs kept private (spread of two same runs: \(String(format: "%.1f", spread * 100)) %)",
+                    value: format(published, "us"), baseline: "\(format(unpublished, "us")) (statistics-private)", ratio: ratio,
+                    goal: "within the spread", met: abs(ratio - 1) <= max(spread, 0.02)))
+        }
         ratioRow("empty round trip, a C++ kit plugin, vs the C echo's", "kit-cpp", "kit-c", atMost: 1.1)
         ratioRow("empty round trip, a Rust kit plugin, vs the C echo's", "kit-rust", "kit-c", atMost: 1.1)
         ratioRow("empty round trip, a Go kit plugin, vs the C echo's", "kit-go", "kit-c", atMost: 1.1)

@@ -63,6 +63,17 @@ public struct AppExtensionHost: Sendable, Hashable {
     /// it. Without one, plugind uses the cgroup v1 hierarchies when it may write them (as root);
     /// otherwise such plugins have per-process limits only. Linux addition.
     public var workerCgroupDirectory: URL?
+    /// Where the host records what its plugins do (`PLUGIND_LOG`: automatic, journal, file or
+    /// off). Linux addition.
+    public var pluginLog: PluginLogDestination
+    /// The journal namespace the entries go to, nil for the system's own
+    /// (`PLUGIND_JOURNAL_NAMESPACE`): an administrator can keep plugin logs apart, with a
+    /// retention of their own. Linux addition.
+    public var journalNamespace: String?
+    /// Where the statistics of this host's running workers are published for `plugind top`:
+    /// `$XDG_RUNTIME_DIR/plugind`, else `/run/plugind` for root and `<state>/run` for others
+    /// (`PLUGIND_RUNTIME_DIR`). Linux addition.
+    public var runtimeDirectory: URL
     /// Confinement layers turned off to measure what each costs (`plugind-bench` only; a worker
     /// reports each as not requested).
     package var skippedConfinementLayers: [String] = []
@@ -166,7 +177,8 @@ public struct AppExtensionHost: Sendable, Hashable {
     /// A host with defaults taken from `environment`: `PLUGIND_PATH`, `XDG_DATA_HOME`,
     /// `XDG_CONFIG_HOME`, `XDG_STATE_HOME`, `PLUGIND_ADMIN_POLICY_DIR`, `HOME`. The variables of
     /// `commandLineEnvironment` (`PLUGIND_SEARCH_PATH`, `PLUGIND_EXTENSION_POINTS_PATH`, `PLUGIND_BUNDLED_PLUGINS_DIR`,
-    /// `PLUGIND_POLICY_DIR`, `PLUGIND_STATE_DIR`, `PLUGIND_HOST_VERSION`, `PLUGIND_MEMORY_LIMIT` in bytes) override
+    /// `PLUGIND_POLICY_DIR`, `PLUGIND_STATE_DIR`, `PLUGIND_HOST_VERSION`, `PLUGIND_MEMORY_LIMIT` in bytes, `PLUGIND_LOG`,
+    /// `PLUGIND_JOURNAL_NAMESPACE`, `PLUGIND_RUNTIME_DIR`) override
     /// them, each when it holds absolute paths (or a number).
     public init(identifier: String, environment: [String: String] = ProcessInfo.processInfo.environment) {
         let home = environment["HOME"].map { URL(fileURLWithPath: $0) } ?? FileManager.default.homeDirectoryForCurrentUser
@@ -220,6 +232,13 @@ public struct AppExtensionHost: Sendable, Hashable {
             let paths = pointsPath.split(separator: ":").map(String.init)
             if paths.allSatisfy({ $0.hasPrefix("/") }) { self.extensionPointDirectories = paths.map { URL(fileURLWithPath: $0) } }
         }
+        self.pluginLog = environment["PLUGIND_LOG"].flatMap(PluginLogDestination.init(rawValue:)) ?? .automatic
+        let namespace = environment["PLUGIND_JOURNAL_NAMESPACE"] ?? ""
+        self.journalNamespace = Self.isJournalNamespace(namespace) ? namespace : nil
+        let runtime =
+            absolute("XDG_RUNTIME_DIR").map { $0.appendingPathComponent("plugind") }
+            ?? (getuid() == 0 ? URL(fileURLWithPath: "/run/plugind") : stateHome.appendingPathComponent("plugind/run"))
+        self.runtimeDirectory = absolute("PLUGIND_RUNTIME_DIR") ?? runtime
         self.bundledPluginsDirectory = absolute("PLUGIND_BUNDLED_PLUGINS_DIR")
         self.policyDirectory = absolute("PLUGIND_POLICY_DIR") ?? policyDirectory
         self.stateDirectory = absolute("PLUGIND_STATE_DIR") ?? stateDirectory
@@ -238,10 +257,21 @@ public struct AppExtensionHost: Sendable, Hashable {
             "PLUGIND_STATE_DIR": stateDirectory.path,
             "PLUGIND_HOST_VERSION": version,
             "PLUGIND_MEMORY_LIMIT": String(limits.memoryBytes),
+            "PLUGIND_LOG": pluginLog.rawValue,
+            "PLUGIND_RUNTIME_DIR": runtimeDirectory.path,
         ]
+        if let journalNamespace { environment["PLUGIND_JOURNAL_NAMESPACE"] = journalNamespace }
         if let bundledPluginsDirectory { environment["PLUGIND_BUNDLED_PLUGINS_DIR"] = bundledPluginsDirectory.path }
         if let workerExecutable { environment["PLUGIND_WORKER"] = workerExecutable.path }
         return environment
+    }
+
+    /// A journal namespace's name as systemd takes it: letters, digits, '_', '-' and '.', at most 64.
+    static func isJournalNamespace(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.count <= 64 && !name.hasPrefix(".")
+            && name.unicodeScalars.allSatisfy {
+                $0.isASCII && ($0.properties.isAlphabetic || ("0"..."9").contains($0) || "_-.".unicodeScalars.contains($0))
+            }
     }
 
     /// The user's own extension-points directory: the first of `extensionPointDirectories` not

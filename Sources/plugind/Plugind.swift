@@ -14,6 +14,7 @@ enum Plugind {
         PolicyChangeCommand.entry(.revoke), .of(WatchCommand.self), .of(VerifyCommand.self), .of(NewCommand.self),
         .of(BindCommand.self), .of(KeygenCommand.self), .of(SignCommand.self), .of(PackCommand.self), .of(TrustCommand.self),
         .of(DevCommand.self), .of(DebugCommand.self), .of(InstallCommand.self), .of(UninstallCommand.self), .of(CrashesCommand.self),
+        .of(LogsCommand.self), .of(TopCommand.self),
         .of(QuarantineCommand.self),
         .of(PolicyCommand.self),
         .of(PointsCommand.self),
@@ -27,6 +28,9 @@ enum Plugind {
         let status = await run(arguments, console: console)
         // Crash records are written in the background; keep them before leaving.
         await CrashRecorder.waitForPendingRecords()
+        // So are the entries of the plugin log (the decisions and plugin lines of this run).
+        PluginLogWriter.waitForAllPendingEntries()
+        await PluginActivityStore.waitForPendingUpdates()
         exit(status.rawValue)
     }
 

@@ -21,6 +21,10 @@ package struct TestHost: Sendable {
         host.policyDirectory = directory.url("config/plugind")
         host.administratorPolicyDirectory = directory.url("admin")
         host.stateDirectory = directory.url("state/plugind")
+        // Pages for `plugind top` and plugin log entries stay in the test's directory, never in
+        // the machine's runtime directory or journal (a test that wants the journal says so).
+        host.runtimeDirectory = directory.url("run/plugind")
+        host.pluginLog = .file
         host.workerExecutable = URL(fileURLWithPath: try BuiltProducts.worker())
         host.shutdownGracePeriod = .seconds(2)
         host.cancellationGracePeriod = .milliseconds(500)
@@ -36,6 +40,8 @@ package struct TestHost: Sendable {
             "XDG_DATA_HOME": directory.path + "/data",
             "PLUGIND_ADMIN_POLICY_DIR": directory.path + "/admin",
             "PLUGIND_EXTENSION_POINTS_PATH": host.extensionPointDirectories.map(\.path).joined(separator: ":"),
+            "PLUGIND_RUNTIME_DIR": host.runtimeDirectory.path,
+            "PLUGIND_LOG": host.pluginLog.rawValue,
             "PATH": ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin",
         ]
     }

@@ -313,6 +313,16 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         faulty_host->log(faulty_host->context, PLUGIND_PLUGIN_LOG_INFO, path);
         return outcome(response, 0, "logged");
     }
+    if (strcmp(vector, "log-flood") == 0) {
+        // `path` log lines as fast as the host takes them, each numbered.
+        long count = atol(path);
+        char line[64];
+        for (long index = 0; index < count; index++) {
+            snprintf(line, sizeof line, "flood line %ld", index);
+            faulty_host->log(faulty_host->context, PLUGIND_PLUGIN_LOG_WARNING, line);
+        }
+        return outcome(response, 0, "flooded the log");
+    }
     if (strcmp(vector, "post-events") == 0) {
         // `count` events of `size` bytes each, as fast as the host takes them.
         long count = 0, size = 0;

@@ -329,6 +329,26 @@ static inline void plugind_shim_shared_counter_store(void *_Nonnull address, uin
     __atomic_store_n((uint64_t *)address, value, __ATOMIC_RELEASE);
 }
 
+
+/// A datagram socket for entries to the system journal (close-on-exec, non-blocking).
+/// Returns the descriptor or minus an errno.
+int plugind_shim_journal_socket(void);
+
+/// Sends one entry in the journal's native protocol to the socket at `path` without waiting: a
+/// full socket buffer is EAGAIN, for the caller to count as a lost entry. Returns 0 or an errno.
+int plugind_shim_journal_send(int fd, const char *_Nonnull path, const void *_Nonnull bytes, size_t length);
+
+/// Creates `name` in `directory` (exclusively, 0600, never through a symlink), `size` bytes with
+/// `header` at its start, and maps it shared and writable in `address`. Returns 0 or an errno;
+/// on failure nothing is left behind.
+int plugind_shim_statistics_page_create(int directory, const char *_Nonnull name, const void *_Nonnull header, size_t length,
+                                        size_t size, void *_Nullable *_Nonnull address);
+
+/// Adds to a counter other processes read (relaxed: each counter is read on its own).
+static inline void plugind_shim_shared_counter_add(void *_Nonnull address, uint64_t value) {
+    __atomic_fetch_add((uint64_t *)address, value, __ATOMIC_RELAXED);
+}
+
 #ifdef __cplusplus
 }
 #endif

@@ -37,16 +37,41 @@ package struct PolicyEditor: Sendable {
     package let path: String
     /// The administrator's policy: every user's plugind reads it, so it is written 0644.
     package let readableByEveryone: Bool
+    /// Where each decision is recorded for `plugind logs`; nil: nowhere.
+    private let log: PluginLogWriter?
 
     package init(directory: URL, readableByEveryone: Bool = false) {
         path = directory.appendingPathComponent(PolicyDocument.fileName).path
         self.readableByEveryone = readableByEveryone
+        self.log = nil
     }
 
-    /// The editor of `host`'s administrator's policy (`administrator`) or of the owner's.
+    /// The editor of `host`'s administrator's policy (`administrator`) or of the owner's; each
+    /// decision is recorded in the host's plugin log.
     package init(for host: AppExtensionHost, administrator: Bool) {
-        self.init(
-            directory: administrator ? host.administratorPolicyDirectory : host.policyDirectory, readableByEveryone: administrator)
+        path =
+            (administrator ? host.administratorPolicyDirectory : host.policyDirectory)
+            .appendingPathComponent(PolicyDocument.fileName).path
+        readableByEveryone = administrator
+        log = PluginLogWriter.forHost(host)
+    }
+
+    /// Records a decision that landed.
+    private func decided(_ event: PluginLogEntry.Event, _ identifier: String, approval: Approval? = nil) {
+        let whose = readableByEveryone ? "the administrator" : "the owner"
+        let what: String =
+            switch event {
+            case .approve:
+                "approved by \(whose)" + (approval.map { " (version \($0.version ?? "?"), \($0.bundleDigest ?? "no digest"))" } ?? "")
+            case .disable: "disabled by \(whose)"
+            case .enable: "enabled again by \(whose)"
+            case .revoke: "approval revoked by \(whose)"
+            default: event.rawValue
+            }
+        log?.submit(
+            PluginLogEntry(
+                priority: 5, event: event, message: what, plugin: identifier, pluginVersion: approval?.version,
+                bundleDigest: approval?.bundleDigest, hostPID: getpid()))
     }
 
     /// Approves the entry's current bytes and permissions: a digest of every file of the bundle,
@@ -57,6 +82,7 @@ package struct PolicyEditor: Sendable {
         try modify { document in
             document.plugins[entry.identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
         }
+        decided(.approve, entry.identifier, approval: approval)
         return approval
     }
 
@@ -65,6 +91,7 @@ package struct PolicyEditor: Sendable {
         try modify { document in
             document.plugins[identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
         }
+        decided(.approve, identifier, approval: approval)
     }
 
     /// What approving `entry` now would pin, with the publisher's key when its signature holds.
@@ -125,6 +152,7 @@ package struct PolicyEditor: Sendable {
             let approval = document.plugins[identifier]?.approval
             document.plugins[identifier] = PluginPolicy(state: .disabled, approval: approval, changedAt: Self.now())
         }
+        decided(.disable, identifier)
     }
 
     /// Re-enables a disabled plugin with the approval it had.
@@ -133,6 +161,7 @@ package struct PolicyEditor: Sendable {
             guard let approval = document.plugins[identifier]?.approval else { throw .neverApproved(identifier) }
             document.plugins[identifier] = PluginPolicy(state: .approved, approval: approval, changedAt: Self.now())
         }
+        decided(.enable, identifier)
     }
 
     /// Forgets every decision about a plugin: it is unapproved again.
@@ -140,6 +169,7 @@ package struct PolicyEditor: Sendable {
         try modify { (document) throws(EditError) in
             guard document.plugins.removeValue(forKey: identifier) != nil else { throw .notInPolicy(identifier) }
         }
+        decided(.revoke, identifier)
     }
 
     /// Moves an unreadable policy file aside (keeping it) so that a fresh one can be started.

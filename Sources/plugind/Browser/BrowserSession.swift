@@ -165,7 +165,7 @@ final class BrowserSession {
     /// Changes the owner's policy (or the crash log); returns the status line that says so.
     private func perform(_ action: BrowserModel.Action, on identifier: String) -> String {
         let name = identifier.inert
-        let editor = PolicyEditor(directory: host.policyDirectory)
+        let editor = PolicyEditor(for: host, administrator: false)
         do {
             switch action {
             case .approve:

@@ -77,7 +77,8 @@ struct InfoCommand: PlugindCommand {
                     limitEnforcement: enforcement,
                     confinement: details.layers.map { .init(layer: $0.name, state: $0.state.rawValue, detail: $0.detail) },
                     confinementError: details.probeError,
-                    warnings: entry.bundle.warnings
+                    warnings: entry.bundle.warnings,
+                    activity: details.activity
                 )
             )
             return .success
@@ -153,4 +154,6 @@ struct InfoDocument: Encodable {
     var confinement: [Layer]
     var confinementError: String?
     var warnings: [String]
+    /// Launches and requests of the plugin's workers (nil: never launched by this user).
+    var activity: PluginActivityStore.Record?
 }

@@ -53,6 +53,8 @@ struct Console {
     private func writeJSON<Value: Encodable>(_ value: Value, formatting: JSONEncoder.OutputFormatting) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = formatting
+        // Times as scripts read them ("2026-12-01T14:30:15Z"), not seconds since 2001.
+        encoder.dateEncodingStrategy = .iso8601
         let text = String(decoding: try encoder.encode(value), as: UTF8.self)
         var escaped = ""
         escaped.reserveCapacity(text.utf8.count)

@@ -14,6 +14,8 @@ struct PluginDetails {
     let probed: Bool
     /// The plugin's recent crashes and quarantine, or why the crash log cannot be read.
     let crashes: Result<CrashLog.PluginCrashes?, CrashLog.Problem>
+    /// Its workers' launches and requests, over every host of this user.
+    let activity: PluginActivityStore.Record?
 
     /// Reads and hashes the bundle, and with `probe` starts a worker that applies the
     /// confinement and reports it.
@@ -31,7 +33,8 @@ struct PluginDetails {
         }
         return PluginDetails(
             item: item, digest: digest, approval: PolicySnapshot.read(for: host).approval(for: entry), layers: layers,
-            probeError: probeError, probed: probe, crashes: CrashLog(host: host).read().map { $0.plugins[entry.identifier] })
+            probeError: probeError, probed: probe, crashes: CrashLog(host: host).read().map { $0.plugins[entry.identifier] },
+            activity: PluginActivityStore(host: host).record(of: entry.identifier))
     }
 
     /// The text, every string from the bundle made inert.
@@ -54,8 +57,18 @@ struct PluginDetails {
             }
             lines += layers.map { "    \($0.name): \($0.state.rawValue) — \($0.detail.inert)" }
         }
+        lines.append(activityLine)
         lines += crashLines
         return lines
+    }
+
+    /// When a worker last ran, and what its workers served.
+    private var activityLine: String {
+        guard let activity, let launched = activity.lastLaunch else { return "  last activity:   never launched (by this user)" }
+        let time = ISO8601DateFormatter()
+        return "  last activity:   launched \(time.string(from: launched)) (\(activity.launches) launch(es)); "
+            + "\(activity.requestsAnswered) request(s) answered, \(activity.requestsFailed) failed"
+            + (activity.lastEnd.map { "; last worker ended \(time.string(from: $0))" } ?? "")
     }
 
     /// The last crashes, each with the tail of the worker's output.

@@ -44,12 +44,16 @@ extension WorkerChannel {
                 actions.write = true
             case .completeRequest(let id, let result):
                 state.sharedRequests?.release(id)
-                if let waiter = state.requests.removeValue(forKey: id) { actions.requests.append((waiter, result)) }
+                if let waiter = state.requests.removeValue(forKey: id) {
+                    actions.requests.append((waiter, result))
+                    if case .success = result { activity?.requestEnded(succeeded: true) } else { activity?.requestEnded(succeeded: false) }
+                }
             case .completeConnection(let id, let result):
                 if case .failure = result { state.handlers[id] = nil }
                 if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
             case .handshakeDone(let ready):
                 state.ready = ready
+                activity?.ready()
                 if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
                     state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
                 }
@@ -110,6 +114,7 @@ extension WorkerChannel {
         for task in actions.cancelledAsks { task.cancel() }
         for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
         for (message, connection) in actions.broadcasts {
+            recordForOwner(message)
             for subscriber in actions.subscribers where connection == nil || subscriber.connection == connection {
                 subscriber.buffer.yield(message)
             }
@@ -122,6 +127,16 @@ extension WorkerChannel {
         for id in actions.stackRequests { process.requestStack(of: id) }
         if let cause = actions.stop { stop(cause) }
         if actions.kill { kill() }
+    }
+
+    /// A log line or a refusal of the sandbox goes to the owner's log too.
+    private func recordForOwner(_ message: AppExtensionMessage) {
+        guard let activity else { return }
+        switch message {
+        case .log(let level, let text): activity.logged(level, text)
+        case .sandboxRefusal(let refusal): activity.record(.refusal, priority: 4, refusal.description)
+        default: break
+        }
     }
 
     /// Sets the channel's timer for `deadline` (scheduling may wake the loop: a system call, so

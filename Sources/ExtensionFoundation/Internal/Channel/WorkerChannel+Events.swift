@@ -136,6 +136,7 @@ extension WorkerChannel {
             descriptor.close()
         }
 
+        activity?.ended()
         observer?(termination)
         handshake?.resume(throwing: termination.launchError(plugin: pluginIdentifier, limits: limits))
         perform(actions)

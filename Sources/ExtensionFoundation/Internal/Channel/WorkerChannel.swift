@@ -25,6 +25,8 @@ final class WorkerChannel: EventLoopHandler {
     /// The launch whose files name the objects of the worker's stack reports, and the worker
     /// executable that symbolizes them; nil: stacks keep their addresses.
     let stackSource: (plan: LaunchPlan, executable: String)?
+    /// What the owner sees of this worker: its log entries and its page for `plugind top`.
+    let activity: WorkerActivity?
 
     /// Made when a stack needs naming, never on the launch's path.
     var stackObjects: StackObjectFiles? {
@@ -142,9 +144,11 @@ final class WorkerChannel: EventLoopHandler {
         cancellationGracePeriod: Duration,
         sharedMemory: (memory: SharedMemory, layout: SharedMemoryLayout)?,
         cgroup: WorkerCgroup? = nil,
-        stackSource: (plan: LaunchPlan, executable: String)? = nil
+        stackSource: (plan: LaunchPlan, executable: String)? = nil,
+        activity: WorkerActivity? = nil
     ) {
         self.stackSource = stackSource
+        self.activity = activity
         self.pluginIdentifier = pluginIdentifier
         self.limits = limits
         self.process = WorkerProcess(process, cgroup: cgroup, loop: loop)
@@ -333,6 +337,7 @@ final class WorkerChannel: EventLoopHandler {
             state.requests[id] = waiter
             collect(state.machine.sendRequest(id, message, now: .now), into: &actions, state: &state)
         }
+        activity?.requestStarted()
         perform(actions)
     }
 

@@ -77,6 +77,8 @@ package struct LaunchPlan: Sendable {
     let primesWorkers: Bool
     /// A delegated cgroup v2 directory for workers that may start processes.
     let cgroupDirectory: String?
+    /// Who the worker's log entries and statistics page name, and where they go.
+    let activity: WorkerActivity.Subject
     /// Told the worker's pid and executable as soon as it runs, before it answers the handshake
     /// (`plugind debug` attaches the debugger then).
     var workerStarted: (@Sendable (_ pid: Int32, _ executable: String) -> Void)?
@@ -168,6 +170,11 @@ package struct LaunchPlan: Sendable {
         self.load.askTimeoutMilliseconds = UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         self.requestTimeout = requestTimeout
         self.hostIdentifier = host.identifier
+        self.activity = WorkerActivity.Subject(
+            plugin: manifest.identifier, pluginVersion: manifest.version, bundleDigest: approval?.bundleDigest,
+            hostIdentifier: host.identifier, memoryLimit: limits.addressSpaceBytes, log: PluginLogWriter.forHost(host),
+            statisticsDirectory: host.runtimeDirectory.appendingPathComponent("workers").path,
+            activity: PluginActivityStore(host: host))
         self.asksPerConnection = host.asksPerConnection
         self.launchTimeout = host.launchTimeout
         self.shutdownGracePeriod = host.shutdownGracePeriod

@@ -232,7 +232,12 @@ enum WorkerLauncher {
             cancellationGracePeriod: plan.cancellationGracePeriod,
             sharedMemory: ends.sharedMemory,
             cgroup: cgroup,
-            stackSource: (plan, executable)
+            stackSource: (plan, executable),
+            // Probes of the confinement and of the library run no plugin code for anyone: no page,
+            // no launch in the plugin's activity (their log entries, if any, still count).
+            activity: WorkerActivity(
+                plan.activity, workerPID: worker.process.processIdentifier,
+                servesRequests: plan.load.mode == .serve || plan.load.mode == .debug)
         )
         defer { loop.execute(finished) }
         plan.workerStarted?(worker.process.processIdentifier, executable)

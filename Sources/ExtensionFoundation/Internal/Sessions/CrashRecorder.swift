@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import PlugindBundle
 
 /// Writes a crash record when a worker ends badly, so that repeated crashes quarantine the
 /// plugin. File I/O happens on a utility queue, never on the event loop or the caller's task.
@@ -10,6 +11,7 @@ package enum CrashRecorder {
     /// before anyone waiting for the termination resumes.
     static func watch(_ channel: WorkerChannel, entry: CatalogEntry, host: AppExtensionHost) {
         let limits = channel.limits
+        let activity = channel.activity
         channel.setTerminationObserver { termination in
             if termination.refusals > 0, let last = termination.lastRefusal {
                 queue.async {
@@ -20,7 +22,9 @@ package enum CrashRecorder {
             // Ended by the host or the owner: no crash of the plugin's.
             guard !termination.wasInvalidated else { return }
             if case .disabledByOwner = termination.stopCause { return }
-            record(termination.error(plugin: entry.identifier, limits: limits), entry: entry, host: host)
+            let error = termination.error(plugin: entry.identifier, limits: limits)
+            activity?.record(error.code == .limitExceeded ? .limit : .crash, priority: 3, error.reason)
+            record(error, entry: entry, host: host, log: activity?.subject.log)
         }
     }
 
@@ -37,14 +41,27 @@ package enum CrashRecorder {
             .workerCrashed, .workerExited, .limitExceeded, .protocolViolation, .timedOut, .pluginLoadFailed,
         ]
         guard counted.contains(error.code), error.termination != nil else { return }
-        record(error, entry: entry, host: host)
+        let log = PluginLogWriter.forHost(host)
+        log?.submit(
+            PluginLogEntry(
+                priority: 3, event: error.code == .limitExceeded ? .limit : .crash, message: "while loading: \(error.reason)",
+                plugin: entry.identifier, pluginVersion: entry.manifest.version, hostIdentifier: host.identifier,
+                hostExecutable: WorkerActivity.hostExecutable, hostPID: WorkerActivity.hostPID))
+        record(error, entry: entry, host: host, log: log)
     }
 
-    private static func record(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
+    private static func record(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost, log: PluginLogWriter?) {
         queue.async {
-            CrashLog(host: host).record(
+            let quarantine = CrashLog(host: host).record(
                 identifier: entry.identifier, bundle: entry.bundle, reason: error.reason, output: error.standardErrorTail,
                 backtrace: error.backtrace)
+            if let quarantine {
+                log?.submit(
+                    PluginLogEntry(
+                        priority: 3, event: .quarantine, message: "quarantined: \(quarantine.reason)", plugin: entry.identifier,
+                        pluginVersion: entry.manifest.version, hostIdentifier: host.identifier,
+                        hostExecutable: WorkerActivity.hostExecutable, hostPID: WorkerActivity.hostPID))
+            }
         }
     }
 }

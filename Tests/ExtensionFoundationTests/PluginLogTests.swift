@@ -1,0 +1,144 @@
+import Foundation
+import TestSupport
+import Testing
+
+@testable import ExtensionFoundation
+
+@Suite("The plugin log: journal entries, the rate limit, statistics pages")
+struct PluginLogTests {
+    static let entry = PluginLogEntry(
+        time: 1_796_195_106_296_612, priority: 4, event: .log, message: "two\nlines\nPLUGIND_PLUGIN=evil", plugin: "org.example.x",
+        pluginVersion: "1.2.0", bundleDigest: "sha256:ab", hostIdentifier: "org.example", hostExecutable: "/usr/bin/host",
+        hostPID: 10, workerPID: 11, level: "warning")
+
+    /// The fields of a native-protocol datagram, as journald parses it.
+    static func parse(_ bytes: [UInt8]) -> [(String, String)]? {
+        var fields: [(String, String)] = []
+        var index = 0
+        while index < bytes.count {
+            guard let end = bytes[index...].firstIndex(where: { $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "\n") }) else { return nil }
+            let name = String(decoding: bytes[index..<end], as: UTF8.self)
+            if bytes[end] == UInt8(ascii: "=") {
+                guard let newline = bytes[end...].firstIndex(of: UInt8(ascii: "\n")) else { return nil }
+                fields.append((name, String(decoding: bytes[(end + 1)..<newline], as: UTF8.self)))
+                index = newline + 1
+            } else {
+                guard end + 9 <= bytes.count else { return nil }
+                var length: UInt64 = 0
+                for offset in 0..<8 { length |= UInt64(bytes[end + 1 + offset]) << (8 * UInt64(offset)) }
+                let start = end + 9
+                guard start + Int(length) < bytes.count, bytes[start + Int(length)] == UInt8(ascii: "\n") else { return nil }
+                fields.append((name, String(decoding: bytes[start..<(start + Int(length))], as: UTF8.self)))
+                index = start + Int(length) + 1
+            }
+        }
+        return fields
+    }
+
+    @Test("a datagram holds every field once; a message with line breaks uses the binary form and cannot add a field")
+    func datagram() throws {
+        let fields = try #require(Self.parse(Self.entry.journalDatagram))
+        let names = fields.map(\.0)
+        #expect(Set(names).count == names.count)
+        #expect(names.filter { $0 == "PLUGIND_PLUGIN" }.count == 1)
+        let values = Dictionary(fields, uniquingKeysWith: { first, _ in first })
+        #expect(values["MESSAGE"] == "two\nlines\nPLUGIND_PLUGIN=evil")
+        #expect(values["PLUGIND_PLUGIN"] == "org.example.x")
+        #expect(values["PRIORITY"] == "4")
+        #expect(values["SYSLOG_IDENTIFIER"] == "plugind")
+        #expect(values["PLUGIND_HOST_PID"] == "10" && values["PLUGIND_WORKER_PID"] == "11")
+        #expect(values["PLUGIND_BUNDLE_DIGEST"] == "sha256:ab" && values["PLUGIND_PLUGIN_VERSION"] == "1.2.0")
+    }
+
+    @Test("an entry read back from journalctl's JSON is the entry written; byte arrays and other programs' entries are handled")
+    func journalObject() throws {
+        var object: [String: Any] = Dictionary(Self.entry.journalFields, uniquingKeysWith: { first, _ in first })
+        object["__REALTIME_TIMESTAMP"] = "1"
+        #expect(PluginLogEntry(journalObject: object) == Self.entry)
+        // journalctl shows a value with control characters as an array of bytes.
+        object["MESSAGE"] = Array("a\u{1B}b".utf8).map(Int.init)
+        #expect(PluginLogEntry(journalObject: object)?.message == "a\u{1B}b")
+        object["SYSLOG_IDENTIFIER"] = "sshd"
+        #expect(PluginLogEntry(journalObject: object) == nil)
+    }
+
+    @Test("a long message is cut to the bound, on a character boundary, saying how much went")
+    func bounded() {
+        let long = String(repeating: "é", count: PluginLogEntry.maximumMessageBytes)
+        let cut = PluginLogEntry.bounded(long)
+        #expect(cut.utf8.count < PluginLogEntry.maximumMessageBytes + 64)
+        #expect(cut.hasSuffix("more bytes cut]"))
+        #expect(PluginLogEntry.bounded("short") == "short")
+    }
+
+    @Test("the limiter admits a burst, then the rate; what it refused is counted and said with the next admitted line")
+    func rateLimit() {
+        var limiter = LogRateLimiter()
+        let start = ContinuousClock.now
+        var admitted = 0
+        for _ in 0..<1000 where limiter.consider(at: start) != .refuse { admitted += 1 }
+        #expect(admitted == Int(LogRateLimiter.burst))
+        #expect(limiter.dropped == 1000 - admitted)
+        // A second later, the rate's worth comes back; the first line carries the count.
+        #expect(limiter.consider(at: start + .seconds(1)) == .admit(droppedBefore: 1000 - admitted))
+        var more = 1
+        for _ in 0..<1000 where limiter.consider(at: start + .seconds(1)) != .refuse { more += 1 }
+        #expect(more == Int(LogRateLimiter.rate))
+        #expect(limiter.takeDropped() == 1000 - more + 1)
+        #expect(limiter.takeDropped() == 0)
+    }
+
+    @Test("a statistics page reads back as written; a short or foreign one is refused; counters add")
+    func statisticsPage() throws {
+        let statistics = WorkerStatistics(
+            state: .running, hostPID: 42, workerPID: 43, startedNanoseconds: 7, requestsStarted: 5, requestsAnswered: 3,
+            requestsFailed: 1, memoryLimit: 1 << 30, plugin: "org.example.x", pluginVersion: "1.0",
+            hostIdentifier: "org.example", hostExecutable: "/usr/bin/host")
+        #expect(WorkerStatistics(page: statistics.encoded) == statistics)
+        #expect(statistics.requestsInFlight == 1)
+        #expect(WorkerStatistics(page: Array(statistics.encoded.prefix(100))) == nil)
+        var foreign = statistics.encoded
+        foreign[0] = UInt8(ascii: "X")
+        #expect(WorkerStatistics(page: foreign) == nil)
+
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let page = WorkerStatisticsPage(statistics, directory: directory.path + "/workers")
+        page.requestStarted()
+        page.requestAnswered()
+        page.requestFailed()
+        let path = directory.path + "/workers/42-43.stats"
+        let written = try #require(FileManager.default.contents(atPath: path))
+        let read = try #require(WorkerStatistics(page: [UInt8](written)))
+        #expect(read.requestsStarted == 6 && read.requestsAnswered == 4 && read.requestsFailed == 2)
+        #expect(page.counts == (answered: 4, failed: 2))
+        var status = stat()
+        #expect(stat(path, &status) == 0 && status.st_mode & 0o777 == 0o600)
+        page.remove()
+        #expect(!FileManager.default.fileExists(atPath: path))
+        // Where the page cannot be published, the counters still count.
+        let unpublished = WorkerStatisticsPage(statistics, directory: nil)
+        unpublished.requestAnswered()
+        #expect(unpublished.counts == (answered: 4, failed: 1))
+    }
+
+    @Test("the log file appends lines, rotates past its bound into one older file, and reads both back in order")
+    func logFile() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = PluginLogFile(directory: directory.path + "/logs")
+        var entry = Self.entry
+        entry.message = String(repeating: "x", count: 4000)
+        let count = PluginLogFile.rotationBytes / 4000 + 20
+        for index in 0..<count {
+            entry.time = UInt64(index)
+            #expect(file.append(entry))
+        }
+        #expect(FileManager.default.fileExists(atPath: file.rotatedPath))
+        let size = { (path: String) in (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+        #expect(size(file.path) <= PluginLogFile.rotationBytes && size(file.rotatedPath) <= PluginLogFile.rotationBytes)
+        let times = file.entries().map(\.time)
+        #expect(times == times.sorted())
+        #expect(times.last == UInt64(count - 1))
+    }
+}
