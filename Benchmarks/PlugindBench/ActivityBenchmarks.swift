@@ -20,17 +20,6 @@ enum ActivityBenchmarks {
             atPath: BenchHost.productsDirectory + "/libFaultyHostileProbe.so", toPath: bundle + "/libFaultyHostileProbe.so")
     }
 
-    /// Round trips of `payload` to `identifier`, `iterations` of them after a tenth to warm up.
-    static func samples(_ connection: AppExtensionConnection, _ payload: [UInt8], iterations: Int) async throws -> [Double] {
-        var samples: [Double] = []
-        samples.reserveCapacity(iterations)
-        for index in 0..<(iterations + iterations / 10) {
-            let elapsed = try await microseconds { _ = try await connection.send(payload) }
-            if index >= iterations / 10 { samples.append(elapsed) }
-        }
-        return samples
-    }
-
     static func logging(iterations: Int) async throws {
         // A 64-byte request that makes the plugin log its 60 bytes.
         let line = Array(("log " + String(repeating: "x", count: 60)).utf8)
@@ -42,13 +31,13 @@ enum ActivityBenchmarks {
             bench.host.pluginLog = destination
             let process = try await AppExtensionProcess(configuration: try bench.configuration(probe))
             let connection = try await process.makeConnection()
-            results[name] = try await samples(connection, line, iterations: iterations)
+            results[name] = try await roundTripSamples(connection, line, iterations: iterations)
             await process.invalidateAndWait()
         }
         let bench = try BenchHost()
         defer { bench.remove() }
         let echo = try await AppExtensionProcess(configuration: try bench.configuration(Benchmarks.echo))
-        results["echo-64-no-log"] = try await samples(
+        results["echo-64-no-log"] = try await roundTripSamples(
             try await echo.makeConnection(), [UInt8](repeating: 0x61, count: 64), iterations: iterations)
         await echo.invalidateAndWait()
         for (name, values) in results.sorted(by: { $0.key < $1.key }) { Measurement(name: name, values: values).report() }
@@ -62,7 +51,7 @@ enum ActivityBenchmarks {
             // A runtime directory that cannot be made: the counters stay in private memory.
             if !published { bench.host.runtimeDirectory = URL(fileURLWithPath: "/proc/plugind-bench-no-runtime") }
             let process = try await AppExtensionProcess(configuration: try bench.configuration(Benchmarks.echo))
-            results[name] = try await samples(try await process.makeConnection(), [], iterations: iterations)
+            results[name] = try await roundTripSamples(try await process.makeConnection(), [], iterations: iterations)
             await process.invalidateAndWait()
         }
         for (name, values) in results.sorted(by: { $0.key < $1.key }) { Measurement(name: name, values: values).report() }

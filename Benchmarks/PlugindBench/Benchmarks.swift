@@ -68,15 +68,7 @@ enum Benchmarks {
         if let workerCPU { pin(process: process.processIdentifier, to: workerCPU) }
         let connection = try await process.makeConnection()
         let payload = [UInt8](repeating: 0x61, count: size)
-        @Sendable func loop() async throws -> [Double] {
-            var samples: [Double] = []
-            samples.reserveCapacity(iterations)
-            for index in 0..<(iterations + iterations / 10) {
-                let elapsed = try await microseconds { _ = try await connection.send(payload) }
-                if index >= iterations / 10 { samples.append(elapsed) }
-            }
-            return samples
-        }
+        @Sendable func loop() async throws -> [Double] { try await roundTripSamples(connection, payload, iterations: iterations) }
         // `main` runs every benchmark in a task of its own, as a host's request code usually runs.
         let samples: [Double]
         switch caller {

@@ -22,12 +22,7 @@ enum KitBenchmarks {
         try FileManager.default.copyItem(atPath: library, toPath: bundle + "/libKit.so")
         let process = try await AppExtensionProcess(configuration: try bench.configuration(identifier))
         let connection = try await process.makeConnection()
-        var samples: [Double] = []
-        samples.reserveCapacity(iterations)
-        for index in 0..<(iterations + iterations / 10) {
-            let elapsed = try await microseconds { _ = try await connection.send([]) }
-            if index >= iterations / 10 { samples.append(elapsed) }
-        }
+        let samples = try await roundTripSamples(connection, [], iterations: iterations)
         await process.invalidateAndWait()
         Measurement(name: name, values: samples).report()
     }

@@ -1,3 +1,4 @@
+import ExtensionFoundation
 import Foundation
 
 /// Samples of one figure, in microseconds, and their summary.
@@ -37,6 +38,18 @@ func microseconds(_ body: () async throws -> Void) async rethrows -> Double {
     try await body()
     let (seconds, attoseconds) = start.duration(to: .now).components
     return Double(seconds) * 1e6 + Double(attoseconds) / 1e12
+}
+
+/// The round trips of `payload` on `connection`, in microseconds: `iterations` of them, after a
+/// tenth as many to warm up.
+func roundTripSamples(_ connection: AppExtensionConnection, _ payload: [UInt8], iterations: Int) async throws -> [Double] {
+    var samples: [Double] = []
+    samples.reserveCapacity(iterations)
+    for index in 0..<(iterations + iterations / 10) {
+        let elapsed = try await microseconds { _ = try await connection.send(payload) }
+        if index >= iterations / 10 { samples.append(elapsed) }
+    }
+    return samples
 }
 
 /// A benchmark that could not measure what it is for (so that it fails instead of reporting a

@@ -62,6 +62,27 @@ struct ActivityCommandTests {
         #expect(decisions == ["approve", "disable"])
     }
 
+    @Test("crashes and the quarantine they start are in the log, naming the signal")
+    func crashes() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let faulty = PluginFixture(library: "FaultySegfault")
+        try test.install(faulty)
+        for _ in 0..<3 {
+            let process = try await AppExtensionProcess(configuration: try test.configuration(faulty.identifier))
+            _ = try? await process.makeConnection().send([1])
+            _ = await process.waitForTermination()
+        }
+        await CrashRecorder.waitForPendingRecords()
+        await PluginLogWriter.forHost(test.host)?.waitForPendingEntries()
+        let entries = try await Self.entries(test, [faulty.identifier])
+        let crashes = entries.filter { $0["event"] as? String == "crash" }
+        #expect(crashes.count == 3, "\(entries)")
+        #expect(crashes.allSatisfy { ($0["message"] as? String)?.contains("SIGSEGV") == true && $0["priority"] as? Int == 3 })
+        let quarantine = try #require(entries.first { $0["event"] as? String == "quarantine" }, "\(entries)")
+        #expect((quarantine["message"] as? String)?.contains("3 crashes within") == true)
+    }
+
     @Test("a flood of log lines is bounded: at most the burst and the rate get through, and one entry says how many were dropped")
     func flood() async throws {
         let test = try TestHost()

@@ -139,7 +139,7 @@ struct LogsCommand: PlugindCommand {
     // MARK: The journal
 
     private func readJournal(namespace: String?, _ context: CommandContext) throws {
-        guard let journalctl = ExternalTool.path(of: "journalctl") else {
+        guard ExternalTool.path(of: "journalctl") != nil else {
             throw CommandFailure(
                 message: "the plugin log is in the journal, and reading it needs journalctl ('apt install systemd')", status: .failure)
         }
@@ -149,48 +149,16 @@ struct LogsCommand: PlugindCommand {
         if let since { arguments.append("--since=@\(since / 1_000_000)") }
         if let lines { arguments.append("--lines=\(lines)") }
         if follow { arguments.append("--follow") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: journalctl)
-        process.arguments = arguments
-        let output = Foundation.Pipe()
-        let errors = Foundation.Pipe()
-        process.standardOutput = output
-        process.standardError = errors
         do {
-            try process.run()
-        } catch {
-            throw CommandFailure(message: "cannot run journalctl: \(error.localizedDescription)", status: .failure)
-        }
-        // Standard error is read on a thread of its own, so that neither pipe can fill and stall it.
-        let problems = Locked(Data())
-        let errorReader = errors.fileHandleForReading
-        let reading = DispatchGroup()
-        DispatchQueue.global().async(group: reading) {
-            let data = errorReader.readDataToEndOfFile()
-            problems.withLock { $0 = data }
-        }
-        var pending = Data()
-        let reader = output.fileHandleForReading
-        while true {
-            let data = reader.availableData
-            if data.isEmpty { break }
-            pending.append(data)
-            while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                let line = pending[pending.startIndex..<newline]
-                pending.removeSubrange(pending.startIndex...newline)
+            try ExternalTool.streamLines("journalctl", arguments, package: "systemd") { line in
                 guard let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any],
                     let entry = PluginLogEntry(journalObject: object), matches(entry)
-                else { continue }
+                else { return }
                 try show(entry, context.console)
             }
-        }
-        process.waitUntilExit()
-        reading.wait()
-        let problem = String(decoding: problems.withLock { $0 }, as: UTF8.self)
-            .trimmingCharacters(in: .whitespacesAndNewlines)
-        guard process.terminationStatus == 0 else {
+        } catch let failure as ExternalTool.Failure {
             throw CommandFailure(
-                message: "journalctl failed: \(problem.isEmpty ? "exit status \(process.terminationStatus)" : problem.inert)"
+                message: failure.description.inert
                     + (getuid() == 0 ? "" : " (reading the system journal may need the systemd-journal group)"),
                 status: .failure)
         }

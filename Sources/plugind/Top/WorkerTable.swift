@@ -57,7 +57,7 @@ struct WorkerTable {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
             for name in names.sorted() where name.hasSuffix(WorkerStatisticsLayout.fileSuffix) {
                 let path = directory + "/" + name
-                guard let (statistics, owner) = readPage(path) else { continue }
+                guard let (statistics, owner) = WorkerStatistics.read(at: path) else { continue }
                 guard isAlive(statistics.hostPID) else {
                     if owner == geteuid() { unlink(path) }
                     continue
@@ -100,19 +100,6 @@ struct WorkerTable {
 
     private static func key(_ sample: Sample) -> String {
         "\(sample.statistics.hostPID)-\(sample.statistics.workerPID)"
-    }
-
-    /// The page at `path` and who owns the file; nil for anything that is not a page.
-    private static func readPage(_ path: String) -> (WorkerStatistics, uid_t)? {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-        guard descriptor >= 0 else { return nil }
-        defer { close(descriptor) }
-        var status = Glibc.stat()
-        guard Glibc.fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
-        var bytes = [UInt8](repeating: 0, count: 1024)
-        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
-        guard count > 0, let statistics = WorkerStatistics(page: Array(bytes[..<count])) else { return nil }
-        return (statistics, status.st_uid)
     }
 
     private static func isAlive(_ pid: Int32) -> Bool {

@@ -129,6 +129,23 @@ package struct WorkerStatistics: Sendable, Equatable {
     }
 }
 
+extension WorkerStatistics {
+    /// The page at `path` and the user who owns the file; nil for anything that is not a page (a
+    /// link, a FIFO, another file). Read with one bounded `pread`: a page is another user's input
+    /// when root reads it.
+    package static func read(at path: String) -> (statistics: WorkerStatistics, owner: UInt32)? {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else { return nil }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        var bytes = [UInt8](repeating: 0, count: 1024)
+        let count = bytes.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, 0) }
+        guard count > 0, let statistics = WorkerStatistics(page: Array(bytes[..<count])) else { return nil }
+        return (statistics, status.st_uid)
+    }
+}
+
 /// The host's side of one worker's page: created at the launch, counters bumped from the event
 /// loop or any thread (atomic adds on the mapping), removed at the end. Where the page cannot be
 /// published the same counters live in memory of this process alone, so the worker runs all the
