@@ -276,7 +276,8 @@ struct Suite {
                     figure:
                         "empty request with the statistics page published, vs kept private (spread of two same runs: \(String(format: "%.1f", spread * 100)) %)",
                     value: format(published, "us"), baseline: "\(format(unpublished, "us")) (statistics-private)", ratio: ratio,
-                    goal: "within the spread", met: abs(ratio - 1) <= max(spread, 0.02)))
+                    // Slower by no more than two runs of the same differ (faster is noise too).
+                    goal: "within the spread", met: ratio <= 1 + max(spread, 0.02)))
         }
         ratioRow("empty round trip, a C++ kit plugin, vs the C echo's", "kit-cpp", "kit-c", atMost: 1.1)
         ratioRow("empty round trip, a Rust kit plugin, vs the C echo's", "kit-rust", "kit-c", atMost: 1.1)
