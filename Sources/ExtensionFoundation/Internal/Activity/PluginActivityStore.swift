@@ -126,16 +126,18 @@ package struct PluginActivityStore: Sendable {
         guard flock(lock, LOCK_EX) == 0 else { return }
         var record = self.record(of: plugin) ?? Record()
         change(&record)
-        guard let data = try? JSONEncoder.iso8601.encode(record) else { return }
+        guard let data = try? JSONEncoder.activityRecords.encode(record) else { return }
         try? AtomicFile.replace(directory + "/" + name, with: [UInt8](data), mode: 0o600)
     }
 }
 
 extension JSONEncoder {
-    static var iso8601: JSONEncoder {
+    /// How the plugin log file and the activity records are written: one compact line, keys
+    /// sorted, dates as ISO 8601.
+    static var activityRecords: JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
 }

@@ -20,7 +20,7 @@ package struct PluginLogFile: Sendable {
 
     /// Appends one line; false when it could not be written.
     func append(_ entry: PluginLogEntry) -> Bool {
-        guard var line = try? JSONEncoder.sortedKeys.encode(entry) else { return false }
+        guard var line = try? JSONEncoder.activityRecords.encode(entry) else { return false }
         line.append(UInt8(ascii: "\n"))
         if !PrivateDirectory.make(directory) { return false }
         let lock = open(directory + "/.lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
@@ -58,13 +58,5 @@ package struct PluginLogFile: Sendable {
 
     private func read(_ path: String) -> [Data] {
         lines(of: path, from: 0).lines
-    }
-}
-
-extension JSONEncoder {
-    static var sortedKeys: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
     }
 }

@@ -42,11 +42,7 @@ package enum CrashRecorder {
         ]
         guard counted.contains(error.code), error.termination != nil else { return }
         let log = PluginLogWriter.forHost(host)
-        log?.submit(
-            PluginLogEntry(
-                priority: 3, event: error.code == .limitExceeded ? .limit : .crash, message: "while loading: \(error.reason)",
-                plugin: entry.identifier, pluginVersion: entry.manifest.version, hostIdentifier: host.identifier,
-                hostExecutable: WorkerActivity.hostExecutable, hostPID: WorkerActivity.hostPID))
+        log?.submit(logEntry(error.code == .limitExceeded ? .limit : .crash, "while loading: \(error.reason)", entry: entry, host: host))
         record(error, entry: entry, host: host, log: log)
     }
 
@@ -55,13 +51,16 @@ package enum CrashRecorder {
             let quarantine = CrashLog(host: host).record(
                 identifier: entry.identifier, bundle: entry.bundle, reason: error.reason, output: error.standardErrorTail,
                 backtrace: error.backtrace)
-            if let quarantine {
-                log?.submit(
-                    PluginLogEntry(
-                        priority: 3, event: .quarantine, message: "quarantined: \(quarantine.reason)", plugin: entry.identifier,
-                        pluginVersion: entry.manifest.version, hostIdentifier: host.identifier,
-                        hostExecutable: WorkerActivity.hostExecutable, hostPID: WorkerActivity.hostPID))
-            }
+            if let quarantine { log?.submit(logEntry(.quarantine, "quarantined: \(quarantine.reason)", entry: entry, host: host)) }
         }
+    }
+
+    /// An error entry of this host about `entry` when no worker is there to name.
+    private static func logEntry(
+        _ event: PluginLogEntry.Event, _ message: String, entry: CatalogEntry, host: AppExtensionHost
+    ) -> PluginLogEntry {
+        PluginLogEntry(
+            priority: 3, event: event, message: message, plugin: entry.identifier, pluginVersion: entry.manifest.version,
+            hostIdentifier: host.identifier, hostExecutable: WorkerActivity.hostExecutable, hostPID: WorkerActivity.hostPID)
     }
 }
