@@ -36,6 +36,11 @@ public struct AppExtensionError: Error, Sendable, CustomStringConvertible, Local
         public static let workerCrashed = Code("workerCrashed")
         /// The worker exited when it should not have.
         public static let workerExited = Code("workerExited")
+        /// The worker was killed from outside (SIGKILL that neither the host sent nor a limit
+        /// explains): by another process, the kernel's out-of-memory killer, or a failure of
+        /// plugind's own processes. Nothing inside the worker can send it, so it is not the
+        /// plugin's crash and never counts toward a quarantine.
+        public static let workerKilled = Code("workerKilled")
         /// The plugin exceeded one of its resource limits (memory, CPU, message size).
         public static let limitExceeded = Code("limitExceeded")
         /// A request or the launch did not finish before its deadline.

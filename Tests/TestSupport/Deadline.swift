@@ -55,6 +55,19 @@ package enum Deadline {
         }
     }
 
+    /// Returns once child `pid` has been reaped (it no longer exists, not even as a zombie), or
+    /// the deadline passes; returns whether it was. Polls /proc, pausing between looks: a reap
+    /// is no event a test can wait on.
+    package static func reaped(_ pid: Int32, seconds: Double = 60) async -> Bool {
+        let clock = ContinuousClock()
+        let end = clock.now + .milliseconds(Int(seconds * 1000))
+        while ProcessInspection.exists(pid) {
+            guard clock.now < end else { return false }
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+        return true
+    }
+
     /// Blocks (off the cooperative pool) until process `pid` has exited, or the deadline passes.
     /// Returns whether it exited. Waits on a pidfd, so it works for processes that are not
     /// children of the test.

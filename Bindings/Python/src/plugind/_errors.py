@@ -51,6 +51,7 @@ CODES = {
     25: "connectionRefused",
     26: "connectionClosed",
     27: "disabledByOwner",
+    28: "workerKilled",
 }
 
 
@@ -89,7 +90,7 @@ class NotApprovedError(Error):
 
 
 class CrashedError(Error):
-    """The worker crashed, exited or broke the protocol."""
+    """The worker crashed, exited, broke the protocol, or was killed from outside (workerKilled)."""
 
 
 class TimedOutError(Error, TimeoutError):
@@ -134,6 +135,7 @@ _FAMILIES = {
     "disabledByOwner": NotApprovedError,
     "workerCrashed": CrashedError,
     "workerExited": CrashedError,
+    "workerKilled": CrashedError,
     "protocolViolation": CrashedError,
     "timedOut": TimedOutError,
     "cancelled": CancelledError,

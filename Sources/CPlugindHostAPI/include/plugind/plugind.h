@@ -75,6 +75,9 @@ typedef enum plugind_error_code {
     PLUGIND_ERROR_CONNECTION_REFUSED = 25,
     PLUGIND_ERROR_CONNECTION_CLOSED = 26,
     PLUGIND_ERROR_DISABLED_BY_OWNER = 27,
+    /* Killed from outside (SIGKILL nobody in the host sent and no limit explains): not the
+     * plugin's crash, never counted toward a quarantine. */
+    PLUGIND_ERROR_WORKER_KILLED = 28,
 } plugind_error_code;
 
 /* The code of `error`; PLUGIND_ERROR_INVALID_ARGUMENT for a NULL or freed error. */

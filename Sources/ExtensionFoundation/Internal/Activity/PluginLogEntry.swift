@@ -6,7 +6,7 @@ import Foundation
 /// and read back by `plugind logs`.
 package struct PluginLogEntry: Sendable, Equatable, Codable {
     package enum Event: String, Sendable, Codable, CaseIterable {
-        case log, crash, quarantine, limit, refusal, dropped
+        case log, crash, killed, quarantine, limit, refusal, dropped
         case approve, disable, enable, revoke
     }
 

@@ -63,12 +63,30 @@ struct WorkerTermination: Sendable {
         return signal == SignalNumber.cpuTimeLimit || (signal == SignalNumber.kill && exit.cpuMicroseconds / 900_000 >= seconds)
     }
 
+    /// Whether the worker was killed from outside: SIGKILL, which nothing inside the worker can
+    /// send it (it is pid 1 of its own PID namespace, and the kernel drops SIGKILL sent to a
+    /// namespace's init from within), that the host did not send (no stop cause) and that no
+    /// limit explains (the memory group's and the hard CPU limit's SIGKILL are the plugin's
+    /// doing). Left: another process of the owner or the administrator, the kernel's
+    /// out-of-memory killer, or plugind's own processes failing — never the plugin's crash.
+    func killedFromOutside(_ limits: ResourceLimits) -> Bool {
+        guard fatalReport == nil, stopCause == nil, case .signaled(let signal, _) = exit.reason, signal == SignalNumber.kill else {
+            return false
+        }
+        return exceededLimit(limits) == nil
+    }
+
+    /// The sentence for a worker killed from outside.
+    private static let killedFromOutsideReason =
+        "its worker was killed with SIGKILL from outside (by another process, the kernel's out-of-memory killer or a failure of plugind's own processes; nothing inside a worker can send it), which does not count as a crash of the plugin"
+
     /// The error for requests that were waiting when the worker ended.
     func error(plugin: String, limits: ResourceLimits) -> AppExtensionError {
         if let stopped = stopError(plugin: plugin) { return stopped }
         if let limit = exceededLimit(limits) {
             return make(.limitExceeded, plugin, "exceeded its \(limit); the worker ended with \(publicTermination)", limit: limit)
         }
+        if killedFromOutside(limits) { return make(.workerKilled, plugin, Self.killedFromOutsideReason) }
         switch publicTermination {
         case .signaled(let signal, let name):
             return make(.workerCrashed, plugin, "crashed with \(name)\(faultDetail(signal))")
@@ -104,6 +122,7 @@ struct WorkerTermination: Sendable {
         if let limit = exceededLimit(limits) {
             return make(.limitExceeded, plugin, "exceeded its \(limit) while loading", limit: limit)
         }
+        if killedFromOutside(limits) { return make(.workerKilled, plugin, Self.killedFromOutsideReason + " (while loading)") }
         switch publicTermination {
         case .signaled(let signal, let name):
             return make(.workerCrashed, plugin, "crashed with \(name)\(faultDetail(signal)) while loading")

@@ -9,7 +9,9 @@ extension LaunchPool {
 
     /// Starts a launcher process, watched by this pool. On the loop thread.
     func startLauncher() throws(SystemError) -> LauncherProcess {
-        try LauncherProcess.start(executable: executable, image: image, environment: environment, loop: loop, handler: self)
+        let launcher = try LauncherProcess.start(executable: executable, image: image, environment: environment, loop: loop, handler: self)
+        state.withLock { _ = $0.open.insert(launcher.serial) }
+        return launcher
     }
 
     /// The launcher for the next request, on the loop thread: the idle one, or one made now. With
@@ -25,7 +27,7 @@ extension LaunchPool {
                 state.idle = state.idle ?? made
                 return state.idle
             }
-            if kept?.socket != made.socket { retire(made) }
+            if kept != made { retire(made) }
             guard let kept else { throw SystemError("launcher", .noSuchProcess) }
             return kept
         }
@@ -77,6 +79,7 @@ extension LaunchPool {
     /// Lets a launcher go: its socket closed, it ends; its pidfd stays watched until it is reaped.
     /// On the loop thread.
     func retire(_ launcher: LauncherProcess) {
+        guard state.withLock({ $0.open.remove(launcher.serial) != nil }) else { return }
         loop.deregister(launcher.socket)
         launcher.socket.close()
         let kept = state.withLock { state -> Bool in
@@ -137,7 +140,7 @@ extension LaunchPool {
         while let message = LauncherMessage.receive(from: launcher.socket) {
             if message.isReadiness {
                 state.withLock { state in
-                    if state.idle?.socket == launcher.socket { state.idleReady = true }
+                    if state.idle == launcher { state.idleReady = true }
                 }
                 resumeSettledWaiters()
                 continue
@@ -197,8 +200,8 @@ extension LaunchPool {
         receiveMessages(from: launcher)
         // No answer yet, and none will come.
         let (unanswered, spareLost) = state.withLock { state in
-            if state.idle?.socket == launcher.socket { state.idle = nil }
-            let requests = state.busy.filter { $0.value.socket == launcher.socket }.keys
+            if state.idle == launcher { state.idle = nil }
+            let requests = state.busy.filter { $0.value == launcher }.keys
             var spareLost = false
             var unanswered: [CheckedContinuation<SpawnedProcess, any Error>] = []
             for request in requests {

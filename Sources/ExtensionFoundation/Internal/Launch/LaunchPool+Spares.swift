@@ -209,6 +209,16 @@ extension LaunchPool {
         if let primed = state.withLock({ $0.primed.take() }) { end(primed) }
     }
 
+    /// The pids of the spares the shared pool of `executable` holds: for tests that kill one.
+    package static func spareProcessIdentifiers(executable: String) -> [Int32] {
+        running(executable: executable, forks: .one)?.state.withLock { $0.spares.processIdentifiers } ?? []
+    }
+
+    /// The pid of the worker primed in the shared pool of `executable`, if it has one.
+    package static func primedProcessIdentifier(executable: String) -> Int32? {
+        running(executable: executable, forks: .one)?.state.withLock { $0.primed?.worker.process.processIdentifier }
+    }
+
     /// The pid of a worker primed in any running pool, if there is one.
     package static var primedProcessIdentifier: Int32? {
         runningPools().lazy.compactMap { pool in pool.state.withLock { $0.primed?.worker.process.processIdentifier } }.first

@@ -54,6 +54,10 @@ package final class LaunchPool: EventLoopHandler {
         /// Launchers that answered and were let go (their socket closed, which ends them), by
         /// pidfd, until they are reaped.
         var retired: [CInt: LauncherProcess] = [:]
+        /// The serials of launchers whose socket is still open: each is let go exactly once,
+        /// whichever comes first of its end, a request it could not be sent, its answer and the
+        /// pool's stop (two of them closed one socket twice when a launcher was killed mid-send).
+        var open: Set<UInt64> = []
         /// Never 0, which a launcher's readiness uses.
         var nextRequestID: UInt32 = 1
 
@@ -337,7 +341,7 @@ package final class LaunchPool: EventLoopHandler {
             state.stopped = true
             // A launcher that forks many children is idle and busy at once.
             var launchers = state.idle.map { [$0] } ?? []
-            for launcher in state.busy.values where !launchers.contains(where: { $0.socket == launcher.socket }) {
+            for launcher in state.busy.values where !launchers.contains(launcher) {
                 launchers.append(launcher)
             }
             var spares = SpareSlots()
@@ -351,6 +355,7 @@ package final class LaunchPool: EventLoopHandler {
             state.idle = nil
             state.busy.removeAll()
             state.retired.removeAll()
+            for launcher in launchers { state.open.remove(launcher.serial) }
             return stopped
         }
         guard var stopped = taken else { return }

@@ -3,10 +3,19 @@ import PlugindSystem
 import PlugindWire
 
 /// A launcher process (`plugind-worker --launcher`) and the host's end of its socket. The pool
-/// asks it for children; see `LaunchPool` for how many it forks.
-struct LauncherProcess: Sendable {
+/// asks it for children; see `LaunchPool` for how many it forks. Two values are the same launcher
+/// when their serials are equal: a let-go launcher's socket number is reused by the next one made,
+/// so comparing sockets took the idle launcher for one that had just died.
+struct LauncherProcess: Sendable, Equatable {
     let socket: FileDescriptor
     let process: SpawnedProcess
+    /// Unique in this process, unlike descriptor numbers and (once reaped) pids: what the pool
+    /// tells launchers apart by when it lets one go.
+    let serial: UInt64
+
+    private static let serials = Locked<UInt64>(0)
+
+    static func == (left: LauncherProcess, right: LauncherProcess) -> Bool { left.serial == right.serial }
 
     /// Starts a launcher from `image` (an execute-only copy of `executable`, when there is one),
     /// its pidfd and socket watched by `handler`. On the loop thread: a launcher's parent-death
@@ -42,7 +51,11 @@ struct LauncherProcess: Sendable {
                 process.processDescriptor.killAndReap()
                 throw error
             }
-            return LauncherProcess(socket: host, process: process)
+            let serial = serials.withLock { serial in
+                serial += 1
+                return serial
+            }
+            return LauncherProcess(socket: host, process: process, serial: serial)
         } catch {
             host.close()
             throw error

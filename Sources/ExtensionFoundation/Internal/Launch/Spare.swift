@@ -155,6 +155,18 @@ struct SpareSlots: ~Copyable {
 
     var isFull: Bool { count >= Self.capacity }
 
+    /// The pids of the spares held.
+    var processIdentifiers: [Int32] {
+        var pids: [Int32] = []
+        for index in slots.indices where holds(index, { _ in true }) {
+            switch slots[index] {
+            case .some(let spare): pids.append(spare.process.processIdentifier)
+            case .none: break
+            }
+        }
+        return pids
+    }
+
     var allPrepared: Bool {
         for index in slots.indices where holds(index, { !$0.isPrepared }) { return false }
         return true

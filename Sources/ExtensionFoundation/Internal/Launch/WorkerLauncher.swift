@@ -36,7 +36,9 @@ enum WorkerLauncher {
         let pool = plan.launchStrategy.forks.flatMap { LaunchPool.running(executable: executable, forks: $0) }
         // A worker confined for this very plan waits already (see `PrimedWorker`): this launch,
         // whose policy check has passed, is its go.
-        if let pool, let primed = pool.takePrimed(for: plan) { return try await launch(plan, primed: primed, pool: pool) }
+        if let pool, let primed = pool.takePrimed(for: plan), let launched = try await launch(plan, primed: primed, pool: pool) {
+            return launched
+        }
         // The bytes the worker will load: read, hashed and sealed (or reused from an earlier
         // launch), and checked against the approval before any process starts.
         let sealed: [FileDescriptor]
@@ -50,23 +52,20 @@ enum WorkerLauncher {
         // the pipes and the shared memory below are made.
         let reservation = plan.load.confinement.permitsSpare ? pool?.reserveSpare() : nil
         defer { reservation?.release() }
-        // A plugin that may start processes runs in a control group of its own, where the host
-        // may make one, so that its limits cover its children too.
-        var cgroup: WorkerCgroup?
-        if plan.load.confinement.allowsProcesses, let cgroups = WorkerCgroups.available(delegated: plan.cgroupDirectory) {
-            do {
-                cgroup = try cgroups.makeGroup(for: plan.pluginIdentifier, limits: plan.load.limits)
-            } catch {
-                throw AppExtensionError(
-                    .spawnFailed, plugin: plan.pluginIdentifier, "cannot create its control group: \(error)", underlying: error)
-            }
-        }
-        let attempt = Attempt(plan: plan, executable: executable, sealed: sealed, cgroup: cgroup, loop: loop)
+        var attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop)
         var fallbackCause: String?
         if let forks = plan.launchStrategy.forks {
-            switch try await attempt.run(pool: .shared(forks), reservation: reservation) {
-            case .launched(let launched): return launched
-            case .failed(let cause): fallbackCause = cause
+            do {
+                switch try await attempt.run(pool: .shared(forks), reservation: reservation) {
+                case .launched(let launched): return launched
+                case .failed(let cause): fallbackCause = cause
+                }
+            } catch let error as AppExtensionError where error.code == .workerKilled {
+                // The spare or the worker the shared launcher forked was killed before it was
+                // ready: a launcher of its own starts another, in a control group of its own
+                // (the dead worker's is removed with it).
+                fallbackCause = "the worker it started was killed from outside before it was ready"
+                attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop)
             }
         }
         // Without the shared pool (or when it failed), a launcher of its own. With new pipes: a
@@ -75,7 +74,7 @@ enum WorkerLauncher {
         case .launched(let launched):
             return Launched(channel: launched.channel, ready: launched.ready, fallbackCause: fallbackCause)
         case .failed(let cause):
-            cgroup?.remove()
+            attempt.cgroup?.remove()
             let before = fallbackCause.map { "the shared launcher failed (\($0)), then " } ?? ""
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(before)\(cause)")
         }
@@ -101,8 +100,29 @@ enum WorkerLauncher {
         let plan: LaunchPlan
         let executable: String
         let sealed: [FileDescriptor]
+        /// A plugin that may start processes runs in a control group of its own, where the host
+        /// may make one, so that its limits cover its children too. A worker that started takes
+        /// its group with it when it is reaped; one that never started leaves it to the next
+        /// attempt.
         let cgroup: WorkerCgroup?
         let loop: WorkerEventLoop
+
+        init(plan: LaunchPlan, executable: String, sealed: [FileDescriptor], loop: WorkerEventLoop) throws {
+            self.plan = plan
+            self.executable = executable
+            self.sealed = sealed
+            self.loop = loop
+            guard plan.load.confinement.allowsProcesses, let cgroups = WorkerCgroups.available(delegated: plan.cgroupDirectory) else {
+                cgroup = nil
+                return
+            }
+            do {
+                cgroup = try cgroups.makeGroup(for: plan.pluginIdentifier, limits: plan.load.limits)
+            } catch {
+                throw AppExtensionError(
+                    .spawnFailed, plugin: plan.pluginIdentifier, "cannot create its control group: \(error)", underlying: error)
+            }
+        }
 
         func run(pool choice: PoolChoice, reservation: SpareReservation?) async throws -> Outcome {
             let resources: WorkerResources
@@ -182,15 +202,18 @@ enum WorkerLauncher {
         }
     }
 
-    /// Launches `plan` on the worker primed for it: the same hello in mode `serve` is its go.
-    private static func launch(_ plan: LaunchPlan, primed: PrimedWorker, pool: LaunchPool) async throws -> Launched {
+    /// Launches `plan` on the worker primed for it: the same hello in mode `serve` is its go. Nil
+    /// when the primed worker was gone before it was ready — its pipe closed, or it was killed from
+    /// outside (`workerKilled`, never the plugin's doing): the launch goes on as if none had been
+    /// primed.
+    private static func launch(_ plan: LaunchPlan, primed: PrimedWorker, pool: LaunchPool) async throws -> Launched? {
         let pending: [UInt8]
         do {
             pending = try WorkerResources.writeHello(
                 load: plan.load, sharedMemory: primed.ends.sharedMemory != nil, to: primed.ends.toWorker)
         } catch {
             pool.end(primed)
-            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot write to the worker: \(error)", underlying: error)
+            return nil
         }
         let launched: (WorkerChannel, Ready)
         do {
@@ -201,6 +224,7 @@ enum WorkerLauncher {
             }
         } catch {
             for descriptor in primed.sealed { descriptor.close() }
+            if let error = error as? AppExtensionError, error.code == .workerKilled { return nil }
             throw error
         }
         pool.loop.execute { pool.prime(plan, sealed: primed.sealed) }

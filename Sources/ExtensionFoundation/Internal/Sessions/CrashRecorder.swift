@@ -23,6 +23,11 @@ package enum CrashRecorder {
             guard !termination.wasInvalidated else { return }
             if case .disabledByOwner = termination.stopCause { return }
             let error = termination.error(plugin: entry.identifier, limits: limits)
+            // Killed from outside: said in the log, never counted against the plugin.
+            if error.code == .workerKilled {
+                activity?.record(.killed, priority: 4, error.reason)
+                return
+            }
             activity?.record(error.code == .limitExceeded ? .limit : .crash, priority: 3, error.reason)
             record(error, entry: entry, host: host, log: activity?.subject.log)
         }
@@ -40,8 +45,12 @@ package enum CrashRecorder {
         let counted: Set<AppExtensionError.Code> = [
             .workerCrashed, .workerExited, .limitExceeded, .protocolViolation, .timedOut, .pluginLoadFailed,
         ]
-        guard counted.contains(error.code), error.termination != nil else { return }
         let log = PluginLogWriter.forHost(host)
+        if error.code == .workerKilled {
+            log?.submit(logEntry(.killed, error.reason, priority: 4, entry: entry, host: host))
+            return
+        }
+        guard counted.contains(error.code), error.termination != nil else { return }
         log?.submit(logEntry(error.code == .limitExceeded ? .limit : .crash, "while loading: \(error.reason)", entry: entry, host: host))
         record(error, entry: entry, host: host, log: log)
     }
@@ -57,10 +66,10 @@ package enum CrashRecorder {
 
     /// An error entry of this host about `entry` when no worker is there to name.
     private static func logEntry(
-        _ event: PluginLogEntry.Event, _ message: String, entry: CatalogEntry, host: AppExtensionHost
+        _ event: PluginLogEntry.Event, _ message: String, priority: Int = 3, entry: CatalogEntry, host: AppExtensionHost
     ) -> PluginLogEntry {
         PluginLogEntry(
-            priority: 3, event: event, message: message, plugin: entry.identifier, pluginVersion: entry.manifest.version,
+            priority: priority, event: event, message: message, plugin: entry.identifier, pluginVersion: entry.manifest.version,
             hostIdentifier: host.identifier, hostExecutable: WorkerActivity.hostExecutable, hostPID: WorkerActivity.hostPID)
     }
 }

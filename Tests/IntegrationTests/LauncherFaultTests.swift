@@ -1,0 +1,162 @@
+import ExtensionFoundation
+import Foundation
+import Glibc
+import PlugindSystem
+import TestSupport
+import Testing
+
+/// Faults of plugind's own processes: workers, spares, primed workers and launchers killed from
+/// outside at each step of a launch. Each launch succeeds through another path or fails with an
+/// error that names plugind; no such death is recorded as the plugin's crash or counts toward a
+/// quarantine; every process killed is reaped.
+@Suite("Faults of plugind's own processes", .serialized, .timeLimit(.minutes(3)))
+struct LauncherFaultTests {
+    /// A host whose worker executable is a copy of its own, so that its launch pool is one no
+    /// other suite's launch uses (and whose spares and primed worker only this test touches).
+    struct IsolatedHost {
+        var test: TestHost
+        let worker: String
+        let identifier = "org.plugind.tests.echo"
+
+        init() throws {
+            test = try TestHost()
+            worker = test.directory.path + "/plugind-worker"
+            try FileManager.default.copyItem(atPath: try BuiltProducts.worker(), toPath: worker)
+            test.host.workerExecutable = URL(fileURLWithPath: worker)
+            try test.install(PluginFixture(library: "Echo"))
+        }
+
+        func configuration() throws -> AppExtensionProcess.Configuration {
+            try test.configuration(identifier)
+        }
+
+        /// One launch answering one request.
+        func launchAndAnswer(_ byte: UInt8) async throws -> AppExtensionProcess {
+            let process = try await AppExtensionProcess(configuration: configuration())
+            #expect(try await process.makeConnection().send([byte]) == [byte])
+            return process
+        }
+
+        /// Neither a crash nor a quarantine of the plugin was recorded.
+        func expectNothingCounted(_ comment: Comment) async throws {
+            await CrashRecorder.waitForPendingRecords()
+            let log = try CrashLog(host: test.host).read().get()
+            #expect(log.plugins[identifier]?.crashes.isEmpty ?? true, comment)
+            #expect(log.plugins[identifier]?.quarantine == nil, comment)
+        }
+
+        func remove() {
+            LaunchPool.stopPools(executable: worker)
+            test.remove()
+        }
+    }
+
+    @Test(
+        "a worker killed from outside mid-request, more often than a quarantine allows: workerKilled naming the plugin, a log entry, never a crash"
+    )
+    func workerKilledFromOutside() async throws {
+        let host = try IsolatedHost()
+        defer { host.remove() }
+        try host.test.install(PluginFixture(library: "Countdown"))
+        let countdown = try host.test.configuration("org.plugind.tests.countdown")
+        let rounds = host.test.host.quarantine.crashes + 1
+        for _ in 0..<rounds {
+            let process = try await AppExtensionProcess(configuration: countdown)
+            let pid = process.processIdentifier
+            let connection = try await process.makeConnection()
+            let messages = connection.messages()
+            let pending = Task { try await connection.send(Array("100000".utf8)) }
+            // Killed once the plugin reports it is working on the request.
+            for await message in messages {
+                if case .progress = message { break }
+            }
+            #expect(kill(pid, SIGKILL) == 0)
+            let error = await #expect(throws: AppExtensionError.self) { try await pending.value }
+            #expect(error?.code == .workerKilled, "\(String(describing: error))")
+            #expect(error?.description.contains("org.plugind.tests.countdown") == true)
+            #expect(error?.reason.contains("does not count as a crash") == true, "\(String(describing: error))")
+            #expect(await process.waitForTermination() == .signaled(signal: SIGKILL, name: "SIGKILL"))
+            process.invalidate()
+            #expect(await Deadline.reaped(pid))
+        }
+        await CrashRecorder.waitForPendingRecords()
+        let log = try CrashLog(host: host.test.host).read().get()
+        #expect(log.plugins["org.plugind.tests.countdown"]?.crashes.isEmpty ?? true, "a kill from outside counted against the plugin")
+        #expect(log.plugins["org.plugind.tests.countdown"]?.quarantine == nil)
+        // Each is in the plugin's log, as a warning of its own kind.
+        PluginLogWriter.waitForAllPendingEntries(timeout: .seconds(10))
+        let entries = PluginLogFile(directory: host.test.host.stateDirectory.appendingPathComponent("logs").path).entries()
+        let killed = entries.filter { $0.event == .killed && $0.plugin == "org.plugind.tests.countdown" }
+        #expect(killed.count == rounds, "\(entries.map { "\($0.event) \($0.message)" })")
+        #expect(killed.allSatisfy { $0.priority == 4 })
+        #expect(!entries.contains { $0.event == .crash || $0.event == .quarantine })
+        // Still launchable: no quarantine stands in the way.
+        let answer = try await AppExtensionProcess(configuration: countdown)
+        #expect(String(decoding: try await answer.makeConnection().send(Array("1".utf8)), as: UTF8.self) == "counted down 1 steps\n")
+        await answer.invalidateAndWait()
+    }
+
+    @Test("the worker primed for the next launch killed while it waits: that launch answers from another, nothing counted")
+    func primedWorkerKilled() async throws {
+        let host = try IsolatedHost()
+        defer { host.remove() }
+        var killed = 0
+        for round in 0..<4 {
+            try await host.launchAndAnswer(UInt8(round)).invalidateAndWait()
+            await LaunchPool.settleAll()
+            guard let primed = LaunchPool.primedProcessIdentifier(executable: host.worker) else { continue }
+            #expect(kill(primed, SIGKILL) == 0)
+            killed += 1
+            // Every other round the launch comes before the pool could notice the death.
+            if round.isMultiple(of: 2) { #expect(await Deadline.processExit(primed)) }
+            let process = try await host.launchAndAnswer(UInt8(round + 10))
+            #expect(process.processIdentifier != primed)
+            await process.invalidateAndWait()
+            #expect(await Deadline.reaped(primed))
+        }
+        #expect(killed > 0, "no worker was ever primed")
+        try await host.expectNothingCounted("a primed worker killed from outside counted against the plugin")
+    }
+
+    @Test("the pool's spares killed, before the launch notices or after: the launch answers, nothing counted")
+    func sparesKilled() async throws {
+        let host = try IsolatedHost()
+        defer { host.remove() }
+        var killed: [Int32] = []
+        for round in 0..<4 {
+            try await host.launchAndAnswer(UInt8(round)).invalidateAndWait()
+            await LaunchPool.settleAll()
+            // The primed worker would take the launch: out of the way, so that a spare must.
+            LaunchPool.discardPrimedAndWait()
+            let spares = LaunchPool.spareProcessIdentifiers(executable: host.worker)
+            #expect(!spares.isEmpty)
+            for spare in spares { #expect(kill(spare, SIGKILL) == 0) }
+            killed += spares
+            if round.isMultiple(of: 2) {
+                for spare in spares { #expect(await Deadline.processExit(spare)) }
+            }
+            try await host.launchAndAnswer(UInt8(round + 10)).invalidateAndWait()
+        }
+        for spare in killed { #expect(await Deadline.reaped(spare), "spare \(spare) was not reaped") }
+        try await host.expectNothingCounted("a spare killed from outside counted against the plugin")
+    }
+
+    @Test("the idle launcher killed before a launch, again and again: every launch answers, each from a launcher made anew")
+    func idleLauncherKilled() async throws {
+        var host = try IsolatedHost()
+        defer { host.remove() }
+        // Confinement off: each worker is forked on the spot by the idle launcher, never a spare.
+        host.test.host.confinement = .disabled
+        for round in 0..<6 {
+            try await host.launchAndAnswer(UInt8(round)).invalidateAndWait()
+            await LaunchPool.settleAll()
+            let launcher = try #require(LaunchPool.idleLauncherProcessIdentifier(executable: host.worker), "round \(round)")
+            #expect(kill(launcher, SIGKILL) == 0)
+            if round.isMultiple(of: 2) { #expect(await Deadline.processExit(launcher)) }
+            let process = try await host.launchAndAnswer(UInt8(round + 10))
+            await process.invalidateAndWait()
+            #expect(await Deadline.reaped(launcher))
+        }
+        try await host.expectNothingCounted("a launcher killed from outside counted against the plugin")
+    }
+}
