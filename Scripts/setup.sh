@@ -19,6 +19,8 @@
 #   libdw-dev       (elfutils' libdw: the host names the functions and lines of a crashed or hung
 #                    plugin's stack from its own copies of the libraries)
 #   gdb             ('plugind debug' starts a plugin's worker under it; its test runs gdb in batch)
+#   strace          (the fault tests kill plugind before each system call that changes a file, and
+#                    make a sync fail, with its syscall tampering)
 #   systemd         (journalctl for 'plugind logs' where plugin logs are in the journal; as root the
 #                    tests start systemd-journald in a namespace of their own to read entries back)
 #   g++, rustc, cargo, golang-go
@@ -29,7 +31,7 @@
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libasan8 libsqlite3-0 libglib2.0-dev libdw-dev gdb systemd g++ rustc cargo golang-go "$@"; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libasan8 libsqlite3-0 libglib2.0-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

@@ -30,4 +30,10 @@ package enum AtomicFile {
             handle.close()
         }
     }
+
+    /// Swaps what `first` and `second` name in one step (both must exist): a directory replaced
+    /// this way is the old one or the new one to every reader and after any crash, never absent.
+    package static func exchange(_ first: String, _ second: String) throws(SystemError) {
+        try checkShim("renameat2(RENAME_EXCHANGE)", plugind_shim_exchange_paths(first, second))
+    }
 }

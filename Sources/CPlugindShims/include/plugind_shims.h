@@ -177,6 +177,10 @@ int plugind_shim_set_thread_name(const char *_Nonnull name);
 /// close-on-exec (`mkostemp`); its descriptor in `fd`.
 int plugind_shim_make_temporary_file(char *_Nonnull template_path, int *_Nonnull fd);
 
+/// Swaps what two paths name, atomically (`renameat2` with RENAME_EXCHANGE): both must exist.
+/// Returns 0 or an errno.
+int plugind_shim_exchange_paths(const char *_Nonnull first, const char *_Nonnull second);
+
 /// Returns the free pages of every malloc arena to the kernel (`malloc_trim(0)`), so memory a
 /// worker used only while it set itself up stops counting as its own.
 void plugind_shim_release_free_memory(void);

@@ -36,10 +36,30 @@ package enum LockedFileUpdate {
         while flock(lock, LOCK_EX) != 0 {
             guard errno == EINTR else { throw Failure(path: lockPath, reason: "flock: \(String(cString: strerror(errno)))") }
         }
+        removeStaleTemporaries(of: path)
         let existing = FileManager.default.contents(atPath: path)
         let (data, result) = try body(existing)
         if let data { try replace(path, with: data, mode: readableByEveryone ? 0o644 : 0o600) }
         return result
+    }
+
+    /// Removes the temporary files (`<name>.XXXXXX`, mkostemp's six letters and digits) that a
+    /// writer killed between making one and renaming it over `path` left beside it. Every writer of
+    /// `path` holds its lock while its own temporary file exists, so under the lock any is stale.
+    static func removeStaleTemporaries(of path: String) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let prefix = (path as NSString).lastPathComponent + "."
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6
+            && name.utf8.dropFirst(prefix.utf8.count).allSatisfy({ isASCIIAlphanumeric($0) })
+        {
+            unlink(directory + "/" + name)
+        }
+    }
+
+    private static func isASCIIAlphanumeric(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
     }
 
     /// Atomically replaces `path` with `data` (`AtomicFile.replace`), readable by the owner only

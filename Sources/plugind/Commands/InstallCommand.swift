@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindSystem
 
 /// `plugind install`: copies a bundle into the user's plugin directory, atomically.
 struct InstallCommand: PlugindCommand {
@@ -44,6 +45,7 @@ struct InstallCommand: PlugindCommand {
         } catch {
             throw CommandFailure(message: "cannot create \(root): \(error.localizedDescription)", status: .failure)
         }
+        Self.removeLeftovers(in: root)
         var isDirectory: ObjCBool = false
         guard fileManager.fileExists(atPath: source, isDirectory: &isDirectory) else {
             throw CommandFailure(message: "\(source.inert) does not exist", status: .failure)
@@ -96,20 +98,44 @@ struct InstallCommand: PlugindCommand {
                 try fileManager.copyItem(atPath: bundle.bundlePath, toPath: staging)
             }
             try Self.removeGroupAndOtherWrite(staging)
-            if let installed {
-                let aside = root + "/.\(identifier).replaced-\(getpid())"
-                try fileManager.moveItem(atPath: installed.bundle.bundlePath, toPath: aside)
-                try fileManager.moveItem(atPath: staging, toPath: destination)
-                try? fileManager.removeItem(atPath: aside)
+            if let installed, installed.bundle.bundlePath == destination {
+                // One step: whoever looks, and whenever plugind is killed, finds the old bundle or
+                // the new one at the destination, never neither (moving the old one aside first
+                // left none between the two renames). The old one is then in staging's place.
+                try AtomicFile.exchange(staging, destination)
             } else {
                 try fileManager.moveItem(atPath: staging, toPath: destination)
+                // The old build under another directory name: moved aside in one step, then
+                // removed (a removal cut short would leave half a bundle where hosts look).
+                if let installed {
+                    try fileManager.moveItem(atPath: installed.bundle.bundlePath, toPath: staging)
+                }
             }
+            try? fileManager.removeItem(atPath: staging)
         } catch {
             try? fileManager.removeItem(atPath: staging)
             throw CommandFailure(message: "cannot install \(identifier) into \(root): \(error.localizedDescription)", status: .failure)
         }
         context.console.err("Installed \(identifier) at \(destination).\nApprove it with 'plugind approve \(identifier)'.\n")
         return .success
+    }
+
+    /// Removes what an install that was killed left in `root`: its hidden staging or unpacking
+    /// directory (or, after an exchange, the old build), named with the pid of a process that no
+    /// longer exists. A running install's own directories are left to it.
+    static func removeLeftovers(in root: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: root)) ?? [] where name.hasPrefix(".") {
+            let owner: Substring?
+            if let range = name.range(of: ".installing-") {
+                owner = name[range.upperBound...]
+            } else if name.hasPrefix(".package-") {
+                owner = name.dropFirst(".package-".count).split(separator: "-").first
+            } else {
+                owner = nil
+            }
+            guard let owner, let pid = Int32(owner), pid > 0, kill(pid, 0) != 0, errno == ESRCH else { continue }
+            try? FileManager.default.removeItem(atPath: root + "/" + name)
+        }
     }
 
     /// Unpacks the package at `path` into a new hidden directory of `root`; nothing of it
