@@ -12,7 +12,7 @@ enum ExitStatus: Int32, CaseIterable {
     case noInput = 66
     /// No such plugin, or no worker executable.
     case unavailable = 69
-    /// The worker crashed, exited, broke the protocol or hit a resource limit.
+    /// The worker crashed, exited, broke the protocol, hit a resource limit or was killed from outside.
     case workerFailed = 70
     /// The request or the launch timed out.
     case timedOut = 75
@@ -29,7 +29,7 @@ enum ExitStatus: Int32, CaseIterable {
         case .usage: "invalid command line"
         case .noInput: "an input file could not be read"
         case .unavailable: "plugin (or plugind-worker) not found"
-        case .workerFailed: "the plugin crashed, exited, broke the protocol or exceeded a limit"
+        case .workerFailed: "the plugin crashed, exited, broke the protocol, exceeded a limit, or its worker was killed"
         case .timedOut: "the plugin did not answer (or load) in time"
         case .notPermitted: "the plugin is not approved, is disabled, or is quarantined"
         case .loadFailed: "the plugin could not be loaded (library, symbol, ABI, confinement)"
