@@ -63,13 +63,8 @@ struct LauncherFaultTests {
         for _ in 0..<rounds {
             let process = try await AppExtensionProcess(configuration: countdown)
             let pid = process.processIdentifier
-            let connection = try await process.makeConnection()
-            let messages = connection.messages()
-            let pending = Task { try await connection.send(Array("100000".utf8)) }
             // Killed once the plugin reports it is working on the request.
-            for await message in messages {
-                if case .progress = message { break }
-            }
+            let pending = try await process.makeConnection().sendInFlight(Array("100000".utf8))
             #expect(kill(pid, SIGKILL) == 0)
             let error = await #expect(throws: AppExtensionError.self) { try await pending.value }
             #expect(error?.code == .workerKilled, "\(String(describing: error))")

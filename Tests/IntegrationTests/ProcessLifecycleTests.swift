@@ -152,12 +152,8 @@ struct ProcessLifecycleTests {
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "Countdown"))
         let connection = try await process.makeConnection()
-        let messages = connection.messages()
-        let request = Task { try await connection.send(Array("1000".utf8)) }
-        // Cancel once the plugin reports it is working on the request.
-        for await message in messages {
-            if case .progress = message { break }
-        }
+        // Cancelled once the plugin reports it is working on the request.
+        let request = await connection.sendInFlight(Array("1000".utf8))
         request.cancel()
         let error = await #expect(throws: AppExtensionError.self) { try await request.value }
         #expect(error?.code == .cancelled)
@@ -175,13 +171,9 @@ struct ProcessLifecycleTests {
         let process = try await test.launch(PluginFixture(library: "Countdown"), onInterruption: interruptions.handler)
         let pid = process.processIdentifier
         let connection = try await process.makeConnection()
-        let messages = connection.messages()
-        let pending = Task { try await connection.send(Array("100000".utf8)) }
         // Invalidate once the plugin reports it is working on the request: before that, the
         // request may not have been sent yet, and fails as sent on a closed connection.
-        for await message in messages {
-            if case .progress = message { break }
-        }
+        let pending = await connection.sendInFlight(Array("100000".utf8))
         process.invalidate()
         // Invalidating the handle closes its connections first (other handles may share the
         // worker), so the request fails as one whose connection closed while it waited.
