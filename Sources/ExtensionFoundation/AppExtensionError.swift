@@ -184,6 +184,8 @@ extension AppExtensionError {
             )
         case .unreadable(let path, let reason):
             self.init(.pluginLoadFailed, plugin: plugin, "cannot read \(path) for loading: \(reason)")
+        case .hostResourceExhausted(let path, let reason):
+            self.init(.spawnFailed, plugin: plugin, "cannot read \(path) for loading: \(reason); the plugin is not at fault")
         case .untrusted(let refusal):
             self.init(.pluginLoadFailed, plugin: plugin, "system library \(refusal); nothing was loaded")
         }

@@ -48,6 +48,9 @@ package enum TrustedLibraryPath {
         package var path: String
         /// What the walk found, naming the component, its owner and its mode.
         package var reason: String
+        /// The error number when a system call failed (rather than a component being untrusted):
+        /// such a refusal can be the host's passing state, such as running out of descriptors.
+        package var systemErrno: CInt? = nil
 
         package var description: String { "\(path): \(reason)" }
     }
@@ -80,12 +83,12 @@ package enum TrustedLibraryPath {
     private static func walk(
         _ path: String, rule: Rule, open: Bool
     ) -> Result<(descriptor: CInt, resolution: Resolution), Refusal> {
-        func refuse(_ reason: String) -> Result<(descriptor: CInt, resolution: Resolution), Refusal> {
-            .failure(Refusal(path: path, reason: reason))
+        func refuse(_ reason: String, systemErrno: CInt? = nil) -> Result<(descriptor: CInt, resolution: Resolution), Refusal> {
+            .failure(Refusal(path: path, reason: reason, systemErrno: systemErrno))
         }
         guard path.hasPrefix("/") else { return refuse("not an absolute path") }
         var directory = Glibc.open("/", pathOnly | O_DIRECTORY | O_CLOEXEC)
-        guard directory >= 0 else { return refuse("cannot open /: \(String(cString: strerror(errno)))") }
+        guard directory >= 0 else { return refuse("cannot open /: \(String(cString: strerror(errno)))", systemErrno: errno) }
         defer { close(directory) }
         var rootStatus = stat()
         guard fstat(directory, &rootStatus) == 0 else { return refuse("cannot examine /") }
@@ -110,7 +113,7 @@ package enum TrustedLibraryPath {
             let full = (canonical + [name]).reduce("") { $0 + "/" + $1 }
             var status = stat()
             guard fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0 else {
-                return refuse("\(full) \(errno == ENOENT ? "does not exist" : String(cString: strerror(errno)))")
+                return refuse("\(full) \(errno == ENOENT ? "does not exist" : String(cString: strerror(errno)))", systemErrno: errno)
             }
             switch status.st_mode & S_IFMT {
             case S_IFLNK:
@@ -133,7 +136,7 @@ package enum TrustedLibraryPath {
             case S_IFDIR:
                 if let problem = untrusted(status, full, rule) { return refuse(problem) }
                 let child = openat(directory, name, pathOnly | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
-                guard child >= 0 else { return refuse("cannot open \(full): \(String(cString: strerror(errno)))") }
+                guard child >= 0 else { return refuse("cannot open \(full): \(String(cString: strerror(errno)))", systemErrno: errno) }
                 var opened = stat()
                 guard fstat(child, &opened) == 0, opened.st_dev == status.st_dev, opened.st_ino == status.st_ino else {
                     close(child)
@@ -153,7 +156,9 @@ package enum TrustedLibraryPath {
                 var descriptor: CInt = -1
                 if open {
                     descriptor = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
-                    guard descriptor >= 0 else { return refuse("cannot open \(full): \(String(cString: strerror(errno)))") }
+                    guard descriptor >= 0 else {
+                        return refuse("cannot open \(full): \(String(cString: strerror(errno)))", systemErrno: errno)
+                    }
                     var opened = stat()
                     guard fstat(descriptor, &opened) == 0, opened.st_dev == status.st_dev, opened.st_ino == status.st_ino else {
                         close(descriptor)

@@ -13,6 +13,8 @@
  *                                               INTERRUPTS 1 when the worker ends with it)
  *   host_test misuse                         (NULL, released and wrong handles; indexes out of range)
  *   host_test leak POINT                     (the sanitizer's positive control: a reply never freed)
+ *   host_test descriptors POINT              (the host out of descriptors: a launch fails naming the
+ *                                               limit, the running worker answers, then a launch works)
  */
 #include <errno.h>
 #include <poll.h>
@@ -20,7 +22,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <plugind/plugind.h>
 
@@ -194,6 +198,66 @@ static int send_scenario(const char *point) {
     printf("closed %d\n", plugind_error_code_of(error));
     plugind_error_free(error);
     plugind_process_release(process);
+    return 0;
+}
+
+/* The host out of descriptors: every number below a lowered RLIMIT_NOFILE taken. A launch fails
+ * with an error that names the limit; the worker already running keeps answering; once the
+ * descriptors are given back, a launch works again. */
+static int descriptors_scenario(const char *point) {
+    plugind_monitor *monitor = monitor_for(point);
+    plugind_identity *identity = first_identity(monitor);
+    /* The second plugin, launched while descriptors are out: not the one primed after the first
+     * launch (a primed worker holds its pipes already and needs none). */
+    plugind_error *error = NULL;
+    plugind_identity *other = plugind_monitor_identity_at(monitor, 1, &error);
+    if (other == NULL) fail("plugind_monitor_identity_at(1)", error);
+    plugind_monitor_release(monitor);
+    plugind_process *running = start(identity, NULL, NULL);
+    plugind_connection *connection = NULL;
+    plugind_bytes_free(connect_and_send(running, "before", &connection));
+
+    struct rlimit saved;
+    expect(getrlimit(RLIMIT_NOFILE, &saved) == 0, "getrlimit to work");
+    enum { LOWERED = 512 };
+    struct rlimit lowered = {.rlim_cur = LOWERED, .rlim_max = saved.rlim_max};
+    expect(setrlimit(RLIMIT_NOFILE, &lowered) == 0, "setrlimit to lower the limit");
+    static int held[LOWERED];
+    int count = 0;
+    while (count < LOWERED) {
+        int descriptor = dup(STDERR_FILENO);
+        if (descriptor < 0) break;
+        held[count++] = descriptor;
+    }
+    expect(count < LOWERED && errno == EMFILE, "the descriptors to run out");
+
+    plugind_process *refused = plugind_process_create(other, NULL, NULL, &error);
+    expect(refused == NULL, "a launch without descriptors to fail");
+    const char *message = plugind_error_message(error);
+    int names_limit = strstr(message, "RLIMIT_NOFILE") != NULL;
+    printf("launch %d %s\n", plugind_error_code_of(error), names_limit ? "names the limit" : message);
+    plugind_error_free(error);
+    error = NULL;
+
+    uint8_t *reply = NULL;
+    size_t length = 0;
+    if (plugind_connection_send(connection, (const uint8_t *)"during", 6, 0, &reply, &length, &error) != 0) {
+        fail("plugind_connection_send while out of descriptors", error);
+    }
+    printf("reply %.*s\n", (int)length, (const char *)reply);
+    plugind_bytes_free(reply);
+
+    for (int index = 0; index < count; index++) close(held[index]);
+    expect(setrlimit(RLIMIT_NOFILE, &saved) == 0, "setrlimit to restore the limit");
+    plugind_process *again = start(other, NULL, NULL);
+    plugind_connection *second = NULL;
+    plugind_bytes_free(connect_and_send(again, "after", &second));
+    plugind_connection_close(second);
+    plugind_process_release(again);
+    plugind_connection_close(connection);
+    plugind_process_release(running);
+    plugind_identity_release(other);
+    plugind_identity_release(identity);
     return 0;
 }
 
@@ -402,6 +466,7 @@ int main(int argc, char **argv) {
     if (strcmp(scenario, "updates") == 0 && argc == 5) return updates(point, argv[3], argv[4]);
     if (strcmp(scenario, "send") == 0) return send_scenario(point);
     if (strcmp(scenario, "leak") == 0) return leak_scenario(point);
+    if (strcmp(scenario, "descriptors") == 0) return descriptors_scenario(point);
     if (strcmp(scenario, "ask") == 0) return ask_scenario(point);
     if (strcmp(scenario, "call") == 0) return call_scenario(point);
     if (strcmp(scenario, "fail") == 0 && argc == 5) return fail_scenario(point, (uint32_t)atoi(argv[3]), atoi(argv[4]));

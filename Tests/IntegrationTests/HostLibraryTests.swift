@@ -118,6 +118,18 @@ struct HostLibraryTests {
         #expect(lines == ["reply hello", "async later", "closed 1"])
     }
 
+    @Test("the host out of descriptors: a launch fails naming the open-files limit, the running worker answers, then a launch works")
+    func outOfDescriptors() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-descriptors"
+        for identifier in ["org.plugind.tests.descriptors-a", "org.plugind.tests.descriptors-b"] {
+            _ = try installApproved(PluginFixture(library: "Echo", identifier: identifier, extensionPoint: point), in: test)
+        }
+        let lines = try await run(try await buildHost(in: test), ["descriptors", point], in: test)
+        #expect(lines == ["reply before", "launch 3 names the limit", "reply during", "reply after"])
+    }
+
     @Test("the plugin's ask, answered later from another thread; a second answer refused")
     func ask() async throws {
         let test = try TestHost()

@@ -22,18 +22,28 @@ final class DependencyDirectories: Sendable {
 
     /// The directories `bundle` needs beyond itself, sorted, and why a dependency outside the
     /// bundle is refused: one reached through a symlink, directory or file that someone other
-    /// than root or the host's user owns or may write (`TrustedLibraryPath`).
-    func directories(of bundle: InspectedBundle) -> (directories: [String], refusal: String?) {
+    /// than root or the host's user owns or may write (`TrustedLibraryPath`), or why one could not
+    /// be checked because the host ran out of descriptors or memory. `settled` is false
+    /// when the answer may change without any file changing: a refusal (which can be the host's
+    /// own passing failure, such as running out of descriptors) or a library that could not be
+    /// read; such an answer must not be remembered.
+    func directories(of bundle: InspectedBundle) -> (directories: [String], refusal: String?, hostFailure: String?, settled: Bool) {
         var roots = bundle.contents.loadableFiles.map { bundle.bundlePath + "/" + $0.path }
         if bundle.usesSystemLibrary { roots.append(bundle.libraryPath) }
         var seen: Set<String> = []
         var pending = roots
         var directories: Set<String> = []
         var refusal: String?
+        var hostFailure: String?
+        var settled = true
         // A dependency chain longer than this is not followed further (a loop, or a hostile file).
         while let path = pending.popLast(), seen.count < 512 {
             guard seen.insert(path).inserted else { continue }
-            for dependency in dependencies(of: path) {
+            guard let needed = dependencies(of: path) else {
+                settled = false
+                continue
+            }
+            for dependency in needed {
                 guard let canonical = canonicalPath(dependency) else { continue }
                 if canonical.hasPrefix(bundle.bundlePath + "/") {
                     pending.append(canonical)
@@ -46,17 +56,23 @@ final class DependencyDirectories: Sendable {
                     pending.append(resolution.canonicalPath)
                 case .failure(let failure):
                     let needer = path.hasPrefix(bundle.bundlePath + "/") ? String(path.dropFirst(bundle.bundlePath.count + 1)) : path
-                    refusal = refusal ?? "\(needer) needs \((dependency as NSString).lastPathComponent), which is refused: \(failure)"
+                    let needed = (dependency as NSString).lastPathComponent
+                    if let code = failure.systemErrno, let exhausted = SystemError("open", Errno(rawValue: code)).exhaustedHostResource {
+                        hostFailure = hostFailure ?? "\(needer) needs \(needed), which cannot be checked: \(failure); \(exhausted)"
+                    } else {
+                        refusal = refusal ?? "\(needer) needs \(needed), which is refused: \(failure)"
+                    }
                 }
             }
         }
-        return (directories.sorted(), refusal)
+        return (directories.sorted(), refusal, hostFailure, settled && refusal == nil && hostFailure == nil)
     }
 
-    private func dependencies(of path: String) -> [String] {
+    /// The libraries `path` needs; nil when it could not be read.
+    private func dependencies(of path: String) -> [String]? {
         let key = Key(path: path, identity: FileIdentity(path: path))
         if let known = resolved.withLock({ $0[key] }) { return known }
-        guard let file = try? ELFFile.inspect(atPath: path) else { return [] }
+        guard let file = try? ELFFile.inspect(atPath: path) else { return nil }
         let origin = (path as NSString).deletingLastPathComponent
         let found = file.needed.compactMap { resolver.candidate(for: $0, runPaths: file.runPaths, origin: origin) }
         resolved.withLock { $0[key] = found }

@@ -49,6 +49,9 @@ package struct LaunchPlan: Sendable {
         let key = LaunchPlans.Key(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
         if let known = LaunchPlans.cache.withLock({ $0[key] }) { return known }
         let plan = LaunchPlan(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
+        // A plan made while the host could not read what it needed (out of descriptors, say) is
+        // used once and made again next time, never kept as the plugin's lasting refusal.
+        guard plan.isSettled else { return plan }
         LaunchPlans.cache.withLock { cache in
             if cache.count >= LaunchPlans.capacity { cache.removeAll() }
             cache[key] = plan
@@ -57,10 +60,16 @@ package struct LaunchPlan: Sendable {
     }
 
     let pluginIdentifier: String
+    /// Whether this plan holds for as long as the files it was made from are unchanged (see
+    /// `DependencyDirectories.directories(of:)`).
+    let isSettled: Bool
     /// Why a library the plugin needs outside its bundle is not loaded (reached through
     /// something another user could change), naming it: the launch is refused before any
     /// process starts.
     package let dependencyRefusal: String?
+    /// Why a library the plugin needs could not be checked at all: the host ran out of
+    /// descriptors or memory (the host's limit, not the plugin's doing).
+    let dependencyHostFailure: String?
     package var load: LoadConfiguration
     /// In the order of the worker's descriptors, from `firstSealedDescriptor` on.
     package var sealedFiles: [SealedSource]
@@ -153,6 +162,8 @@ package struct LaunchPlan: Sendable {
 
         self.pluginIdentifier = manifest.identifier
         self.dependencyRefusal = dependencies.refusal
+        self.dependencyHostFailure = dependencies.hostFailure
+        self.isSettled = dependencies.settled
         self.sealedFiles = view.sealedFiles
         self.load = LoadConfiguration(
             pluginIdentifier: manifest.identifier,

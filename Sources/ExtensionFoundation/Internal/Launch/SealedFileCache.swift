@@ -49,6 +49,9 @@ package final class SealedFileCache: Sendable {
         /// The bytes read are not the bytes approved.
         case changed(path: String, expected: String, found: String)
         case unreadable(path: String, reason: String)
+        /// The host ran out of descriptors or memory while it read the file: its limit, not the
+        /// plugin's fault.
+        case hostResourceExhausted(path: String, reason: String)
         /// A system library reached through something a user other than root could change.
         case untrusted(TrustedLibraryPath.Refusal)
     }
@@ -119,6 +122,9 @@ package final class SealedFileCache: Sendable {
             ) { stream.update($0) }
             digest = stream.finish()
         } catch {
+            if let exhausted = error.exhaustedHostResource {
+                return .failure(.hostResourceExhausted(path: source.displayPath, reason: "\(error): \(exhausted)"))
+            }
             return .failure(.unreadable(path: source.displayPath, reason: error.description))
         }
         if let expected = source.expectedDigest, expected != digest {

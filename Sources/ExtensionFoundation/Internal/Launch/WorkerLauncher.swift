@@ -24,6 +24,9 @@ enum WorkerLauncher {
         } catch {
             throw AppExtensionError(.workerNotFound, plugin: nil, error.message)
         }
+        if let failure = plan.dependencyHostFailure {
+            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "\(failure); the plugin is not at fault")
+        }
         if let refusal = plan.dependencyRefusal {
             throw AppExtensionError(.pluginLoadFailed, plugin: plan.pluginIdentifier, "\(refusal); nothing was loaded")
         }
@@ -129,8 +132,10 @@ enum WorkerLauncher {
             do {
                 resources = try WorkerResources(load: plan.load)
             } catch {
+                let exhausted = error.exhaustedHostResource.map { "; " + $0 } ?? ""
                 throw AppExtensionError(
-                    .spawnFailed, plugin: plan.pluginIdentifier, "cannot create the worker's pipes: \(error)", underlying: error)
+                    .spawnFailed, plugin: plan.pluginIdentifier, "cannot create the worker's pipes: \(error)\(exhausted)",
+                    underlying: error)
             }
             let started: (StartedWorker, LaunchPool?)
             do {
