@@ -198,6 +198,12 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .executableTarget(
+            name: "fuzz-channel-protocol",
+            dependencies: ["ExtensionFoundation", "PlugindFuzzing", "CFuzzerDriver"],
+            path: "Fuzz/ChannelProtocolFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
             name: "plugind-bench",
             dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem"],
             path: "Benchmarks/PlugindBench",
@@ -229,7 +235,9 @@ let package = Package(
         ),
         .testTarget(
             name: "ExtensionFoundationTests",
-            dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport", "CPlugindShims"],
+            dependencies: [
+                "ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport", "CPlugindShims", "PlugindFuzzing",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

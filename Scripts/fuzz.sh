@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Fuzzes the frame decoder, the manifest parser and the ELF reader with libFuzzer (and
+# Fuzzes the frame decoder, the manifest parser, the ELF reader and the host's protocol state
+# machine (what a worker writes, interleaved with the host's own inputs) with libFuzzer (and
 # AddressSanitizer), each for SECONDS (default 60), starting from the seeds in Fuzz/Corpus (the
 # ELF reader also from real libraries: the example plugins and a few system libraries, copied in
 # at run time). A crash leaves its input in .build/fuzz/crashes/<target>/; add it to
 # Fuzz/Corpus/<target>/ with the fix, so that the regression tests (FuzzCorpusTests) replay it
 # from then on.
-#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser|elf-reader ...]
+#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser|elf-reader|channel-protocol ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh
@@ -14,7 +15,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(frame-decoder manifest-parser elf-reader)
+    targets=(frame-decoder manifest-parser elf-reader channel-protocol)
 fi
 
 scratch=.build/fuzz
@@ -38,6 +39,10 @@ for target in "${targets[@]}"; do
             /usr/lib/*-linux-gnu/libffi.so.8 /usr/lib/*-linux-gnu/libz.so.1; do
             [ -f "$library" ] && cp -n "$library" "$corpus/seed-$(basename "$library")" || true
         done
+    fi
+    if [ "$target" = channel-protocol ]; then
+        # Real encodings of a worker's messages as seeds: the fuzzer could hardly guess a frame.
+        swift build --product fuzz-channel-protocol >/dev/null 2>&1 && .build/debug/fuzz-channel-protocol --write-seeds "$corpus" || true
     fi
     echo "== fuzzing $target for $seconds s" >&2
     if ! "$binary" "$corpus" -max_total_time="$seconds" -max_len=$([ "$target" = elf-reader ] && echo 1048576 || echo 65536) -artifact_prefix="$crashes/" -print_final_stats=1 \
