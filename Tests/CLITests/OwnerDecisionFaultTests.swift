@@ -199,7 +199,6 @@ struct OwnerDecisionFaultTests {
         #expect(!counts.isEmpty)
         var kills = 0
         var sawBefore = false
-        var sawAfter = false
         for (call, count) in counts.sorted(by: { $0.key < $1.key }) {
             for step in 1...count {
                 try await snapshot.restore()
@@ -209,7 +208,6 @@ struct OwnerDecisionFaultTests {
                 let seen = try await decision.observe(test)
                 #expect(seen == before || seen == after, "killed at \(call) #\(step): \(seen)\nbefore: \(before)\nafter: \(after)")
                 sawBefore = sawBefore || seen == before
-                sawAfter = sawAfter || seen == after
                 // Where the decision was not made yet, the next process makes it, whatever the
                 // killed one left behind.
                 guard seen == before else { continue }
@@ -221,9 +219,6 @@ struct OwnerDecisionFaultTests {
         }
         #expect(kills > 0, "no run was killed: \(counts)")
         #expect(sawBefore, "no kill came before the decision was made: \(counts)")
-        // (A kill after the decision, before the command's last write, need not exist for every
-        // command: plugind may print nothing after it.)
-        _ = sawAfter
     }
 
     @Test(

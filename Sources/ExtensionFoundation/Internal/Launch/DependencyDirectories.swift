@@ -23,10 +23,10 @@ final class DependencyDirectories: Sendable {
     /// The directories `bundle` needs beyond itself, sorted, and why a dependency outside the
     /// bundle is refused: one reached through a symlink, directory or file that someone other
     /// than root or the host's user owns or may write (`TrustedLibraryPath`), or why one could not
-    /// be checked because the host ran out of descriptors or memory. `settled` is false
-    /// when the answer may change without any file changing: a refusal (which can be the host's
-    /// own passing failure, such as running out of descriptors) or a library that could not be
-    /// read; such an answer must not be remembered.
+    /// be checked because the host ran out of descriptors or memory. `settled` is false when the
+    /// answer may change while the bundle does not: a refusal (it rests on the owners and modes of
+    /// directories outside the bundle), a host failure, or a library that could not be read; such
+    /// an answer must not be remembered.
     func directories(of bundle: InspectedBundle) -> (directories: [String], refusal: String?, hostFailure: String?, settled: Bool) {
         var roots = bundle.contents.loadableFiles.map { bundle.bundlePath + "/" + $0.path }
         if bundle.usesSystemLibrary { roots.append(bundle.libraryPath) }

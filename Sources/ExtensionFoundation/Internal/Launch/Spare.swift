@@ -158,7 +158,7 @@ struct SpareSlots: ~Copyable {
     /// The pids of the spares held.
     var processIdentifiers: [Int32] {
         var pids: [Int32] = []
-        for index in slots.indices where holds(index, { _ in true }) {
+        for index in slots.indices {
             switch slots[index] {
             case .some(let spare): pids.append(spare.process.processIdentifier)
             case .none: break
