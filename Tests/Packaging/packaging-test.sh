@@ -224,17 +224,38 @@ as_user valgrind -q --undef-value-errors=no --leak-check=full --errors-for-leak-
     "$work/host_test" misuse >/dev/null || fail "valgrind reports errors or leaks in: host_test misuse"
 cc -std=c11 -D_GNU_SOURCE -pthread -fsanitize=address -g -o "$work/host_test_asan" Tests/CHost/host_test.c \
     $(pkg-config --cflags --libs plugind) || fail "the C host does not build with AddressSanitizer"
-# A run where LeakSanitizer itself fails to stop the threads at exit (a thread starting or ending
-# just then: it gives up, or warns that its report may be false) is repeated, at most twice; a
-# report from a scan that stopped every thread never is (as in HostLibraryTests).
+# Two runs of the launching send scenario under AddressSanitizer. The first, on the installed
+# library itself: no invalid read, write or free (that needs no symbols). The second adds the leak
+# check, on the same build before debhelper stripped it (Scripts/package.sh's stage, loaded in its
+# place through LD_LIBRARY_PATH): LeakSanitizer's suppressions match functions by name, and the
+# one false report they remove (the Swift runtime's weak-reference side tables, explained in the
+# file) cannot be told from a real leak in a stripped library.
+sanitized_send() { # LIBRARY_DIRECTORY ASAN_OPTIONS
+    runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" LD_LIBRARY_PATH="$1" ASAN_OPTIONS="$2" \
+        LSAN_OPTIONS=verbosity=1:suppressions="$checkout/Tests/CHost/lsan-suppressions.txt" \
+        timeout --kill-after=10 120 "$work/host_test_asan" send local.texthost.text-filters 2>"$work/asan.log"
+}
+status=0
+sanitized=$(sanitized_send "" detect_leaks=0:exitcode=23) || status=$?
+[ "$status" -eq 0 ] || fail "AddressSanitizer reports errors in: host_test send on the installed library: $(grep -v -e 'root region' -e 'failed to intercept' "$work/asan.log")"
+[[ $sanitized == "reply HELLO"* ]] || fail "the sanitized C host's send printed '$sanitized'"
+unstripped=$(dirname "$(ls "$checkout"/.build/packaging/plugind-*/stage/usr/lib/"$multiarch"/libplugind.so.0)")
+# A run where LeakSanitizer could not stop every thread at exit (it gives up, or scans without a
+# thread's stack and thread-local storage and says its report may be false) is the tool's failure,
+# not a finding: it is repeated, at most twice. A report from a scan that stopped every thread fails
+# the test at once. When no run's scan was complete the leak check is inconclusive: said, with
+# the reason the tool gave for each thread, and not counted as a pass or a failure.
 for attempt in 1 2 3; do
     status=0
-    sanitized=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" ASAN_OPTIONS=detect_leaks=1:exitcode=23 \
-        LSAN_OPTIONS=suppressions="$checkout/Tests/CHost/lsan-suppressions.txt" \
-        timeout --kill-after=10 120 "$work/host_test_asan" send local.texthost.text-filters 2>"$work/asan.log") || status=$?
+    sanitized=$(sanitized_send "$unstripped" detect_leaks=1:exitcode=23) || status=$?
     grep -q -e "LeakSanitizer has encountered a fatal error" -e "False leaks are possible" "$work/asan.log" || break
 done
-[ "$status" -eq 0 ] || fail "AddressSanitizer reports errors or leaks in: host_test send (attempt $attempt): $(cat "$work/asan.log")"
+if grep -q -e "LeakSanitizer has encountered a fatal error" -e "False leaks are possible" "$work/asan.log"; then
+    echo "packaging test: the leak check of host_test send is inconclusive: in 3 runs LeakSanitizer could not stop every thread at exit:" >&2
+    grep -e "Could not attach" -e "Waiting on thread" -e "not suspended" -e "fatal error" "$work/asan.log" >&2 || true
+elif [ "$status" -ne 0 ]; then
+    fail "AddressSanitizer reports errors or leaks in: host_test send (attempt $attempt): $(grep -v -e 'root region' -e 'failed to intercept' -e '^==[0-9]*==T[0-9]' "$work/asan.log")"
+fi
 [[ $sanitized == "reply HELLO"* ]] || fail "the sanitized C host's send printed '$sanitized'"
 python=$(as_user env PYTHONPATH="$checkout/Bindings/Python/src" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c \
     'import plugind; m = plugind.Monitor("local.texthost.text-filters"); p = plugind.Process(m.identities[0]); print(p.connect().send(b"py").decode()); p.close()')
