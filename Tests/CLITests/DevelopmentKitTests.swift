@@ -84,6 +84,8 @@ struct DevelopmentKitTests {
         let refused = try await plugind("install", second, in: test)
         #expect(refused.status == 1)
         #expect(refused.stderr.contains("a different build of org.plugind.tests.same is installed"))
+        // The reason in words, not a Swift value's description (the soak found "(NotAnUpdate(reason: ...))").
+        #expect(refused.stderr.contains("(one of them carries no valid publisher signature); pass --force"), "\(refused.stderr)")
         #expect(try await plugind("install", second, "--force", in: test).status == 0)
         #expect(try await plugind("approve", "org.plugind.tests.same", "--yes", in: test).status == 0)
         #expect(try await plugind("run", "org.plugind.tests.same", "abc", in: test).stdout == "ABC")

@@ -82,7 +82,7 @@ struct InstallCommand: PlugindCommand {
             case .failure(let reason) where !force:
                 throw CommandFailure(
                     message:
-                        "a different build of \(identifier) is installed at \(installed.bundle.bundlePath) (\(reason)); pass --force to replace it (its approval will no longer match)",
+                        "a different build of \(identifier) is installed at \(installed.bundle.bundlePath) (\(reason.reason)); pass --force to replace it (its approval will no longer match)",
                     status: .failure
                 )
             case .failure(let reason):
