@@ -352,8 +352,10 @@ package struct LoadFailure: Equatable, Sendable, Error {
         case incompatibleProtocol = 1
         case invalidConfiguration = 2
         case confinementFailed = 3
-        /// Kept for the wire code; the worker no longer checks files by identity.
-        case libraryChanged = 4
+        /// The plugin's bundle was removed or replaced between the host sealing its files and
+        /// the worker binding it into the view (an uninstall or `install --force` racing the
+        /// launch): not a fault of the plugin or of the machine's confinement.
+        case bundleChanged = 4
         case libraryOpenFailed = 5
         case symbolMissing = 6
         case abiMismatch = 7

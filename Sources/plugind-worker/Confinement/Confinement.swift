@@ -273,6 +273,10 @@ enum Confinement {
             switch WorkerView.complete(
                 load.view, prepared: begun, grants: grants, owner: owner)
             {
+            case .failure(let failure) where failure.isBundleGone:
+                throw LoadFailure(
+                    kind: .bundleChanged,
+                    message: "its bundle was removed or replaced while its worker started (\(failure)); nothing was loaded")
             case .failure(let failure):
                 throw LoadFailure(kind: .confinementFailed, message: "cannot build the plugin's view: \(failure)")
             case .success(let completion):

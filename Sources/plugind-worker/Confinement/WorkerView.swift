@@ -33,6 +33,14 @@ enum WorkerView {
     struct Failure: Error, CustomStringConvertible {
         let step: String
         let errno: Errno
+        /// Where in the view the failed step was to put something, when it was one of the view's operations.
+        var path: String? = nil
+
+        /// The plugin's bundle was gone from its path when it was to be bound (removed, or
+        /// swapped by `install --force`, after the host sealed its files).
+        var isBundleGone: Bool {
+            path == WorkerView.bundleDataPath && [ENOENT, ENOTDIR, ESTALE].contains(errno.rawValue)
+        }
 
         var description: String { "\(step): \(errno)" }
     }
@@ -92,7 +100,7 @@ enum WorkerView {
                 completion.dropped.append("\(operation.path) (\(Errno(rawValue: result)))")
                 continue
             }
-            return .failure(Failure(step: operation.description, errno: Errno(rawValue: result)))
+            return .failure(Failure(step: operation.description, errno: Errno(rawValue: result), path: operation.path))
         }
         let wholeHost = operations.contains { if case .bind("/", "/", _) = $0 { true } else { false } }
         let sealed = plugind_sandbox_complete(wholeHost ? 1 : 0)

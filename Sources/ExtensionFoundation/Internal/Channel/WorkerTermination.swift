@@ -103,7 +103,8 @@ struct WorkerTermination: Sendable {
             case .incompatibleProtocol: code = .incompatibleProtocol
             case .invalidConfiguration: code = .configurationError
             case .confinementFailed: code = .confinementUnavailable
-            case .libraryChanged, .libraryOpenFailed: code = .pluginLoadFailed
+            case .bundleChanged: code = .bundleChanged
+            case .libraryOpenFailed: code = .pluginLoadFailed
             case .symbolMissing: code = .symbolMissing
             case .abiMismatch: code = .abiMismatch
             case .initializationFailed:
