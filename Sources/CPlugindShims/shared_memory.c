@@ -39,6 +39,22 @@ void plugind_shim_shared_memory_unmap(void *address, size_t size) {
     munmap(address, size);
 }
 
+int plugind_shim_fork_record_map(int fd, size_t size, void **address) {
+    struct stat status;
+    if (fstat(fd, &status) != 0) return errno;
+    if (status.st_size < (off_t)size) return EINVAL;
+    void *mapped = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (mapped == MAP_FAILED) return errno;
+    if (madvise(mapped, size, MADV_DONTFORK) != 0) {
+        int error = errno;
+        munmap(mapped, size);
+        return error;
+    }
+    close(fd);
+    *address = mapped;
+    return 0;
+}
+
 #ifndef MFD_EXEC
 #define MFD_EXEC 0x0010U
 #endif

@@ -359,9 +359,12 @@ static long fork_with_flags(const plugind_shim_spawn_request *request) {
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_MOUNT_NAMESPACE) flags |= CLONE_NEWNS;
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_IPC_NAMESPACE) flags |= CLONE_NEWIPC;
     if (request->flags & PLUGIND_SHIM_SPAWN_NEW_NET_NAMESPACE) flags |= CLONE_NEWNET;
+    // The kernel stores the pid before clone returns: no signal can fall between the two.
+    if (request->record_child_pid != NULL) flags |= CLONE_PARENT_SETTID;
     // The raw system call behaves like fork(): the child continues here, on a copy of this stack.
-    // The caller is single-threaded, so no lock can be held in the copy.
-    long child = syscall(SYS_clone, flags, NULL, NULL, NULL, 0);
+    // The caller is single-threaded, so no lock can be held in the copy. (parent_tid is the third
+    // argument on x86-64 and arm64 alike.)
+    long child = syscall(SYS_clone, flags, NULL, request->record_child_pid, NULL, 0);
     return child < 0 ? -errno : child;
 }
 

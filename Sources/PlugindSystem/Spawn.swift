@@ -37,6 +37,9 @@ package struct SpawnRequest: Sendable {
     /// Spawns only: the executable to run instead of `executablePath` (which then only names it
     /// in errors), for an image that is not a file on disk (see `SealedFile.executableCopy`).
     package var executableDescriptor: FileDescriptor?
+    /// Forks only: the address (in this process) where the kernel stores the child's pid as it
+    /// creates it, or 0 (see `ForkRecord`). An address, not a pointer, so the request stays Sendable.
+    package var childPIDAddress = 0
 
     package init(
         executablePath: String,
@@ -96,7 +99,8 @@ package func spawnProcess(_ request: SpawnRequest) throws(SystemError) -> Spawne
                 keep_descriptor: executable?.rawValue ?? -1,
                 cgroup_files: nil,
                 cgroup_file_count: 0,
-                executable_descriptor: executable?.rawValue ?? -1
+                executable_descriptor: executable?.rawValue ?? -1,
+                record_child_pid: nil
             )
             return plugind_shim_spawn(&shimRequest, &pid, &pidfd)
         }
@@ -187,8 +191,11 @@ package func forkWorker(_ request: SpawnRequest) throws(SystemError) -> Int32? {
 
 /// Forks this single-threaded process into a spare worker that keeps only its standard
 /// descriptors and `socket`, waiting for `installDescriptors`. Returns nil in the child.
-package func forkSpare(options: SpawnRequest.Options, keeping socket: FileDescriptor) throws(SystemError) -> Int32? {
-    let request = SpawnRequest(executablePath: "", arguments: [], environment: [], descriptors: [], options: options)
+package func forkSpare(options: SpawnRequest.Options, keeping socket: FileDescriptor, childPIDAddress: Int = 0) throws(SystemError)
+    -> Int32?
+{
+    var request = SpawnRequest(executablePath: "", arguments: [], environment: [], descriptors: [], options: options)
+    request.childPIDAddress = childPIDAddress
     return try forking(request, keeping: socket, plugind_shim_fork_spare)
 }
 
@@ -241,7 +248,8 @@ private func withShimRequest(
             keep_descriptor: keeping?.rawValue ?? -1,
             cgroup_files: UnsafeRawPointer(cgroupFiles.pointer).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
             cgroup_file_count: CInt(request.cgroupFiles.count),
-            executable_descriptor: -1
+            executable_descriptor: -1,
+            record_child_pid: UnsafeMutablePointer<Int32>(bitPattern: request.childPIDAddress)
         )
         return body(&shimRequest)
     }

@@ -37,10 +37,3 @@ struct CLIFailure: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
 }
-
-/// Whether a program the test needs is installed where Debian puts it.
-enum ExternalToolCheck {
-    static func available(_ tool: String) -> Bool {
-        FileManager.default.isExecutableFile(atPath: "/usr/bin/" + tool)
-    }
-}

@@ -91,7 +91,9 @@ struct LauncherFaultTests {
         await answer.invalidateAndWait()
     }
 
-    @Test("the worker primed for the next launch killed while it waits: that launch answers from another, nothing counted")
+    @Test(
+        "the worker primed for the next launch killed while it waits: reaped with no launch to find it; that launch answers from another, nothing counted"
+    )
     func primedWorkerKilled() async throws {
         let host = try IsolatedHost()
         defer { host.remove() }
@@ -102,8 +104,10 @@ struct LauncherFaultTests {
             guard let primed = LaunchPool.primedProcessIdentifier(executable: host.worker) else { continue }
             #expect(kill(primed, SIGKILL) == 0)
             killed += 1
-            // Every other round the launch comes before the pool could notice the death.
-            if round.isMultiple(of: 2) { #expect(await Deadline.processExit(primed)) }
+            // Every other round the launch comes before the pool could notice the death; in the
+            // others the pool reaps it first, with no launch to find it (the soak found primed
+            // workers left zombies until their plugin's next launch, which may never come).
+            if round.isMultiple(of: 2) { #expect(await Deadline.reaped(primed, seconds: 20), "the killed primed worker was left unreaped") }
             let process = try await host.launchAndAnswer(UInt8(round + 10))
             #expect(process.processIdentifier != primed)
             await process.invalidateAndWait()
@@ -153,5 +157,57 @@ struct LauncherFaultTests {
             #expect(await Deadline.reaped(launcher))
         }
         try await host.expectNothingCounted("a launcher killed from outside counted against the plugin")
+    }
+
+    @Test(
+        "a launcher killed after its fork and before its answer: the launch answers from another path; the child it forked is found and reaped",
+        .enabled(if: getuid() == 0, "strace must attach to the launcher, which is not dumpable: that takes CAP_SYS_PTRACE"),
+        .enabled(if: ExternalToolCheck.available("strace"), "needs strace (Debian's strace), which Scripts/setup.sh installs")
+    )
+    func launcherKilledAfterFork() async throws {
+        var host = try IsolatedHost()
+        defer { host.remove() }
+        // Confinement off: the worker is forked on the spot by the idle launcher, never a spare.
+        host.test.host.confinement = .disabled
+        try await host.launchAndAnswer(1).invalidateAndWait()
+        await LaunchPool.settleAll()
+        let launcher = try #require(LaunchPool.idleLauncherProcessIdentifier(executable: host.worker))
+        // strace kills the launcher at its answer (the sendmsg after its fork), and writes the
+        // clone's result (the child's pid) to its trace.
+        let trace = host.test.directory.path + "/launcher.trace"
+        let strace = Foundation.Process()
+        strace.executableURL = URL(fileURLWithPath: "/usr/bin/strace")
+        strace.arguments = ["-p", "\(launcher)", "-e", "trace=clone,sendmsg", "-e", "inject=sendmsg:signal=KILL", "-o", trace]
+        let messages = Foundation.Pipe()
+        strace.standardError = messages
+        try strace.run()
+        defer {
+            if strace.isRunning { strace.terminate() }
+            strace.waitUntilExit()
+        }
+        // Attached once it says so (the launch must not race the attach); end of file if it failed.
+        let attached = await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            Thread {
+                var said = ""
+                while !said.contains("attached") {
+                    let data = messages.fileHandleForReading.availableData
+                    guard !data.isEmpty else { return continuation.resume(returning: false) }
+                    said += String(decoding: data, as: UTF8.self)
+                }
+                continuation.resume(returning: true)
+            }.start()
+        }
+        try #require(attached, "strace did not attach to the launcher")
+        // The launch answers: the pool falls back to a launcher of its own.
+        try await host.launchAndAnswer(2).invalidateAndWait()
+        #expect(await Deadline.reaped(launcher))
+        #expect(await Deadline.processExit(strace.processIdentifier))
+        let traced = try String(contentsOfFile: trace, encoding: .utf8)
+        let clone = try #require(traced.split(separator: "\n").first { $0.hasPrefix("clone(") }, "the launcher did not fork: \(traced)")
+        let child = try #require(clone.split(separator: "=").last.flatMap { Int32($0.trimmingCharacters(in: .whitespaces)) })
+        #expect(child > 0, "\(clone)")
+        // The child the launcher never told the host of: still the host's child, never left a zombie.
+        #expect(await Deadline.reaped(child, seconds: 20), "the launcher's child \(child) was left unreaped")
+        try await host.expectNothingCounted("a launcher killed after its fork counted against the plugin")
     }
 }

@@ -85,6 +85,11 @@ typedef struct plugind_shim_spawn_request {
     /// (execveat with AT_EMPTY_PATH), or -1. It must also be `keep_descriptor`, so numbered at or
     /// above `descriptor_count`.
     int executable_descriptor;
+    /// Forks only: where the kernel stores the child's pid as it creates it (clone's
+    /// CLONE_PARENT_SETTID), or NULL. The launcher points it into a page it shares with the host,
+    /// so that a child is known to the host, its parent, even when the launcher is killed between
+    /// the fork and its answer.
+    int32_t *_Nullable record_child_pid;
 } plugind_shim_spawn_request;
 
 /// Spawns a process with clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD): the child runs only
@@ -323,6 +328,12 @@ int plugind_shim_open_beneath_by_walk(int directory, const char *_Nonnull path, 
 
 /// Unmaps what `plugind_shim_shared_memory_map` or `_create` mapped.
 void plugind_shim_shared_memory_unmap(void *_Nonnull address, size_t size);
+
+/// Maps `size` bytes of the memfd `fd` shared and for the rest of the process's life, kept out
+/// of every child it forks (MADV_DONTFORK), and closes `fd`. For the launcher's fork record:
+/// nothing ever unmaps it, so no code running in a forked child can touch the address.
+/// Returns 0 or an errno.
+int plugind_shim_fork_record_map(int fd, size_t size, void *_Nullable *_Nonnull address);
 
 /// Counters shared between the processes (acquire / release ordering).
 static inline uint64_t plugind_shim_shared_counter_load(const void *_Nonnull address) {

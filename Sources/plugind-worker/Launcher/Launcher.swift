@@ -22,10 +22,13 @@ import PlugindWire
 /// - launcher → host: `requestID: UInt32, result: Int32`, the new process's pid or minus an
 ///   errno; for a spare it carries the spare's socket. Request 0 (result 0), sent first, says
 ///   the launcher is ready.
-/// Workers and spares are the host's children (CLONE_PARENT), so the host reaps them; end of
-/// file on the socket ends the launcher.
+/// Workers and spares are the host's children (CLONE_PARENT), so the host reaps them; each fork
+/// records its child's pid in the page on descriptor 4 (`ForkRecord`), so that the host finds
+/// the child even if this process dies before it answers. End of file on the socket ends the
+/// launcher.
 enum Launcher {
     static let socket = FileDescriptor(rawValue: 3)
+    static let recordDescriptor = FileDescriptor(rawValue: 4)
 
     private enum Forked {
         /// This is the launcher: the child's pid (or minus an errno), and the socket to pass on.
@@ -40,6 +43,10 @@ enum Launcher {
         guard plugind_confinement_set_not_dumpable() == 0 else { return 2 }
         // Exec'd from a sealed copy, it would be named after the copy's descriptor.
         _ = plugind_shim_set_thread_name("plugind-worker")
+        // Descriptor 4: the page where each fork records its child for the host (ForkRecord).
+        // Mapped, it is closed; without it (or when it cannot be mapped) forks record nothing.
+        let record = try? ForkRecord.mapInLauncher(recordDescriptor)
+        if record == nil { recordDescriptor.close() }
         guard let null = try? FileDescriptor.open("/dev/null", O_RDWR) else { return 2 }
         Confinement.prepareForForks()
         // Ready: the host counts a launcher still starting as work in progress.
@@ -53,9 +60,12 @@ enum Launcher {
                 WorkerMain.report("launcher: more than one thread; refusing to fork")
                 forked = .parent(-EDEADLK, nil)
             } else {
+                let childPIDAddress = record?.childPIDAddress(for: requestID) ?? 0
                 forked =
                     descriptors.isEmpty
-                    ? forkSpare(options: options) : forkDirectly(descriptors, null: null, options: options, cgroupFiles: cgroupFiles)
+                    ? forkSpare(options: options, childPIDAddress: childPIDAddress)
+                    : forkDirectly(
+                        descriptors, null: null, options: options, cgroupFiles: cgroupFiles, childPIDAddress: childPIDAddress)
             }
             switch forked {
             case .child(let status):
@@ -111,7 +121,8 @@ enum Launcher {
 
     /// Forks a worker on the spot. In the child, builds its view and runs the worker.
     private static func forkDirectly(
-        _ descriptors: [FileDescriptor], null: FileDescriptor, options: SpawnRequest.Options, cgroupFiles: [String]
+        _ descriptors: [FileDescriptor], null: FileDescriptor, options: SpawnRequest.Options, cgroupFiles: [String],
+        childPIDAddress: Int
     ) -> Forked {
         var request = SpawnRequest(
             executablePath: "",
@@ -121,6 +132,7 @@ enum Launcher {
             options: options
         )
         request.cgroupFiles = cgroupFiles
+        request.childPIDAddress = childPIDAddress
         // The host turns confinement (or a layer of it) off for this worker: nothing ahead.
         let restrictingAhead = !options.contains(.noAdvanceRestrictions)
         request.options.remove(.noAdvanceRestrictions)
@@ -143,14 +155,17 @@ enum Launcher {
     }
 
     /// Forks a spare; the launcher's end of its socket goes to the host.
-    private static func forkSpare(options: SpawnRequest.Options) -> Forked {
+    private static func forkSpare(options: SpawnRequest.Options, childPIDAddress: Int) -> Forked {
         var first: CInt = -1
         var second: CInt = -1
         let paired = plugind_shim_socket_pair(&first, &second)
         guard paired == 0 else { return .parent(-paired, nil) }
         let (hostEnd, spareEnd) = (FileDescriptor(rawValue: first), FileDescriptor(rawValue: second))
         switch withNamespaceFallback(
-            options, { options throws(SystemError) in try PlugindSystem.forkSpare(options: options, keeping: spareEnd) })
+            options,
+            { options throws(SystemError) in
+                try PlugindSystem.forkSpare(options: options, keeping: spareEnd, childPIDAddress: childPIDAddress)
+            })
         {
         case .success((nil, let effective)):
             return .child(

@@ -130,6 +130,7 @@ extension LaunchPool {
             return
         }
         if launcherExited(processDescriptor: descriptor) { return }
+        if primedExited(processDescriptor: descriptor) { return }
         if !sparePrepared(socket: descriptor) { spareExited(processDescriptor: descriptor) }
     }
 
@@ -199,9 +200,9 @@ extension LaunchPool {
         guard let launcher = state.withLock({ $0.launcher(processDescriptor: descriptor) }) else { return false }
         receiveMessages(from: launcher)
         // No answer yet, and none will come.
-        let (unanswered, spareLost) = state.withLock { state in
+        let (unanswered, spareLost, requests) = state.withLock { state in
             if state.idle == launcher { state.idle = nil }
-            let requests = state.busy.filter { $0.value == launcher }.keys
+            let requests = Array(state.busy.filter { $0.value == launcher }.keys)
             var spareLost = false
             var unanswered: [CheckedContinuation<SpawnedProcess, any Error>] = []
             for request in requests {
@@ -213,14 +214,37 @@ extension LaunchPool {
                 }
                 if let continuation = state.pending.removeValue(forKey: request) { unanswered.append(continuation) }
             }
-            return (unanswered, spareLost)
+            return (unanswered, spareLost, requests)
         }
+        for request in requests { reapLostChild(of: launcher, request: request) }
         // Retired before its pidfd is handled again, on the next pass: then it is reaped.
         if state.withLock({ $0.retired[descriptor] == nil }) { retire(launcher) }
         let cause = SystemError("the launcher (pid \(launcher.process.processIdentifier)) ended before it answered", .noSuchProcess)
         for continuation in unanswered { continuation.resume(throwing: cause) }
         if spareLost || !unanswered.isEmpty { resumeSettledWaiters() }
         return true
+    }
+
+    /// The child `launcher` forked for `request` before it died without answering, if it forked
+    /// one: the kernel recorded its pid (`ForkRecord`). It is this process's child, which no one
+    /// else would reap; it is killed and reaped on the loop thread. A pid that is not this
+    /// process's child (the host application reaped every child, and the pid was reused) is left
+    /// alone: waitid on it fails with ECHILD.
+    func reapLostChild(of launcher: LauncherProcess, request: UInt32) {
+        guard let pid = launcher.forkRecord?.recordedChild(of: request),
+            let child = try? FileDescriptor.processDescriptor(for: pid)
+        else { return }
+        do throws(SystemError) {
+            if try child.waitForProcessExit(noHang: true) != nil {
+                child.close()
+                return
+            }
+        } catch {
+            child.close()
+            return
+        }
+        try? child.sendSignal(SignalNumber.kill)
+        StartedWorker.reapLater(child, loop: loop)
     }
 
     /// The host's mounts changed: the spares' copies of its tree are out of date, so they are

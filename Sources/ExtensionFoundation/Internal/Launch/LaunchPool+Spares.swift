@@ -168,6 +168,8 @@ extension LaunchPool {
     /// anything else ends.
     func takePrimed(for plan: LaunchPlan) -> PrimedWorker? {
         guard let primed = state.withLock({ $0.primed.take() }) else { return nil }
+        // Its launch, or its end, watches it from now on.
+        loop.deregister(primed.worker.process.processDescriptor)
         if primed.load == plan.load && primed.sealedFiles == plan.sealedFiles { return primed }
         end(primed)
         return nil
@@ -190,16 +192,33 @@ extension LaunchPool {
         }
         resources.closeChildEnds()
         let primed = PrimedWorker(load: plan.load, sealedFiles: plan.sealedFiles, worker: worker, ends: resources.hostEnds, sealed: sealed)
-        let replaced = state.withLock { state -> PrimedWorker? in
-            guard !state.stopped else { return primed }
+        let (kept, replaced) = state.withLock { state -> (Bool, PrimedWorker?) in
+            guard !state.stopped else { return (false, primed) }
             defer { state.primed = primed }
-            return state.primed
+            return (true, state.primed)
         }
         if let replaced { end(replaced) }
+        // Watched while it waits: one killed meanwhile is reaped at once, not at the next launch
+        // of its plugin, which may never come (the chaos soak found such zombies).
+        if kept { try? loop.register(primed.worker.process.processDescriptor, events: Epoll.readable, handler: self) }
+    }
+
+    /// The primed worker's pidfd became readable: it died while it waited. It is taken out and
+    /// reaped. False when `descriptor` is not the primed worker's.
+    func primedExited(processDescriptor descriptor: Int32) -> Bool {
+        let dead = state.withLock { state -> PrimedWorker? in
+            guard state.primed?.worker.process.processDescriptor.rawValue == descriptor else { return nil }
+            return state.primed.take()
+        }
+        guard let dead else { return false }
+        end(dead)
+        resumeSettledWaiters()
+        return true
     }
 
     /// Ends a primed worker before it loaded anything, and closes what this side holds of it.
     func end(_ primed: PrimedWorker) {
+        loop.deregister(primed.worker.process.processDescriptor)
         primed.closeHostSide()
         primed.worker.end(loop: loop)
     }

@@ -380,6 +380,7 @@ package final class LaunchPool: EventLoopHandler {
                 mountTable.close()
             }
             unused.withLock { $0.removeAll { $0.end(loop: loop) } }
+            if let primed { loop.deregister(primed.worker.process.processDescriptor) }
             primed?.worker.end(loop: loop)
             for launcher in launchers + retired {
                 loop.deregister(launcher.process.processDescriptor)

@@ -12,6 +12,9 @@ struct LauncherProcess: Sendable, Equatable {
     /// Unique in this process, unlike descriptor numbers and (once reaped) pids: what the pool
     /// tells launchers apart by when it lets one go.
     let serial: UInt64
+    /// Where the launcher's forks record their children (nil if the page could not be made:
+    /// then a launcher killed between a fork and its answer leaves that child unreaped).
+    let forkRecord: ForkRecord?
 
     private static let serials = Locked<UInt64>(0)
 
@@ -32,11 +35,13 @@ struct LauncherProcess: Sendable, Equatable {
         do throws(SystemError) {
             let null = try FileDescriptor.openNullDevice(writable: true)
             defer { null.close() }
+            let record = try? ForkRecord.create()
+            defer { record?.1.close() }
             var request = SpawnRequest(
                 executablePath: executable,
                 arguments: [executable, "--launcher"],
                 environment: environment,
-                descriptors: [null, null, null, launcher],
+                descriptors: [null, null, null, launcher] + (record.map { [$0.1] } ?? []),
                 options: [.dieWithParentThread]
             )
             request.executableDescriptor = image
@@ -55,7 +60,7 @@ struct LauncherProcess: Sendable, Equatable {
                 serial += 1
                 return serial
             }
-            return LauncherProcess(socket: host, process: process, serial: serial)
+            return LauncherProcess(socket: host, process: process, serial: serial, forkRecord: record?.0)
         } catch {
             host.close()
             throw error
@@ -65,6 +70,7 @@ struct LauncherProcess: Sendable, Equatable {
     /// Asks for a child: request `id`, how to fork it, the control group files it joins, and the
     /// descriptors it gets (none for a spare). Never under a lock: `sendmsg` may wait for room.
     func send(_ id: UInt32, options: SpawnRequest.Options, descriptors: [CInt], cgroupFiles: [String] = []) -> SystemError? {
+        forkRecord?.expect(request: id)
         var message = PayloadWriter(capacity: 64)
         message.write(id)
         message.write(options.rawValue)
