@@ -1,0 +1,581 @@
+#!/usr/bin/env python3
+"""The chaos soak (Scripts/soak.sh runs it; see there for how). In a directory of its own:
+
+- HOSTS long-lived host processes (Scripts/soak/host.py, on libplugind through the Python
+  package) launch a mix of good and hostile plugins of one extension point, round after round;
+- the driver, meanwhile, as the owner at a shell: approves, disables, enables and revokes
+  plugins, installs, updates (`install --force` of another build) and uninstalls them, all with
+  the `plugind` CLI; and kills workers, launchers and hosts (SIGKILL) at random.
+
+Invariants, checked all along and at the end (each breach is a violation, printed in full):
+- no host ends unless the driver killed it; every failure a host sees is a typed plugind.Error,
+  and an echo comes back unchanged (host.py);
+- a good plugin is never reported crashed, exited, over a limit or quarantined: the deaths the
+  driver causes are not the plugin's (`workerKilled`, never a crash record);
+- every CLI decision the model says is valid succeeds, every other one fails with a message, and
+  none ends by a signal;
+- no zombie among a live host's descendants lasts 5 s; nothing a killed host started outlives it
+  by 10 s; nothing at all is left once the hosts are stopped;
+- the first host (never killed) holds no more descriptors, threads or memory at the end than
+  after its first minute, beyond the bounds below;
+- at the end, `plugind list --all --json` shows each plugin in the state the applied decisions
+  give, and every live host's Monitor lists exactly the available ones.
+
+  driver.py --minutes N --bin DIR --work DIR [--hosts K] [--seed S] [--json FILE]
+"""
+
+import argparse
+import json
+import os
+import random
+import selectors
+import shutil
+import signal
+import subprocess
+import sys
+import time
+
+POINT = "org.plugind.soak.point"
+# identifier -> the library product it is built from
+GOOD = {"org.plugind.soak.echo-a": "Echo", "org.plugind.soak.echo-b": "Echo"}
+HOSTILE = {
+    "org.plugind.soak.segfault": "FaultySegfault",
+    "org.plugind.soak.abort-at-load": "FaultyAbortAtLoad",
+    "org.plugind.soak.hang": "FaultyHang",
+    "org.plugind.soak.memory-hog": "FaultyMemoryHog",
+    "org.plugind.soak.protocol-garbage": "FaultyProtocolGarbage",
+    "org.plugind.soak.fork-bomb": "FaultyForkBomb",
+}
+PLUGINS = {**GOOD, **HOSTILE}
+# What a good plugin may fail with while the driver works around it; anything else is its fault,
+# which it never is.
+GOOD_MAY_FAIL_WITH = {
+    "workerKilled", "notApproved", "disabledByOwner", "bundleChanged", "notFound", "invalidated", "connectionClosed",
+    "connectionRefused", "cancelled", "spawnFailed", "timedOut",
+}
+GROWTH_BOUNDS = {"descriptors": 16, "threads": 16, "residentKiB": 64 * 1024}
+WARM_UP_SECONDS = 60
+ZOMBIE_SECONDS = 5
+ORPHAN_SECONDS = 10
+
+
+def log(message):
+    print("soak: " + message, file=sys.stderr, flush=True)
+
+
+class Processes:
+    """One reading of /proc: each process's parent, state, start time and command line."""
+
+    def __init__(self):
+        self.parent, self.state, self.start, self.children = {}, {}, {}, {}
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open("/proc/%s/stat" % name) as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            pid = int(name)
+            self.state[pid], self.parent[pid], self.start[pid] = fields[0], int(fields[1]), int(fields[19])
+            self.children.setdefault(self.parent[pid], []).append(pid)
+
+    def descendants(self, pid):
+        found, stack = [], list(self.children.get(pid, []))
+        while stack:
+            child = stack.pop()
+            found.append(child)
+            stack.extend(self.children.get(child, []))
+        return found
+
+    @staticmethod
+    def command(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as cmdline:
+                return " ".join(part.decode(errors="replace") for part in cmdline.read().split(b"\0") if part) or "?"
+        except OSError:
+            return "?"
+
+    @staticmethod
+    def pidfd_holding(holder, pid):
+        """Whether `holder` keeps a pidfd for `pid` (which tells a reap never attempted from one lost)."""
+        try:
+            for name in os.listdir("/proc/%d/fdinfo" % holder):
+                try:
+                    with open("/proc/%d/fdinfo/%s" % (holder, name)) as info:
+                        if "Pid:\t%d\n" % pid in info.read():
+                            return "its parent holds a pidfd for it (descriptor %s)" % name
+                except OSError:
+                    continue
+        except OSError:
+            return "its parent's descriptors could not be read"
+        return "its parent holds no pidfd for it"
+
+    @staticmethod
+    def is_launcher(pid):
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as cmdline:
+                return b"--launcher" in cmdline.read().split(b"\0")
+        except OSError:
+            return False
+
+
+class Model:
+    """What the owner's decisions so far make of each plugin: installed build, and the policy."""
+
+    def __init__(self):
+        self.installed = {identifier: None for identifier in PLUGINS}  # None, 1 or 2
+        # identifier -> {"state": "approved"|"disabled", "approval": build or None}
+        self.policy = {}
+
+    def expected_state(self, identifier):
+        build = self.installed[identifier]
+        if build is None:
+            return None
+        policy = self.policy.get(identifier)
+        if policy is None:
+            return "unapproved"
+        if policy["state"] == "disabled":
+            return "disabled"
+        return "available" if policy["approval"] == build else "approval-outdated"
+
+    def predict(self, verb, identifier):
+        """Whether the command should succeed, and the model after it."""
+        build, policy = self.installed[identifier], self.policy.get(identifier)
+        if verb == "approve":
+            return build is not None
+        if verb == "disable":
+            return True
+        if verb == "enable":
+            return policy is not None and policy["approval"] is not None
+        if verb == "revoke":
+            return policy is not None
+        if verb.startswith("install"):  # install-1, install-2: refused over another build
+            return build is None or build == int(verb[-1])
+        if verb.startswith("update"):  # update-1, update-2: install --force, always
+            return True
+        if verb == "uninstall":
+            return build is not None
+        raise ValueError(verb)
+
+    def apply(self, verb, identifier):
+        build, policy = self.installed[identifier], self.policy.get(identifier)
+        if verb == "approve":
+            self.policy[identifier] = {"state": "approved", "approval": build}
+        elif verb == "disable":
+            self.policy[identifier] = {"state": "disabled", "approval": policy["approval"] if policy else None}
+        elif verb == "enable":
+            self.policy[identifier] = {"state": "approved", "approval": policy["approval"]}
+        elif verb == "revoke":
+            del self.policy[identifier]
+        elif verb.startswith("install") or verb.startswith("update"):
+            self.installed[identifier] = int(verb[-1])
+        elif verb == "uninstall":
+            self.installed[identifier] = None
+
+
+class Host:
+    def __init__(self, index, environment, selector, seed):
+        self.index = index
+        self.process = subprocess.Popen(
+            [sys.executable, os.path.join(os.path.dirname(__file__), "host.py"), POINT, str(seed)],
+            stdout=subprocess.PIPE, stderr=open(os.path.join(environment["SOAK_WORK"], "host-%d.log" % index), "ab"),
+            env=environment,
+        )
+        os.set_blocking(self.process.stdout.fileno(), False)
+        selector.register(self.process.stdout, selectors.EVENT_READ, self)
+        self.started = time.monotonic()
+        self.buffer = b""
+        self.report = None
+        self.baseline = None
+        self.peak = {}
+        self.killed = False
+
+    def read(self):
+        try:
+            data = self.process.stdout.read()
+        except BlockingIOError:
+            return
+        if not data:
+            return
+        self.buffer += data
+        *lines, self.buffer = self.buffer.split(b"\n")
+        for line in lines:
+            self.report = json.loads(line)
+            if self.baseline is None and time.monotonic() - self.started >= WARM_UP_SECONDS:
+                self.baseline = dict(self.report)
+            if self.baseline is not None:
+                for key in GROWTH_BOUNDS:
+                    self.peak[key] = max(self.peak.get(key, 0), self.report[key])
+
+
+class Soak:
+    def __init__(self, arguments):
+        self.arguments = arguments
+        self.rng = random.Random(arguments.seed)
+        self.work = arguments.work
+        self.bin = arguments.bin
+        self.model = Model()
+        self.violations = []
+        self.counts = {}
+        self.cli_failures = {}
+        self.selector = selectors.DefaultSelector()
+        self.hosts = []
+        self.finished_hosts = []
+        self.zombies = {}  # (pid, start) -> first seen
+        self.commands = {}  # (pid, start) -> its command line, read while it ran
+        self.orphan_checks = []  # (deadline, [(pid, start)], what)
+        self.environment = self.make_environment()
+
+    # --- set-up
+
+    def make_environment(self):
+        work = self.work
+        for directory in ("config", "state", "data", "admin", "points", "run", "path", "home"):
+            os.makedirs(os.path.join(work, directory), exist_ok=True)
+        repository = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        environment = dict(os.environ)
+        environment.update(
+            HOME=os.path.join(work, "home"),
+            XDG_CONFIG_HOME=os.path.join(work, "config"),
+            XDG_STATE_HOME=os.path.join(work, "state"),
+            XDG_DATA_HOME=os.path.join(work, "data"),
+            PLUGIND_ADMIN_POLICY_DIR=os.path.join(work, "admin"),
+            PLUGIND_EXTENSION_POINTS_PATH=os.path.join(work, "points"),
+            PLUGIND_RUNTIME_DIR=os.path.join(work, "run"),
+            PLUGIND_PATH=os.path.join(work, "path"),
+            PLUGIND_LOG="file",
+            PLUGIND_MEMORY_LIMIT=str(256 << 20),
+            PLUGIND_WORKER=os.path.join(self.bin, "plugind-worker"),
+            PLUGIND_LIBRARY=os.path.join(self.bin, "libPlugindHost.so"),
+            PYTHONPATH=os.path.join(repository, "Bindings", "Python", "src"),
+            PYTHONDONTWRITEBYTECODE="1",
+            PATH=self.bin + ":" + os.environ.get("PATH", "/usr/bin:/bin"),
+            SOAK_WORK=work,
+        )
+        return environment
+
+    def source(self, identifier, build):
+        """The bundle `plugind install` takes for this build of the plugin (made once)."""
+        name = identifier.rsplit(".", 1)[1]
+        bundle = os.path.join(self.work, "sources", "%s-%d" % (name, build), name + ".appex")
+        if not os.path.isdir(bundle):
+            os.makedirs(bundle)
+            product = PLUGINS[identifier]
+            manifest = {
+                "manifestVersion": 1, "identifier": identifier, "name": name, "version": "%d.0.0" % build,
+                "extensionPoint": POINT, "library": "lib%s.so" % product,
+            }
+            with open(os.path.join(bundle, "manifest.json"), "w") as file:
+                json.dump(manifest, file, indent=2)
+            shutil.copy(os.path.join(self.bin, "lib%s.so" % product), bundle)
+            os.chmod(bundle, 0o755)
+        return bundle
+
+    # --- the owner's commands
+
+    def plugind(self, *arguments):
+        result = subprocess.run(
+            ["plugind", *arguments], env=self.environment, capture_output=True, text=True, timeout=120,
+        )
+        return result.returncode, result.stdout, result.stderr
+
+    def decide(self, verb, identifier):
+        expected = self.model.predict(verb, identifier)
+        if verb == "approve":
+            arguments = ["approve", identifier, "--yes"]
+        elif verb.startswith("install") or verb.startswith("update"):
+            arguments = ["install", self.source(identifier, int(verb[-1]))] + (["--force"] if verb.startswith("update") else [])
+        else:
+            arguments = [verb, identifier]
+        status, _, stderr = self.plugind(*arguments)
+        self.count("decisions." + verb.split("-")[0])
+        if status < 0 or status >= 128:
+            self.violation("plugind %s ended with status %d: %s" % (" ".join(arguments), status, stderr.strip()))
+        elif status == 0 and not expected:
+            self.violation("plugind %s succeeded where the model expected a refusal" % " ".join(arguments))
+            self.model.apply(verb, identifier)
+        elif status != 0 and expected:
+            self.violation("plugind %s failed (%d): %s" % (" ".join(arguments), status, stderr.strip()))
+        elif status != 0:
+            if not stderr.strip():
+                self.violation("plugind %s failed without a message" % " ".join(arguments))
+            first = stderr.strip().splitlines()[0] if stderr.strip() else ""
+            self.cli_failures.setdefault(verb, first)
+        else:
+            self.model.apply(verb, identifier)
+
+    # --- faults
+
+    def kill_descendant(self, launchers):
+        living = [host for host in self.hosts if host.process.poll() is None]
+        if not living:
+            return
+        host = self.rng.choice(living)
+        processes = Processes()
+        candidates = [pid for pid in processes.descendants(host.process.pid) if Processes.is_launcher(pid) == launchers]
+        if not candidates:
+            return
+        try:
+            os.kill(self.rng.choice(candidates), signal.SIGKILL)
+            self.count("faults.launcher killed" if launchers else "faults.worker killed")
+        except ProcessLookupError:
+            pass
+
+    def kill_host(self):
+        # The first host is never killed: it is the one whose growth is measured.
+        killable = [host for host in self.hosts[1:] if host.process.poll() is None]
+        if not killable:
+            return
+        host = self.rng.choice(killable)
+        processes = Processes()
+        left = [(pid, processes.start[pid]) for pid in processes.descendants(host.process.pid)]
+        host.killed = True
+        host.process.kill()
+        self.count("faults.host killed")
+        self.orphan_checks.append((time.monotonic() + ORPHAN_SECONDS, left, "host %d (pid %d)" % (host.index, host.process.pid)))
+
+    # --- bookkeeping
+
+    def count(self, what):
+        self.counts[what] = self.counts.get(what, 0) + 1
+
+    def violation(self, what):
+        log("VIOLATION: " + what)
+        self.violations.append(what)
+
+    def read_hosts(self, timeout):
+        for key, _ in self.selector.select(timeout):
+            key.data.read()
+
+    def tend_hosts(self):
+        for index, host in enumerate(self.hosts):
+            status = host.process.poll()
+            if status is None:
+                continue
+            host.read()
+            self.selector.unregister(host.process.stdout)
+            host.process.stdout.close()
+            if not host.killed:
+                self.violation("host %d (pid %d) ended by itself with status %d; see %s/host-%d.log" % (
+                    host.index, host.process.pid, status, self.work, host.index))
+            self.finished_hosts.append(host)
+            self.hosts[index] = Host(host.index, self.environment, self.selector, self.rng.randrange(1 << 30))
+
+    def check_processes(self):
+        now = time.monotonic()
+        processes = Processes()
+        seen = set()
+        for host in self.hosts:
+            if host.process.poll() is not None:
+                continue
+            for pid in processes.descendants(host.process.pid):
+                if processes.state.get(pid) != "Z" and (pid, processes.start[pid]) not in self.commands:
+                    self.commands[(pid, processes.start[pid])] = Processes.command(pid)
+                if processes.state.get(pid) == "Z":
+                    key = (pid, processes.start[pid])
+                    seen.add(key)
+                    first = self.zombies.setdefault(key, now)
+                    if now - first >= ZOMBIE_SECONDS and first != -1:
+                        parent = processes.parent.get(pid)
+                        self.violation("a zombie under host %d: pid %d (%s), child of %d (%s), for %d s; %s" % (
+                            host.index, pid, self.commands.get(key, "not seen running"), parent, Processes.command(parent),
+                            now - first, Processes.pidfd_holding(parent, pid)))
+                        self.zombies[key] = -1
+        self.zombies = {key: value for key, value in self.zombies.items() if key in seen}
+        due = [check for check in self.orphan_checks if check[0] <= now]
+        self.orphan_checks = [check for check in self.orphan_checks if check[0] > now]
+        for _, left, what in due:
+            self.check_gone(left, what, processes)
+
+    def check_gone(self, left, what, processes):
+        survivors = [pid for pid, start in left if processes.start.get(pid) == start and processes.state.get(pid) != "Z"]
+        if survivors:
+            self.violation("%s: %d of its processes outlived it by %d s: %s" % (what, len(survivors), ORPHAN_SECONDS, survivors))
+
+    # --- the run
+
+    def run(self):
+        minutes = self.arguments.minutes
+        for identifier in PLUGINS:
+            self.decide("install-1", identifier)
+            self.decide("approve", identifier)
+        for index in range(self.arguments.hosts):
+            self.hosts.append(Host(index, self.environment, self.selector, self.rng.randrange(1 << 30)))
+        started = time.monotonic()
+        deadline = started + minutes * 60
+        last_check = last_progress = started
+        actions = [
+            (30, lambda identifier: self.decide(self.rng.choice(("approve", "disable", "enable", "revoke")), identifier)),
+            (12, lambda identifier: self.decide(self.rng.choice(("install-1", "install-2", "update-1", "update-2", "uninstall")), identifier)),
+            (25, lambda identifier: self.kill_descendant(launchers=False)),
+            (10, lambda identifier: self.kill_descendant(launchers=True)),
+            (2, lambda identifier: self.kill_host()),
+        ]
+        weights = [weight for weight, _ in actions]
+        while time.monotonic() < deadline:
+            _, action = self.rng.choices(actions, weights)[0]
+            action(self.rng.choice(sorted(PLUGINS)))
+            self.count("operations")
+            # The pace of the owner and the faults: the hosts' reports are read meanwhile.
+            pause_until = time.monotonic() + self.rng.uniform(0.05, 0.4)
+            while (left := pause_until - time.monotonic()) > 0:
+                self.read_hosts(left)
+            self.tend_hosts()
+            now = time.monotonic()
+            if now - last_check >= 1:
+                last_check = now
+                self.check_processes()
+            if now - last_progress >= 30:
+                last_progress = now
+                log("%d of %d s: %d operations, %d faults, %d host rounds, %d violations" % (
+                    now - started, minutes * 60, self.counts.get("operations", 0), self.faults(), self.rounds(),
+                    len(self.violations)))
+        self.finish()
+        return started
+
+    def faults(self):
+        return sum(value for key, value in self.counts.items() if key.startswith("faults."))
+
+    def rounds(self):
+        reports = [host.report for host in self.hosts + self.finished_hosts if host.report]
+        return sum(report["rounds"] for report in reports)
+
+    def finish(self):
+        # The final state, as the CLI and every live Monitor see it, once decisions stop and the
+        # hosts stop launching (SIGUSR1: a crashing plugin launched now could still be quarantined).
+        for host in self.hosts:
+            host.process.send_signal(signal.SIGUSR1)
+        self.read_hosts(0)
+        status, output, stderr = self.plugind("list", "--all", "--json")
+        if status != 0:
+            self.violation("plugind list --all --json failed: " + stderr.strip())
+            listed = {}
+        else:
+            listed = {plugin["identifier"]: plugin["state"] for plugin in json.loads(output)["plugins"]}
+        for identifier in sorted(PLUGINS):
+            expected, actual = self.model.expected_state(identifier), listed.get(identifier)
+            if actual == "quarantined" and identifier in HOSTILE and expected == "available":
+                continue
+            if actual != expected:
+                self.violation("%s is %s, where the decisions applied make it %s" % (identifier, actual, expected))
+        available = sorted(identifier for identifier, state in listed.items() if state == "available")
+        converge_by = time.monotonic() + 20
+        waiting = list(self.hosts)
+        while waiting and time.monotonic() < converge_by:
+            self.read_hosts(0.5)
+            waiting = [host for host in waiting if not host.report or host.report.get("identities") != available]
+        for host in waiting:
+            self.violation("host %d's Monitor lists %s, not the available %s, 20 s after the last decision" % (
+                host.index, host.report.get("identities") if host.report else None, available))
+        # Growth of the first host, never killed.
+        first = self.hosts[0]
+        if first.baseline is None:
+            log("the first host did not live %d s: no growth check" % WARM_UP_SECONDS)
+        else:
+            for key, bound in GROWTH_BOUNDS.items():
+                if first.report[key] - first.baseline[key] > bound:
+                    self.violation("host 0 grew by %d in %s after its first minute (bound %d)" % (
+                        first.report[key] - first.baseline[key], key, bound))
+        # Stop the hosts; nothing they started may be left.
+        processes = Processes()
+        left = [(pid, processes.start[pid]) for host in self.hosts for pid in processes.descendants(host.process.pid)]
+        for host in self.hosts:
+            host.killed = True
+            host.process.terminate()
+        for host in self.hosts:
+            try:
+                host.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.violation("host %d did not end within 60 s of SIGTERM" % host.index)
+                host.process.kill()
+                host.process.wait()
+            host.read()
+        gone_by = time.monotonic() + ORPHAN_SECONDS
+        while time.monotonic() < gone_by:
+            processes = Processes()
+            if not [pid for pid, start in left if processes.start.get(pid) == start]:
+                break
+            self.read_hosts(0.2)
+        self.check_gone(left, "the stopped hosts", Processes())
+        for host in self.hosts:
+            for line in (host.report or {}).get("violations", []):
+                self.violation("host %d: %s" % (host.index, line))
+        for host in self.finished_hosts:
+            for line in (host.report or {}).get("violations", []):
+                self.violation("host %d (an earlier process): %s" % (host.index, line))
+        self.check_good_outcomes()
+
+    def outcomes(self):
+        total = {}
+        for host in self.hosts + self.finished_hosts:
+            for identifier, outcomes in ((host.report or {}).get("outcomes") or {}).items():
+                for outcome, number in outcomes.items():
+                    total.setdefault(identifier, {}).setdefault(outcome, 0)
+                    total[identifier][outcome] += number
+        return total
+
+    def example(self, identifier, outcome):
+        for host in self.hosts + self.finished_hosts:
+            message = ((host.report or {}).get("examples") or {}).get(identifier, {}).get(outcome)
+            if message:
+                return message
+        return "(no message kept)"
+
+    def check_good_outcomes(self):
+        for identifier, outcomes in self.outcomes().items():
+            if identifier not in GOOD:
+                continue
+            for outcome, number in outcomes.items():
+                if outcome != "ok" and outcome not in GOOD_MAY_FAIL_WITH:
+                    self.violation("the good plugin %s was reported %s %d times: %s" % (
+                        identifier, outcome, number, self.example(identifier, outcome)))
+
+    def summary(self, started):
+        first = self.hosts[0]
+        return {
+            "minutes": self.arguments.minutes,
+            "hosts": self.arguments.hosts,
+            "seed": self.arguments.seed,
+            "operations": self.counts.get("operations", 0),
+            "decisions": {key.split(".", 1)[1]: value for key, value in self.counts.items() if key.startswith("decisions.")},
+            "faults": {key.split(".", 1)[1]: value for key, value in self.counts.items() if key.startswith("faults.")},
+            "hostRounds": self.rounds(),
+            "outcomes": self.outcomes(),
+            "refusals": self.cli_failures,
+            "firstHost": {
+                "afterFirstMinute": {key: first.baseline[key] for key in GROWTH_BOUNDS} if first.baseline else None,
+                "peak": first.peak,
+                "end": {key: first.report[key] for key in GROWTH_BOUNDS} if first.report else None,
+                "bounds": GROWTH_BOUNDS,
+            },
+            "violations": self.violations,
+        }
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, required=True)
+    parser.add_argument("--bin", required=True, help="the build's products (swift build --show-bin-path)")
+    parser.add_argument("--work", required=True, help="an empty directory for the soak's plugins, policy and logs")
+    parser.add_argument("--hosts", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=int(time.time()))
+    parser.add_argument("--json", help="also write the summary to this file")
+    arguments = parser.parse_args()
+    soak = Soak(arguments)
+    log("seed %d, %d hosts, %g minutes, in %s" % (arguments.seed, arguments.hosts, arguments.minutes, arguments.work))
+    started = soak.run()
+    summary = soak.summary(started)
+    text = json.dumps(summary, indent=2)
+    print(text)
+    if arguments.json:
+        with open(arguments.json, "w") as file:
+            file.write(text + "\n")
+    log("%d operations, %d faults, %d host rounds: %s" % (
+        summary["operations"], soak.faults(), summary["hostRounds"],
+        "every invariant held" if not soak.violations else "%d violations" % len(soak.violations)))
+    sys.exit(1 if soak.violations else 0)
+
+
+if __name__ == "__main__":
+    main()
