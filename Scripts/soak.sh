@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { sed -n '9,10p' "$0" | sed 's/^# *//' >&2; }
+usage() { sed -n '8p' "$0" | sed 's/^# *//' >&2; }
 minutes="" keep=false
 forwarded=()
 while [ $# -gt 0 ]; do
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
         --minutes) minutes=${2:?--minutes needs a number}; shift 2 ;;
         --hosts|--seed|--json) forwarded+=("$1" "${2:?$1 needs a value}"); shift 2 ;;
         --keep) keep=true; shift ;;
-        -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "soak: unknown argument '$1'" >&2; usage; exit 2 ;;
     esac
 done
