@@ -145,6 +145,8 @@ let package = Package(
         .target(name: "PlugindTypes", swiftSettings: swiftSettings),
         .target(name: "PlugindWire", dependencies: ["PlugindSystem", "PlugindTypes"], swiftSettings: swiftSettings),
         .target(name: "PlugindBundle", dependencies: ["PlugindSystem", "PlugindWire", "CCrypto"], swiftSettings: swiftSettings),
+        // Plugin packages (libarchive): for the CLI and the package fuzz target, kept out of libplugind.
+        .target(name: "PlugindPackages", dependencies: ["PlugindBundle", "PlugindSystem", "PlugindWire", "CArchive"], swiftSettings: swiftSettings),
         .target(
             name: "ExtensionFoundation",
             dependencies: ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
@@ -171,13 +173,14 @@ let package = Package(
         .executableTarget(
             name: "plugind",
             dependencies: [
-                "ExtensionFoundation", "PlugindBundle", "PlugindSystem", "PlugindWire", "CTerminal", "CArchive", "CPlugindShims",
+                "ExtensionFoundation", "PlugindBundle", "PlugindPackages", "PlugindSystem", "PlugindWire", "CTerminal", "CArchive",
+                "CPlugindShims",
             ],
             swiftSettings: swiftSettings
         ),
 
         // Fuzz targets (Scripts/fuzz.sh builds them with libFuzzer; normally they replay inputs).
-        .target(name: "PlugindFuzzing", dependencies: ["PlugindWire", "PlugindBundle"], swiftSettings: swiftSettings),
+        .target(name: "PlugindFuzzing", dependencies: ["PlugindWire", "PlugindBundle", "PlugindPackages"], swiftSettings: swiftSettings),
         .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
         .executableTarget(
             name: "fuzz-frame-decoder",
@@ -201,6 +204,18 @@ let package = Package(
             name: "fuzz-channel-protocol",
             dependencies: ["ExtensionFoundation", "PlugindFuzzing", "CFuzzerDriver"],
             path: "Fuzz/ChannelProtocolFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "fuzz-policy-files",
+            dependencies: ["ExtensionFoundation", "PlugindFuzzing", "CFuzzerDriver"],
+            path: "Fuzz/PolicyFilesFuzzer",
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "fuzz-package",
+            dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
+            path: "Fuzz/PackageFuzzer",
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# Fuzzes the frame decoder, the manifest parser, the ELF reader and the host's protocol state
-# machine (what a worker writes, interleaved with the host's own inputs) with libFuzzer (and
+# Fuzzes the frame decoder, the manifest parser, the ELF reader, the host's protocol state
+# machine (what a worker writes, interleaved with the host's own inputs), the policy, rules and
+# trust files, and plugin packages (as install unpacks them) with libFuzzer (and
 # AddressSanitizer), each for SECONDS (default 60), starting from the seeds in Fuzz/Corpus (the
 # ELF reader also from real libraries: the example plugins and a few system libraries, copied in
 # at run time). A crash leaves its input in .build/fuzz/crashes/<target>/; add it to
 # Fuzz/Corpus/<target>/ with the fix, so that the regression tests (FuzzCorpusTests) replay it
 # from then on.
-#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser|elf-reader|channel-protocol ...]
+#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser|elf-reader|channel-protocol|policy-files|package ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh
@@ -15,7 +16,7 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(frame-decoder manifest-parser elf-reader channel-protocol)
+    targets=(frame-decoder manifest-parser elf-reader channel-protocol policy-files package)
 fi
 
 scratch=.build/fuzz

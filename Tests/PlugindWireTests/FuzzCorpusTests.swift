@@ -17,6 +17,17 @@ struct FuzzCorpusTests {
         }
     }
 
+    @Test("every package input unpacks or is refused having written nothing; a signed package's seed unpacks")
+    func package() throws {
+        let inputs = FuzzReplay.inputs(in: [Self.root + "/package"])
+        #expect(inputs.count >= 3)
+        var unpacked = 0
+        for (path, bytes) in inputs {
+            #expect(throws: Never.self, "\(path)") { if try PackageFuzzing.unpacks(bytes) { unpacked += 1 } }
+        }
+        #expect(unpacked >= 1, "no seed reaches the unpacking: the fuzzer would never get past the signature")
+    }
+
     @Test("every manifest-parser input parses or is rejected, without failing its invariants")
     func manifestParser() throws {
         let inputs = FuzzReplay.inputs(in: [Self.root + "/manifest-parser"])

@@ -119,8 +119,15 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
             if !FileManager.default.fileExists(atPath: path) { return .contents(.success(AdministratorRules())) }
             return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)")))
         }
-        func refused(_ reason: String) -> DecodedFileCache<Result<AdministratorRules, PolicyFileError>>.Decoded {
-            .contents(.failure(PolicyFileError(path: path, reason: reason)))
+        return .contents(decode([UInt8](data), path: path))
+    }
+
+    /// The rules in `data`, read from `path` (which errors name): what `load` makes of a file's
+    /// bytes, and what the policy-files fuzz target feeds.
+    package static func decode(_ bytes: [UInt8], path: String) -> Result<AdministratorRules, PolicyFileError> {
+        let data = Data(bytes)
+        func refused(_ reason: String) -> Result<AdministratorRules, PolicyFileError> {
+            .failure(PolicyFileError(path: path, reason: reason))
         }
         guard data.count <= 1 << 20 else { return refused("is larger than 1 MiB") }
         let rules: AdministratorRules
@@ -134,6 +141,6 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
             return refused(
                 "rule '\(rule.name)' names no identifier, extension point or publisher; write \"identifier\": \"*\" to mean every plugin")
         }
-        return .contents(.success(rules))
+        return .success(rules)
     }
 }

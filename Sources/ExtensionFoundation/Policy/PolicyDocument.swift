@@ -185,17 +185,22 @@ extension PolicyDocument {
             if !FileManager.default.fileExists(atPath: path) { return .contents(.success(PolicyDocument())) }
             return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)")))
         }
+        return .contents(decode([UInt8](data), path: path))
+    }
+
+    /// The policy in `data`, read from `path` (which errors name): what `load` makes of a file's
+    /// bytes, and what the policy-files fuzz target feeds.
+    package static func decode(_ bytes: [UInt8], path: String) -> Result<PolicyDocument, PolicyFileError> {
+        let data = Data(bytes)
         do {
             let document = try JSONDecoder().decode(PolicyDocument.self, from: data)
             guard readableVersions.contains(document.version) else {
-                return .contents(
-                    .failure(
-                        PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)")
-                    ))
+                return .failure(
+                    PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)"))
             }
-            return .contents(.success(document))
+            return .success(document)
         } catch {
-            return .contents(.failure(PolicyFileError(path: path, reason: "is corrupt (\(Self.describe(error)))")))
+            return .failure(PolicyFileError(path: path, reason: "is corrupt (\(Self.describe(error)))"))
         }
     }
 

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindPackages
 import PlugindSystem
 
 /// `plugind install`: copies a bundle into the user's plugin directory, atomically.

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindPackages
 import PlugindSystem
 
 /// `plugind pack`: one file to hand out, from a signed bundle.

@@ -1,7 +1,7 @@
 import CArchive
 import Foundation
 import Glibc
-import PlugindBundle
+package import PlugindBundle
 import PlugindSystem
 import PlugindWire
 
@@ -9,26 +9,26 @@ import PlugindWire
 /// files and directories, at the archive's top level, written and read through libarchive. A
 /// package is read with nothing trusted: every entry is checked before a byte of it is
 /// written, and only into a fresh directory of the reader's own.
-enum PluginPackage {
-    struct Failure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
+package enum PluginPackage {
+    package struct Failure: Error, CustomStringConvertible {
+        package var description: String
+        package init(_ description: String) { self.description = description }
     }
 
     /// Caps on what a package may hold: those of a bundle, since a package unpacks into one.
-    enum Limits {
-        static let entries = BundleContents.Limits.entries
-        static let depth = BundleContents.Limits.depth
-        static let entryBytes = Int64(BundleContents.Limits.fileBytes)
-        static let totalBytes: Int64 = 4 << 30
-        static let nameBytes = BundleContents.Limits.nameBytes
+    package enum Limits {
+        package static let entries = BundleContents.Limits.entries
+        package static let depth = BundleContents.Limits.depth
+        package static let entryBytes = Int64(BundleContents.Limits.fileBytes)
+        package static let totalBytes: Int64 = 4 << 30
+        package static let nameBytes = BundleContents.Limits.nameBytes
     }
 
     // MARK: Writing
 
     /// Writes the bundle at `bundlePath` (its `contents`) to `output` through a temporary file
     /// renamed into place.
-    static func write(bundleAt bundlePath: String, contents: BundleContents, to output: String) throws(Failure) {
+    package static func write(bundleAt bundlePath: String, contents: BundleContents, to output: String) throws(Failure) {
         let temporary = output + ".partial-\(getpid())"
         guard let archive = archive_write_new() else { throw Failure("cannot start an archive") }
         defer { archive_write_free(archive) }
@@ -156,7 +156,7 @@ enum PluginPackage {
     /// publisher's signature against the digest of the bytes the archive holds: a package that
     /// is unsigned, whose signature does not hold, or that is larger than the caps writes not a
     /// byte (a gzip bomb costs the time to decompress it, not the disk).
-    static func unpack(_ path: String, into directory: String) throws(Failure) {
+    package static func unpack(_ path: String, into directory: String) throws(Failure) {
         try checkSignature(path)
         try readEntries(path) { (archive, item) throws(Failure) in
             let target = directory + "/" + item.relative
@@ -300,7 +300,7 @@ enum PluginPackage {
 
 /// The signature file of a bundle as a package entry (it is not part of `BundleContents`).
 enum BundleSignatureFile {
-    static func entry(in bundlePath: String) -> BundleContents.Entry? {
+    package static func entry(in bundlePath: String) -> BundleContents.Entry? {
         let path = bundlePath + "/" + BundleContents.signatureFileName
         guard let status = FileStatus(path: path), status.mode & S_IFMT == S_IFREG else { return nil }
         return BundleContents.Entry(path: BundleContents.signatureFileName, kind: .file(isLoadable: false), status: status)
