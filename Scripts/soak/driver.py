@@ -177,11 +177,11 @@ class Model:
 class Host:
     def __init__(self, index, environment, selector, seed):
         self.index = index
-        self.process = subprocess.Popen(
-            [sys.executable, os.path.join(os.path.dirname(__file__), "host.py"), POINT, str(seed)],
-            stdout=subprocess.PIPE, stderr=open(os.path.join(environment["SOAK_WORK"], "host-%d.log" % index), "ab"),
-            env=environment,
-        )
+        with open(os.path.join(environment["SOAK_WORK"], "host-%d.log" % index), "ab") as log_file:
+            self.process = subprocess.Popen(
+                [sys.executable, os.path.join(os.path.dirname(__file__), "host.py"), POINT, str(seed)],
+                stdout=subprocess.PIPE, stderr=log_file, env=environment,
+            )
         os.set_blocking(self.process.stdout.fileno(), False)
         selector.register(self.process.stdout, selectors.EVENT_READ, self)
         self.started = time.monotonic()
@@ -432,7 +432,6 @@ class Soak:
                     now - started, minutes * 60, self.counts.get("operations", 0), self.faults(), self.rounds(),
                     len(self.violations)))
         self.finish()
-        return started
 
     def faults(self):
         return sum(value for key, value in self.counts.items() if key.startswith("faults."))
@@ -531,7 +530,7 @@ class Soak:
                     self.violation("the good plugin %s was reported %s %d times: %s" % (
                         identifier, outcome, number, self.example(identifier, outcome)))
 
-    def summary(self, started):
+    def summary(self):
         first = self.hosts[0]
         return {
             "minutes": self.arguments.minutes,
@@ -564,8 +563,8 @@ def main():
     arguments = parser.parse_args()
     soak = Soak(arguments)
     log("seed %d, %d hosts, %g minutes, in %s" % (arguments.seed, arguments.hosts, arguments.minutes, arguments.work))
-    started = soak.run()
-    summary = soak.summary(started)
+    soak.run()
+    summary = soak.summary()
     text = json.dumps(summary, indent=2)
     print(text)
     if arguments.json:
