@@ -380,8 +380,11 @@ package final class LaunchPool: EventLoopHandler {
                 mountTable.close()
             }
             unused.withLock { $0.removeAll { $0.end(loop: loop) } }
-            if let primed { loop.deregister(primed.worker.process.processDescriptor) }
-            primed?.worker.end(loop: loop)
+            if let primed {
+                // Watched while it waited (its host side is closed above).
+                loop.deregister(primed.worker.process.processDescriptor)
+                primed.worker.end(loop: loop)
+            }
             for launcher in launchers + retired {
                 loop.deregister(launcher.process.processDescriptor)
                 launcher.process.processDescriptor.killAndReap()
