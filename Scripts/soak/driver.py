@@ -305,6 +305,15 @@ class Soak:
         else:
             self.model.apply(verb, identifier)
 
+    def clear_quarantine(self, identifier):
+        """The owner clears a quarantine (so that the crashing plugins keep being launched rather
+        than refused for the rest of the run). Not part of the model: it succeeds or fails with a
+        message, never by a signal."""
+        status, _, stderr = self.plugind("quarantine", "clear", identifier)
+        self.count("decisions.quarantine clear")
+        if status < 0 or status >= 128 or (status != 0 and not stderr.strip()):
+            self.violation("plugind quarantine clear %s ended with status %d: %s" % (identifier, status, stderr.strip()))
+
     # --- faults
 
     def kill_descendant(self, launchers):
@@ -408,6 +417,7 @@ class Soak:
         actions = [
             (30, lambda identifier: self.decide(self.rng.choice(("approve", "disable", "enable", "revoke")), identifier)),
             (12, lambda identifier: self.decide(self.rng.choice(("install-1", "install-2", "update-1", "update-2", "uninstall")), identifier)),
+            (6, lambda identifier: self.clear_quarantine(self.rng.choice(sorted(HOSTILE)))),
             (25, lambda identifier: self.kill_descendant(launchers=False)),
             (10, lambda identifier: self.kill_descendant(launchers=True)),
             (2, lambda identifier: self.kill_host()),
