@@ -146,7 +146,9 @@ let package = Package(
         .target(name: "PlugindWire", dependencies: ["PlugindSystem", "PlugindTypes"], swiftSettings: swiftSettings),
         .target(name: "PlugindBundle", dependencies: ["PlugindSystem", "PlugindWire", "CCrypto"], swiftSettings: swiftSettings),
         // Plugin packages (libarchive): for the CLI and the package fuzz target, kept out of libplugind.
-        .target(name: "PlugindPackages", dependencies: ["PlugindBundle", "PlugindSystem", "PlugindWire", "CArchive"], swiftSettings: swiftSettings),
+        .target(
+            name: "PlugindPackages", dependencies: ["PlugindBundle", "PlugindSystem", "PlugindWire", "CArchive"],
+            swiftSettings: swiftSettings),
         .target(
             name: "ExtensionFoundation",
             dependencies: ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
@@ -183,39 +185,9 @@ let package = Package(
         .target(name: "PlugindFuzzing", dependencies: ["PlugindWire", "PlugindBundle", "PlugindPackages"], swiftSettings: swiftSettings),
         .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
         .executableTarget(
-            name: "fuzz-frame-decoder",
-            dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
-            path: "Fuzz/FrameDecoderFuzzer",
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "fuzz-elf-reader",
-            dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
-            path: "Fuzz/ELFReaderFuzzer",
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "fuzz-manifest-parser",
-            dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
-            path: "Fuzz/ManifestParserFuzzer",
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "fuzz-channel-protocol",
+            name: "plugind-fuzz",
             dependencies: ["ExtensionFoundation", "PlugindFuzzing", "CFuzzerDriver"],
-            path: "Fuzz/ChannelProtocolFuzzer",
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "fuzz-policy-files",
-            dependencies: ["ExtensionFoundation", "PlugindFuzzing", "CFuzzerDriver"],
-            path: "Fuzz/PolicyFilesFuzzer",
-            swiftSettings: swiftSettings
-        ),
-        .executableTarget(
-            name: "fuzz-package",
-            dependencies: ["PlugindFuzzing", "CFuzzerDriver"],
-            path: "Fuzz/PackageFuzzer",
+            path: "Fuzz/PlugindFuzz",
             swiftSettings: swiftSettings
         ),
         .executableTarget(

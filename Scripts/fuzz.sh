@@ -4,9 +4,9 @@
 # trust files, and plugin packages (as install unpacks them) with libFuzzer (and
 # AddressSanitizer), each for SECONDS (default 60), starting from the seeds in Fuzz/Corpus (the
 # ELF reader also from real libraries: the example plugins and a few system libraries, copied in
-# at run time). A crash leaves its input in .build/fuzz/crashes/<target>/; add it to
-# Fuzz/Corpus/<target>/ with the fix, so that the regression tests (FuzzCorpusTests) replay it
-# from then on.
+# at run time). All targets are one executable, plugind-fuzz, built once. A crash leaves its
+# input in .build/fuzz/crashes/<target>/ ('swift run plugind-fuzz <target> <file>' replays it);
+# add it to Fuzz/Corpus/<target>/ with the fix, so that the regression tests replay it from then on.
 #   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser|elf-reader|channel-protocol|policy-files|package ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,14 +21,12 @@ fi
 
 scratch=.build/fuzz
 status=0
+echo "== building plugind-fuzz with libFuzzer" >&2
+swift build -c release --scratch-path "$scratch" --product plugind-fuzz \
+    -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld 2>&1 | grep -v '^\[[0-9]*/[0-9]*\]' || true
+binary="$scratch/release/plugind-fuzz"
+test -x "$binary" || { echo "fuzz: the build of plugind-fuzz failed" >&2; exit 1; }
 for target in "${targets[@]}"; do
-    product="fuzz-$target"
-    echo "== building $product with libFuzzer" >&2
-    swift build -c release --scratch-path "$scratch" --product "$product" \
-        -Xswiftc -sanitize=fuzzer,address -Xswiftc -DFUZZING -Xswiftc -use-ld=lld 2>&1 | grep -v '^\[[0-9]*/[0-9]*\]' || true
-    binary="$scratch/release/$product"
-    test -x "$binary" || { echo "fuzz: the build of $product failed" >&2; exit 1; }
-
     corpus="$scratch/corpus/$target"
     crashes="$scratch/crashes/$target"
     mkdir -p "$corpus" "$crashes"
@@ -43,10 +41,10 @@ for target in "${targets[@]}"; do
     fi
     if [ "$target" = channel-protocol ]; then
         # Real encodings of a worker's messages as seeds: the fuzzer could hardly guess a frame.
-        swift build --product fuzz-channel-protocol >/dev/null 2>&1 && .build/debug/fuzz-channel-protocol --write-seeds "$corpus" || true
+        swift build --product plugind-fuzz >/dev/null 2>&1 && .build/debug/plugind-fuzz channel-protocol --write-seeds "$corpus" || true
     fi
     echo "== fuzzing $target for $seconds s" >&2
-    if ! "$binary" "$corpus" -max_total_time="$seconds" -max_len=$([ "$target" = elf-reader ] && echo 1048576 || echo 65536) -artifact_prefix="$crashes/" -print_final_stats=1 \
+    if ! PLUGIND_FUZZ_TARGET=$target "$binary" "$corpus" -max_total_time="$seconds" -max_len=$([ "$target" = elf-reader ] && echo 1048576 || echo 65536) -artifact_prefix="$crashes/" -print_final_stats=1 \
         2> "$scratch/$target.log"; then
         status=1
         echo "fuzz: $target found a failure; inputs in $crashes, log in $scratch/$target.log" >&2

@@ -1,7 +1,7 @@
 import Foundation
 
 /// Runs a fuzz body over files: each argument is a file, or a directory whose files are inputs.
-/// What the fuzz executables do when built without libFuzzer, and how crashes are reproduced.
+/// What plugind-fuzz does when built without libFuzzer, and how crashes are reproduced.
 package enum FuzzReplay {
     package static func inputs(in paths: [String]) -> [(path: String, bytes: [UInt8])] {
         var result: [(String, [UInt8])] = []

@@ -1,0 +1,71 @@
+import ExtensionFoundation
+import Foundation
+import PlugindFuzzing
+
+/// Every fuzz target of plugind, in one executable. Built with -sanitize=fuzzer -DFUZZING by
+/// Scripts/fuzz.sh, libFuzzer drives the target PLUGIND_FUZZ_TARGET names (libFuzzer owns the
+/// command line). Built normally, `plugind-fuzz TARGET FILE|DIR...` replays inputs (how a crash
+/// is reproduced), and `plugind-fuzz channel-protocol --write-seeds DIR` writes that target's seed
+/// conversations (real encodings of a worker's messages: the fuzzer could hardly guess a frame).
+enum FuzzTargets {
+    static let all: [String: @Sendable ([UInt8]) throws -> Void] = [
+        "frame-decoder": FrameDecoderFuzzing.run,
+        "manifest-parser": ManifestParserFuzzing.run,
+        "elf-reader": ELFReaderFuzzing.run,
+        "channel-protocol": { _ = try ChannelProtocolFuzzing.run($0) },
+        "policy-files": PolicyFilesFuzzing.run,
+        "package": PackageFuzzing.run,
+    ]
+
+    static var names: String { all.keys.sorted().joined(separator: ", ") }
+}
+
+#if FUZZING
+    import CFuzzerDriver
+
+    /// The target libFuzzer drives, chosen before it starts: its callback is a C function, which
+    /// cannot capture one.
+    let selectedTarget = ProcessInfo.processInfo.environment["PLUGIND_FUZZ_TARGET"].flatMap { FuzzTargets.all[$0] }
+
+    // SwiftPM links an executable's entry point under this name.
+    @_cdecl("plugind_fuzz_main")
+    func fuzzerMain(_ argc: Int32, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> Int32 {
+        guard selectedTarget != nil else {
+            FileHandle.standardError.write(Data("plugind-fuzz: set PLUGIND_FUZZ_TARGET to one of \(FuzzTargets.names)\n".utf8))
+            return 2
+        }
+        var count = argc
+        var arguments = argv
+        return LLVMFuzzerRunDriver(&count, &arguments) { data, size in
+            let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+            do {
+                try selectedTarget?(bytes)
+            } catch {
+                // A broken invariant: libFuzzer keeps the input that caused it.
+                fatalError("\(error)")
+            }
+            return 0
+        }
+    }
+#else
+    @main
+    enum Replay {
+        static func main() {
+            var arguments = Array(CommandLine.arguments.dropFirst())
+            guard let name = arguments.first, let target = FuzzTargets.all[name] else {
+                print(
+                    "usage: plugind-fuzz TARGET FILE|DIR... | plugind-fuzz channel-protocol --write-seeds DIR (targets: \(FuzzTargets.names))"
+                )
+                exit(2)
+            }
+            arguments.removeFirst()
+            if name == "channel-protocol", arguments.first == "--write-seeds", arguments.count == 2 {
+                let written = ChannelProtocolFuzzing.seeds().enumerated().allSatisfy { index, seed in
+                    FileManager.default.createFile(atPath: arguments[1] + "/seed-\(index)", contents: Data(seed))
+                }
+                exit(written ? 0 : 1)
+            }
+            exit(FuzzReplay.main("plugind-fuzz \(name)", arguments, target))
+        }
+    }
+#endif
