@@ -12,13 +12,6 @@ package enum PackageFuzzing {
         package var description: String
     }
 
-    /// A directory of this process's own, made once: the package is written to it and unpacked
-    /// into a fresh directory below it for each input.
-    private static let scratch: String? = {
-        var template = Array((NSTemporaryDirectory() + "/plugind-fuzz-package.XXXXXX").utf8CString)
-        return template.withUnsafeMutableBufferPointer { buffer in mkdtemp(buffer.baseAddress!).map { String(cString: $0) } }
-    }()
-
     package static func run(_ input: [UInt8]) throws {
         _ = try unpacks(input)
     }
@@ -26,10 +19,15 @@ package enum PackageFuzzing {
     /// Checks `input` as `run` does; returns whether it unpacked (the replay test checks that a
     /// seed reaches the unpacked side).
     package static func unpacks(_ input: [UInt8]) throws -> Bool {
-        guard let scratch else { throw InvariantViolation(description: "no scratch directory") }
+        // A directory of its own for each input, removed after: the package is written to it and
+        // unpacked into a fresh directory below it.
+        var template = Array((NSTemporaryDirectory() + "/plugind-fuzz-package.XXXXXX").utf8CString)
+        guard let scratch = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!).map { String(cString: $0) } }) else {
+            throw InvariantViolation(description: "no scratch directory")
+        }
+        defer { try? FileManager.default.removeItem(atPath: scratch) }
         let package = scratch + "/input.plugin"
         let target = scratch + "/unpacked"
-        defer { try? FileManager.default.removeItem(atPath: target) }
         try Data(input).write(to: URL(fileURLWithPath: package))
         try FileManager.default.createDirectory(atPath: target, withIntermediateDirectories: false)
         do {
