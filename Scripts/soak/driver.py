@@ -113,11 +113,8 @@ class Processes:
 
     @staticmethod
     def is_launcher(pid):
-        try:
-            with open("/proc/%d/cmdline" % pid, "rb") as cmdline:
-                return b"--launcher" in cmdline.read().split(b"\0")
-        except OSError:
-            return False
+        """A launcher, or a spare or worker it forked (a fork keeps the launcher's command line)."""
+        return "--launcher" in Processes.command(pid).split(" ")
 
 
 class Model:
@@ -484,8 +481,8 @@ class Soak:
         else:
             for key, bound in GROWTH_BOUNDS.items():
                 if first.report[key] - first.baseline[key] > bound:
-                    self.violation("host 0 grew by %d in %s after its first minute (bound %d)" % (
-                        first.report[key] - first.baseline[key], key, bound))
+                    self.violation("host 0 grew by %d in %s after its first minute (bound %d); it holds %s" % (
+                        first.report[key] - first.baseline[key], key, bound, first.report.get("descriptorKinds")))
         # Stop the hosts; nothing they started may be left.
         processes = Processes()
         left = [(pid, processes.start[pid]) for host in self.hosts for pid in processes.descendants(host.process.pid)]
