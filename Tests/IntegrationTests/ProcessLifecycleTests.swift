@@ -94,6 +94,33 @@ struct ProcessLifecycleTests {
         }
     }
 
+    @Test("launches in quick succession, each taking the worker primed by the one before, all succeed")
+    func primedTakenAsItIsPublished() async throws {
+        // The worker primed after a launch is published on the event loop's thread while the
+        // next launch may take it on another. It used to be watched only after it was published:
+        // a launch that took it in between watched its pidfd first, and one of the two
+        // registrations failed ("cannot watch the worker: epoll_ctl: File exists"), about once
+        // in a few hundred launches (found by the benchmark of 1,000 live workers).
+        let test = try TestHost()
+        defer { test.remove() }
+        try test.install(PluginFixture(library: "Echo"))
+        var configuration = try test.configuration("org.plugind.tests.echo")
+        configuration.sharing = .dedicated
+        var processes: [AppExtensionProcess] = []
+        defer { for process in processes { process.invalidate() } }
+        for _ in 0..<400 {
+            let process = try await AppExtensionProcess(configuration: configuration)
+            processes.append(process)
+            // A few alive at once, like a host's; the rest ended without waiting.
+            if processes.count > 8 { processes.removeFirst().invalidate() }
+        }
+        for process in processes {
+            #expect(try await process.makeConnection().send([7]) == [7])
+            await process.invalidateAndWait()
+        }
+        processes.removeAll()
+    }
+
     @Test("a host that turns confinement off gets a worker that restricted nothing ahead, though spares are ready")
     func unconfinedLaunchSkipsSpares() async throws {
         var test = try TestHost()

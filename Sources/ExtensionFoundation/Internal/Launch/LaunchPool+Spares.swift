@@ -192,15 +192,22 @@ extension LaunchPool {
         }
         resources.closeChildEnds()
         let primed = PrimedWorker(load: plan.load, sealedFiles: plan.sealedFiles, worker: worker, ends: resources.hostEnds, sealed: sealed)
-        let (kept, replaced) = state.withLock { state -> (Bool, PrimedWorker?) in
-            guard !state.stopped else { return (false, primed) }
+        // Watched while it waits: one killed meanwhile is reaped at once, not at the next launch
+        // of its plugin, which may never come (the chaos soak found such zombies). Watched
+        // before it is published: once published, a launch may take it and watch the same pidfd
+        // itself, and a second registration of it would fail that launch (epoll_ctl: EEXIST).
+        // Its death reported meanwhile waits for this job to end (it is on the loop's thread),
+        // and the pidfd stays readable until then.
+        guard (try? loop.register(primed.worker.process.processDescriptor, events: Epoll.readable, handler: self)) != nil else {
+            end(primed)
+            return
+        }
+        let replaced = state.withLock { state -> PrimedWorker? in
+            guard !state.stopped else { return primed }
             defer { state.primed = primed }
-            return (true, state.primed)
+            return state.primed
         }
         if let replaced { end(replaced) }
-        // Watched while it waits: one killed meanwhile is reaped at once, not at the next launch
-        // of its plugin, which may never come (the chaos soak found such zombies).
-        if kept { try? loop.register(primed.worker.process.processDescriptor, events: Epoll.readable, handler: self) }
     }
 
     /// The primed worker's pidfd became readable: it died while it waited. It is taken out and
