@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <sched.h>
 #include <linux/seccomp.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <seccomp.h>
@@ -84,6 +85,22 @@ int plugind_confinement_get_no_new_privileges(int *enabled) {
 
 int plugind_confinement_set_not_dumpable(void) {
     return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : errno;
+}
+
+int plugind_confinement_raise_oom_score(int adjustment) {
+    int descriptor = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    if (descriptor < 0) return errno;
+    char text[16] = {0};
+    ssize_t length = read(descriptor, text, sizeof text - 1);
+    int result = 0;
+    if (length <= 0) {
+        result = length < 0 ? errno : EIO;
+    } else if (atoi(text) < adjustment) {
+        int written = snprintf(text, sizeof text, "%d", adjustment);
+        if (pwrite(descriptor, text, (size_t)written, 0) != written) result = errno;
+    }
+    close(descriptor);
+    return result;
 }
 
 int plugind_confinement_set_dumpable(void) {

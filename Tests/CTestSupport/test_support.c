@@ -2,6 +2,7 @@
 
 #include <linux/keyctl.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -29,4 +30,11 @@ int plugind_test_has_xattr(const char *path, const char *name) {
 
 int plugind_test_exchange(const char *first, const char *second) {
     return renameat2(AT_FDCWD, first, AT_FDCWD, second, RENAME_EXCHANGE) == 0 ? 0 : -1;
+}
+
+int plugind_test_limit_processes(int32_t pid, int64_t soft) {
+    struct rlimit limit;
+    if (prlimit(pid, RLIMIT_NPROC, NULL, &limit) != 0) return -1;
+    limit.rlim_cur = soft < 0 ? limit.rlim_max : (rlim_t)soft;
+    return prlimit(pid, RLIMIT_NPROC, &limit, NULL);
 }

@@ -193,7 +193,9 @@ struct FaultIsolationTests {
     func noLeaks() async {
         // In a process of its own: the descriptor count must not see other tests' descriptors, and
         // SIGPIPE must be handled by the library alone. Exit statuses 20–22 name the failed check.
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
             var test = try TestHost()
             defer { test.remove() }
             test.host.launchTimeout = .milliseconds(500)
@@ -237,9 +239,8 @@ struct FaultIsolationTests {
             guard ProcessInspection.zombieChildren().isEmpty else { exit(21) }
             guard ProcessInspection.processes(named: "pgd-leak").isEmpty else { exit(22) }
         }
-        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
-            Issue.record("child said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
-        }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
     }
 
     @Test("a response over the message limit: limitExceeded naming the message limit")

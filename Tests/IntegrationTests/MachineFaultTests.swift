@@ -1,3 +1,4 @@
+import CTestSupport
 import ExtensionFoundation
 import Foundation
 import Glibc
@@ -27,7 +28,9 @@ struct MachineFaultTests {
     func stoppedWorker() async throws {
         // In a process of its own: the stop is a signal anyone may undo, and the host's reaping
         // must be this host's alone. Exit statuses 10–16 name the check that failed.
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
             let test = try TestHost()
             defer { test.remove() }
             let process = try await test.launch(PluginFixture(library: "Countdown"))
@@ -66,15 +69,16 @@ struct MachineFaultTests {
             guard String(decoding: answer, as: UTF8.self) == "counted down 1 steps\n" else { Self.fail(16, "the next answer: \(answer)") }
             await again.invalidateAndWait()
         }
-        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
-            Issue.record("child said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
-        }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
     }
 
     @Test("requests to a stopped worker fill its pipe, which nobody reads: each still fails with timedOut at its own deadline")
     func pipeFilledNeverRead() async throws {
         // In a process of its own, like the test above. Exit statuses 20–23 name the check that failed.
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
             let test = try TestHost()
             defer { test.remove() }
             let process = try await test.launch(PluginFixture(library: "Countdown"))
@@ -120,8 +124,165 @@ struct MachineFaultTests {
             guard termination == .signaled(signal: SIGKILL, name: "SIGKILL") else { Self.fail(22, "it ended otherwise: \(termination)") }
             guard await Deadline.reaped(pid, seconds: 20) else { Self.fail(23, "it was not reaped") }
         }
-        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
-            Issue.record("child said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
+    }
+
+    /// Sets the soft process limit (RLIMIT_NPROC) of this process and of its children (the
+    /// launchers and spares, which inherited the old one) to `soft`, or back to the hard limit.
+    static func limitProcesses(to soft: Int64?) {
+        for pid in [getpid()] + ProcessInspection.children(of: getpid()) {
+            _ = plugind_test_limit_processes(pid, soft ?? -1)
         }
+    }
+
+    @Test(
+        "the host's user at its process limit (RLIMIT_NPROC): a launch fails naming the limit, a running worker keeps answering, and launches work again once the limit is raised",
+        .enabled(if: geteuid() != 0, "root is not held to RLIMIT_NPROC: the suite's run as an ordinary user covers it"))
+    func processLimit() async throws {
+        // In a process of its own, whose limit the test lowers. Exit statuses 30–35 name the check that failed.
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
+            let test = try TestHost()
+            defer { test.remove() }
+            let running = try await test.launch(PluginFixture(library: "Echo"))
+            let connection = try await running.makeConnection()
+            guard try await connection.send([1]) == [1] else { Self.fail(30, "the echo did not answer") }
+            try test.install(PluginFixture(library: "Countdown"))
+            // Every thread the launch needs exists already (the event loop's, the pool's): only new
+            // processes are refused.
+            Self.limitProcesses(to: 0)
+            // A spare forked before the limit fell may still take a launch (and must answer);
+            // past those, a launch needs a new process and fails.
+            let countdown = try {
+                var configuration = try test.configuration("org.plugind.tests.countdown")
+                configuration.sharing = .dedicated
+                return configuration
+            }()
+            var started: [AppExtensionProcess] = []
+            var refusal: AppExtensionError?
+            for _ in 0..<6 where refusal == nil {
+                do {
+                    started.append(
+                        try await Deadline.wait("a launch at the limit", seconds: 20) {
+                            try await AppExtensionProcess(configuration: countdown)
+                        })
+                } catch let error as AppExtensionError {
+                    refusal = error
+                }
+            }
+            guard let refused = refusal else { Self.fail(31, "six launches succeeded at the process limit") }
+            for process in started {
+                let answer = try await Deadline.wait("an answer", seconds: 20) { try await process.makeConnection().send(Array("1".utf8)) }
+                guard String(decoding: answer, as: UTF8.self) == "counted down 1 steps\n" else {
+                    Self.fail(35, "a spare's answer: \(answer)")
+                }
+                await process.invalidateAndWait()
+            }
+            guard refused.code == .spawnFailed, refused.reason.contains("the host's user is at its process limit (RLIMIT_NPROC is 0)")
+            else {
+                Self.fail(32, "the launch failed otherwise: \(refused)")
+            }
+            guard try await Deadline.wait("the running echo's answer", seconds: 20, { try await connection.send([2]) }) == [2] else {
+                Self.fail(33, "the running echo stopped answering")
+            }
+            Self.limitProcesses(to: nil)
+            let again = try await Deadline.wait("the launch after the limit was raised", seconds: 20) {
+                try await AppExtensionProcess(configuration: countdown)
+            }
+            let answer = try await again.makeConnection().send(Array("1".utf8))
+            guard String(decoding: answer, as: UTF8.self) == "counted down 1 steps\n" else { Self.fail(34, "the next answer: \(answer)") }
+            await again.invalidateAndWait()
+            await running.invalidateAndWait()
+        }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
+    }
+
+    /// /proc/PID/oom_score_adj; nil once the process is gone.
+    static func oomScoreAdjustment(of pid: Int32) -> Int? {
+        Int(ProcessInspection.readProcFile("/proc/\(pid)/oom_score_adj").trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// A memory control group of the machine's (version 1's memory controller, or version 2's
+    /// root when it delegates memory) in which a test may make a group of its own; nil where
+    /// there is none or it is not writable (not root).
+    static var memoryGroupParent: String? {
+        guard geteuid() == 0 else { return nil }
+        if access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) == 0, access("/sys/fs/cgroup/memory", W_OK) == 0 {
+            return "/sys/fs/cgroup/memory"
+        }
+        let controllers = ProcessInspection.readProcFile("/sys/fs/cgroup/cgroup.subtree_control")
+        return controllers.split(separator: " ").contains("memory") && access("/sys/fs/cgroup", W_OK) == 0 ? "/sys/fs/cgroup" : nil
+    }
+
+    @Test(
+        "memory pressure on host and workers together: the kernel's OOM killer takes the worker, not the larger host, which gets a typed error and launches again",
+        .enabled(if: memoryGroupParent != nil, "needs a memory control group the test can make (root, cgroup memory controller)"))
+    func memoryPressure() async throws {
+        // In a process of its own, moved into a memory group of 256 MiB with its workers: the
+        // host holds 120 MiB more than it needs, the memory hog takes what is left. Without the
+        // workers' OOM score the kernel would kill the host, the larger process. Exit statuses
+        // 50–55 name the check that failed.
+        let group = try #require(Self.memoryGroupParent) + "/plugind-test-oom-\(getpid())"
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String, group = group as String] in
+            ExitTestReport.redirectStandardError(to: path)
+            let version1 = group.hasPrefix("/sys/fs/cgroup/memory/")
+            guard mkdir(group, 0o755) == 0 || errno == EEXIST,
+                (try? "\(256 << 20)".write(
+                    toFile: group + (version1 ? "/memory.limit_in_bytes" : "/memory.max"), atomically: false, encoding: .utf8))
+                    != nil,
+                (try? "\(getpid())".write(toFile: group + "/cgroup.procs", atomically: false, encoding: .utf8)) != nil
+            else { Self.fail(50, "cannot make the memory group \(group): \(Errno.current)") }
+            let test = try TestHost()
+            defer { test.remove() }
+            let echo = try await test.launch(PluginFixture(library: "Echo"))
+            let ballast = UnsafeMutableRawBufferPointer.allocate(byteCount: 120 << 20, alignment: 4096)
+            defer { ballast.deallocate() }
+            // Touched, so that it is the host's own memory.
+            for offset in stride(from: 0, to: ballast.count, by: 4096) { ballast[offset] = 1 }
+            let hog = try await test.launch(PluginFixture(library: "FaultyMemoryHog", extra: ["limits": ["memoryBytes": 1 << 30]]))
+            let failure: AppExtensionError
+            do {
+                _ = try await Deadline.wait("the memory hog's end", seconds: 60) { try await hog.makeConnection().send([]) }
+                Self.fail(51, "the memory hog answered")
+            } catch let error as AppExtensionError {
+                failure = error
+            }
+            guard failure.code == .workerKilled, failure.termination == .signaled(signal: SIGKILL, name: "SIGKILL") else {
+                Self.fail(52, "the memory hog ended otherwise: \(failure)")
+            }
+            guard try await Deadline.wait("the echo's answer", seconds: 20, { try await echo.makeConnection().send([3]) }) == [3] else {
+                Self.fail(53, "the running echo stopped answering")
+            }
+            let again = try await Deadline.wait("a launch after the pressure", seconds: 20) {
+                try await test.launch(PluginFixture(library: "Countdown"))
+            }
+            let answer = try await Deadline.wait("its answer", seconds: 20) { try await again.makeConnection().send(Array("1".utf8)) }
+            guard String(decoding: answer, as: UTF8.self) == "counted down 1 steps\n" else { Self.fail(54, "the next answer: \(answer)") }
+            // Every worker and launcher the host started is ranked above it for the OOM killer
+            // (launchers once they are ready: a launcher still starting has not yet set its score).
+            await LaunchPool.settleAll()
+            let host = Self.oomScoreAdjustment(of: getpid()) ?? -1
+            let started = ProcessInspection.children(of: getpid()).filter {
+                ProcessInspection.readProcFile("/proc/\($0)/comm").hasPrefix("plugind-worker") && ProcessInspection.state(of: $0) != "Z"
+            }
+            for child in Set(started + [echo.processIdentifier, again.processIdentifier]) {
+                let score = Self.oomScoreAdjustment(of: child)
+                guard let score, score >= max(host, 500) else { Self.fail(55, "process \(child) has OOM score adjustment \(score ?? -1)") }
+            }
+            await again.invalidateAndWait()
+            await echo.invalidateAndWait()
+        }
+        // The group is removed once the child and its workers have left it (a worker of a killed
+        // host ends a moment later).
+        _ = try? await Deadline.wait("the memory group to empty", seconds: 20) {
+            while !ProcessInspection.readProcFile(group + "/cgroup.procs").isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        }
+        rmdir(group)
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
     }
 }

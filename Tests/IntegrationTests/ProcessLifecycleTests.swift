@@ -265,7 +265,9 @@ struct ProcessLifecycleTests {
     func primedRelaunch() async {
         // In a process of its own: a launch of anything else, in a test running in parallel, would
         // end the primed worker. Exit statuses 30–34 name the check that failed.
-        await #expect(processExitsWith: .success) {
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
             let test = try TestHost()
             defer { test.remove() }
             try test.install(PluginFixture(library: "Echo"))
@@ -282,11 +284,15 @@ struct ProcessLifecycleTests {
             guard try await process.makeConnection().send([7]) == [7] else { exit(34) }
             await process.invalidateAndWait()
         }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
     }
 
     @Test("a worker primed for one plan is ended, never used, by a launch of another")
     func primedMismatch() async {
-        await #expect(processExitsWith: .success) {
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
             var test = try TestHost()
             defer { test.remove() }
             try test.install(PluginFixture(library: "Echo"))
@@ -303,13 +309,17 @@ struct ProcessLifecycleTests {
             guard poll(&watched, 1, 10_000) == 1 else { exit(43) }
             await process.invalidateAndWait()
         }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
     }
 
     @Test("200 launch and invalidate cycles leave no zombie and no descriptor behind")
     func launchCycles() async {
         // In a process of its own, so that descriptors and children of tests running in parallel
         // cannot blur the count. Exit statuses 10–13 name the check that failed.
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
             let test = try TestHost()
             defer { test.remove() }
             try test.install(PluginFixture(library: "Echo"))
@@ -337,9 +347,8 @@ struct ProcessLifecycleTests {
             guard ProcessInspection.zombieChildren().isEmpty else { exit(12) }
             guard pids.allSatisfy({ !ProcessInspection.exists($0) }), Set(pids).count == 200 else { exit(13) }
         }
-        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
-            Issue.record("child said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
-        }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
     }
 
     @Test(

@@ -322,7 +322,9 @@ struct SecurityTests {
         // off, which are dumpable on purpose) are children of this process too. Exit statuses:
         // 40 fewer than a launcher and a spare, 41 one of them dumpable (its pid and owner on
         // stderr).
-        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
             let test = try TestHost()
             defer { test.remove() }
             let process = try await test.launch(PluginFixture(library: "FaultyHostileProbe"))
@@ -342,6 +344,8 @@ struct SecurityTests {
                 }
             }
         }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
     }
 
     @Test("each worker has an address-space layout, a stack canary and a hash seed of its own, from a spare or forked on the spot")
@@ -564,7 +568,9 @@ struct SlowReaderTests {
     func unreadFrames() async {
         // In a process of its own, so that its memory is all the host's. Exit statuses: 40 the
         // host grew too much, 41 the worker was not stopped as it should be.
-        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
             let test = try TestHost()
             defer { test.remove() }
             let interruptions = InterruptionCounter()
@@ -589,9 +595,8 @@ struct SlowReaderTests {
             FileHandle.standardError.write(Data("the host grew by \(grown >> 20) MiB\n".utf8))
             if grown >= 48 << 20 { exit(40) }
         }
-        if let result, result.exitStatus != .exitCode(EXIT_SUCCESS) {
-            Issue.record("child said: \(String(decoding: result.standardErrorContent, as: UTF8.self))")
-        }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
     }
 
     @Test(
@@ -600,11 +605,14 @@ struct SlowReaderTests {
     func droppedMessagesReleaseMemory() async {
         // Each in a process of its own, so that its memory is all the host's; exit status 40: the
         // host grew by more than the margin.
-        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            try await SlowReaderTests.postEventsMeasuringMemory(readerKeepsUp: false)
-        }
-        await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
-            try await SlowReaderTests.postEventsMeasuringMemory(readerKeepsUp: true)
+        for keepsUp in [false, true] {
+            let report = ExitTestReport()
+            let result = await #expect(processExitsWith: .success) { [path = report.path as String, keepsUp = keepsUp as Bool] in
+                ExitTestReport.redirectStandardError(to: path)
+                try await SlowReaderTests.postEventsMeasuringMemory(readerKeepsUp: keepsUp)
+            }
+            let said = report.take()
+            if result == nil { Issue.record("reader keeps up \(keepsUp), child said: \(said)") }
         }
     }
 

@@ -25,6 +25,12 @@ int plugind_confinement_get_no_new_privileges(int *_Nonnull enabled);
 /// Wraps prctl(PR_SET_DUMPABLE, 0).
 int plugind_confinement_set_not_dumpable(void);
 
+/// Raises the calling process's OOM score adjustment (/proc/self/oom_score_adj) to `adjustment`
+/// when it is lower, so that under memory pressure the kernel's OOM killer takes this process
+/// before its host. Raising needs no privilege; call it while the process is still dumpable (a
+/// process that is not has its /proc files owned by root). 0, or the errno.
+int plugind_confinement_raise_oom_score(int adjustment);
+
 /// Makes the calling process dumpable again (a worker whose host turned confinement off, so that
 /// a debugger can attach). Returns 0 or an errno.
 int plugind_confinement_set_dumpable(void);

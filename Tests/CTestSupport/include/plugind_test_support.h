@@ -20,6 +20,10 @@ int plugind_test_has_xattr(const char *_Nonnull path, const char *_Nonnull name)
 /// Swaps two directory entries atomically (renameat2 with RENAME_EXCHANGE). 0, or -1 with errno.
 int plugind_test_exchange(const char *_Nonnull first, const char *_Nonnull second);
 
+/// Sets the soft process limit (RLIMIT_NPROC) of process `pid` to `soft`, or to its hard limit
+/// when `soft` is negative (prlimit). 0, or -1 with errno.
+int plugind_test_limit_processes(int32_t pid, int64_t soft);
+
 /// Unlinks and revokes a key added by `plugind_test_add_key`.
 void plugind_test_remove_key(int32_t key);
 

@@ -57,11 +57,16 @@ enum WorkerLauncher {
         defer { reservation?.release() }
         var attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop)
         var fallbackCause: String?
+        // A limit of the host's (its processes, descriptors, memory) named in the final error: the
+        // owner can act on it, and it is never the plugin's doing.
+        var exhausted: String?
         if let forks = plan.launchStrategy.forks {
             do {
                 switch try await attempt.run(pool: .shared(forks), reservation: reservation) {
                 case .launched(let launched): return launched
-                case .failed(let cause): fallbackCause = cause
+                case .failed(let cause):
+                    fallbackCause = "\(cause)"
+                    exhausted = (cause as? SystemError)?.exhaustedHostResource
                 }
             } catch let error as AppExtensionError where error.code == .workerKilled {
                 // The spare or the worker the shared launcher forked was killed before it was
@@ -79,7 +84,9 @@ enum WorkerLauncher {
         case .failed(let cause):
             attempt.cgroup?.remove()
             let before = fallbackCause.map { "the shared launcher failed (\($0)), then " } ?? ""
-            throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(before)\(cause)")
+            let limit = ((cause as? SystemError)?.exhaustedHostResource ?? exhausted).map { "; " + $0 } ?? ""
+            throw AppExtensionError(
+                .spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(before)\(cause)\(limit)", underlying: cause)
         }
     }
 
@@ -97,7 +104,7 @@ enum WorkerLauncher {
             case launched(Launched)
             /// The pool could not start the worker (everything opened for the attempt is closed
             /// again): why.
-            case failed(String)
+            case failed(any Error)
         }
 
         let plan: LaunchPlan
@@ -142,7 +149,7 @@ enum WorkerLauncher {
                 started = try await start(resources: resources, pool: choice, reservation: reservation)
             } catch {
                 resources.hostEnds.close()
-                return .failed("\(error)")
+                return .failed(error)
             }
             let (worker, pool) = started
             let launched = try await handshake(
