@@ -25,6 +25,13 @@ mkdir -p "$out"
 for program in pingpong spawn first_byte load; do
     cc -O2 -pthread -o "$out/$program" "Benchmarks/Baselines/$program.c"
 done
+# The C example plugins as their authors build them (cc -shared, no Swift runtime), for the C
+# workers' figures (BenchHost.library).
+mkdir -p "$out/c-plugins"
+for name in Echo CTextFilter FunctionLibrary; do
+    cc -O2 -shared -fPIC -I Sources/PlugindPluginABI/include -o "$out/c-plugins/lib$name.so" ExamplePlugins/$name/*.c
+done
+export PLUGIND_BENCH_C_PLUGINS="$out/c-plugins"
 # A C host on libplugind (the release build's), for the round trip from C.
 cc -O2 -o "$out/host_round_trip" Benchmarks/Baselines/host_round_trip.c -I Sources/CPlugindHostAPI/include \
     -L "$bin" -lPlugindHost -Wl,-rpath,"$bin"

@@ -21,6 +21,19 @@ struct BenchHost {
         return FileManager.default.currentDirectoryPath
     }
 
+    /// The example plugin `name`'s library. SwiftPM links every library it builds with the Swift
+    /// runtime, which a C plugin built as its authors build it (`cc -shared`) does not map:
+    /// `Scripts/bench.sh` builds the C examples that way into `PLUGIND_BENCH_C_PLUGINS`, so that
+    /// a C worker's figures are a C plugin's.
+    static func library(_ name: String) -> String {
+        if let directory = ProcessInfo.processInfo.environment["PLUGIND_BENCH_C_PLUGINS"],
+            FileManager.default.fileExists(atPath: directory + "/lib\(name).so")
+        {
+            return directory + "/lib\(name).so"
+        }
+        return productsDirectory + "/lib\(name).so"
+    }
+
     init() throws {
         var template = Array("/tmp/plugind-bench.XXXXXX".utf8CString)
         guard let created = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
@@ -39,7 +52,7 @@ struct BenchHost {
                 atPath: Self.packageRoot + "/ExamplePlugins/\(name)/manifest.json",
                 toPath: bundle + "/manifest.json"
             )
-            try FileManager.default.copyItem(atPath: Self.productsDirectory + "/lib\(name).so", toPath: bundle + "/lib\(name).so")
+            try FileManager.default.copyItem(atPath: Self.library(name), toPath: bundle + "/lib\(name).so")
         }
         host = AppExtensionHost(identifier: "org.plugind.examples", environment: ["HOME": directory])
         host.bundledPluginsDirectory = URL(fileURLWithPath: bundled)
