@@ -25,6 +25,29 @@ mkdir -p "$out"
 for program in pingpong spawn first_byte load; do
     cc -O2 -pthread -o "$out/$program" "Benchmarks/Baselines/$program.c"
 done
+# The peers, measured in the same run (Benchmarks/PlugindBench/Suite.swift, peers()): Debian's
+# bubblewrap, and Extism's runtime from PyPI's extism-sys wheel (its libextism, called from C by
+# Benchmarks/Peers/extism_caller.c) with an echo module built for wasm32 by the toolchain's clang.
+# A peer that cannot be had here is left out with a message; the rest of the run goes on.
+if ! command -v bwrap >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        apt-get install -y -qq bubblewrap >/dev/null 2>&1 || echo "bench: could not install bubblewrap; its rows are left out" >&2
+    else
+        echo "bench: bubblewrap is not installed (sudo apt-get install bubblewrap); its rows are left out" >&2
+    fi
+fi
+peers_venv="$out/peers-venv"
+if [ ! -x "$peers_venv/bin/python" ]; then python3 -m venv "$peers_venv" || true; fi
+if [ -x "$peers_venv/bin/python" ] && ! "$peers_venv/bin/python" -c 'import extism_sys' 2>/dev/null; then
+    "$peers_venv/bin/pip" install -q 'extism-sys==1.41.0' || echo "bench: could not install extism-sys from PyPI; the Extism rows are left out" >&2
+fi
+rm -f "$out/libextism.so"
+libextism=$("$peers_venv/bin/python" -c 'import extism_sys, os; print(os.path.join(os.path.dirname(extism_sys.__file__), "libextism_sys.so"))' 2>/dev/null || true)
+if [ -n "$libextism" ] && [ -f "$libextism" ]; then ln -s "$libextism" "$out/libextism.so"; fi
+cc -O2 -o "$out/extism_caller" Benchmarks/Peers/extism_caller.c -ldl
+"$(dirname "$(command -v swift)")/clang" --target=wasm32 -O2 -nostdlib -Wl,--no-entry -Wl,--export=echo \
+    -o "$out/echo.wasm" Benchmarks/Peers/extism_echo.wasm.c || echo "bench: the toolchain's clang could not build the wasm32 echo; the Extism rows are left out" >&2
+
 # The C example plugins as their authors build them (cc -shared, no Swift runtime), for the C
 # workers' figures (BenchHost.library).
 mkdir -p "$out/c-plugins"

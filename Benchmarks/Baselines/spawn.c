@@ -1,6 +1,8 @@
 // Raw baseline: posix_spawn of a trivial C program until its first byte arrives on a pipe, the
 // least a plugin launch can cost. Prints the median in microseconds.
-//   spawn PROGRAM ITERATIONS [CPU]
+//   spawn PROGRAM ITERATIONS [CPU [ARGUMENT...]]
+// CPU -1 leaves it unpinned; with ARGUMENTs the child is PROGRAM ARGUMENT... (the peer
+// benchmark starts bubblewrap so, with the trivial program inside its sandbox).
 #define _GNU_SOURCE
 #include <sched.h>
 #include <spawn.h>
@@ -19,9 +21,9 @@ static int compare(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 3) { fprintf(stderr, "usage: spawn PROGRAM ITERATIONS [CPU]\n"); return 64; }
+    if (argc < 3) { fprintf(stderr, "usage: spawn PROGRAM ITERATIONS [CPU [ARGUMENT...]]\n"); return 64; }
     int iterations = atoi(argv[2]);
-    if (argc > 3) {
+    if (argc > 3 && atoi(argv[3]) >= 0) {
         cpu_set_t set;
         CPU_ZERO(&set);
         CPU_SET(atoi(argv[3]), &set);
@@ -34,7 +36,13 @@ int main(int argc, char **argv) {
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-        char *child_argv[] = {argv[1], NULL};
+        char *plain_argv[] = {argv[1], NULL};
+        char **child_argv = plain_argv;
+        if (argc > 4) {
+            // The CPU (read above) gives its place to the child's argv[0].
+            child_argv = &argv[3];
+            child_argv[0] = argv[1];
+        }
         struct timespec start, end;
         clock_gettime(CLOCK_MONOTONIC, &start);
         pid_t pid;

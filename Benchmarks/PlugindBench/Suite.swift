@@ -35,6 +35,7 @@ struct Suite {
         baseline("socketpair-1MiB", ["socketpair", "1048576", "\(count(500))", "-1", "-1"])
         spawnBaseline("spawn-c-first-byte-unpinned", cpu: nil)
         spawnBaseline("spawn-c-first-byte-same-core", cpu: 0)
+        peers()
 
         section("plugind")
         bench(["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--name", "round-trip-64-same-core"], cpu: 0)
@@ -158,6 +159,34 @@ struct Suite {
         record(name, outputs: (0..<repetitions).map { _ in runProcess(baselines + "/spawn", arguments) })
     }
 
+    /// The peers a user would pick instead, measured in the same run (Scripts/bench.sh installs
+    /// and builds them; a peer it could not provide is left out, and its rows say "missing"):
+    /// bubblewrap's sandboxed launch of the same trivial program to its first byte, every
+    /// namespace bubblewrap knows unshared; an Extism echo call from C and a new Extism instance
+    /// with its first call.
+    private mutating func peers() {
+        section("peers")
+        let bubblewrap = "/usr/bin/bwrap"
+        if FileManager.default.isExecutableFile(atPath: bubblewrap) {
+            var arguments = [bubblewrap, "\(count(300))", "-1", "--unshare-all", "--die-with-parent", "--new-session"]
+            // As root bubblewrap would keep the capabilities it has; a plugind worker has none.
+            if geteuid() == 0 { arguments += ["--cap-drop", "ALL"] }
+            arguments += [
+                "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64", "--symlink", "usr/bin",
+                "/bin", "--proc", "/proc", "--dev", "/dev", "--ro-bind", baselines + "/first_byte", "/first_byte", "/first_byte",
+            ]
+            record("bubblewrap-first-byte", outputs: (0..<repetitions).map { _ in runProcess(baselines + "/spawn", arguments) })
+        } else {
+            FileHandle.standardError.write(Data("   bubblewrap: not installed (Debian's bubblewrap), left out\n".utf8))
+        }
+        let caller = baselines + "/extism_caller", library = baselines + "/libextism.so", module = baselines + "/echo.wasm"
+        if [caller, library, module].allSatisfy(FileManager.default.fileExists(atPath:)) {
+            bench([library, module, "\(count(20000))"], program: caller)
+        } else {
+            FileHandle.standardError.write(Data("   extism: not provided by Scripts/bench.sh (PyPI's extism-sys), left out\n".utf8))
+        }
+    }
+
     /// A baseline prints its median alone.
     private mutating func record(_ name: String, outputs: [String]) {
         let values = outputs.compactMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
@@ -173,11 +202,14 @@ struct Suite {
     /// Runs a subcommand of this executable (pinned to `cpu` with its workers) in `times`
     /// processes (default `repetitions`) and keeps, for every measurement it prints, the run
     /// with the median of the medians.
-    private mutating func bench(_ arguments: [String], cpu: Int? = nil, times: Int? = nil, rename: [String: String] = [:]) {
+    private mutating func bench(
+        _ arguments: [String], program: String? = nil, cpu: Int? = nil, times: Int? = nil, rename: [String: String] = [:]
+    ) {
+        let program = program ?? executable
         var runs: [String: [Measurement]] = [:]
         for _ in 0..<(times ?? repetitions) {
             let output =
-                cpu.map { runProcess("/usr/bin/taskset", ["-c", "\($0)", executable] + arguments) } ?? runProcess(executable, arguments)
+                cpu.map { runProcess("/usr/bin/taskset", ["-c", "\($0)", program] + arguments) } ?? runProcess(program, arguments)
             for line in output.split(separator: "\n") {
                 guard var measurement = try? JSONDecoder().decode(Measurement.self, from: Data(line.utf8)) else {
                     if line.contains("error") { FileHandle.standardError.write(Data("   \(arguments[0]): \(line)\n".utf8)) }
@@ -316,6 +348,13 @@ struct Suite {
                     baseline: "\(format(peer, "us")) (swift-plugin-server)", ratio: speedup, goal: "≥ 10× faster", met: speedup >= 10))
         }
         ratioRow("typed call through libffi vs empty request", "typed-call", "empty-request", atMost: 1.1)
+        // Against the peers (see `peers()`).
+        ratioRow("launch until ready, primed, vs bubblewrap's sandboxed launch", "launch-c-unpinned", "bubblewrap-first-byte", atMost: 0.5)
+        ratioRow(
+            "on-demand launch (no spare ready) vs bubblewrap's sandboxed launch", "launch-c-spawn", "bubblewrap-first-byte", atMost: 0.5)
+        ratioRow("launch to first answer vs an Extism instance and its first call", "first-response", "extism-instance-first-call", atMost: 3)
+        ratioRow("64 B round trip, unpinned, vs an Extism call from C", "round-trip-64-unpinned", "extism-call-64", atMost: 1.0)
+        ratioRow("64 B round trip from C (libplugind) vs an Extism call from C", "round-trip-64-c-host", "extism-call-64", atMost: 1.0)
         for (name, layout) in [("live-workers-uss", "a layout each"), ("live-workers-uss-sharing-layout", "sharing a layout")] {
             guard let workers = measurements[name] else { continue }
             let maximum = workers.extra["maxKiB"] ?? 0
