@@ -179,7 +179,9 @@ struct Suite {
         } else {
             FileHandle.standardError.write(Data("   bubblewrap: not installed (Debian's bubblewrap), left out\n".utf8))
         }
-        let caller = baselines + "/extism_caller", library = baselines + "/libextism.so", module = baselines + "/echo.wasm"
+        let caller = baselines + "/extism_caller"
+        let library = baselines + "/libextism.so"
+        let module = baselines + "/echo.wasm"
         if [caller, library, module].allSatisfy(FileManager.default.fileExists(atPath:)) {
             bench([library, module, "\(count(20000))"], program: caller)
         } else {
@@ -352,7 +354,8 @@ struct Suite {
         ratioRow("launch until ready, primed, vs bubblewrap's sandboxed launch", "launch-c-unpinned", "bubblewrap-first-byte", atMost: 0.5)
         ratioRow(
             "on-demand launch (no spare ready) vs bubblewrap's sandboxed launch", "launch-c-spawn", "bubblewrap-first-byte", atMost: 0.5)
-        ratioRow("launch to first answer vs an Extism instance and its first call", "first-response", "extism-instance-first-call", atMost: 3)
+        ratioRow(
+            "launch to first answer vs an Extism instance and its first call", "first-response", "extism-instance-first-call", atMost: 3)
         ratioRow("64 B round trip, unpinned, vs an Extism call from C", "round-trip-64-unpinned", "extism-call-64", atMost: 1.0)
         ratioRow("64 B round trip from C (libplugind) vs an Extism call from C", "round-trip-64-c-host", "extism-call-64", atMost: 1.0)
         for (name, layout) in [("live-workers-uss", "a layout each"), ("live-workers-uss-sharing-layout", "sharing a layout")] {
