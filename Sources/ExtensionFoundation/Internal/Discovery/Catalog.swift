@@ -178,8 +178,12 @@ package final class Catalog: Sendable {
         defer { rootDirectory?.close() }
         let rootDescriptor = rootDirectory?.rawValue ?? -1
         let processors = ProcessInfo.processInfo.activeProcessorCount
+        // The cache as it was when the scan began, read without the lock: the scan's threads
+        // would otherwise contend for it once per bundle (`perf` showed the lock's slow path).
+        // A bundle the scan itself inspects is added under the lock and read by the next scan.
+        let known = cache.withLock { $0 }
         guard names.count >= Self.parallelScanThreshold, processors > 1 else {
-            return names.map { ($0, inspect($0, inRoot: root, descriptor: rootDescriptor)) }
+            return names.map { ($0, inspect($0, inRoot: root, descriptor: rootDescriptor, known: known)) }
         }
         // Several chunks per processor, so that one slow chunk does not leave the others idle.
         let chunkCount = processors * 4
@@ -187,7 +191,7 @@ package final class Catalog: Sendable {
         let chunks = Locked<[Int: [Result<InspectedBundle, BundleProblem>?]]>([:])
         DispatchQueue.concurrentPerform(iterations: chunkCount) { chunk in
             let range = min(chunk * chunkSize, names.count)..<min((chunk + 1) * chunkSize, names.count)
-            let results = names[range].map { inspect($0, inRoot: root, descriptor: rootDescriptor) }
+            let results = names[range].map { inspect($0, inRoot: root, descriptor: rootDescriptor, known: known) }
             chunks.withLock { $0[chunk] = results }
         }
         let results = chunks.withLock { chunks in (0..<chunkCount).flatMap { chunks[$0] ?? [] } }
@@ -201,6 +205,13 @@ package final class Catalog: Sendable {
     /// from the cache when the identities of its directory, manifest and library are unchanged.
     /// Nil when the directory has no manifest.
     func inspect(_ name: String, inRoot root: String, descriptor rootDescriptor: CInt) -> Result<InspectedBundle, BundleProblem>? {
+        inspect(name, inRoot: root, descriptor: rootDescriptor, known: nil)
+    }
+
+    /// `inspect(_:inRoot:descriptor:)` with the cache as a scan took it (`known`; nil: read it now).
+    private func inspect(
+        _ name: String, inRoot root: String, descriptor rootDescriptor: CInt, known: [String: CachedBundle]?
+    ) -> Result<InspectedBundle, BundleProblem>? {
         let bundlePath = root + "/" + name
         let directory = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
         let relativePath = rootDescriptor >= 0 ? name : bundlePath
@@ -216,7 +227,7 @@ package final class Catalog: Sendable {
         }
         // A usable bundle holds while every entry of it (and a system library it names) is
         // unchanged; a rejected one while its directory, manifest and library are.
-        if let cached = cache.withLock({ $0[bundlePath] }) {
+        if let cached = known.map({ $0[bundlePath] }) ?? cache.withLock({ $0[bundlePath] }) {
             let unchanged: Bool
             switch cached.result {
             case .success(let bundle):
