@@ -17,6 +17,18 @@ struct MachineFaultTests {
             .first { $0.hasPrefix("PPid:") }.flatMap { Int32($0.dropFirst(5).trimmingCharacters(in: .whitespaces)) }
     }
 
+    /// The Countdown plugin launched, once its launcher has exited (the worker is then the
+    /// host's child alone, so that nothing but the host is left to act on it).
+    static func launchCountdownLeftToHost(_ test: TestHost) async throws -> AppExtensionProcess {
+        let process = try await test.launch(PluginFixture(library: "Countdown"))
+        let pid = process.processIdentifier
+        let host = getpid()
+        try await Deadline.wait("the worker's launcher to exit", seconds: 20) {
+            while Self.parent(of: pid) != host { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        return process
+    }
+
     /// Writes `message` to standard error and exits with `status`: how the child of an exit test
     /// says which check failed.
     static func fail(_ status: Int32, _ message: String) -> Never {
@@ -33,13 +45,8 @@ struct MachineFaultTests {
             ExitTestReport.redirectStandardError(to: path)
             let test = try TestHost()
             defer { test.remove() }
-            let process = try await test.launch(PluginFixture(library: "Countdown"))
+            let process = try await Self.launchCountdownLeftToHost(test)
             let pid = process.processIdentifier
-            // Its launcher gone first, so that nothing but the host is left to act on the worker.
-            let host = getpid()
-            try await Deadline.wait("the worker's launcher to exit", seconds: 20) {
-                while Self.parent(of: pid) != host { try await Task.sleep(for: .milliseconds(5)) }
-            }
             let connection = try await process.makeConnection()
             let pending = await connection.sendInFlight(Array("100000".utf8), timeout: .milliseconds(400))
             guard kill(pid, SIGSTOP) == 0 else { Self.fail(10, "kill(SIGSTOP): \(Errno.current)") }
@@ -81,12 +88,8 @@ struct MachineFaultTests {
             ExitTestReport.redirectStandardError(to: path)
             let test = try TestHost()
             defer { test.remove() }
-            let process = try await test.launch(PluginFixture(library: "Countdown"))
+            let process = try await Self.launchCountdownLeftToHost(test)
             let pid = process.processIdentifier
-            let host = getpid()
-            try await Deadline.wait("the worker's launcher to exit", seconds: 20) {
-                while Self.parent(of: pid) != host { try await Task.sleep(for: .milliseconds(5)) }
-            }
             let connection = try await process.makeConnection()
             guard kill(pid, SIGSTOP) == 0 else { Self.fail(20, "kill(SIGSTOP): \(Errno.current)") }
             // 1,000 requests of 256 bytes: four times what the pipe holds, so most wait in the
