@@ -56,6 +56,10 @@ public func plugindProcessRelease(_ process: OpaquePointer?) {
     guard let process = HandleRegistry.shared.remove(process, as: HostProcess.self) else { return }
     process.released.withLock { $0 = true }
     process.process.invalidate()
+    // A crash of this process is recorded in the background; a C host often exits right after
+    // releasing the process, which would lose the record (and the step it counts toward a
+    // quarantine): the sanitized test host found such a record still being written at its exit.
+    CrashRecorder.waitForPendingRecords(timeout: .seconds(2))
 }
 
 @_cdecl("plugind_process_pid")

@@ -180,7 +180,8 @@ struct HostLibraryTests {
         defer { test.remove() }
         let point = "org.plugind.tests.c-fail"
         let extra: [String: Any] = failing.memoryLimit.map { ["limits": ["memoryBytes": $0]] } ?? [:]
-        _ = try installApproved(PluginFixture(library: failing.plugin, extensionPoint: point, extra: extra), in: test)
+        let fixture = PluginFixture(library: failing.plugin, extensionPoint: point, extra: extra)
+        _ = try installApproved(fixture, in: test)
         let arguments = ["fail", point, "\(failing.timeoutMilliseconds)", failing.interrupts ? "1" : "0"]
         let lines = try await run(try await buildHost(in: test), arguments, in: test)
         #expect(lines.first?.hasPrefix("failed \(failing.code) ") == true, "\(lines)")
@@ -189,6 +190,11 @@ struct HostLibraryTests {
         if let frame = failing.frame {
             #expect(lines.contains { $0.hasPrefix("frame \(frame)") }, "\(lines)")
         }
+        // A worker that ended on its own (a crash, a limit) left its record on disk before the host
+        // exited (plugind_process_release waits for it), so it counts toward a quarantine; a hung
+        // one the host ended itself by releasing it counts for nothing.
+        let crashes = try CrashLog(host: test.host).read().get().plugins[fixture.identifier]?.crashes ?? []
+        #expect(crashes.count == (failing.interrupts ? 1 : 0), "\(crashes)")
     }
 
     @Test("NULL, released and made-up handles, an index out of range: errors, never a crash")

@@ -119,8 +119,12 @@ struct MachineFaultTests {
                 case .failure(let error): reasons["\(error)", default: 0] += 1
                 }
             }
-            // Each timed out at its own deadline, whether it was in the pipe or still in the queue.
-            guard reasons == ["timedOut: request did not finish within 300 ms": 1000] else {
+            // Each timed out: at its own deadline, whether it was in the pipe or still in the
+            // queue, or — on a slow machine, for requests queued last — when the worker was killed
+            // for not answering the first cancel, just before theirs.
+            let atDeadline = "timedOut: request did not finish within 300 ms"
+            let atKill = "timedOut: did not stop within 500 ms after a request was abandoned; its worker was killed"
+            guard Set(reasons.keys).isSubset(of: [atDeadline, atKill]), reasons[atDeadline, default: 0] > 0 else {
                 Self.fail(21, "the requests ended otherwise: \(reasons)")
             }
             let termination = try await Deadline.wait("the stopped worker's end", seconds: 20) { await process.waitForTermination() }

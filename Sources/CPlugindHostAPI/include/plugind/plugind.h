@@ -178,7 +178,9 @@ plugind_process *plugind_process_create(
     const plugind_identity *identity, plugind_interruption_handler on_interruption, void *context, plugind_error **error);
 
 /* Ends the process (its connections fail with PLUGIND_ERROR_INVALIDATED) and frees the handle;
- * `on_interruption` is not called after this returns. NULL is ignored. */
+ * `on_interruption` is not called after this returns. When the process crashed, waits (at most
+ * 2 s) until the crash is recorded, so that a host exiting next does not lose it. NULL is
+ * ignored. */
 void plugind_process_release(plugind_process *process);
 
 /* The worker's process ID, for diagnostics; -1 for an invalid process. */

@@ -40,6 +40,15 @@ package enum CrashRecorder {
         }
     }
 
+    /// Blocks until every crash queued so far is on disk, or `timeout` has passed. For callers
+    /// outside Swift concurrency (the C API), never on the recorder's own queue.
+    package static func waitForPendingRecords(timeout: Duration) {
+        let done = DispatchSemaphore(value: 0)
+        queue.async { done.signal() }
+        let (seconds, attoseconds) = timeout.components
+        _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+    }
+
     /// Records a launch that failed because the worker died or hung while loading.
     static func recordLaunchFailure(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
         let counted: Set<AppExtensionError.Code> = [
