@@ -179,8 +179,10 @@ struct LauncherFaultTests {
         var traces: [String] = []
         for _ in 0..<5 where observed == nil {
             await LaunchPool.settleAll()
-            let launcher = try #require(LaunchPool.idleLauncherProcessIdentifier(executable: host.worker))
-            guard let strace = try await Self.attachStrace(to: launcher, trace: trace) else { continue }
+            // No idle launcher (one being replaced) or one gone before strace attached: again.
+            guard let launcher = LaunchPool.idleLauncherProcessIdentifier(executable: host.worker),
+                let strace = try await Self.attachStrace(to: launcher, trace: trace)
+            else { continue }
             defer {
                 if strace.isRunning { strace.terminate() }
                 strace.waitUntilExit()
