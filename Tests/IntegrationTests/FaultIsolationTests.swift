@@ -209,6 +209,8 @@ struct FaultIsolationTests {
             // purpose; the check is about everything else.
             LaunchPool.discardPrimedAndWait()
             SealedFileCache.shared.removeAll()
+            // The activity store writes a second after a change, holding its lock file meanwhile.
+            await PluginActivityStore.waitForPendingUpdates()
             let descriptorsBefore = ProcessInspection.openDescriptorKinds()
             let cases: [(String, String, [String: Any])] = [
                 ("FaultySegfault", "", [:]), ("FaultyAbort", "", [:]), ("FaultyHang", "", [:]),
@@ -235,6 +237,7 @@ struct FaultIsolationTests {
             await LaunchPool.settleAll()
             LaunchPool.discardPrimedAndWait()
             SealedFileCache.shared.removeAll()
+            await PluginActivityStore.waitForPendingUpdates()
             ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 20)
             guard ProcessInspection.zombieChildren().isEmpty else { exit(21) }
             guard ProcessInspection.processes(named: "pgd-leak").isEmpty else { exit(22) }

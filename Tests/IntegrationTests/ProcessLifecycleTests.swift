@@ -330,6 +330,8 @@ struct ProcessLifecycleTests {
             // and without a worker primed for the next launch (made when a spare is ready).
             await LaunchPool.settleAll()
             LaunchPool.discardPrimedAndWait()
+            // The activity store writes a second after a change, holding its lock file meanwhile.
+            await PluginActivityStore.waitForPendingUpdates()
             let descriptorsBefore = ProcessInspection.openDescriptorKinds()
             var pids: [Int32] = []
             for index in 0..<200 {
@@ -343,6 +345,7 @@ struct ProcessLifecycleTests {
             }
             await LaunchPool.settleAll()
             LaunchPool.discardPrimedAndWait()
+            await PluginActivityStore.waitForPendingUpdates()
             ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 11)
             guard ProcessInspection.zombieChildren().isEmpty else { exit(12) }
             guard pids.allSatisfy({ !ProcessInspection.exists($0) }), Set(pids).count == 200 else { exit(13) }
