@@ -22,10 +22,11 @@ struct MachineFaultTests {
     static func launchCountdownLeftToHost(_ test: TestHost) async throws -> AppExtensionProcess {
         let process = try await test.launch(PluginFixture(library: "Countdown"))
         let pid = process.processIdentifier
-        let host = getpid()
-        try await Deadline.wait("the worker's launcher to exit", seconds: 20) {
-            while Self.parent(of: pid) != host { try await Task.sleep(for: .milliseconds(5)) }
+        // Its launcher's exit (waited on through its pidfd) hands the worker to the host.
+        if let launcher = Self.parent(of: pid), launcher != getpid() {
+            guard await Deadline.processExit(launcher, seconds: 20) else { throw Deadline.Expired(what: "the worker's launcher to exit") }
         }
+        guard Self.parent(of: pid) == getpid() else { throw Deadline.Expired(what: "the worker to become the host's child") }
         return process
     }
 
@@ -285,8 +286,8 @@ struct MachineFaultTests {
         }
         // The group is removed once the child and its workers have left it (a worker of a killed
         // host ends a moment later).
-        _ = try? await Deadline.wait("the memory group to empty", seconds: 20) {
-            while !ProcessInspection.readProcFile(group + "/cgroup.procs").isEmpty { try await Task.sleep(for: .milliseconds(10)) }
+        for pid in ProcessInspection.readProcFile(group + "/cgroup.procs").split(separator: "\n").compactMap({ Int32($0) }) {
+            _ = await Deadline.processExit(pid, seconds: 20)
         }
         rmdir(group)
         let said = report.take()

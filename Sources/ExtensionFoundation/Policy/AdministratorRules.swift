@@ -119,13 +119,17 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
             if !FileManager.default.fileExists(atPath: path) { return .contents(.success(AdministratorRules())) }
             return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)")))
         }
-        return .contents(decode([UInt8](data), path: path))
+        return .contents(decode(data, path: path))
     }
 
-    /// The rules in `data`, read from `path` (which errors name): what `load` makes of a file's
+    /// The rules in `bytes`, read from `path` (which errors name): what `load` makes of a file's
     /// bytes, and what the policy-files fuzz target feeds.
     package static func decode(_ bytes: [UInt8], path: String) -> Result<AdministratorRules, PolicyFileError> {
-        let data = Data(bytes)
+        decode(Data(bytes), path: path)
+    }
+
+    /// `decode(_:path:)` of the `Data` a file was read into, without copying it.
+    static func decode(_ data: Data, path: String) -> Result<AdministratorRules, PolicyFileError> {
         func refused(_ reason: String) -> Result<AdministratorRules, PolicyFileError> {
             .failure(PolicyFileError(path: path, reason: reason))
         }

@@ -185,13 +185,17 @@ extension PolicyDocument {
             if !FileManager.default.fileExists(atPath: path) { return .contents(.success(PolicyDocument())) }
             return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)")))
         }
-        return .contents(decode([UInt8](data), path: path))
+        return .contents(decode(data, path: path))
     }
 
-    /// The policy in `data`, read from `path` (which errors name): what `load` makes of a file's
+    /// The policy in `bytes`, read from `path` (which errors name): what `load` makes of a file's
     /// bytes, and what the policy-files fuzz target feeds.
     package static func decode(_ bytes: [UInt8], path: String) -> Result<PolicyDocument, PolicyFileError> {
-        let data = Data(bytes)
+        decode(Data(bytes), path: path)
+    }
+
+    /// `decode(_:path:)` of the `Data` a file was read into, without copying it.
+    static func decode(_ data: Data, path: String) -> Result<PolicyDocument, PolicyFileError> {
         do {
             let document = try JSONDecoder().decode(PolicyDocument.self, from: data)
             guard readableVersions.contains(document.version) else {

@@ -17,7 +17,7 @@ package enum PolicyFilesFuzzing {
 
     package static func run(_ input: [UInt8]) throws {
         guard let kind = input.first else { return }
-        let data = Array(input.dropFirst())
+        let data = Data(input.dropFirst())
         if kind % 2 == 0 {
             try checkPolicy(data)
         } else {
@@ -25,13 +25,13 @@ package enum PolicyFilesFuzzing {
         }
     }
 
-    private static func checkPolicy(_ data: [UInt8]) throws {
+    private static func checkPolicy(_ data: Data) throws {
         switch PolicyDocument.decode(data, path: policyPath) {
         case .failure(let error):
             try expectExplained(error, path: policyPath)
         case .success(let document):
             let written = try document.encoded()
-            guard case .success(let reread) = PolicyDocument.decode([UInt8](written), path: policyPath), reread == document else {
+            guard case .success(let reread) = PolicyDocument.decode(written, path: policyPath), reread == document else {
                 throw InvariantViolation(
                     description:
                         "the policy read back is not the one written: \(document) became \(String(decoding: written, as: UTF8.self))")
@@ -39,7 +39,7 @@ package enum PolicyFilesFuzzing {
         }
     }
 
-    private static func checkRules(_ data: [UInt8]) throws {
+    private static func checkRules(_ data: Data) throws {
         switch AdministratorRules.decode(data, path: rulesPath) {
         case .failure(let error):
             try expectExplained(error, path: rulesPath)
@@ -48,7 +48,7 @@ package enum PolicyFilesFuzzing {
                 throw InvariantViolation(description: "accepted rule '\(rule.name)', which selects nothing")
             }
             let written = try JSONEncoder().encode(rules)
-            guard case .success(let reread) = AdministratorRules.decode([UInt8](written), path: rulesPath), reread == rules else {
+            guard case .success(let reread) = AdministratorRules.decode(written, path: rulesPath), reread == rules else {
                 throw InvariantViolation(description: "rules read back are not the ones written: \(rules)")
             }
         }
