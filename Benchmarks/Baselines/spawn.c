@@ -29,6 +29,13 @@ int main(int argc, char **argv) {
         CPU_SET(atoi(argv[3]), &set);
         sched_setaffinity(0, sizeof set, &set);
     }
+    // The child's argv: PROGRAM alone, or PROGRAM ARGUMENT... in place of the CPU (read above).
+    char *plain_argv[] = {argv[1], NULL};
+    char **child_argv = plain_argv;
+    if (argc > 4) {
+        child_argv = &argv[3];
+        child_argv[0] = argv[1];
+    }
     double *samples = malloc(sizeof(double) * (size_t)iterations);
     for (int i = 0; i < iterations + 10; i++) {
         int fds[2];
@@ -36,13 +43,6 @@ int main(int argc, char **argv) {
         posix_spawn_file_actions_t actions;
         posix_spawn_file_actions_init(&actions);
         posix_spawn_file_actions_adddup2(&actions, fds[1], 1);
-        char *plain_argv[] = {argv[1], NULL};
-        char **child_argv = plain_argv;
-        if (argc > 4) {
-            // The CPU (read above) gives its place to the child's argv[0].
-            child_argv = &argv[3];
-            child_argv[0] = argv[1];
-        }
         struct timespec start, end;
         clock_gettime(CLOCK_MONOTONIC, &start);
         pid_t pid;
