@@ -84,17 +84,21 @@ extension PayloadReader {
         let manifestStatus = try readFileStatus()
         let bundleStatus = try readFileStatus()
         let usesSystemLibrary = try readBool()
-        let entries = try readArray { (reader) throws(WireError) -> BundleContents.Entry in
-            let path = try reader.readString()
+        // Arrays are read with `readCount` and a loop here, not `readArray`: see `readCount`.
+        let entryCount = try readCount()
+        var entries: [BundleContents.Entry] = []
+        entries.reserveCapacity(entryCount)
+        for _ in 0..<entryCount {
+            let path = try readString()
             let kind: BundleContents.Entry.Kind
-            switch try reader.readUInt8() {
+            switch try readUInt8() {
             case 0: kind = .directory
             case 1: kind = .file(isLoadable: false)
             case 2: kind = .file(isLoadable: true)
-            case 3: kind = .symlink(target: try reader.readString())
+            case 3: kind = .symlink(target: try readString())
             case let other: throw .malformedPayload("unknown bundle entry kind \(other)")
             }
-            return BundleContents.Entry(path: path, kind: kind, status: try reader.readFileStatus())
+            entries.append(BundleContents.Entry(path: path, kind: kind, status: try readFileStatus()))
         }
         return InspectedBundle(
             manifest: manifest,
@@ -124,16 +128,13 @@ extension PayloadReader {
         manifest.minimumHostVersion = try readOptionalString()
         let concurrency = try readUInt32()
         manifest.concurrency = concurrency > 0 ? Int(concurrency) : nil
-        manifest.functions = try readArray { (reader) throws(WireError) in try reader.readFunctionSignature() }
-        var limits: [UInt64?] = []
-        for _ in 0..<7 {
-            let present = try readBool()
-            let value = try readUInt64()
-            limits.append(present ? value : nil)
-        }
+        let functionCount = try readCount()
+        manifest.functions.reserveCapacity(functionCount)
+        for _ in 0..<functionCount { manifest.functions.append(try readFunctionSignature()) }
         manifest.limits = Manifest.Limits(
-            memoryBytes: limits[0], cpuSeconds: limits[1], openFiles: limits[2], requestTimeoutMilliseconds: limits[3],
-            maxMessageBytes: limits[4], threads: limits[5], scratchBytes: limits[6])
+            memoryBytes: try readLimit(), cpuSeconds: try readLimit(), openFiles: try readLimit(),
+            requestTimeoutMilliseconds: try readLimit(), maxMessageBytes: try readLimit(), threads: try readLimit(),
+            scratchBytes: try readLimit())
         manifest.permissions = Manifest.Permissions(
             network: try readBool(), processes: try readBool(), read: try readStrings(), write: try readStrings(),
             symlinks: try readBool())
@@ -141,11 +142,30 @@ extension PayloadReader {
         let below = try readOptionalString().flatMap(HostVersion.init)
         if minimum != nil || below != nil { manifest.extensionPointVersions = PointVersionRange(minimum: minimum, below: below) }
         manifest.capabilities = try readStrings()
-        for key in [\Manifest.localizedNames, \Manifest.localizedDescriptions] {
-            let pairs = try readArray { (reader) throws(WireError) in (try reader.readString(), try reader.readString()) }
-            manifest[keyPath: key] = Dictionary(pairs, uniquingKeysWith: { _, last in last })
-        }
+        manifest.localizedNames = try readLocalizedTexts()
+        manifest.localizedDescriptions = try readLocalizedTexts()
         return manifest
+    }
+
+    /// Language tag → text. Read into the field directly: a key path's write copied the whole
+    /// manifest through its generic value witness (`perf`).
+    private mutating func readLocalizedTexts() throws(WireError) -> [String: String] {
+        let count = try readCount()
+        var texts: [String: String] = [:]
+        guard count > 0 else { return texts }  // reserving nothing still allocated storage
+        texts.reserveCapacity(count)
+        for _ in 0..<count {
+            let language = try readString()
+            texts[language] = try readString()  // a repeated tag: the last one holds, as it always did
+        }
+        return texts
+    }
+
+    /// One optional limit: whether it is set, then its value.
+    private mutating func readLimit() throws(WireError) -> UInt64? {
+        let present = try readBool()
+        let value = try readUInt64()
+        return present ? value : nil
     }
 
     mutating func readFileStatus() throws(WireError) -> FileStatus {

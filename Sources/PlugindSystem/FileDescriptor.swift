@@ -46,6 +46,27 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         try retryingInterrupts("read") { Glibc.read(rawValue, buffer.baseAddress, buffer.count) }
     }
 
+    /// Reads up to `count` bytes starting at `offset` without moving the file position, so that
+    /// several threads can read parts of one file; fewer only at its end. Wraps `pread(2)`.
+    package func read(count: Int, at offset: Int) throws(SystemError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        var filled = 0
+        while filled < count {
+            let read = try keepingSystemError {
+                try bytes.withUnsafeMutableBytes { buffer throws(SystemError) in
+                    guard let start = buffer.baseAddress else { return 0 }
+                    return try retryingInterrupts("pread") {
+                        Glibc.pread(rawValue, start + filled, count - filled, off_t(offset + filled))
+                    }
+                }
+            }
+            if read == 0 { break }
+            filled += read
+        }
+        bytes.removeSubrange(filled...)
+        return bytes
+    }
+
     /// Writes at most `buffer.count` bytes and returns how many were written. Wraps `write(2)`.
     package func write(_ buffer: UnsafeRawBufferPointer) throws(SystemError) -> Int {
         try retryingInterrupts("write") { Glibc.write(rawValue, buffer.baseAddress, buffer.count) }
@@ -79,16 +100,28 @@ package struct FileDescriptor: RawRepresentable, Hashable, Sendable {
         try keepingSystemError { try bytes.withUnsafeBytes { try writeAll($0) } }
     }
 
-    /// Reads until end of file.
+    /// Reads until end of file, or `limit` bytes. A regular file is read into one buffer of its
+    /// length (one byte more, to see its end without growing it): a store of megabytes is then
+    /// read with no copy, where chunks appended one by one were copied and regrown (`perf`).
     package func readToEnd(limit: Int = .max) throws(SystemError) -> [UInt8] {
-        var result: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 65536)
-        while result.count < limit {
-            let count = try keepingSystemError { try chunk.withUnsafeMutableBytes { try read(into: $0) } }
+        var status = stat()
+        let length = fstat(rawValue, &status) == 0 && status.st_mode & S_IFMT == S_IFREG ? Int(status.st_size) : 0
+        var buffer = [UInt8](repeating: 0, count: Swift.min(limit, Swift.max(length + 1, 4096)))
+        var filled = 0
+        while filled < limit {
+            if filled == buffer.count {
+                buffer.append(contentsOf: repeatElement(0, count: Swift.min(limit - filled, Swift.max(buffer.count, 65536))))
+            }
+            let count = try keepingSystemError {
+                try buffer.withUnsafeMutableBytes { bytes throws(SystemError) in
+                    try read(into: UnsafeMutableRawBufferPointer(rebasing: bytes[filled...]))
+                }
+            }
             if count == 0 { break }
-            result.append(contentsOf: chunk[..<min(count, limit - result.count)])
+            filled += count
         }
-        return result
+        buffer.removeSubrange(filled...)
+        return buffer
     }
 
     /// Sets close-on-exec.

@@ -29,6 +29,35 @@ struct PlugindSystemTests {
     }
 
     @Test(
+        "reading to the end returns every byte of a file larger than its first buffer, of a pipe, and at most the limit; a positional read returns the range asked for and fewer only at the end"
+    )
+    func wholeAndPositionalReads() throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/store"
+        let contents = (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        try AtomicFile.replace(path, with: contents)
+        let file = try FileDescriptor.open(path, [.readOnly])
+        defer { file.close() }
+        #expect(try file.readToEnd() == contents)
+        #expect(try file.read(count: 100, at: 150_000) == Array(contents[150_000..<150_100]))
+        #expect(try file.read(count: 100, at: 199_950) == Array(contents[199_950...]))
+        #expect(try file.read(count: 10, at: 300_000) == [])
+        let again = try FileDescriptor.open(path, [.readOnly])
+        defer { again.close() }
+        #expect(try again.readToEnd(limit: 70_000) == Array(contents[..<70_000]))
+        // A pipe has no length to size the buffer by: it grows as the bytes come.
+        var ends: [CInt] = [0, 0]
+        #expect(Glibc.pipe(&ends) == 0)
+        let (reader, writer) = (FileDescriptor(rawValue: ends[0]), FileDescriptor(rawValue: ends[1]))
+        defer { reader.close() }
+        let written = Array(contents[..<10_000])
+        try writer.writeAll(written)
+        writer.close()
+        #expect(try reader.readToEnd() == written)
+    }
+
+    @Test(
         "opening beneath a directory by a walk (where openat2 is missing) opens nested files and refuses symlinks, '..' and absolute paths as openat2 does"
     )
     func openBeneathByWalk() throws {

@@ -131,4 +131,23 @@ struct MessageCodecTests {
         let frame = Frame(header: FrameHeader(kind: .log, payloadLength: writer.bytes.count), payload: writer.bytes)
         #expect(throws: WireError.malformedPayload("string is not valid UTF-8")) { try WorkerMessage(frame) }
     }
+
+    /// Strings are decoded with repair and compared with their bytes; each case here repairs to
+    /// something else, one of them (a four-byte sequence cut after three) to as many bytes.
+    @Test(
+        "a string is read only when its bytes are exactly valid UTF-8",
+        arguments: [
+            ([0xF0, 0x9F, 0x98, 0x41], false), ([0xED, 0xA0, 0x80], false), ([0xC0, 0xAF], false), ([0xFF], false),
+            ([0xEF, 0xBF, 0xBD], true), ([0xF0, 0x9F, 0x98, 0x80], true), ([], true), ([0x41, 0x00, 0x42], true),
+        ] as [([UInt8], Bool)])
+    func stringValidity(bytes: [UInt8], isValid: Bool) throws {
+        var writer = PayloadWriter()
+        writer.write(bytes: bytes)
+        var reader = PayloadReader(writer.bytes)
+        if isValid {
+            #expect(Array(try reader.readString().utf8) == bytes)
+        } else {
+            #expect(throws: WireError.malformedPayload("string is not valid UTF-8")) { try reader.readString() }
+        }
+    }
 }

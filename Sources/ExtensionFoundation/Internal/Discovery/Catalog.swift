@@ -119,9 +119,9 @@ package final class Catalog: Sendable {
             let rootPath = canonicalPath(root.path) ?? root.path
             guard seenRoots.insert(rootPath).inserted else { continue }
             for (name, found) in inspectAll(inRoot: rootPath) {
-                guard let result = found else { continue }
+                guard let found else { continue }
                 livePaths.insert(rootPath + "/" + name)
-                switch result {
+                switch found.result {
                 case .success(let bundle):
                     let entry = CatalogEntry(bundle: bundle, root: root)
                     if let winner = winners[bundle.manifest.identifier].map({ snapshot.entries[$0] }) {
@@ -170,8 +170,9 @@ package final class Catalog: Sendable {
 
     /// Every directory in `root` (canonical) with its bundle, nil for one without a manifest, in
     /// name order. A large root is split over the processors: checking a bundle is mostly
-    /// waiting on `stat` and file reads, which run in parallel well.
-    private func inspectAll(inRoot root: String) -> [(name: String, result: Result<InspectedBundle, BundleProblem>?)] {
+    /// waiting on `stat` and file reads, which run in parallel well. The results are the cache's
+    /// objects, not copies of them: a copy of a result retained every field of it (`perf`).
+    private func inspectAll(inRoot root: String) -> [(name: String, found: CachedBundle?)] {
         let names = DirectoryListing.subdirectoryNames(of: root)
         // Files are examined relative to the root: a shorter path walk for each of them.
         let rootDirectory = try? FileDescriptor.open(root, [.readOnly, .directory])
@@ -188,7 +189,7 @@ package final class Catalog: Sendable {
         // Several chunks per processor, so that one slow chunk does not leave the others idle.
         let chunkCount = processors * 4
         let chunkSize = (names.count + chunkCount - 1) / chunkCount
-        let chunks = Locked<[Int: [Result<InspectedBundle, BundleProblem>?]]>([:])
+        let chunks = Locked<[Int: [CachedBundle?]]>([:])
         DispatchQueue.concurrentPerform(iterations: chunkCount) { chunk in
             let range = min(chunk * chunkSize, names.count)..<min((chunk + 1) * chunkSize, names.count)
             let results = names[range].map { inspect($0, inRoot: root, descriptor: rootDescriptor, known: known) }
@@ -205,13 +206,13 @@ package final class Catalog: Sendable {
     /// from the cache when the identities of its directory, manifest and library are unchanged.
     /// Nil when the directory has no manifest.
     func inspect(_ name: String, inRoot root: String, descriptor rootDescriptor: CInt) -> Result<InspectedBundle, BundleProblem>? {
-        inspect(name, inRoot: root, descriptor: rootDescriptor, known: nil)
+        inspect(name, inRoot: root, descriptor: rootDescriptor, known: nil)?.result
     }
 
     /// `inspect(_:inRoot:descriptor:)` with the cache as a scan took it (`known`; nil: read it now).
     private func inspect(
         _ name: String, inRoot root: String, descriptor rootDescriptor: CInt, known: [String: CachedBundle]?
-    ) -> Result<InspectedBundle, BundleProblem>? {
+    ) -> CachedBundle? {
         let bundlePath = root + "/" + name
         let directory = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
         let relativePath = rootDescriptor >= 0 ? name : bundlePath
@@ -237,7 +238,7 @@ package final class Catalog: Sendable {
             case .failure(let problem):
                 unchanged = cached.keys == currentKeys(library: problem.libraryPath)
             }
-            if unchanged { return cached.result }
+            if unchanged { return cached }
         }
         // Taken before the files are read, so that a change while they are read shows next time.
         let keysBefore = currentKeys(library: nil)
@@ -255,8 +256,9 @@ package final class Catalog: Sendable {
                 directory: keysBefore.directory, manifest: keysBefore.manifest,
                 library: currentKeys(library: problem.libraryPath).library)
         }
-        cache.withLock { $0[bundlePath] = CachedBundle(keys: keys, result: result) }
-        return result
+        let inspected = CachedBundle(keys: keys, result: result)
+        cache.withLock { $0[bundlePath] = inspected }
+        return inspected
     }
 
     private func loadIfNeeded(_ store: CatalogStore) {

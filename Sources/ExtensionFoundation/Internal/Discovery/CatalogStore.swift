@@ -43,41 +43,58 @@ struct CatalogStore {
         guard let file = try? FileDescriptor.open(path, [.readOnly, .noFollow]) else { return [] }
         defer { file.close() }
         guard let status = FileStatus(descriptor: file), status.isRegularFile, status.owner == effectiveUserID,
-            status.mode & 0o022 == 0, let bytes = try? file.readToEnd(limit: Self.maximumSize)
+            status.mode & 0o022 == 0, status.identity.size <= Self.maximumSize,
+            let chunks = readChunkTable(file, size: Int(status.identity.size))
         else { return [] }
-        var reader = PayloadReader(bytes)
+        // Each chunk is read and decoded by its own thread: a new process then spends on the
+        // store what its largest chunk costs on each processor, not the whole file on one.
+        let decoded = Locked<[Int: [(foundAt: String, bundle: InspectedBundle)]]>([:])
+        let failed = Locked(false)
+        DispatchQueue.concurrentPerform(iterations: chunks.count) { index in
+            let range = chunks[index]
+            guard let bytes = try? file.read(count: range.count, at: range.lowerBound), bytes.count == range.count,
+                let chunk = Self.decodeChunk(bytes)
+            else {
+                failed.withLock { $0 = true }
+                return
+            }
+            decoded.withLock { $0[index] = chunk }
+        }
+        // A damaged chunk spoils the whole store: it is ignored and rewritten.
+        guard !failed.withLock({ $0 }) else { return [] }
+        return decoded.withLock { decoded in (0..<chunks.count).flatMap { decoded[$0] ?? [] } }
+    }
+
+    /// The byte ranges of the store's chunks, after checking its header; nil when the header is
+    /// not this plugind's and this user's, or the chunks do not fill the rest of the file exactly.
+    private func readChunkTable(_ file: FileDescriptor, size: Int) -> [Range<Int>]? {
+        // The header is small; its chunk table (4 bytes a chunk) is read once its length is known.
+        guard let head = try? file.read(count: min(size, 4096), at: 0) else { return nil }
+        var reader = PayloadReader(head)
         do throws(WireError) {
             guard try (0..<Self.magic.count).map({ _ throws(WireError) in try reader.readUInt8() }) == Self.magic,
                 try reader.readUInt32() == Self.formatVersion,
                 try reader.readString() == writerVersion.description,
                 try reader.readUInt32() == effectiveUserID,
                 try reader.readFileIdentity() == FileStatus(path: Self.loaderCachePath)?.identity
-            else { return [] }
+            else { return nil }
             let chunkCount = Int(try reader.readUInt32())
-            guard chunkCount <= 1 << 16 else { return [] }
-            var lengths: [Int] = []
-            for _ in 0..<chunkCount { lengths.append(Int(try reader.readUInt32())) }
-            let start = bytes.count - reader.remaining
-            guard lengths.reduce(0, +) == reader.remaining else { return [] }
-            var offset = start
-            let ranges = lengths.map { length in
-                defer { offset += length }
-                return offset..<offset + length
+            guard chunkCount <= 1 << 16 else { return nil }
+            let tableStart = head.count - reader.remaining
+            guard let table = try? file.read(count: 4 * chunkCount, at: tableStart), table.count == 4 * chunkCount else {
+                return nil
             }
-            let decoded = Locked<[Int: [(foundAt: String, bundle: InspectedBundle)]]>([:])
-            let failed = Locked(false)
-            DispatchQueue.concurrentPerform(iterations: ranges.count) { index in
-                guard let chunk = Self.decodeChunk(Array(bytes[ranges[index]])) else {
-                    failed.withLock { $0 = true }
-                    return
-                }
-                decoded.withLock { $0[index] = chunk }
+            var lengths = PayloadReader(table)
+            var offset = tableStart + table.count
+            var ranges: [Range<Int>] = []
+            for _ in 0..<chunkCount {
+                let length = Int(try lengths.readUInt32())
+                ranges.append(offset..<offset + length)
+                offset += length
             }
-            // A damaged chunk spoils the whole store: it is ignored and rewritten.
-            guard !failed.withLock({ $0 }) else { return [] }
-            return decoded.withLock { chunks in (0..<ranges.count).flatMap { chunks[$0] ?? [] } }
+            return offset == size ? ranges : nil
         } catch {
-            return []
+            return nil
         }
     }
 
