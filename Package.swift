@@ -128,10 +128,12 @@ let package = Package(
         .target(name: "CPlugindConfinement", dependencies: ["CSeccomp"], cSettings: gnuSource),
         .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
         // C: names a plugin's stack from the host's files with elfutils' libdw (Debian's
-        // libdw-dev), in `plugind-worker --symbolize`, confined before it parses them.
+        // libdw-dev for the headers, libdw1 at run time), in `plugind-worker --symbolize`,
+        // confined before it parses them. libdw is loaded then (dlopen), not linked: workers and
+        // launchers would map it for nothing.
         .target(
             name: "CPlugindSymbolizer", dependencies: ["CSeccomp"], cSettings: gnuSource,
-            linkerSettings: [.linkedLibrary("dw"), .linkedLibrary("elf"), .linkedLibrary("stdc++")]),
+            linkerSettings: [.linkedLibrary("stdc++")]),
         // libarchive: plugin packages (`plugind pack`, `plugind install FILE`); the CLI only.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),

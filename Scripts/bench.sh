@@ -18,11 +18,20 @@ if [ "$status" -ne 0 ]; then
     echo "bench: the release build failed" >&2
     exit "$status"
 fi
+# The worker as installed (Scripts/stage.sh): the Swift runtime linked in statically, bound at
+# load, relocations read-only. Its memory and start-up are what users' workers cost.
+echo "== swift build -c release --static-swift-stdlib (plugind-worker)" >&2
+swift build -c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --product plugind-worker 2>&1 |
+    grep -Ev '^\[[0-9]+/[0-9]+\]|^Building|^Compiling|^Write' || true
 bin=$(swift build -c release --show-bin-path)
+if readelf -d "$bin/plugind-worker" | grep -q libswiftCore; then
+    echo "bench: the worker links the Swift runtime dynamically; --static-swift-stdlib did not apply" >&2
+    exit 1
+fi
 
 out="$PWD/.build/bench"
 mkdir -p "$out"
-for program in pingpong spawn first_byte load; do
+for program in pingpong spawn first_byte load burst; do
     cc -O2 -pthread -o "$out/$program" "Benchmarks/Baselines/$program.c"
 done
 # The peers, measured in the same run (Benchmarks/PlugindBench/Suite.swift, peers()): Debian's

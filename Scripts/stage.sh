@@ -41,6 +41,16 @@ for product in plugind-worker plugind; do
         exit 1
     fi
 done
+# Every worker maps the runtimes its executable links, relocated for its own layout: the worker's
+# modules stay clear of Swift concurrency (ContinuousClock included: MonotonicInstant) and of
+# _StringProcessing (String.contains(String): containsBytes(of:)). Linking them cost each worker
+# about 280 KiB of unique memory.
+for runtime in swift_task_create _RegexParser; do
+    if nm "$bin/plugind-worker" | grep -q "$runtime"; then
+        echo "stage: plugind-worker links $runtime: a module the worker links uses Swift concurrency or _StringProcessing" >&2
+        exit 1
+    fi
+done
 
 # libplugind: a release build of its own (its Swift flags differ, and sharing .build/release
 # would rebuild every module whenever one build or the other runs), the runtime linked in with

@@ -81,6 +81,23 @@ struct BenchHost {
         return identifier
     }
 
+    /// Installs `count` copies of the C echo plugin under identifiers of their own, as bundled
+    /// plugins; returns the identifiers.
+    func installEchoCopies(count: Int) throws -> [String] {
+        let original = try JSONSerialization.jsonObject(
+            with: Data(contentsOf: URL(fileURLWithPath: directory + "/bundled/Echo.appex/manifest.json")))
+        guard var manifest = original as? [String: Any] else { throw BenchError("the echo's manifest is not a JSON object") }
+        return try (0..<count).map { index in
+            let identifier = "org.plugind.bench.echo\(index)"
+            let bundle = directory + "/bundled/echo\(index).appex"
+            try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
+            manifest["identifier"] = identifier
+            try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: bundle + "/manifest.json"))
+            try FileManager.default.copyItem(atPath: directory + "/bundled/Echo.appex/libEcho.so", toPath: bundle + "/libEcho.so")
+            return identifier
+        }
+    }
+
     func configuration(_ identifier: String) throws -> AppExtensionProcess.Configuration {
         guard let item = Inventory.take(host: host).item(identifier) else {
             throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: identifier])

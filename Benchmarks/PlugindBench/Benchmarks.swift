@@ -29,6 +29,37 @@ enum Benchmarks {
         Measurement(name: name, values: samples).report()
     }
 
+    /// `count` different plugins' first launches asked for at once (more than the host's spares),
+    /// each timed from the burst's start until it is ready; `rounds` bursts, each once the spares
+    /// of the one before are made again. Every sample is reported; `p99` is in `extra`.
+    static func burst(_ bench: BenchHost, count: Int, rounds: Int, name suffix: String) async throws {
+        let configurations = try bench.installEchoCopies(count: count).map { try bench.configuration($0) }
+        var samples: [Double] = []
+        for _ in 0..<rounds {
+            await LaunchPool.settleAll()
+            let start = ContinuousClock.now
+            let launched = try await withThrowingTaskGroup(of: (AppExtensionProcess, Double).self) { group in
+                for configuration in configurations {
+                    group.addTask {
+                        let process = try await AppExtensionProcess(configuration: configuration)
+                        let (seconds, attoseconds) = start.duration(to: .now).components
+                        return (process, Double(seconds) * 1e6 + Double(attoseconds) / 1e12)
+                    }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            samples += launched.map(\.1)
+            for (process, _) in launched { process.invalidate() }
+            for (process, _) in launched { _ = await process.waitForTermination() }
+        }
+        guard !samples.isEmpty else { throw BenchError("a burst needs at least one round") }
+        let sorted = samples.sorted()
+        Measurement(
+            name: "burst-\(count)-first-launches" + suffix, values: samples,
+            extra: ["p99": sorted[min(sorted.count - 1, sorted.count * 99 / 100)], "launches": Double(count)]
+        ).report()
+    }
+
     /// Launch, one request, answer.
     static func firstResponse(_ bench: BenchHost, iterations: Int) async throws {
         let configuration = try bench.configuration(echo)

@@ -43,6 +43,16 @@ enum PlugindBench {
                     (spawn ? "launch-c-spawn" : backToBack ? "launch-c-back-to-back" : unprimed ? "launch-c-unprimed" : "launch-c")
                     + (sharing ? "-sharing-layout" : "")
                 try await Benchmarks.launch(bench, identifier: Benchmarks.echo, name: name, iterations: iterations, backToBack: backToBack)
+            case "burst":
+                // A plugin's first launch each: no worker primed by a launch before.
+                var bench = try BenchHost()
+                defer { bench.remove() }
+                bench.host.primesWorkers = false
+                // --sharing-layout: one launcher forks every worker (no exec per worker).
+                let sharing = arguments.contains("--sharing-layout")
+                if sharing { bench.host.launchStrategy = .preforkedSharingLayout }
+                try await Benchmarks.burst(
+                    bench, count: option("count", 32), rounds: option("rounds", 10), name: sharing ? "-sharing-layout" : "")
             case "launch-swift":
                 let bench = try BenchHost()
                 defer { bench.remove() }
@@ -142,7 +152,7 @@ enum PlugindBench {
                 try await ActivityBenchmarks.statistics(iterations: iterations)
             default:
                 print(
-                    "usage: plugind-bench launch-c|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|install-package|log-cost|statistics-cost [--iterations N]"
+                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|install-package|log-cost|statistics-cost [--iterations N]"
                 )
                 exit(64)
             }

@@ -176,6 +176,18 @@ struct Suite {
                 "/bin", "--proc", "/proc", "--dev", "/dev", "--ro-bind", baselines + "/first_byte", "/first_byte", "/first_byte",
             ]
             record("bubblewrap-first-byte", outputs: (0..<repetitions).map { _ in runProcess(baselines + "/spawn", arguments) })
+            // 32 sandboxes asked for at once, against 32 plugins' first launches at once.
+            let burst = runProcess(baselines + "/burst", ["32", "\(count(10))", bubblewrap] + arguments.dropFirst(3))
+            let times = burst.split(separator: "\n").compactMap { Double($0) }.sorted()
+            if times.isEmpty {
+                FileHandle.standardError.write(Data("   bubblewrap-burst-32: no figure (\(burst.prefix(200)))\n".utf8))
+            } else {
+                measurements["bubblewrap-burst-32"] = Measurement(
+                    name: "bubblewrap-burst-32", values: times, extra: ["p99": times[min(times.count - 1, times.count * 99 / 100)]])
+                FileHandle.standardError.write(Data("   bubblewrap-burst-32: \(format(times[times.count / 2], "us")) median\n".utf8))
+            }
+            bench(["burst", "--count", "32", "--rounds", "\(count(10))"])
+            bench(["burst", "--count", "32", "--rounds", "\(count(10))", "--sharing-layout"])
         } else {
             FileHandle.standardError.write(Data("   bubblewrap: not installed (Debian's bubblewrap), left out\n".utf8))
         }
@@ -273,6 +285,17 @@ struct Suite {
                     figure: figure, value: format(value, "us"), baseline: "\(format(reference, "us")) (\(base))", ratio: ratio,
                     goal: "≤ \(limit)×", met: ratio <= limit))
         }
+        func burstP99Row(_ figure: String, _ ours: String) {
+            guard let value = measurements[ours]?.extra["p99"], let peer = measurements["bubblewrap-burst-32"]?.extra["p99"], peer > 0
+            else {
+                rows.append(Row(figure: figure, value: "missing", baseline: "missing", goal: "≤ 0.5×"))
+                return
+            }
+            rows.append(
+                Row(
+                    figure: figure, value: format(value, "us"), baseline: "\(format(peer, "us")) (bubblewrap-burst-32 p99)",
+                    ratio: value / peer, goal: "≤ 0.5×", met: value / peer <= 0.5))
+        }
         func absoluteRow(_ figure: String, _ name: String, atMost limit: Double, unit: String, note: String = "") {
             guard let value = median(name) else {
                 rows.append(Row(figure: figure, value: "missing", baseline: "", goal: "≤ \(format(limit, unit))"))
@@ -354,6 +377,14 @@ struct Suite {
         ratioRow("launch until ready, primed, vs bubblewrap's sandboxed launch", "launch-c-unpinned", "bubblewrap-first-byte", atMost: 0.5)
         ratioRow(
             "on-demand launch (no spare ready) vs bubblewrap's sandboxed launch", "launch-c-spawn", "bubblewrap-first-byte", atMost: 0.5)
+        ratioRow(
+            "a burst of 32 first launches of different plugins vs 32 bubblewrap launches at once, median", "burst-32-first-launches",
+            "bubblewrap-burst-32", atMost: 0.5)
+        burstP99Row("… p99", "burst-32-first-launches")
+        ratioRow(
+            "… the workers sharing a layout (preforkedSharingLayout), median", "burst-32-first-launches-sharing-layout",
+            "bubblewrap-burst-32", atMost: 0.5)
+        burstP99Row("… sharing a layout, p99", "burst-32-first-launches-sharing-layout")
         ratioRow(
             "launch to first answer vs an Extism instance and its first call", "first-response", "extism-instance-first-call", atMost: 3)
         ratioRow("64 B round trip, unpinned, vs an Extism call from C", "round-trip-64-unpinned", "extism-call-64", atMost: 1.0)

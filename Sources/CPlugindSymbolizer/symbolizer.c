@@ -2,8 +2,13 @@
 // report. The objects it parses are the plugin's own files, which a hostile author shapes at
 // will, so the parsing (elfutils' libdw) never runs in the host: this process opens the files the
 // host named, then confines itself to reading them and writing its answer before it parses any.
+//
+// libdw is loaded here, when a report is symbolized, not linked into the worker executable: every
+// worker and launcher would otherwise map it and its compression libraries for nothing (64 KiB of
+// unique memory per worker with a layout of its own, and their loading in every launcher's start).
 #include "plugind_symbolizer.h"
 
+#include <dlfcn.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
@@ -19,6 +24,57 @@
 #include <unistd.h>
 
 enum { max_objects = 16, max_frames = 64, max_request = 64 * 1024, max_name = 1024 };
+
+// The libdw functions the symbolizer calls, resolved by load_libdw.
+static struct {
+    __typeof__(dwfl_begin) *begin;
+    __typeof__(dwfl_end) *end;
+    __typeof__(dwfl_report_begin) *report_begin;
+    __typeof__(dwfl_report_elf) *report_elf;
+    __typeof__(dwfl_report_end) *report_end;
+    __typeof__(dwfl_addrmodule) *addrmodule;
+    __typeof__(dwfl_module_addrinfo) *module_addrinfo;
+    __typeof__(dwfl_module_getsrc) *module_getsrc;
+    __typeof__(dwfl_lineinfo) *lineinfo;
+    __typeof__(dwfl_module_nextcu) *module_nextcu;
+    __typeof__(dwfl_offline_section_address) *offline_section_address;
+    __typeof__(dwarf_haspc) *haspc;
+    __typeof__(dwarf_getsrc_die) *getsrc_die;
+    __typeof__(dwarf_lineno) *lineno;
+    __typeof__(dwarf_linesrc) *linesrc;
+} libdw;
+
+// Loads libdw (Debian's libdw1) and resolves every function above; 0 when all were found. Done
+// before confinement, which forbids opening files and executable mappings.
+static int load_libdw(void) {
+    void *library = dlopen("libdw.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) return -1;
+    struct {
+        void **slot;
+        const char *name;
+    } symbols[] = {
+        {(void **)&libdw.begin, "dwfl_begin"},
+        {(void **)&libdw.end, "dwfl_end"},
+        {(void **)&libdw.report_begin, "dwfl_report_begin"},
+        {(void **)&libdw.report_elf, "dwfl_report_elf"},
+        {(void **)&libdw.report_end, "dwfl_report_end"},
+        {(void **)&libdw.addrmodule, "dwfl_addrmodule"},
+        {(void **)&libdw.module_addrinfo, "dwfl_module_addrinfo"},
+        {(void **)&libdw.module_getsrc, "dwfl_module_getsrc"},
+        {(void **)&libdw.lineinfo, "dwfl_lineinfo"},
+        {(void **)&libdw.module_nextcu, "dwfl_module_nextcu"},
+        {(void **)&libdw.offline_section_address, "dwfl_offline_section_address"},
+        {(void **)&libdw.haspc, "dwarf_haspc"},
+        {(void **)&libdw.getsrc_die, "dwarf_getsrc_die"},
+        {(void **)&libdw.lineno, "dwarf_lineno"},
+        {(void **)&libdw.linesrc, "dwarf_linesrc"},
+    };
+    for (size_t index = 0; index < sizeof symbols / sizeof symbols[0]; index++) {
+        *symbols[index].slot = dlsym(library, symbols[index].name);
+        if (*symbols[index].slot == NULL) return -1;
+    }
+    return 0;
+}
 
 struct object {
     int descriptor;
@@ -151,12 +207,12 @@ static void put_field(FILE *stream, const char *text) {
 // an address: each unit's ranges are asked instead.
 static const char *line_from_units(Dwfl_Module *module, Dwarf_Addr address, int *line) {
     Dwarf_Addr bias = 0;
-    for (Dwarf_Die *unit = dwfl_module_nextcu(module, NULL, &bias); unit != NULL;
-         unit = dwfl_module_nextcu(module, unit, &bias)) {
-        if (dwarf_haspc(unit, address - bias) <= 0) continue;
-        Dwarf_Line *found = dwarf_getsrc_die(unit, address - bias);
-        if (found == NULL || dwarf_lineno(found, line) != 0) return NULL;
-        return dwarf_linesrc(found, NULL, NULL);
+    for (Dwarf_Die *unit = libdw.module_nextcu(module, NULL, &bias); unit != NULL;
+         unit = libdw.module_nextcu(module, unit, &bias)) {
+        if (libdw.haspc(unit, address - bias) <= 0) continue;
+        Dwarf_Line *found = libdw.getsrc_die(unit, address - bias);
+        if (found == NULL || libdw.lineno(found, line) != 0) return NULL;
+        return libdw.linesrc(found, NULL, NULL);
     }
     return NULL;
 }
@@ -205,40 +261,41 @@ int plugind_symbolizer_run(int input, int output) {
     // Buffered before confinement: fdopen's buffer is allocated on first write otherwise.
     static char stream_buffer[64 * 1024];
     setvbuf(stream, stream_buffer, _IOFBF, sizeof stream_buffer);
+    if (load_libdw() != 0) return 5;
     if (confine() != 0) return 3;
 
-    static const Dwfl_Callbacks callbacks = {
+    Dwfl_Callbacks callbacks = {
         .find_elf = no_elf,
         .find_debuginfo = no_debuginfo,
-        .section_address = dwfl_offline_section_address,
+        .section_address = libdw.offline_section_address,
     };
-    Dwfl *dwfl = dwfl_begin(&callbacks);
+    Dwfl *dwfl = libdw.begin(&callbacks);
     if (dwfl == NULL) return 4;
-    dwfl_report_begin(dwfl);
+    libdw.report_begin(dwfl);
     for (int index = 0; index < object_count; index++) {
         if (objects[index].descriptor < 0) continue;
         // On success libdw owns the descriptor.
-        if (dwfl_report_elf(dwfl, objects[index].path, objects[index].path, objects[index].descriptor,
+        if (libdw.report_elf(dwfl, objects[index].path, objects[index].path, objects[index].descriptor,
                             objects[index].bias, false) == NULL) {
             close(objects[index].descriptor);
         }
     }
-    dwfl_report_end(dwfl, NULL, NULL);
+    libdw.report_end(dwfl, NULL, NULL);
 
     for (int index = 0; index < frame_count; index++) {
         // A return address is looked up one byte back: in the call, not in what follows it.
         Dwarf_Addr lookup = frames[index].address - (frames[index].index > 0 ? 1 : 0);
-        Dwfl_Module *module = dwfl_addrmodule(dwfl, lookup);
+        Dwfl_Module *module = libdw.addrmodule(dwfl, lookup);
         if (module == NULL) continue;
         GElf_Off offset = 0;
         GElf_Sym symbol;
-        const char *name = dwfl_module_addrinfo(module, lookup, &offset, &symbol, NULL, NULL, NULL);
+        const char *name = libdw.module_addrinfo(module, lookup, &offset, &symbol, NULL, NULL, NULL);
         const char *file = NULL;
         int line = 0;
         int object = frames[index].object;
         if (object >= 0 && objects[object].lines) {
-            Dwfl_Line *source = dwfl_module_getsrc(module, lookup);
-            file = source != NULL ? dwfl_lineinfo(source, NULL, &line, NULL, NULL, NULL) : line_from_units(module, lookup, &line);
+            Dwfl_Line *source = libdw.module_getsrc(module, lookup);
+            file = source != NULL ? libdw.lineinfo(source, NULL, &line, NULL, NULL, NULL) : line_from_units(module, lookup, &line);
         }
         if (name == NULL && file == NULL) continue;
         fprintf(stream, "%d\t", frames[index].index);
@@ -252,6 +309,6 @@ int plugind_symbolizer_run(int input, int output) {
         fprintf(stream, "\t%d\n", file != NULL ? line : 0);
     }
     fflush(stream);
-    dwfl_end(dwfl);
+    libdw.end(dwfl);
     return 0;
 }

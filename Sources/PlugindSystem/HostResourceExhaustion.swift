@@ -14,7 +14,7 @@ extension SystemError {
             return "the system is out of file descriptors (fs.file-max)"
         case ENOMEM:
             return "the host is out of memory"
-        case EAGAIN where function.contains("fork") || function.contains("clone") || function.contains("spawn"):
+        case EAGAIN where ["fork", "clone", "spawn"].contains(where: function.containsBytes(of:)):
             let value = Self.softLimit(__rlimit_resource_t(__RLIMIT_NPROC.rawValue)).map { " is \($0)" } ?? ""
             return "the host's user is at its process limit (RLIMIT_NPROC\(value))"
         default:

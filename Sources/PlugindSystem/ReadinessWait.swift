@@ -9,10 +9,10 @@ extension FileDescriptor {
     /// `poll` until `sleepUntil`. On a small virtual machine a sleeping thread takes tens of
     /// microseconds to wake; a short spin spares that where the answer is expected at once.
     /// Returns the events `poll` reported, or nil at the deadline or on an error other than EINTR.
-    package func awaitReadable(spinUntil: ContinuousClock.Instant, sleepUntil: ContinuousClock.Instant) -> Int16? {
+    package func awaitReadable(spinUntil: MonotonicInstant, sleepUntil: MonotonicInstant) -> Int16? {
         var watched = pollfd(fd: rawValue, events: Int16(POLLIN), revents: 0)
         while true {
-            let now = ContinuousClock.now
+            let now = MonotonicInstant.now
             let spinning = now < spinUntil
             let remaining = now.duration(to: sleepUntil)
             guard spinning || remaining > .zero else { return nil }

@@ -28,6 +28,32 @@ struct PlugindSystemTests {
         #expect(throws: SystemError.self) { try AtomicFile.replace(directory + "/missing/file", with: [1]) }
     }
 
+    @Test("a monotonic instant moves forward, adds durations exactly, saturates instead of overflowing, and measures back")
+    func monotonicInstant() {
+        let start = MonotonicInstant.now
+        let later = start + .milliseconds(1500)
+        #expect(later.nanoseconds - start.nanoseconds == 1_500_000_000)
+        #expect(start.duration(to: later) == .milliseconds(1500))
+        #expect(later.duration(to: start) == .milliseconds(-1500))
+        #expect(start < later && !(later < start))
+        #expect(MonotonicInstant.now >= start)
+        #expect((start + .seconds(Int64.max)).nanoseconds == .max)
+        #expect((start + .seconds(Int64.min)).nanoseconds == .min)
+        #expect(MonotonicInstant.after(.seconds(1)) > start)
+    }
+
+    @Test(
+        "containsBytes finds text anywhere, byte for byte (unlike String.contains, inside a combined character too)",
+        arguments: [
+            ("posix_spawn", "spawn", true), ("clone3", "clone", true), ("fork", "fork", true), ("open", "fork", false),
+            ("/usr/lib/libc.so.6", ".so", true), ("/usr/lib/x.s", ".so", false), ("", "", true), ("a", "", true), ("", "a", false),
+            ("caf\u{E9}", "\u{E9}", true), ("cafe\u{301}", "e", true),
+        ])
+    func containsBytes(text: String, word: String, expected: Bool) {
+        #expect(text.containsBytes(of: word) == expected)
+        #expect(text[...].containsBytes(of: word) == expected)
+    }
+
     @Test(
         "reading to the end returns every byte of a file larger than its first buffer, of a pipe, and at most the limit; a positional read returns the range asked for and fewer only at the end"
     )

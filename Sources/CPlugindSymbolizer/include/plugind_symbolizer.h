@@ -9,7 +9,8 @@
 /// confines itself (seccomp: no more files, sockets, processes or signals; RLIMIT_CPU,
 /// RLIMIT_AS), then writes one line per frame it could name to `output`: "INDEX\tFUNCTION\t
 /// OFFSET-HEX\tFILE\tLINE" (empty fields when unknown; tabs and control characters in names
-/// replaced). Returns the exit status: 0, or 2 for a request it could not read.
+/// replaced). Returns the exit status: 0; 2 for a request it could not read; 3 when it could not
+/// confine itself; 4 when libdw could not start; 5 when libdw (libdw.so.1) could not be loaded.
 int plugind_symbolizer_run(int input, int output);
 
 #endif

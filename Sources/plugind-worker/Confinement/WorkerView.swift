@@ -158,7 +158,7 @@ enum WorkerView {
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
             guard let slash = line.firstIndex(of: "/") else { continue }
             let path = line[slash...]
-            guard path.contains(".so"), let lastSlash = path.lastIndex(of: "/") else { continue }
+            guard path.containsBytes(of: ".so"), let lastSlash = path.lastIndex(of: "/") else { continue }
             // Canonical, since binds refuse a path through a symlink.
             guard let resolved = realpath(String(path[..<lastSlash]), nil) else { continue }
             directories.insert(String(cString: resolved))

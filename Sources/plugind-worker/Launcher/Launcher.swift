@@ -229,7 +229,7 @@ enum Launcher {
             woken = status == 0 && length == 1 && count == 0 && message[0] == SpareMessage.wake
             // Whatever comes is read below; the spin only spares a wake-up.
             if woken {
-                let deadline = ContinuousClock.now + spinAfterWake
+                let deadline = MonotonicInstant.after(spinAfterWake)
                 _ = socket.awaitReadable(spinUntil: deadline, sleepUntil: deadline)
             }
         } while status == ECONNRESET || woken

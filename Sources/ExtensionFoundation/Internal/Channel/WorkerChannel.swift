@@ -196,8 +196,8 @@ final class WorkerChannel: EventLoopHandler {
     /// slow or silent worker) is left to the event loop, which `activate` starts watching;
     /// nothing read here is lost to it.
     func receiveHandshake(within budget: Duration) {
-        let deadline = ContinuousClock.now + budget
-        let spinDeadline = ContinuousClock.now + min(budget, Self.handshakeSpin)
+        let deadline = MonotonicInstant.after(budget)
+        let spinDeadline = MonotonicInstant.after(min(budget, Self.handshakeSpin))
         guard (try? fromWorker.setNonBlocking()) != nil else { return }
         while state.withLock({ $0.ready == nil && $0.lifecycle.isRunning && $0.loadFailure == nil }) {
             guard let events = fromWorker.awaitReadable(spinUntil: spinDeadline, sleepUntil: deadline),

@@ -114,7 +114,7 @@ enum StackSymbolizer {
         let process = spawned.processDescriptor
         defer { process.killAndReap() }
         var answer: [UInt8] = []
-        let end = ContinuousClock.now + deadline
+        let end = MonotonicInstant.after(deadline)
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         while answer.count < 1 << 20 {
             guard output.readEnd.awaitReadable(spinUntil: .now, sleepUntil: end) != nil else { return nil }
