@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -126,6 +127,12 @@ int plugind_shim_set_thread_name(const char *name) {
 }
 
 void plugind_shim_release_free_memory(void) { (void)malloc_trim(0); }
+
+int plugind_shim_allowed_processor_count(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : 0;
+}
 
 #ifndef SYS_openat2
 #define SYS_openat2 437

@@ -11,6 +11,7 @@ extension FileDescriptor {
     /// Returns the events `poll` reported, or nil at the deadline or on an error other than EINTR.
     package func awaitReadable(spinUntil: MonotonicInstant, sleepUntil: MonotonicInstant) -> Int16? {
         var watched = pollfd(fd: rawValue, events: Int16(POLLIN), revents: 0)
+        var spinUntil = spinUntil
         while true {
             let now = MonotonicInstant.now
             let spinning = now < spinUntil
@@ -22,7 +23,8 @@ extension FileDescriptor {
             let result = poll(&watched, 1, spinning ? 0 : max(milliseconds, 0))
             if result > 0 { return watched.revents }
             if result < 0 && errno != EINTR { return nil }
-            if spinning { sched_yield() }
+            // A processor wanted elsewhere ends the spin (`BusyPolling.yield`).
+            if spinning, !BusyPolling.yieldUncontended() { spinUntil = .now }
         }
     }
 }

@@ -67,7 +67,8 @@ package struct FrameHeader: Equatable, Sendable {
         }
         let rawFlags = UInt16(littleEndian: buffer.loadUnaligned(fromByteOffset: 6, as: UInt16.self))
         let flags = FrameFlags(rawValue: rawFlags)
-        guard flags.isSubset(of: .known) else {
+        // Only the host marks frames for polling.
+        guard flags.isSubset(of: direction == .hostToWorker ? .known : .known.subtracting(.pollForNext)) else {
             throw .invalidHeader("unknown flags 0x\(String(rawFlags, radix: 16))")
         }
         let requestID = UInt64(littleEndian: buffer.loadUnaligned(fromByteOffset: 8, as: UInt64.self))
@@ -90,8 +91,13 @@ package struct FrameFlags: OptionSet, Hashable, Sendable {
     /// requests and responses, and only when both sides listed `ProtocolFeature.sharedMemory`.
     package static let sharedMemory = FrameFlags(rawValue: 1 << 0)
 
+    /// The host expects its next request soon (it awaits few answers): the worker, once idle
+    /// after answering this one, polls for it a moment before it sleeps (`BusyPolling`). Only on
+    /// requests and calls, and only when both sides listed `ProtocolFeature.busyPolling`.
+    package static let pollForNext = FrameFlags(rawValue: 1 << 1)
+
     /// A receiver rejects any other bit.
-    package static let known: FrameFlags = [.sharedMemory]
+    package static let known: FrameFlags = [.sharedMemory, .pollForNext]
 }
 
 /// One decoded frame.

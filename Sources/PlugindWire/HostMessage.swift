@@ -77,6 +77,9 @@ package enum HostMessage: Equatable, Sendable {
         guard frame.header.kind.carriesRequestID || id == 0 else {
             throw .malformedPayload("a \(frame.header.kind) message carries no request identifier, found \(id)")
         }
+        if frame.header.flags.contains(.pollForNext), frame.header.kind != .request, frame.header.kind != .call {
+            throw .invalidHeader("the poll-for-next flag is only allowed on requests and calls, found it on \(frame.header.kind)")
+        }
         if frame.header.flags.contains(.sharedMemory) {
             guard frame.header.kind == .request else {
                 throw .invalidHeader("the shared-memory flag is only allowed on requests, found it on \(frame.header.kind)")

@@ -48,8 +48,10 @@ package final class PipeTransport: Sendable {
         }
     }
 
-    /// Reads one host-to-worker frame, or nil on end of stream between frames.
-    package func receive() throws -> Frame? {
+    /// Reads one host-to-worker frame, or nil on end of stream between frames. With
+    /// `pollingUntil`, a read that would sleep polls for the frame until then first
+    /// (`BusyPolling`).
+    package func receive(pollingUntil: MonotonicInstant? = nil) throws -> Frame? {
         try receiving.withLock { state in
             if let ahead = state.lookahead {
                 state.lookahead = nil
@@ -57,6 +59,9 @@ package final class PipeTransport: Sendable {
             }
             while true {
                 if let frame = try state.decoder.nextFrame() { return frame }
+                if let pollingUntil, MonotonicInstant.now < pollingUntil {
+                    _ = input.awaitReadable(spinUntil: pollingUntil, sleepUntil: pollingUntil)
+                }
                 let count = try state.decoder.receive { buffer in try input.read(into: buffer) }
                 if count == 0 {
                     try state.decoder.finish()

@@ -44,5 +44,8 @@ package enum ProtocolFeature {
     /// The worker reports the stack of a crashed thread, and answers the stack signal.
     package static let stacks = "stacks"
 
-    package static let all = [cancellation, progress, functionCalls, sharedMemory, connections, stacks]
+    /// The host may mark requests `FrameFlags.pollForNext`.
+    package static let busyPolling = "busy-polling"
+
+    package static let all = [cancellation, progress, functionCalls, sharedMemory, connections, stacks, busyPolling]
 }

@@ -132,6 +132,31 @@ struct MessageCodecTests {
         #expect(throws: WireError.malformedPayload("string is not valid UTF-8")) { try WorkerMessage(frame) }
     }
 
+    @Test("the poll-for-next mark travels on requests and calls, and is refused on any other message")
+    func pollForNextMark() throws {
+        for message in [HostMessage.request(id: 7, connection: 1, bytes: [1, 2]), .call(id: 8, function: 0, arguments: [.int32(3)])] {
+            var frame = message.encode()
+            frame.header.flags.insert(.pollForNext)
+            let bytes = frame.header.bytes
+            let decodedHeader = try bytes.withUnsafeBytes {
+                try FrameHeader.decode($0, direction: .hostToWorker, maximumPayload: 1 << 20)
+            }
+            #expect(decodedHeader.flags.contains(.pollForNext))
+            #expect(try HostMessage(frame) == message)
+        }
+        var cancel = HostMessage.cancel(id: 9).encode()
+        cancel.header.flags.insert(.pollForNext)
+        #expect(throws: WireError.invalidHeader("the poll-for-next flag is only allowed on requests and calls, found it on cancel")) {
+            try HostMessage(cancel)
+        }
+        // A bit no version knows is still refused.
+        var unknown = HostMessage.request(id: 1, connection: 0, bytes: []).encode().header.bytes
+        unknown[6] |= 1 << 2
+        #expect(throws: WireError.self) {
+            try unknown.withUnsafeBytes { try FrameHeader.decode($0, direction: .hostToWorker, maximumPayload: 1 << 20) }
+        }
+    }
+
     /// Strings are decoded with repair and compared with their bytes; each case here repairs to
     /// something else, one of them (a four-byte sequence cut after three) to as many bytes.
     @Test(

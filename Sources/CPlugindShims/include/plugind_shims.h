@@ -190,6 +190,10 @@ int plugind_shim_exchange_paths(const char *_Nonnull first, const char *_Nonnull
 /// worker used only while it set itself up stops counting as its own.
 void plugind_shim_release_free_memory(void);
 
+/// How many processors this process may run on (its affinity mask, `sched_getaffinity`); 0 when
+/// it cannot be read.
+int plugind_shim_allowed_processor_count(void);
+
 /// Ignores SIGPIPE for the whole process, so a write to a dead worker yields EPIPE.
 int plugind_shim_ignore_sigpipe(void);
 

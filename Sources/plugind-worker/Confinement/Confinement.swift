@@ -73,6 +73,8 @@ enum Confinement {
         _ = WorkerView.common
         _ = WorkerIdentity.current
         _ = plugind_confinement_prepare_filters()
+        // Read before any filter is in force (it reads the process's affinity).
+        _ = BusyPolling.isWorthwhile
         LauncherWarmUp.run()
     }
 

@@ -24,6 +24,8 @@ final class PluginServer: @unchecked Sendable {
     private var hostInterface: UnsafeMutablePointer<plugind_host>?
 
     private let condition = ThreadCondition()
+    /// The last request or call read was marked `FrameFlags.pollForNext`.
+    private let pollForNext = Atomic(false)
     private var core: WorkerCore<ConnectionRecord>
 
     typealias Job = WorkerCore<ConnectionRecord>.Job
@@ -138,8 +140,11 @@ final class PluginServer: @unchecked Sendable {
             case .stop:
                 break turns
             case .read:
+                // Idle after a request the host marked, it polls a moment for the next one
+                // (`BusyPolling`).
+                let polls = core.jobs == 0 && core.isQueueEmpty && pollForNext.exchange(false, ordering: .relaxed)
                 condition.unlock()
-                let outcome = readOne()
+                let outcome = readOne(pollingUntil: polls ? .after(BusyPolling.window) : nil)
                 condition.lock()
                 switch core.read(outcome) {
                 case .run(let job, let wakeOthers):
@@ -182,12 +187,13 @@ final class PluginServer: @unchecked Sendable {
     }
 
     /// Reads one frame and routes it: a job for a thread, or handled here.
-    private func readOne() -> WorkerCore<ConnectionRecord>.ReadOutcome {
+    private func readOne(pollingUntil: MonotonicInstant? = nil) -> WorkerCore<ConnectionRecord>.ReadOutcome {
         if hostHungUp.load(ordering: .acquiring) { return .end(status: 0, orderly: false) }
         let frame: Frame
         do {
-            guard let received = try transport.receive() else { return .end(status: 0, orderly: false) }
+            guard let received = try transport.receive(pollingUntil: pollingUntil) else { return .end(status: 0, orderly: false) }
             frame = received
+            if frame.header.flags.contains(.pollForNext) && BusyPolling.isWorthwhile { pollForNext.store(true, ordering: .relaxed) }
         } catch {
             PluginServerLog.protocolError(error)
             return .end(status: 2, orderly: false)

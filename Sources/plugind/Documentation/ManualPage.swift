@@ -87,6 +87,11 @@ enum ManualPage {
         .B PLUGIND_ADMIN_POLICY_DIR
         The administrator's directory instead of /etc/plugind.
         .TP
+        .B PLUGIND_BUSY_POLLING
+        With 0, a host and its workers never poll for an expected answer; they sleep until it
+        comes (by default they poll for up to 50 microseconds where more than one processor is
+        available and few answers are awaited).
+        .TP
         .B NO_COLOR
         When set, output has no colour.
 

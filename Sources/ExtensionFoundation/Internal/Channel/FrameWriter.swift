@@ -49,8 +49,10 @@ final class FrameWriter: Sendable {
         self.descriptor = descriptor
     }
 
-    func enqueue(_ message: HostMessage) {
-        let frame = message.encode()
+    /// Queues `message`, its frame marked with `flags` besides its own.
+    func enqueue(_ message: HostMessage, flags: FrameFlags = []) {
+        var frame = message.encode()
+        frame.header.flags.formUnion(flags)
         enqueue(raw: frame.header.bytes, payload: frame.payload)
     }
 

@@ -1,5 +1,6 @@
 import PlugindSystem
 import PlugindWire
+import Synchronization
 
 /// Carrying out the protocol's decisions: `decide` runs an input on `ChannelProtocol` under the
 /// lock and turns its effects into state changes and `Actions`, which run once the lock is
@@ -40,11 +41,17 @@ extension WorkerChannel {
         for effect in effects {
             switch effect {
             case .send(let message):
-                writer.enqueue(message)
+                switch message {
+                case .request, .sharedRequest, .call:
+                    writer.enqueue(message, flags: state.marksPollForNext ? .pollForNext : [])
+                default:
+                    writer.enqueue(message)
+                }
                 actions.write = true
             case .completeRequest(let id, let result):
                 state.sharedRequests?.release(id)
                 if let waiter = state.requests.removeValue(forKey: id) {
+                    loop.awaitedAnswers.subtract(1, ordering: .relaxed)
                     actions.requests.append((waiter, result))
                     if case .success = result { activity?.requestEnded(succeeded: true) } else { activity?.requestEnded(succeeded: false) }
                 }

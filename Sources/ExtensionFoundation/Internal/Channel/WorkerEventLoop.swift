@@ -53,6 +53,9 @@ final class WorkerEventLoop: TaskExecutor {
     private let state = Locked(State())
     /// Set while the loop thread runs, to tell callers whether they are on it.
     private let loopThreadID = Atomic<UInt>(0)
+    /// Requests sent to the workers of this loop's channels and not answered yet: the loop polls
+    /// for answers only while few are awaited (`BusyPolling`). Kept by `WorkerChannel`.
+    let awaitedAnswers = Atomic<Int>(0)
 
     private static let sharedLoop = Locked<WorkerEventLoop?>(nil)
 
@@ -228,11 +231,21 @@ final class WorkerEventLoop: TaskExecutor {
         defer { events.deallocate() }
         var consecutiveFailures = 0
         var backoff = Duration.milliseconds(1)
+        // Until when the loop polls instead of sleeping (`BusyPolling`): a moment after it
+        // handled something, while few answers are awaited.
+        var pollingUntil = MonotonicInstant(nanoseconds: .min)
         while true {
             let timeout = millisecondsUntilNextTimer()
             let count: Int
             do {
-                count = try wait(events, timeout)
+                var polled = 0
+                while timeout != 0, MonotonicInstant.now < pollingUntil, awaitedAnswers.load(ordering: .relaxed) <= BusyPolling.awaitedLimit
+                {
+                    polled = try wait(events, 0)
+                    if polled > 0 { break }
+                    if !BusyPolling.yieldUncontended() { pollingUntil = .now }
+                }
+                count = polled > 0 ? polled : try wait(events, timeout)
                 consecutiveFailures = 0
                 backoff = .milliseconds(1)
             } catch {
@@ -246,6 +259,7 @@ final class WorkerEventLoop: TaskExecutor {
                 backoff = min(backoff * 2, maximumBackoff)
                 continue
             }
+            if count > 0, BusyPolling.isWorthwhile { pollingUntil = .after(BusyPolling.window) }
             // Awake: timers scheduled from here on are seen when the next wait is computed.
             state.withLock { $0.plannedWake = .computing }
             for index in 0..<count {

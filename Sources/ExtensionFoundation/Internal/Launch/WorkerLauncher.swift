@@ -6,7 +6,7 @@ import PlugindWire
 /// parent-death signal is tied to a thread that lives as long as the process), handshake.
 enum WorkerLauncher {
     /// Variables a worker inherits; everything else in the host's environment stays behind.
-    static let environmentAllowlist = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "TZ"]
+    static let environmentAllowlist = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "TZ", BusyPolling.switchName]
 
     /// A worker that answered its handshake.
     struct Launched {
