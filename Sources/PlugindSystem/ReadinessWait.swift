@@ -23,7 +23,7 @@ extension FileDescriptor {
             let result = poll(&watched, 1, spinning ? 0 : max(milliseconds, 0))
             if result > 0 { return watched.revents }
             if result < 0 && errno != EINTR { return nil }
-            // A processor wanted elsewhere ends the spin (`BusyPolling.yield`).
+            // A processor wanted elsewhere ends the spin (`BusyPolling.yieldUncontended`).
             if spinning, !BusyPolling.yieldUncontended() { spinUntil = .now }
         }
     }
