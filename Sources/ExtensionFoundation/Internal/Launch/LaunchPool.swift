@@ -29,10 +29,10 @@ package final class LaunchPool: EventLoopHandler {
     /// How many children each launcher forks.
     enum Forks: Sendable {
         /// One: every worker has an address-space layout, stack canary and hash seed of its own,
-        /// and unique memory of its own (about 1 MiB); each costs the exec of a launcher, ahead.
+        /// and unique memory of its own (about 700 KiB); each costs the exec of a launcher, ahead.
         case one
         /// Any number: the workers of one host share the launcher's layout, canary and hash seed
-        /// and most of its memory (about 350 KiB each), and launches in quick succession do not
+        /// and most of its memory (about 330 KiB each), and launches in quick succession do not
         /// wait for launchers to start.
         case many
     }
