@@ -196,6 +196,7 @@ struct FaultIsolationTests {
         let report = ExitTestReport()
         let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
             ExitTestReport.redirectStandardError(to: path)
+            ProcessInspection.ignoreInheritedDescriptors()
             var test = try TestHost()
             defer { test.remove() }
             test.host.launchTimeout = .milliseconds(500)

@@ -320,6 +320,7 @@ struct ProcessLifecycleTests {
         let report = ExitTestReport()
         let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
             ExitTestReport.redirectStandardError(to: path)
+            ProcessInspection.ignoreInheritedDescriptors()
             let test = try TestHost()
             defer { test.remove() }
             try test.install(PluginFixture(library: "Echo"))
