@@ -5,12 +5,12 @@ import Glibc
 /// at most `window`, before it sleeps. On a small virtual machine a sleeping thread woken from
 /// another processor takes 50–90 µs to run again, several times what a small request costs;
 /// a thread that is still polling takes it at once (a 64 B round trip unpinned: about 100 µs
-/// sleeping on both sides, 12–35 µs polling). Polling yields the processor on every turn, so
-/// whatever else is runnable still runs, and it is used only where it pays: where the process
-/// may run on more than one processor, and only by a side that is idle otherwise (the worker
-/// with no request running or queued, the host with at most `awaitedLimit` answers awaited on
-/// its event loop) — under load, polling threads took processors from the busy ones (throughput
-/// −25 to −50 % with 8–64 tasks).
+/// sleeping on both sides, 12–35 µs polling). Polling yields the processor on every turn and
+/// stops when a yield gave it away, and it is used only where it pays: where the process may run
+/// on more than one processor, and only while the host awaits at most `awaitedLimit` answers on
+/// its event loop — the host polls then, and marks the requests it sends
+/// (`FrameFlags.pollForNext`) so that a worker with one request thread polls too. Under load,
+/// polling threads took processors from the busy ones (throughput −25 to −50 % with 8–64 tasks).
 package enum BusyPolling {
     /// How long a side polls after its last message before it sleeps.
     package static let window: Duration = .microseconds(50)

@@ -36,14 +36,17 @@ extension WorkerChannel {
     }
 
     /// Turns effects into state changes (under the lock) and actions (for after it). Frames are
-    /// queued here, so that they leave in the order decided.
-    func collect(_ effects: [ChannelProtocol.Effect], into actions: inout Actions, state: inout State) {
+    /// queued here, so that they leave in the order decided; `requestFlags` mark the frame of a
+    /// request or call among them (`start` passes `pollForNext`).
+    func collect(
+        _ effects: [ChannelProtocol.Effect], into actions: inout Actions, state: inout State, requestFlags: FrameFlags = []
+    ) {
         for effect in effects {
             switch effect {
             case .send(let message):
                 switch message {
                 case .request, .sharedRequest, .call:
-                    writer.enqueue(message, flags: state.marksPollForNext ? .pollForNext : [])
+                    writer.enqueue(message, flags: requestFlags)
                 default:
                     writer.enqueue(message)
                 }

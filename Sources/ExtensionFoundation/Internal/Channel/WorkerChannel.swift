@@ -78,9 +78,6 @@ final class WorkerChannel: EventLoopHandler {
         /// Where large requests go; nil until the worker agreed to shared memory, and again once
         /// it ended.
         var sharedRequests: SharedRequestRegion?
-        /// The request being sent now is to be marked `FrameFlags.pollForNext` (set by `start`,
-        /// used by the `send` it causes).
-        var marksPollForNext = false
         /// Responses read from the worker's shared region; the worker reuses it when this
         /// count, published in the region's header, reaches the number it placed there.
         var sharedResponsesRead: UInt64 = 0
@@ -341,11 +338,12 @@ final class WorkerChannel: EventLoopHandler {
             if state.requests.updateValue(waiter, forKey: id) == nil { loop.awaitedAnswers.add(1, ordering: .relaxed) }
             // Few answers awaited: the host expects this one soon and will poll for it; so may
             // the worker, for the request after it (`BusyPolling`).
-            state.marksPollForNext =
+            let marksPollForNext =
                 BusyPolling.isWorthwhile && state.ready?.features.contains(ProtocolFeature.busyPolling) == true
                 && loop.awaitedAnswers.load(ordering: .relaxed) <= BusyPolling.awaitedLimit
-            collect(state.machine.sendRequest(id, message, now: .now), into: &actions, state: &state)
-            state.marksPollForNext = false
+            collect(
+                state.machine.sendRequest(id, message, now: .now), into: &actions, state: &state,
+                requestFlags: marksPollForNext ? .pollForNext : [])
         }
         activity?.requestStarted()
         perform(actions)
