@@ -30,8 +30,12 @@ let cppPlugins: [(name: String, path: String)] = [
 
 /// Plugins that exist for the tests and the benchmarks: (product and target name, directory).
 let testPlugins: [(name: String, path: String)] = [
-    ("ConversationProbe", "ExamplePlugins/Testing/ConversationProbe")
+    ("ConversationProbe", "ExamplePlugins/Testing/ConversationProbe"),
+    ("SystemLibraryProbe", "ExamplePlugins/Testing/SystemLibraryProbe"),
 ]
+
+/// The system libraries a test plugin links beyond libc.
+let testPluginLibraries: [String: [LinkerSetting]] = ["SystemLibraryProbe": [.linkedLibrary("archive")]]
 
 /// Plugins that misbehave on purpose, one per behaviour, for the fault-isolation tests.
 let faultyPlugins = [
@@ -64,7 +68,9 @@ let pluginTargets: [Target] =
         )
     }
     + testPlugins.map { plugin in
-        .target(name: plugin.name, dependencies: ["PlugindPluginABI"], path: plugin.path, publicHeadersPath: ".", cSettings: gnuSource)
+        .target(
+            name: plugin.name, dependencies: ["PlugindPluginABI"], path: plugin.path, publicHeadersPath: ".", cSettings: gnuSource,
+            linkerSettings: testPluginLibraries[plugin.name] ?? [])
     }
     + faultyPlugins.map { name in
         .target(

@@ -210,6 +210,13 @@ enum Benchmarks {
         for process in processes {
             unique.append(Double(uniqueSetSize(process.processIdentifier)) / 1024)
         }
+        // Where one worker's unique pages are, so that the report can say what each one is.
+        var breakdown: [String: Double] = [:]
+        if let first = processes.first {
+            for (mapping, bytes) in uniqueMemoryByMapping(first.processIdentifier) {
+                breakdown["KiB " + mapping] = Double(bytes) / 1024
+            }
+        }
         let (seconds, attoseconds) = launched.components
         Measurement(
             name: sharingLayout ? "live-workers-uss-sharing-layout" : "live-workers-uss",
@@ -218,7 +225,7 @@ enum Benchmarks {
             extra: [
                 "workers": Double(processes.count), "launchSeconds": Double(seconds) + Double(attoseconds) / 1e18,
                 "maxKiB": unique.max() ?? 0,
-            ]
+            ].merging(breakdown) { first, _ in first }
         ).report()
         for process in processes { process.invalidate() }
         for process in processes { _ = await process.waitForTermination() }
@@ -235,6 +242,40 @@ enum Benchmarks {
             kilobytes += Int(line.split(separator: " ", omittingEmptySubsequences: true)[1]) ?? 0
         }
         return kilobytes * 1024
+    }
+
+    /// Private_Clean + Private_Dirty of each mapping of /proc/PID/smaps, summed by what is mapped:
+    /// a file's name (its data and its .bss, the anonymous mapping right after it), `[heap]`,
+    /// `[stack]`, or `anonymous` (thread stacks, the message region, the allocator's arenas).
+    static func uniqueMemoryByMapping(_ pid: Int32) -> [String: Int] {
+        guard let handle = FileHandle(forReadingAtPath: "/proc/\(pid)/smaps"), let data = try? handle.readToEnd() else {
+            return [:]
+        }
+        var totals: [String: Int] = [:]
+        var current = "anonymous"
+        var previousFile: String?
+        var previousEnd = ""
+        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard let first = fields.first else { continue }
+            if first.contains("-"), first.first?.isHexDigit == true, !first.hasSuffix(":") {
+                let range = first.split(separator: "-")
+                let name = fields.count >= 6 ? fields[5...].joined(separator: " ") : ""
+                if name.isEmpty {
+                    // An unnamed mapping that starts where a file's mapping ended is that file's .bss.
+                    let follows = range.first.map(String.init) == previousEnd
+                    current = follows ? previousFile.map { $0 + " (bss)" } ?? "anonymous" : "anonymous"
+                    previousFile = nil
+                } else {
+                    current = name.split(separator: "/").last.map(String.init) ?? name
+                    previousFile = name.hasPrefix("[") ? nil : current
+                }
+                previousEnd = range.count == 2 ? String(range[1]) : ""
+            } else if first == "Private_Clean:" || first == "Private_Dirty:", fields.count >= 2 {
+                totals[current, default: 0] += (Int(fields[1]) ?? 0) * 1024
+            }
+        }
+        return totals.filter { $0.value > 0 }
     }
 
     // MARK: Connections

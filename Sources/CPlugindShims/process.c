@@ -5,7 +5,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <malloc.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
@@ -125,8 +124,6 @@ int plugind_shim_raise_open_file_limit(uint64_t *limit) {
 int plugind_shim_set_thread_name(const char *name) {
     return prctl(PR_SET_NAME, (unsigned long)name, 0, 0, 0) == 0 ? 0 : errno;
 }
-
-void plugind_shim_release_free_memory(void) { (void)malloc_trim(0); }
 
 int plugind_shim_allowed_processor_count(void) {
     cpu_set_t set;

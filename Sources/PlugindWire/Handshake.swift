@@ -30,6 +30,11 @@ package struct LoadConfiguration: Equatable, Sendable {
     /// How long the plugin's asks wait for the host when they name no deadline: the host's
     /// request timeout.
     package var askTimeoutMilliseconds: UInt32 = 30_000
+    /// The libraries outside the bundle that the plugin's libraries need (canonical paths the
+    /// host resolved and checked, inside the view): a primed worker loads them while it waits,
+    /// so that the launch that says go loads only the plugin. A Swift plugin's runtime is most
+    /// of its load: the installed worker links its own runtime statically, not the plugin's.
+    package var preloadLibraries: [String] = []
 
     package init(
         pluginIdentifier: String,

@@ -155,6 +155,8 @@ extension PayloadWriter {
         write(load.mode.rawValue)
         write(load.concurrency)
         write(load.askTimeoutMilliseconds)
+        // Last and only when there are some: a hello without them reads as before.
+        if !load.preloadLibraries.isEmpty { write(load.preloadLibraries) }
     }
 
     mutating func write(_ operation: ViewOperation) {
@@ -214,6 +216,7 @@ extension PayloadReader {
         load.mode = mode
         load.concurrency = try readUInt32()
         load.askTimeoutMilliseconds = try readUInt32()
+        if remaining > 0 { load.preloadLibraries = try readStrings() }
         return load
     }
 

@@ -288,6 +288,41 @@ struct ProcessLifecycleTests {
         if result == nil { Issue.record("child said: \(said)") }
     }
 
+    @Test("a worker primed for a plugin has loaded the system libraries it needs, not the plugin, and the launch uses them")
+    func primedPreloadsDependencies() async {
+        // As `primedRelaunch`, in a process of its own. Exit statuses 40–45 name the check.
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
+            let test = try TestHost()
+            defer { test.remove() }
+            try test.install(PluginFixture(library: "SystemLibraryProbe"))
+            let configuration = try test.configuration("org.plugind.tests.systemlibraryprobe")
+            guard let pid = await ProcessLifecycleTests.primeWorker(configuration) else { exit(40) }
+            // Root may read the maps of the worker, which is not dumpable. libarchive is nothing
+            // the worker loads for itself: there before the launch only if preloaded for it.
+            if getuid() == 0 {
+                let maps = ProcessInspection.readProcFile("/proc/\(pid)/maps")
+                guard !maps.isEmpty else { exit(41) }
+                guard maps.contains("libarchive.so") else {
+                    FileHandle.standardError.write(Data(maps.utf8))
+                    exit(42)
+                }
+                guard !maps.contains("libSystemLibraryProbe") else { exit(43) }
+            }
+            let process = try await AppExtensionProcess(configuration: configuration)
+            guard process.processIdentifier == pid else { exit(44) }
+            let answer = try await process.makeConnection().send([1])
+            guard String(decoding: answer, as: UTF8.self).hasPrefix("libarchive ") else {
+                FileHandle.standardError.write(Data(answer))
+                exit(45)
+            }
+            await process.invalidateAndWait()
+        }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
+    }
+
     @Test("a worker primed for one plan is ended, never used, by a launch of another")
     func primedMismatch() async {
         let report = ExitTestReport()

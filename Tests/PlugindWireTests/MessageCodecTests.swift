@@ -22,8 +22,15 @@ struct MessageCodecTests {
             disabled: false, skippedLayers: ["system-calls"])
     )
 
+    static let preloading = {
+        var load = MessageCodecTests.load
+        load.preloadLibraries = ["/usr/lib/x86_64-linux-gnu/libarchive.so.13.6.2", "/usr/lib/x86_64-linux-gnu/libz.so.1.2.13"]
+        return load
+    }()
+
     static let hostMessages: [HostMessage] = [
         .hello(Hello(load: load)),
+        .hello(Hello(load: preloading)),
         .request(id: 7, connection: 3, bytes: [1, 2, 3]),
         .request(id: 8, connection: 0, bytes: []),
         .openConnection(3, hostIdentifier: "org.example.host"),
@@ -87,6 +94,20 @@ struct MessageCodecTests {
     @Test("worker messages round-trip", arguments: workerMessages)
     func workerRoundTrip(message: WorkerMessage) throws {
         #expect(try WorkerMessage(message.encode()) == message)
+    }
+
+    @Test("a hello preloads libraries only when it names some: without, it ends where it ended before the field existed")
+    func helloPreloadField() throws {
+        let plain = HostMessage.hello(Hello(load: Self.load)).encode().payload
+        var timeout = PayloadWriter()
+        timeout.write(Self.load.askTimeoutMilliseconds)
+        #expect(Array(plain.suffix(4)) == timeout.bytes)
+        var frame = HostMessage.hello(Hello(load: Self.preloading)).encode()
+        #expect(frame.payload.count > plain.count)
+        // Cut inside the list: refused, not read as a hello without it.
+        frame.payload.removeLast(3)
+        frame.header.payloadLength = frame.payload.count
+        #expect(throws: WireError.self) { try HostMessage(frame) }
     }
 
     @Test("data payloads travel as raw bytes, not re-encoded")

@@ -190,6 +190,17 @@ int plugind_shim_exchange_paths(const char *_Nonnull first, const char *_Nonnull
 /// worker used only while it set itself up stops counting as its own.
 void plugind_shim_release_free_memory(void);
 
+/// Returns to the kernel the pages of the calling thread's stack below its current frame, which
+/// setting up touched (the loader, the filters' compilation) and a thread that from now on only
+/// waits never uses again. Only for the process's first thread: its stack is one mapping that
+/// grows down, with the kernel's guard gap below it. Returns how many pages were given back.
+int plugind_shim_release_unused_main_stack(void);
+
+/// Keeps every thread started from now on in the allocator's existing arenas (`M_ARENA_MAX`):
+/// each new arena is 8–12 KiB of a worker's own memory, and a worker serving one request at a
+/// time has no contention for them to relieve.
+void plugind_shim_share_allocator_arenas(void);
+
 /// How many processors this process may run on (its affinity mask, `sched_getaffinity`); 0 when
 /// it cannot be read.
 int plugind_shim_allowed_processor_count(void);

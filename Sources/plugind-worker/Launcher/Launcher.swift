@@ -199,6 +199,10 @@ enum Launcher {
         LauncherWarmUp.run()
         var prepared = Confinement.prepare(
             hasNamespaces: hasNamespaces, hasNetworkNamespace: hasNetworkNamespace, restrictingAhead: true, isSpare: true)
+        // What the warm-up and the preparation freed goes back now, while the spare waits: the
+        // worker's first allocations (its transport's buffer among them) would otherwise reuse
+        // those pages whole, already written, and keep them as its own.
+        plugind_shim_release_free_memory()
         // Ready: the host prefers a spare that says so, and waits for it when it settles. The host
         // may have handed this spare its work already (and closed its end): then the send fails
         // and the work is read all the same.

@@ -50,6 +50,7 @@ enum WorkerMain {
             installFatalSignalReport()
             if hello.load.mode == .primed {
                 // Confined ahead of the launch it was made for, which now says go.
+                PluginLoader.preload(hello.load.preloadLibraries)
                 guard case .received(let launch) = receiveHello(transport) else { return 0 }
                 var expected = hello.load
                 expected.mode = .serve
@@ -99,9 +100,12 @@ enum WorkerMain {
             return 2
         }
         // What setting up needed (the filters' compilation above all) is freed, but stays this
-        // worker's own memory until it is given back: about 70 KiB a worker. After `ready`, so
-        // that the launch does not wait for it.
+        // worker's own memory until it is given back: about 70 KiB a worker, and the deepest
+        // part of this thread's stack, which from here on only waits for the serving threads.
+        // After `ready`, so that the launch does not wait for it.
         plugind_shim_release_free_memory()
+        _ = plugind_shim_release_unused_main_stack()
+        if server.concurrency == 1 { plugind_shim_share_allocator_arenas() }
         return server.serve()
     }
 

@@ -20,19 +20,23 @@ final class DependencyDirectories: Sendable {
     private let resolved = Locked<[Key: [String]]>([:])
     private let resolver = LibraryResolver()
 
-    /// The directories `bundle` needs beyond itself, sorted, and why a dependency outside the
+    /// The directories `bundle` needs beyond itself, sorted, the libraries in them it needs
+    /// (canonical paths, sorted), and why a dependency outside the
     /// bundle is refused: one reached through a symlink, directory or file that someone other
     /// than root or the host's user owns or may write (`TrustedLibraryPath`), or why one could not
     /// be checked because the host ran out of descriptors or memory. `settled` is false when the
     /// answer may change while the bundle does not: a refusal (it rests on the owners and modes of
     /// directories outside the bundle), a host failure, or a library that could not be read; such
     /// an answer must not be remembered.
-    func directories(of bundle: InspectedBundle) -> (directories: [String], refusal: String?, hostFailure: String?, settled: Bool) {
+    func directories(of bundle: InspectedBundle) -> (
+        directories: [String], libraries: [String], refusal: String?, hostFailure: String?, settled: Bool
+    ) {
         var roots = bundle.contents.loadableFiles.map { bundle.bundlePath + "/" + $0.path }
         if bundle.usesSystemLibrary { roots.append(bundle.libraryPath) }
         var seen: Set<String> = []
         var pending = roots
         var directories: Set<String> = []
+        var libraries: Set<String> = []
         var refusal: String?
         var hostFailure: String?
         var settled = true
@@ -53,6 +57,7 @@ final class DependencyDirectories: Sendable {
                 case .success(let resolution):
                     // Canonical: the worker binds without following symlinks.
                     directories.insert((resolution.canonicalPath as NSString).deletingLastPathComponent)
+                    libraries.insert(resolution.canonicalPath)
                     pending.append(resolution.canonicalPath)
                 case .failure(let failure):
                     let needer = path.hasPrefix(bundle.bundlePath + "/") ? String(path.dropFirst(bundle.bundlePath.count + 1)) : path
@@ -65,7 +70,7 @@ final class DependencyDirectories: Sendable {
                 }
             }
         }
-        return (directories.sorted(), refusal, hostFailure, settled && refusal == nil && hostFailure == nil)
+        return (directories.sorted(), libraries.sorted(), refusal, hostFailure, settled && refusal == nil && hostFailure == nil)
     }
 
     /// The libraries `path` needs; nil when it could not be read.

@@ -177,6 +177,7 @@ package struct LaunchPlan: Sendable {
             confinement: confinement
         )
         self.load.concurrency = UInt32(manifest.concurrency ?? 0)
+        self.load.preloadLibraries = dependencies.libraries
         let (seconds, attoseconds) = requestTimeout.components
         self.load.askTimeoutMilliseconds = UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         self.requestTimeout = requestTimeout
