@@ -145,7 +145,8 @@ enum PlugindBench {
             case "dev-change-to-answer":
                 try DevBenchmarks.changeToAnswer(iterations: iterations)
             case "idle-monitor":
-                try await DiscoveryBenchmarks.idleMonitor(seconds: option("seconds", 2))
+                try await DiscoveryBenchmarks.idleMonitor(
+                    seconds: option("seconds", 3), settle: option("settle", 6), withMonitor: !arguments.contains("--baseline"))
             case "log-cost":
                 try await ActivityBenchmarks.logging(iterations: iterations)
             case "statistics-cost":

@@ -111,7 +111,8 @@ struct Suite {
             ["scan", "--root", bundles, "--state", scratch + "/state", "--name", "discovery-warm", "--rescans", "5"], times: quick ? 1 : 5)
         bench(["monitor-latency", "--iterations", "\(count(100))"], times: 1)
         bench(["scans-per-install", "--iterations", quick ? "3" : "20"], times: 1)
-        bench(["idle-monitor", "--seconds", quick ? "1" : "3"], times: 1)
+        bench(["idle-monitor", "--seconds", quick ? "1" : "3"], times: quick ? 1 : 3)
+        bench(["idle-monitor", "--seconds", quick ? "1" : "3", "--baseline"], times: quick ? 1 : 3)
         bench(["live-workers", "--count", quick ? "50" : "1000"], times: 1)
         bench(["live-workers", "--count", quick ? "50" : "1000", "--sharing-layout"], times: 1)
         section("packages")
@@ -389,15 +390,21 @@ struct Suite {
             "launch to first answer vs an Extism instance and its first call", "first-response", "extism-instance-first-call", atMost: 3)
         ratioRow("64 B round trip, unpinned, vs an Extism call from C", "round-trip-64-unpinned", "extism-call-64", atMost: 1.0)
         ratioRow("64 B round trip from C (libplugind) vs an Extism call from C", "round-trip-64-c-host", "extism-call-64", atMost: 1.0)
-        for (name, layout) in [("live-workers-uss", "a layout each"), ("live-workers-uss-sharing-layout", "sharing a layout")] {
+        for (name, layout, goal) in [
+            ("live-workers-uss", "a layout each", 512.0), ("live-workers-uss-sharing-layout", "sharing a layout", 256.0),
+        ] {
             guard let workers = measurements[name] else { continue }
             let maximum = workers.extra["maxKiB"] ?? 0
             let count = Int(workers.extra["workers"] ?? 0)
+            // Where one worker's pages are, largest first (the benchmark's "KiB <mapping>" figures).
+            let largest = workers.extra.filter { $0.key.hasPrefix("KiB ") }.sorted { $0.value > $1.value }.prefix(4)
+                .map { "\($0.key.dropFirst(4)) \(Int($0.value))" }.joined(separator: ", ")
             rows.append(
                 Row(
                     figure: "live C workers at once (\(layout)), unique memory each",
-                    value: "\(count) workers, median \(format(workers.median, "KiB")), max \(format(maximum, "KiB"))",
-                    baseline: "", goal: "1000, each ≤ 512 KiB", met: count >= (quick ? 50 : 1000) && maximum <= 512))
+                    value: "\(count) workers, median \(format(workers.median, "KiB")), max \(format(maximum, "KiB"))"
+                        + (largest.isEmpty ? "" : " (KiB: \(largest))"),
+                    baseline: "", goal: "1000, each ≤ \(Int(goal)) KiB", met: count >= (quick ? 50 : 1000) && maximum <= goal))
         }
         for tasks in [1, 8, 64] {
             for workers in [1, 4, 16] {
@@ -453,15 +460,24 @@ struct Suite {
         } else {
             rows.append(Row(figure: "CPU-bound requests, concurrency 2 vs 1 (throughput)", value: "missing", baseline: "", goal: "≥ 1.7×"))
         }
-        absoluteRow("discovery of 10,000 bundles, first scan", "discovery-first", atMost: 500_000, unit: "us")
-        absoluteRow("discovery of 10,000 bundles, new process with warm cache", "discovery-warm", atMost: 100_000, unit: "us")
+        absoluteRow("discovery of 10,000 bundles, first scan", "discovery-first", atMost: 300_000, unit: "us")
+        absoluteRow("discovery of 10,000 bundles, new process with warm cache", "discovery-warm", atMost: 60_000, unit: "us")
         absoluteRow("approve → Monitor update seen by Observations", "approve-to-observation", atMost: 20_000, unit: "us")
         absoluteRow(
             "install (rename into place) → Monitor update seen by Observations", "install-to-observation", atMost: 20_000, unit: "us")
         absoluteRow("removal → Monitor update seen by Observations", "remove-to-observation", atMost: 20_000, unit: "us")
         absoluteRow("scans per install (plugind install's staging and rename)", "scans-per-install", atMost: 1, unit: "scans")
         ratioRow("verify and install of a signed 10 MiB package vs sha256sum + tar -x", "install-10MiB", "sha256sum-tar-10MiB", atMost: 2.0)
-        absoluteRow("idle Monitor CPU time over 3 s", "idle-monitor-cpu", atMost: 1_000, unit: "us")
+        if let monitor = median("idle-monitor-cpu"), let baseline = median("idle-baseline-cpu") {
+            // What the Monitor adds to the same program idle without it.
+            let added = max(monitor - baseline, 0)
+            rows.append(
+                Row(
+                    figure: "idle Monitor CPU time over 3 s, beyond the same program without it", value: format(added, "us"),
+                    baseline: "\(format(monitor, "us")) with, \(format(baseline, "us")) without", goal: "≤ 500 µs", met: added <= 500))
+        } else {
+            absoluteRow("idle Monitor CPU time over 3 s", "idle-monitor-cpu", atMost: 500, unit: "us")
+        }
         return rows
     }
 

@@ -110,8 +110,9 @@ final class PluginServer: @unchecked Sendable {
     /// it, handing the reading to another thread first — so a request starts on the thread that
     /// read it, with no wake-up of another thread in between. Everything else it handles and
     /// reads on. One thread more than requests may run means one is always free to read the
-    /// cancels and answers meant for the running ones.
-    func serve() -> Int32 {
+    /// cancels and answers meant for the running ones. `whileServing` runs on the calling thread
+    /// once the threads serve, before it waits for them to end.
+    func serve(whileServing: () -> Void = {}) -> Int32 {
         var threads: [pthread_t] = []
         for _ in 0...concurrency {
             guard let thread = WorkerThread.start({ [self] in participate() }) else { break }
@@ -123,6 +124,7 @@ final class PluginServer: @unchecked Sendable {
             for thread in threads { WorkerThread.join(thread) }
             return 2
         }
+        whileServing()
         for thread in threads { WorkerThread.join(thread) }
         let (status, orderly) = condition.withLock { (core.exitStatus, core.orderly) }
         if status == 0 { finish() }

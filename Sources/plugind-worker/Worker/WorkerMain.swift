@@ -99,14 +99,16 @@ enum WorkerMain {
             report("could not answer the host: \(error)")
             return 2
         }
-        // What setting up needed (the filters' compilation above all) is freed, but stays this
-        // worker's own memory until it is given back: about 70 KiB a worker, and the deepest
-        // part of this thread's stack, which from here on only waits for the serving threads.
-        // After `ready`, so that the launch does not wait for it.
-        plugind_shim_release_free_memory()
-        _ = plugind_shim_release_unused_main_stack()
+        // Before the serving threads allocate anything: see the shim.
         if server.concurrency == 1 { plugind_shim_share_allocator_arenas() }
-        return server.serve()
+        return server.serve {
+            // What setting up needed (the filters' compilation above all) is freed, but stays
+            // this worker's own memory until it is given back: about 70 KiB a worker, and the
+            // deepest part of this thread's stack, which from here on only waits for the serving
+            // threads. While they serve, so that neither the launch nor the first request waits.
+            plugind_shim_release_free_memory()
+            _ = plugind_shim_release_unused_main_stack()
+        }
     }
 
     private enum HelloReceipt {
