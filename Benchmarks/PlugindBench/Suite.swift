@@ -429,12 +429,17 @@ struct Suite {
         if let cycles = measurements["launch-cycles"] {
             let descriptors = cycles.extra["descriptorGrowth"] ?? .nan
             let threads = cycles.extra["threadGrowth"] ?? .nan
+            let anonymous = cycles.extra["anonymousGrowthKiB"] ?? .nan
             let resident = cycles.extra["rssGrowthKiB"] ?? .nan
+            // The goal is on the host's own memory; all of RSS also counts library code paged in
+            // the first time a path runs, shared and given back under pressure.
             rows.append(
                 Row(
                     figure: "\(Int(cycles.extra["cycles"] ?? 0)) launch-request-invalidate cycles: host growth",
-                    value: String(format: "descriptors %+.0f, threads %+.0f, RSS %+.0f KiB", descriptors, threads, resident),
-                    baseline: "", goal: "0, 0, ≤ 1 MiB", met: descriptors <= 0 && threads <= 0 && resident <= 1024))
+                    value: String(
+                        format: "descriptors %+.0f, threads %+.0f, own memory (RssAnon) %+.0f KiB (all RSS %+.0f KiB)", descriptors,
+                        threads, anonymous, resident),
+                    baseline: "", goal: "0, 0, ≤ 1 MiB", met: descriptors <= 0 && threads <= 0 && anonymous <= 1024))
         }
         for layer in ["filesystem-view", "system-calls", "filesystem"] {
             guard let without = median("launch-c-without-\(layer)"), let with = median("launch-c-unpinned") else { continue }
