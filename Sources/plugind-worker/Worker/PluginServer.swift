@@ -112,7 +112,7 @@ final class PluginServer: @unchecked Sendable {
     /// reads on. One thread more than requests may run means one is always free to read the
     /// cancels and answers meant for the running ones. `whileServing` runs on the calling thread
     /// once the threads serve, before it waits for them to end.
-    func serve(whileServing: () -> Void = {}) -> Int32 {
+    func serve(whileServing: () -> Void) -> Int32 {
         var threads: [pthread_t] = []
         for _ in 0...concurrency {
             guard let thread = WorkerThread.start({ [self] in participate() }) else { break }

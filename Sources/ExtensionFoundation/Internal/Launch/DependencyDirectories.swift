@@ -35,7 +35,6 @@ final class DependencyDirectories: Sendable {
         if bundle.usesSystemLibrary { roots.append(bundle.libraryPath) }
         var seen: Set<String> = []
         var pending = roots
-        var directories: Set<String> = []
         var libraries: Set<String> = []
         var refusal: String?
         var hostFailure: String?
@@ -55,8 +54,7 @@ final class DependencyDirectories: Sendable {
                 }
                 switch TrustedLibraryPath.resolve(dependency, rule: .dependency) {
                 case .success(let resolution):
-                    // Canonical: the worker binds without following symlinks.
-                    directories.insert((resolution.canonicalPath as NSString).deletingLastPathComponent)
+                    // Canonical: the worker binds their directories without following symlinks.
                     libraries.insert(resolution.canonicalPath)
                     pending.append(resolution.canonicalPath)
                 case .failure(let failure):
@@ -70,6 +68,7 @@ final class DependencyDirectories: Sendable {
                 }
             }
         }
+        let directories = Set(libraries.map { ($0 as NSString).deletingLastPathComponent })
         return (directories.sorted(), libraries.sorted(), refusal, hostFailure, settled && refusal == nil && hostFailure == nil)
     }
 
