@@ -1,8 +1,8 @@
 package import Foundation
 
-/// A JSON document as a tree, decoded by Foundation's `JSONDecoder` with the type of every value
-/// kept exact (a boolean is never a number), so that a manifest can be validated key by key.
-package enum JSONValue: Decodable, Equatable, Sendable {
+/// A JSON document as a tree with the type of every value kept exact (a boolean is never a
+/// number, an integer keeps every digit), so that a manifest can be validated key by key.
+package enum JSONValue: Equatable, Sendable {
     case null
     case bool(Bool)
     case integer(Int64)
@@ -12,37 +12,10 @@ package enum JSONValue: Decodable, Equatable, Sendable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    package init(from decoder: any Decoder) throws {
-        // Probes run from the most to the least common kind in a manifest, since every failed
-        // probe throws (and allocates) an error: strings cost none, containers the most.
-        let single = try decoder.singleValueContainer()
-        if single.decodeNil() {
-            self = .null
-        } else if let value = try? single.decode(String.self) {
-            self = .string(value)
-        } else if let value = try? single.decode(Bool.self) {
-            self = .bool(value)
-        } else if let value = try? single.decode(Int64.self) {
-            self = .integer(value)
-        } else if let value = try? single.decode(UInt64.self) {
-            self = .unsignedInteger(value)
-        } else if let value = try? single.decode(Double.self) {
-            self = .number(value)
-        } else if var array = try? decoder.unkeyedContainer() {
-            var elements: [JSONValue] = []
-            while !array.isAtEnd { elements.append(try array.decode(JSONValue.self)) }
-            self = .array(elements)
-        } else {
-            let object = try decoder.container(keyedBy: AnyKey.self)
-            var members: [String: JSONValue] = [:]
-            for key in object.allKeys { members[key.stringValue] = try object.decode(JSONValue.self, forKey: key) }
-            self = .object(members)
-        }
-    }
-
-    /// Parses JSON bytes.
-    package static func parse(_ data: Data) throws -> JSONValue {
-        try JSONDecoder().decode(JSONValue.self, from: data)
+    /// Parses JSON bytes (UTF-8), strictly: see `JSONParser`.
+    package static func parse(_ data: Data) throws(JSONParser.Failure) -> JSONValue {
+        // `withUnsafeBytes` rethrows untyped errors; the result carries the typed one out.
+        try data.withUnsafeBytes { bytes in Result { () throws(JSONParser.Failure) in try JSONParser.parse(bytes) } }.get()
     }
 
     /// The JSON type name used in messages: "string", "number", "boolean", …
@@ -55,12 +28,5 @@ package enum JSONValue: Decodable, Equatable, Sendable {
         case .array: "array"
         case .object: "object"
         }
-    }
-
-    private struct AnyKey: CodingKey {
-        var stringValue: String
-        var intValue: Int? { nil }
-        init(stringValue: String) { self.stringValue = stringValue }
-        init?(intValue: Int) { nil }
     }
 }

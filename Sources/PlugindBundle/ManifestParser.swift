@@ -47,7 +47,7 @@ package enum ManifestParser {
         do {
             document = try JSONValue.parse(data)
         } catch {
-            throw ManifestError(file: file, key: nil, problem: "is not valid JSON: \(jsonProblem(error))")
+            throw ManifestError(file: file, key: nil, problem: "is not valid JSON: \(error)")
         }
         var reader = ObjectReader(file: file, path: "", value: document)
         return try reader.readManifest()
@@ -85,14 +85,6 @@ package enum ManifestParser {
             throw ManifestError(file: path, key: nil, problem: "grew past \(maximumBytes) bytes while it was read")
         }
         return try parse(Data(bytes[..<count]), file: path)
-    }
-
-    private static func jsonProblem(_ error: any Error) -> String {
-        if case DecodingError.dataCorrupted(let context) = error {
-            let underlying = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return underlying ?? context.debugDescription
-        }
-        return "\(error)"
     }
 
     /// Reverse DNS: at least two dot-separated labels of letters, digits, '-' and '_'.

@@ -240,7 +240,7 @@ struct CatalogTests {
         #expect(snapshot.diagnostics.map(\.path).map { ($0 as NSString).lastPathComponent } == ["b100.appex", "b200.appex"])
         // Stored in chunks of 64 and read back, each chunk decoded on its own: the same bundles.
         let store = CatalogStore(directory: test.host.stateDirectory.path, writerVersion: .current, chunkSize: 64)
-        store.save(Dictionary(uniqueKeysWithValues: snapshot.entries.map { ($0.bundle.bundlePath, $0.bundle) }))
+        store.save(snapshot.entries.map { ($0.bundle.bundlePath, $0.bundle) })
         let loaded = store.load()
         #expect(loaded.map(\.bundle.manifest.identifier).sorted() == expected.sorted())
         #expect(loaded.allSatisfy { $0.foundAt == $0.bundle.bundlePath })

@@ -111,18 +111,23 @@ package final class Catalog: Sendable {
         var winners: [String: Int] = [:]
         var seenRoots: Set<String> = []
         var livePaths: Set<String> = []
+        // What the store keeps: the usable bundles with where they were found, in scan order.
+        var usable: [(foundAt: String, bundle: InspectedBundle)] = []
         let expectedCount = cache.withLock { $0.count }
         winners.reserveCapacity(expectedCount)
         livePaths.reserveCapacity(expectedCount)
+        usable.reserveCapacity(store == nil ? 0 : expectedCount)
         snapshot.entries.reserveCapacity(expectedCount)
         for root in roots {
             let rootPath = canonicalPath(root.path) ?? root.path
             guard seenRoots.insert(rootPath).inserted else { continue }
             for (name, found) in inspectAll(inRoot: rootPath) {
                 guard let found else { continue }
-                livePaths.insert(rootPath + "/" + name)
+                let path = rootPath + "/" + name
+                livePaths.insert(path)
                 switch found.result {
                 case .success(let bundle):
+                    if store != nil { usable.append((path, bundle)) }
                     let entry = CatalogEntry(bundle: bundle, root: root)
                     if let winner = winners[bundle.manifest.identifier].map({ snapshot.entries[$0] }) {
                         snapshot.diagnostics.append(
@@ -139,7 +144,7 @@ package final class Catalog: Sendable {
                         snapshot.entries.append(entry)
                     }
                 case .failure(let problem):
-                    snapshot.diagnostics.append(Self.diagnostic(for: problem, at: rootPath + "/" + name))
+                    snapshot.diagnostics.append(Self.diagnostic(for: problem, at: path))
                 }
             }
         }
@@ -157,7 +162,7 @@ package final class Catalog: Sendable {
                 defer { state.stale = false }
                 return state.stale || forgotUsableBundle
             }
-            if shouldSave { save(store, roots: seenRoots) }
+            if shouldSave { store.save(usable) }
         }
         return snapshot
     }
@@ -270,18 +275,6 @@ package final class Catalog: Sendable {
                 cache[path] = CachedBundle(keys: BundleKeys(bundle), result: .success(bundle))
             }
         }
-    }
-
-    /// Writes the usable bundles of `roots` (canonical paths) to `store`.
-    private func save(_ store: CatalogStore, roots: Set<String>) {
-        let bundles = cache.withLock { cache in
-            var bundles: [String: InspectedBundle] = [:]
-            for (path, cached) in cache where roots.contains(Self.parent(of: path)) {
-                if case .success(let bundle) = cached.result { bundles[path] = bundle }
-            }
-            return bundles
-        }
-        store.save(bundles)
     }
 
     private static func parent(of path: String) -> String {

@@ -118,35 +118,41 @@ struct CatalogStore {
         }
     }
 
-    /// Replaces the file with `bundles`, atomically, readable by the owner only. Failures are
-    /// ignored: the next scan simply reads bundles in full.
-    func save(_ bundles: [String: InspectedBundle]) {
-        var writer = PayloadWriter(capacity: 256 * bundles.count + 64)
+    /// Replaces the file with `bundles` (each with the path it was found at, in the order a scan
+    /// found them), atomically, readable by the owner only. Failures are ignored: the next scan
+    /// simply reads bundles in full. Chunks are encoded on every processor, as `load` decodes
+    /// them: a first scan of a large root waits for its save.
+    func save(_ bundles: [(foundAt: String, bundle: InspectedBundle)]) {
+        var writer = PayloadWriter(capacity: 64)
         for byte in Self.magic { writer.write(byte) }
         writer.write(Self.formatVersion)
         writer.write(writerVersion.description)
         writer.write(effectiveUserID)
         writer.write(FileStatus(path: Self.loaderCachePath)?.identity)
-        let sorted = bundles.sorted(by: { $0.key < $1.key })
-        let chunks = stride(from: 0, to: sorted.count, by: chunkSize).map { start in
-            var chunk = PayloadWriter(capacity: 256 * chunkSize)
-            let slice = sorted[start..<min(start + chunkSize, sorted.count)]
+        let chunkCount = (bundles.count + chunkSize - 1) / chunkSize
+        let encoded = Locked<[Int: [UInt8]]>([:])
+        DispatchQueue.concurrentPerform(iterations: chunkCount) { index in
+            let slice = bundles[index * chunkSize..<min((index + 1) * chunkSize, bundles.count)]
+            var chunk = PayloadWriter(capacity: 640 * slice.count)
             chunk.write(UInt32(slice.count))
             for (foundAt, bundle) in slice {
                 chunk.write(foundAt == bundle.bundlePath ? "" : foundAt)
                 chunk.write(bundle)
             }
-            return chunk.bytes
+            let bytes = chunk.bytes
+            encoded.withLock { $0[index] = bytes }
         }
+        let chunks = encoded.withLock { encoded in (0..<chunkCount).map { encoded[$0] ?? [] } }
         writer.write(UInt32(chunks.count))
         for chunk in chunks { writer.write(UInt32(chunk.count)) }
         var file = writer.bytes
+        file.reserveCapacity(file.count + chunks.reduce(0) { $0 + $1.count })
         for chunk in chunks { file += chunk }
         let directory = (path as NSString).deletingLastPathComponent
         try? FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         // A unique temporary file, synced, then renamed over the store: concurrent savers never
         // share a file, and a reader sees the old store or the new one, never a mix.
-        try? LockedFileUpdate.replace(path, with: Data(file))
+        try? AtomicFile.replace(path, with: file)
     }
 }
