@@ -70,7 +70,11 @@ struct JSONParserTests {
 
     @Test("malformed documents are refused with where the problem is")
     func malformed() {
-        for bad in ["", "  ", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a: 1}", "[1 2]", "tru", "nul", "\"open", "\"\\x\"", "\"\\u12\"", "{} {}", "'s'"] {
+        let documents = [
+            "", "  ", "{", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a: 1}", "[1 2]",
+            "tru", "nul", "\"open", "\"\\x\"", "\"\\u12\"", "{} {}", "'s'",
+        ]
+        for bad in documents {
             #expect(failure(bad) != nil, "accepted \(bad)")
         }
         let located = failure("{\n  \"a\": 1,\n  \"b\": ?\n}")
