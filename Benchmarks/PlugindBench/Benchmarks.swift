@@ -65,6 +65,7 @@ enum Benchmarks {
         let configuration = try bench.configuration(echo)
         var samples: [Double] = []
         var firstRequests: [Double] = []
+        var secondRequests: [Double] = []
         for index in 0..<(iterations + 5) {
             await LaunchPool.settleAll()
             var process: AppExtensionProcess?
@@ -73,14 +74,18 @@ enum Benchmarks {
                 process = try await AppExtensionProcess(configuration: configuration)
                 firstRequest = try await microseconds { _ = try await process?.makeConnection().send([1]) }
             }
+            // A second connection and request at once: what the next caller pays.
+            let secondRequest = try await microseconds { _ = try await process?.makeConnection().send([1]) }
             await process?.invalidateAndWait()
             if index >= 5 {
                 samples.append(elapsed)
                 firstRequests.append(firstRequest)
+                secondRequests.append(secondRequest)
             }
         }
         Measurement(name: "first-response", values: samples).report()
         Measurement(name: "first-request-after-launch", values: firstRequests).report()
+        Measurement(name: "second-request-after-launch", values: secondRequests).report()
     }
 
     /// Request/response of `size` bytes through the echo plugin, one at a time.
@@ -194,7 +199,9 @@ enum Benchmarks {
     }
 
     /// `count` live workers of the C echo plugin at once, and the unique memory of each.
-    static func liveWorkers(_ bench: BenchHost, count: Int, sharingLayout: Bool = false) async throws {
+    /// `hold`: seconds the workers stay alive after the report, their process IDs on standard
+    /// error, for a look at their pages (`/proc/PID/smaps`, `pagemap`).
+    static func liveWorkers(_ bench: BenchHost, count: Int, sharingLayout: Bool = false, hold: Int = 0) async throws {
         var configuration = try bench.configuration(echo)
         // A worker each: shared, they would all be one.
         configuration.sharing = .dedicated
@@ -227,6 +234,10 @@ enum Benchmarks {
                 "maxKiB": unique.max() ?? 0,
             ].merging(breakdown) { first, _ in first }
         ).report()
+        if hold > 0 {
+            FileHandle.standardError.write(Data("workers: \(processes.map { String($0.processIdentifier) }.joined(separator: " "))\n".utf8))
+            try await Task.sleep(for: .seconds(hold))
+        }
         for process in processes { process.invalidate() }
         for process in processes { _ = await process.waitForTermination() }
     }

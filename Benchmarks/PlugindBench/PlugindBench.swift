@@ -110,7 +110,7 @@ enum PlugindBench {
                 defer { bench.remove() }
                 let sharing = arguments.contains("--sharing-layout")
                 if sharing { bench.host.launchStrategy = .preforkedSharingLayout }
-                try await Benchmarks.liveWorkers(bench, count: option("count", 1000), sharingLayout: sharing)
+                try await Benchmarks.liveWorkers(bench, count: option("count", 1000), sharingLayout: sharing, hold: option("hold", 0))
             case "populate":
                 try DiscoveryBenchmarks.populate(text("root") ?? "/tmp/plugind-bench-bundles", count: option("count", 10000))
             case "scan":

@@ -46,12 +46,17 @@ extension WorkerChannel {
             case .send(let message):
                 switch message {
                 case .request, .sharedRequest, .call:
+                    loop.traffic.add(1, ordering: .relaxed)
                     writer.enqueue(message, flags: requestFlags)
+                case .openConnection, .nestedRequest, .answer, .askFailed:
+                    loop.traffic.add(1, ordering: .relaxed)
+                    writer.enqueue(message)
                 default:
                     writer.enqueue(message)
                 }
                 actions.write = true
             case .completeRequest(let id, let result):
+                loop.traffic.add(1, ordering: .relaxed)
                 state.sharedRequests?.release(id)
                 if let waiter = state.requests.removeValue(forKey: id) {
                     loop.awaitedAnswers.subtract(1, ordering: .relaxed)
@@ -59,6 +64,7 @@ extension WorkerChannel {
                     if case .success = result { activity?.requestEnded(succeeded: true) } else { activity?.requestEnded(succeeded: false) }
                 }
             case .completeConnection(let id, let result):
+                loop.traffic.add(1, ordering: .relaxed)
                 if case .failure = result { state.handlers[id] = nil }
                 if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
             case .handshakeDone(let ready):

@@ -56,6 +56,11 @@ final class WorkerEventLoop: TaskExecutor {
     /// Requests sent to the workers of this loop's channels and not answered yet: the loop polls
     /// for answers only while few are awaited (`BusyPolling`). Kept by `WorkerChannel`.
     let awaitedAnswers = Atomic<Int>(0)
+    /// The host's own work with the workers of this loop's channels so far: requests, calls,
+    /// connections and answers to asks sent, requests and connections answered (not a launch's
+    /// or an end's frames). Work made ahead waits for a moment when it stops moving
+    /// (`QuietMoment`). Kept by `WorkerChannel`.
+    let traffic = Atomic<UInt64>(0)
 
     private static let sharedLoop = Locked<WorkerEventLoop?>(nil)
 

@@ -1,6 +1,7 @@
 import CPlugindShims
 import PlugindSystem
 import PlugindWire
+import Synchronization
 
 /// The pool's spares: asking launchers for them, adopting them, their readiness, reservations,
 /// and the worker primed on one for the next launch.
@@ -167,12 +168,72 @@ extension LaunchPool {
     /// The worker primed for `plan` (started from this pool's executable), taken; one primed for
     /// anything else ends.
     func takePrimed(for plan: LaunchPlan) -> PrimedWorker? {
+        // This launch primes again after itself: a plan still waiting to be primed gives way.
+        cancelWaitingPrime()
         guard let primed = state.withLock({ $0.primed.take() }) else { return nil }
         // Its launch, or its end, watches it from now on.
         loop.deregister(primed.worker.process.processDescriptor)
         if primed.load == plan.load && primed.sealedFiles == plan.sealedFiles { return primed }
         end(primed)
         return nil
+    }
+
+    /// Primes a worker for `plan` (taking `sealed`, copies of its sealed files) once the host's
+    /// channels are quiet, at most `primeDeferral` from now: after a launch, so that priming
+    /// does not compete with the first requests to the worker just launched (`QuietMoment`). A
+    /// plan waiting already gives way to this one.
+    func primeWhenQuiet(_ plan: LaunchPlan, sealed: [FileDescriptor]) {
+        let (now, traffic) = (ContinuousClock.now, loop.traffic.load(ordering: .relaxed))
+        let (serial, replaced, moment) = state.withLock { state -> (UInt64?, [FileDescriptor], QuietMoment) in
+            let moment = QuietMoment.afterLaunch(
+                now: now, previousLaunch: state.lastLaunch, traffic: traffic, quiet: Self.primeQuiet, atMost: Self.primeDeferral,
+                backToBack: Self.backToBackLaunches)
+            state.lastLaunch = now
+            guard !state.stopped else { return (nil, sealed, moment) }
+            state.nextPrimeSerial += 1
+            let replaced = state.primeWaiting.take()?.sealed ?? []
+            state.primeWaiting = PrimeWaiting(plan: plan, sealed: sealed, moment: moment, serial: state.nextPrimeSerial)
+            return (state.nextPrimeSerial, replaced, moment)
+        }
+        for descriptor in replaced { descriptor.close() }
+        if let serial { loop.schedule(at: moment.firstCheck) { [weak self] in self?.checkQuietMoment(serial) } }
+    }
+
+    /// How long the host's channels must have been quiet before a plan is primed, and how long
+    /// priming waits at most.
+    static let primeQuiet: Duration = .microseconds(200)
+    static let primeDeferral: Duration = .milliseconds(5)
+    /// Launches of one pool closer together than this are back to back: each primes at once.
+    static let backToBackLaunches: Duration = .milliseconds(5)
+
+    /// On the loop's thread: primes the waiting plan `serial` if the moment came, else checks
+    /// again later.
+    private func checkQuietMoment(_ serial: UInt64) {
+        let traffic = loop.traffic.load(ordering: .relaxed)
+        let (awaited, now) = (loop.awaitedAnswers.load(ordering: .relaxed), ContinuousClock.now)
+        let (due, checkAgain) = state.withLock { state -> (PrimeWaiting?, ContinuousClock.Instant?) in
+            guard var waiting = state.primeWaiting, waiting.serial == serial else { return (nil, nil) }
+            switch waiting.moment.check(traffic: traffic, awaitedAnswers: awaited, now: now) {
+            case .start:
+                state.primeWaiting = nil
+                return (waiting, nil)
+            case .checkAgain(let instant):
+                state.primeWaiting = waiting
+                return (nil, instant)
+            }
+        }
+        if let checkAgain { loop.schedule(at: checkAgain) { [weak self] in self?.checkQuietMoment(serial) } }
+        if let due {
+            prime(due.plan, sealed: due.sealed)
+            resumeSettledWaiters()
+        }
+    }
+
+    /// Forgets the plan waiting to be primed, if any.
+    func cancelWaitingPrime() {
+        guard let waiting = state.withLock({ $0.primeWaiting.take() }) else { return }
+        for descriptor in waiting.sealed { descriptor.close() }
+        resumeSettledWaiters()
     }
 
     /// Primes a worker for `plan` on a ready spare. On the loop's thread, after a launch of
@@ -254,11 +315,21 @@ extension LaunchPool {
     /// process's descriptors and children, and benchmarks of a first launch.
     package static func discardPrimedAndWait() {
         for pool in runningPools() {
+            pool.cancelWaitingPrime()
             guard let primed = pool.state.withLock({ $0.primed.take() }) else { continue }
             primed.closeHostSide()
             primed.worker.endNow(loop: pool.loop)
         }
     }
+}
+
+/// A plan launched last, to be primed once the host is quiet (`LaunchPool.primeWhenQuiet`).
+struct PrimeWaiting: Sendable {
+    let plan: LaunchPlan
+    let sealed: [FileDescriptor]
+    var moment: QuietMoment
+    /// Which call asked: a check scheduled for a plan that has given way does nothing.
+    let serial: UInt64
 }
 
 /// A worker made ahead for the plugin launched last, confined exactly as that launch was, waiting

@@ -77,6 +77,11 @@ package final class LaunchPool: EventLoopHandler {
         var spareRequestGeneration = 0
         /// The worker confined ahead for the next launch of the plan launched last.
         var primed: PrimedWorker?
+        /// The plan launched last, to be primed once the host is quiet (`primeWhenQuiet`).
+        var primeWaiting: PrimeWaiting?
+        var nextPrimeSerial: UInt64 = 0
+        /// When the last launch asked for a worker to be primed after it.
+        var lastLaunch: ContinuousClock.Instant?
         /// Callers of `settled()` waiting until nothing is on its way.
         var settleWaiters: [CheckedContinuation<Void, Never>] = []
         /// Callers of `awaitRequest` waiting until a launcher (by pid) has been sent a request.
@@ -104,7 +109,7 @@ package final class LaunchPool: EventLoopHandler {
         var isSettled: Bool {
             stopped
                 || (spareRequest == nil && (spares.isFull || spareFailed) && spares.allPrepared && sparesReceiving == 0
-                    && busy.isEmpty && retired.isEmpty && !makingIdle && (idle == nil || idleReady))
+                    && busy.isEmpty && retired.isEmpty && !makingIdle && (idle == nil || idleReady) && primeWaiting == nil)
         }
     }
 
@@ -333,6 +338,8 @@ package final class LaunchPool: EventLoopHandler {
         var launchers: [LauncherProcess]
         var retired: [LauncherProcess]
         var primed: PrimedWorker?
+        /// The sealed copies of a plan that was to be primed.
+        var primeWaiting: [FileDescriptor]
     }
 
     private func stop(onLoop: Bool) {
@@ -349,7 +356,7 @@ package final class LaunchPool: EventLoopHandler {
             let stopped = Stopped(
                 pending: Array(state.pending.values), requestWaiters: state.requestWaiters.map(\.continuation), spares: spares,
                 launchers: launchers, retired: Array(state.retired.values),
-                primed: state.primed.take())
+                primed: state.primed.take(), primeWaiting: state.primeWaiting.take()?.sealed ?? [])
             state.pending.removeAll()
             state.requestWaiters.removeAll()
             state.idle = nil
@@ -364,6 +371,7 @@ package final class LaunchPool: EventLoopHandler {
         for waiter in stopped.requestWaiters { waiter.resume() }
         let primed = stopped.primed
         primed?.closeHostSide()
+        for descriptor in stopped.primeWaiting { descriptor.close() }
         let (launchers, retired) = (stopped.launchers, stopped.retired)
         // Held in a box the loop's job can take them from.
         var spares = SpareSlots()

@@ -160,9 +160,10 @@ enum WorkerLauncher {
                 // neither while the worker starts.
                 pool?.launchFinished(worker, options: isolatingOptions())
             }
-            // The next launch of the same plugin finds a worker confined for it already.
+            // The next launch of the same plugin finds a worker confined for it already, confined
+            // once the host is quiet.
             if let pool, cgroup == nil, let copies = try? sealed.map({ try $0.duplicate() }) {
-                loop.execute { pool.prime(plan, sealed: copies) }
+                pool.primeWhenQuiet(plan, sealed: copies)
             }
             return .launched(Launched(channel: launched.0, ready: launched.1, fallbackCause: nil))
         }
@@ -239,7 +240,7 @@ enum WorkerLauncher {
             if let error = error as? AppExtensionError, error.code == .workerKilled { return nil }
             throw error
         }
-        pool.loop.execute { pool.prime(plan, sealed: primed.sealed) }
+        pool.primeWhenQuiet(plan, sealed: primed.sealed)
         return Launched(channel: launched.0, ready: launched.1, fallbackCause: nil)
     }
 
