@@ -79,10 +79,10 @@ enum PlugindBench {
                     language: text("language") ?? "c", program: text("program"), iterations: iterations)
             case "kit-round-trip":
                 guard let library = text("library") else { throw CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: "--library"]) }
-                let memory = option("memory-bytes", 0)
+                let (memory, concurrency) = (option("memory-bytes", 0), option("concurrency", 0))
                 try await KitBenchmarks.emptyRoundTrip(
-                    library: library, memoryBytes: memory > 0 ? UInt64(memory) : nil, iterations: iterations,
-                    name: text("name") ?? "kit-round-trip")
+                    library: library, memoryBytes: memory > 0 ? UInt64(memory) : nil, concurrency: concurrency > 0 ? concurrency : nil,
+                    iterations: iterations, name: text("name") ?? "kit-round-trip")
             case "typed-call":
                 let bench = try BenchHost()
                 defer { bench.remove() }

@@ -61,13 +61,15 @@ struct Suite {
         // The same 64 B round trip from a C host and a Python host through libplugind.
         bench(["foreign-round-trip", "--language", "c", "--program", baselines + "/host_round_trip", "--iterations", "\(count(20000))"])
         bench(["foreign-round-trip", "--language", "python", "--iterations", "\(count(5000))"])
-        // The empty-request round trip of the C echo and of the C++, Rust and Go kits' probes.
-        for (name, library, memory) in [
-            ("kit-c", BenchHost.productsDirectory + "/libEcho.so", 0), ("kit-cpp", BenchHost.productsDirectory + "/libCppKitProbe.so", 0),
-            ("kit-rust", baselines + "/rust/release/libkit_probe.so", 0), ("kit-go", baselines + "/go/libKitProbe.so", 3 << 30),
+        // The empty-request round trip of the C echo and of the C++, Rust and Go kits' probes, each
+        // with the concurrency the probes declare (4; see `KitBenchmarks`).
+        for (name, library, memory, concurrency) in [
+            ("kit-c", BenchHost.productsDirectory + "/libEcho.so", 0, 4), ("kit-cpp", BenchHost.productsDirectory + "/libCppKitProbe.so", 0, 0),
+            ("kit-rust", baselines + "/rust/release/libkit_probe.so", 0, 0), ("kit-go", baselines + "/go/libKitProbe.so", 3 << 30, 0),
         ] where FileManager.default.fileExists(atPath: library) {
             bench([
-                "kit-round-trip", "--library", library, "--memory-bytes", "\(memory)", "--iterations", "\(count(20000))", "--name", name,
+                "kit-round-trip", "--library", library, "--memory-bytes", "\(memory)", "--concurrency", "\(concurrency)",
+                "--iterations", "\(count(20000))", "--name", name,
             ])
         }
         // What the owner's view of running plugins costs a request.
@@ -337,9 +339,9 @@ struct Suite {
                     // Slower by no more than two runs of the same differ (faster is noise too).
                     goal: "within the spread", met: ratio <= 1 + max(spread, 0.02)))
         }
-        ratioRow("empty round trip, a C++ kit plugin, vs the C echo's", "kit-cpp", "kit-c", atMost: 1.1)
-        ratioRow("empty round trip, a Rust kit plugin, vs the C echo's", "kit-rust", "kit-c", atMost: 1.1)
-        ratioRow("empty round trip, a Go kit plugin, vs the C echo's", "kit-go", "kit-c", atMost: 1.1)
+        ratioRow("empty round trip, a C++ kit plugin, vs the C echo's (both concurrency 4)", "kit-cpp", "kit-c", atMost: 1.1)
+        ratioRow("empty round trip, a Rust kit plugin, vs the C echo's (both concurrency 4)", "kit-rust", "kit-c", atMost: 1.1)
+        ratioRow("empty round trip, a Go kit plugin, vs the C echo's (both concurrency 4)", "kit-go", "kit-c", atMost: 1.1)
         ratioRow(
             "64 B round trip from C (libplugind), unpinned, vs the Swift API's", "round-trip-64-c-host", "round-trip-64-unpinned",
             atMost: 1.2)
