@@ -64,7 +64,8 @@ struct Suite {
         // The empty-request round trip of the C echo and of the C++, Rust and Go kits' probes, each
         // with the concurrency the probes declare (4; see `KitBenchmarks`).
         for (name, library, memory, concurrency) in [
-            ("kit-c", BenchHost.productsDirectory + "/libEcho.so", 0, 4), ("kit-cpp", BenchHost.productsDirectory + "/libCppKitProbe.so", 0, 0),
+            ("kit-c", BenchHost.productsDirectory + "/libEcho.so", 0, 4),
+            ("kit-cpp", BenchHost.productsDirectory + "/libCppKitProbe.so", 0, 0),
             ("kit-rust", baselines + "/rust/release/libkit_probe.so", 0, 0), ("kit-go", baselines + "/go/libKitProbe.so", 3 << 30, 0),
         ] where FileManager.default.fileExists(atPath: library) {
             bench([
