@@ -105,11 +105,31 @@ package struct BundleContents: Sendable, Hashable {
     package func isUnchanged(name: String, in directory: CInt) -> Bool {
         var status = stat()
         guard fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0, FileStatus(status) == self.directory else { return false }
-        for entry in entries {
-            guard fstatat(directory, name + "/" + entry.path, &status, AT_SYMLINK_NOFOLLOW) == 0, FileStatus(status) == entry.status
-            else { return false }
+        // Each entry's path below `directory` is written into one buffer on the stack: a string
+        // made per entry cost an allocation and its release, a tenth of a rescan (`perf`).
+        return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
+            guard let base = buffer.baseAddress else { return false }
+            /// Copies `text` to `offset`; the offset after it, nil when it does not fit.
+            func write(_ text: String, at offset: Int) -> Int? {
+                var text = text
+                return text.withUTF8 { bytes in
+                    guard offset + bytes.count < buffer.count else { return nil }
+                    if let source = bytes.baseAddress { (base + offset).update(from: source, count: bytes.count) }
+                    return offset + bytes.count
+                }
+            }
+            guard let nameEnd = write(name, at: 0), nameEnd + 1 < buffer.count else { return false }
+            base[nameEnd] = UInt8(ascii: "/")
+            for entry in entries {
+                guard let end = write(entry.path, at: nameEnd + 1) else { return false }
+                base[end] = 0
+                let examined = base.withMemoryRebound(to: CChar.self, capacity: end + 1) {
+                    fstatat(directory, $0, &status, AT_SYMLINK_NOFOLLOW) == 0
+                }
+                guard examined, FileStatus(status) == entry.status else { return false }
+            }
+            return true
         }
-        return true
     }
 
     /// Symlinks must resolve, within the bundle, to an entry of it.

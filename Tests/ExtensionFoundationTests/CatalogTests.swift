@@ -158,6 +158,31 @@ struct CatalogTests {
         #expect(fourth.inspectionCount == 0)
     }
 
+    @Test("a bundle removed is forgotten and the store rewritten without it; an unchanged rescan writes nothing")
+    func removal() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        for index in 0..<3 {
+            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
+        }
+        let roots = SearchRoot.roots(of: test.host)
+        let store = test.host.stateDirectory.path
+        let storePath = store + "/catalog.cache"
+        let catalog = Catalog()
+        #expect(catalog.scan(roots, storeDirectory: store).entries.count == 3)
+        let written = try #require(FileStatus(path: storePath)?.identity)
+        #expect(catalog.scan(roots, storeDirectory: store).entries.count == 3)
+        #expect(FileStatus(path: storePath)?.identity == written)
+        try FileManager.default.removeItem(atPath: test.externalRoot + "/org.plugind.tests.echo1.appex")
+        let remaining = ["org.plugind.tests.echo0", "org.plugind.tests.echo2"]
+        #expect(catalog.scan(roots, storeDirectory: store).entries.map(\.identifier) == remaining)
+        #expect(FileStatus(path: storePath)?.identity != written)
+        // A new process reads the two from the store, and nothing in full.
+        let next = Catalog()
+        #expect(next.scan(roots, storeDirectory: store).entries.map(\.identifier) == remaining)
+        #expect(next.inspectionCount == 0)
+    }
+
     @Test("a library symlink pointed at another file counts as a change, in this process and the next")
     func librarySymlink() throws {
         let test = try TestHost()

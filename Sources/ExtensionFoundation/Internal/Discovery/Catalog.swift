@@ -110,24 +110,24 @@ package final class Catalog: Sendable {
         // Identifier → index of the winning entry in `snapshot.entries`.
         var winners: [String: Int] = [:]
         var seenRoots: Set<String> = []
-        var livePaths: Set<String> = []
-        // What the store keeps: the usable bundles with where they were found, in scan order.
-        var usable: [(foundAt: String, bundle: InspectedBundle)] = []
+        // What each root held, kept for the bookkeeping after the scan: the paths found and the
+        // store's list are made from it only when they are needed (a rescan of an unchanged root
+        // needs neither, and making them cost a string and a hash per bundle).
+        var scanned: [(rootPath: String, found: [(name: String, found: CachedBundle?)])] = []
+        var foundCount = 0
         let expectedCount = cache.withLock { $0.count }
         winners.reserveCapacity(expectedCount)
-        livePaths.reserveCapacity(expectedCount)
-        usable.reserveCapacity(store == nil ? 0 : expectedCount)
         snapshot.entries.reserveCapacity(expectedCount)
         for root in roots {
             let rootPath = canonicalPath(root.path) ?? root.path
             guard seenRoots.insert(rootPath).inserted else { continue }
-            for (name, found) in inspectAll(inRoot: rootPath) {
+            let results = inspectAll(inRoot: rootPath)
+            scanned.append((rootPath, results))
+            for (name, found) in results {
                 guard let found else { continue }
-                let path = rootPath + "/" + name
-                livePaths.insert(path)
+                foundCount += 1
                 switch found.result {
                 case .success(let bundle):
-                    if store != nil { usable.append((path, bundle)) }
                     let entry = CatalogEntry(bundle: bundle, root: root)
                     if let winner = winners[bundle.manifest.identifier].map({ snapshot.entries[$0] }) {
                         snapshot.diagnostics.append(
@@ -144,27 +144,51 @@ package final class Catalog: Sendable {
                         snapshot.entries.append(entry)
                     }
                 case .failure(let problem):
-                    snapshot.diagnostics.append(Self.diagnostic(for: problem, at: path))
+                    snapshot.diagnostics.append(Self.diagnostic(for: problem, at: rootPath + "/" + name))
                 }
             }
         }
-        // Forget bundles that are gone from the roots just scanned.
-        let forgotUsableBundle = cache.withLock { cache in
-            var forgotUsable = false
-            for (path, cached) in cache where !livePaths.contains(path) && seenRoots.contains(Self.parent(of: path)) {
-                if case .success = cached.result { forgotUsable = true }
-                cache[path] = nil
-            }
-            return forgotUsable
-        }
+        let forgotUsableBundle = forgetGone(from: scanned, foundCount: foundCount, roots: seenRoots)
         if let store {
             let shouldSave = storeState.withLock { state in
                 defer { state.stale = false }
                 return state.stale || forgotUsableBundle
             }
-            if shouldSave { store.save(usable) }
+            if shouldSave {
+                // What the store keeps: the usable bundles with where they were found, in scan order.
+                store.save(
+                    scanned.flatMap { root in
+                        root.found.compactMap { name, found -> (foundAt: String, bundle: InspectedBundle)? in
+                            guard case .success(let bundle) = found?.result else { return nil }
+                            return (root.rootPath + "/" + name, bundle)
+                        }
+                    })
+            }
         }
         return snapshot
+    }
+
+    /// Forgets the cached bundles of `roots` (canonical) that a scan did not find again; true
+    /// when one of them was usable (the store is out of date).
+    private func forgetGone(
+        from scanned: [(rootPath: String, found: [(name: String, found: CachedBundle?)])], foundCount: Int, roots: Set<String>
+    ) -> Bool {
+        // Every bundle found is in the cache (inspecting it put it there): as many entries as
+        // found means there is nothing else, and a rescan of unchanged roots skips the walk over
+        // every entry (a tenth of a rescan of 10,000 bundles).
+        guard cache.withLock({ $0.count }) != foundCount else { return false }
+        var livePaths = Set<String>(minimumCapacity: foundCount)
+        for root in scanned {
+            for (name, found) in root.found where found != nil { livePaths.insert(root.rootPath + "/" + name) }
+        }
+        return cache.withLock { cache in
+            var forgotUsable = false
+            for (path, cached) in cache where !livePaths.contains(path) && roots.contains(Self.parent(of: path)) {
+                if case .success = cached.result { forgotUsable = true }
+                cache[path] = nil
+            }
+            return forgotUsable
+        }
     }
 
     /// Every directory directly inside `root` that is not hidden: a bundle, or one being copied in
