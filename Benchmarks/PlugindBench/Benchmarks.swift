@@ -390,6 +390,7 @@ enum Benchmarks {
         let perTask = max(requests / tasks, 1)
         // Warm every connection first.
         for connection in connections { _ = try await connection.send(payload) }
+        let workerCPUBefore = workerCPUMicroseconds(processes)
         let cpuBefore = DiscoveryBenchmarks.cpuMicroseconds()
         let started = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
@@ -409,15 +410,62 @@ enum Benchmarks {
         let (seconds, attoseconds) = started.duration(to: .now).components
         let elapsed = Double(seconds) + Double(attoseconds) / 1e18
         let cpu = Double(DiscoveryBenchmarks.cpuMicroseconds() - cpuBefore)
+        let workerCPU = workerCPUBefore.flatMap { before in workerCPUMicroseconds(processes).map { Double($0 - before) } }
         let sorted = latencies.sorted()
-        Measurement(
-            name: "load-\(tasks)-\(workers)",
-            values: latencies,
-            extra: [
-                "throughput": Double(latencies.count) / elapsed, "p99": sorted[sorted.count * 99 / 100],
-                "hostCPUPerRequest": cpu / Double(latencies.count),
-            ]
-        ).report()
+        var extra = [
+            "throughput": Double(latencies.count) / elapsed, "p99": sorted[sorted.count * 99 / 100],
+            "hostCPUPerRequest": cpu / Double(latencies.count),
+        ]
+        if let workerCPU { extra["workerCPUPerRequest"] = workerCPU / Double(latencies.count) }
+        Measurement(name: "load-\(tasks)-\(workers)", values: latencies, extra: extra).report()
+        for process in processes { await process.invalidateAndWait() }
+    }
+
+    /// The CPU time every thread of `processes` has used, in µs, from the scheduler's own count
+    /// (`/proc/PID/task/*/schedstat`, nanoseconds); nil when one cannot be read.
+    static func workerCPUMicroseconds(_ processes: [AppExtensionProcess]) -> Int? {
+        var total = 0
+        for process in processes {
+            let tasks = "/proc/\(process.processIdentifier)/task"
+            guard let threads = try? FileManager.default.contentsOfDirectory(atPath: tasks) else { return nil }
+            for thread in threads {
+                guard let text = try? String(contentsOfFile: "\(tasks)/\(thread)/schedstat", encoding: .utf8),
+                    let field = text.split(separator: " ").first, let nanoseconds = Int(field)
+                else { return nil }
+                total += nanoseconds / 1000
+            }
+        }
+        return total
+    }
+
+    /// The CPU the host and its workers use with `workers` connections open and nothing sent,
+    /// over `seconds`, after a request on each and six seconds to settle (as `idle-monitor`: the
+    /// global dispatch pool ends its idle threads after five): what polling costs when nobody
+    /// asks anything.
+    static func idleConnections(_ bench: BenchHost, workers: Int, seconds: Int) async throws {
+        var configuration = try bench.configuration(echo)
+        configuration.sharing = .dedicated
+        var processes: [AppExtensionProcess] = []
+        var connections: [AppExtensionConnection] = []
+        for _ in 0..<workers {
+            let process = try await AppExtensionProcess(configuration: configuration)
+            processes.append(process)
+            connections.append(try await process.makeConnection())
+        }
+        for connection in connections { _ = try await connection.send([1]) }
+        await LaunchPool.settleAll()
+        // Blocking sleeps: a timer of the measuring program would wake its own threads.
+        sleep(6)
+        // The workers' counts are read outside the host's window: reading them is the host's work.
+        let workersBefore = workerCPUMicroseconds(processes)
+        let hostBefore = DiscoveryBenchmarks.cpuMicroseconds()
+        sleep(UInt32(seconds))
+        let host = DiscoveryBenchmarks.cpuMicroseconds() - hostBefore
+        let workersUsed = workersBefore.flatMap { before in workerCPUMicroseconds(processes).map { $0 - before } }
+        var extra = ["seconds": Double(seconds), "workers": Double(workers)]
+        if let workersUsed { extra["workersCPU"] = Double(workersUsed) }
+        Measurement(name: "idle-connections-host-cpu", values: [Double(host)], extra: extra).report()
+        _ = connections
         for process in processes { await process.invalidateAndWait() }
     }
 

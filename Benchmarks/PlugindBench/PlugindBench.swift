@@ -125,6 +125,10 @@ enum PlugindBench {
                 defer { bench.remove() }
                 try await Benchmarks.load(
                     bench, tasks: option("tasks", 1), workers: option("workers", 1), requests: option("requests", 20000))
+            case "idle-connections":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await Benchmarks.idleConnections(bench, workers: option("workers", 4), seconds: option("seconds", 3))
             case "cycles":
                 let bench = try BenchHost()
                 defer { bench.remove() }
@@ -153,7 +157,7 @@ enum PlugindBench {
                 try await ActivityBenchmarks.statistics(iterations: iterations)
             default:
                 print(
-                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|install-package|log-cost|statistics-cost [--iterations N]"
+                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N]"
                 )
                 exit(64)
             }

@@ -116,6 +116,7 @@ struct Suite {
         bench(["scans-per-install", "--iterations", quick ? "3" : "20"], times: 1)
         bench(["idle-monitor", "--seconds", quick ? "1" : "3"], times: quick ? 1 : 3)
         bench(["idle-monitor", "--seconds", quick ? "1" : "3", "--baseline"], times: quick ? 1 : 3)
+        bench(["idle-connections", "--workers", "4", "--seconds", quick ? "1" : "3"])
         bench(["live-workers", "--count", quick ? "50" : "1000"], times: 1)
         bench(["live-workers", "--count", quick ? "50" : "1000", "--sharing-layout"], times: 1)
         section("packages")
@@ -492,6 +493,24 @@ struct Suite {
                     baseline: "\(format(monitor, "us")) with, \(format(baseline, "us")) without", goal: "≤ 500 µs", met: added <= 500))
         } else {
             absoluteRow("idle Monitor CPU time over 3 s", "idle-monitor-cpu", atMost: 500, unit: "us")
+        }
+        // What polling costs with connections open and nothing asked: reported.
+        if let idle = measurements["idle-connections-host-cpu"] {
+            let workers = idle.extra["workersCPU"].map { format($0, "us") } ?? "not readable"
+            let baseline = median("idle-baseline-cpu").map { "\(format($0, "us")) a program with nothing open (idle-baseline-cpu)" }
+            rows.append(
+                Row(
+                    figure: "CPU with 4 connections open to 4 workers and nothing sent, over \(Int(idle.extra["seconds"] ?? 0)) s",
+                    value: "host \(format(idle.median, "us")), workers \(workers)", baseline: baseline ?? "", goal: "reported", met: nil))
+        }
+        // The worker's side of a request under load, beside the host's (reported).
+        for (tasks, workers) in [(1, 1), (8, 1), (64, 4)] {
+            guard let load = measurements["load-\(tasks)-\(workers)"], let host = load.extra["hostCPUPerRequest"] else { continue }
+            let worker = load.extra["workerCPUPerRequest"].map { format($0, "us") } ?? "not readable"
+            rows.append(
+                Row(
+                    figure: "CPU per request, \(tasks) task(s) over \(workers) worker(s), 64 B",
+                    value: "host \(format(host, "us")), workers \(worker)", baseline: "", goal: "reported", met: nil))
         }
         return rows
     }
