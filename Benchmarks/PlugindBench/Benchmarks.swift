@@ -377,15 +377,7 @@ enum Benchmarks {
     /// t % workers), `requests` in all. Each sample is one request's latency; the extras hold the
     /// throughput, the 99th percentile and the host's CPU time per request.
     static func load(_ bench: BenchHost, tasks: Int, workers: Int, requests: Int) async throws {
-        var configuration = try bench.configuration(echo)
-        configuration.sharing = .dedicated
-        var processes: [AppExtensionProcess] = []
-        var connections: [AppExtensionConnection] = []
-        for _ in 0..<workers {
-            let process = try await AppExtensionProcess(configuration: configuration)
-            processes.append(process)
-            connections.append(try await process.makeConnection())
-        }
+        let (processes, connections) = try await echoWorkers(bench, count: workers)
         let payload = [UInt8](repeating: 0x61, count: 64)
         let perTask = max(requests / tasks, 1)
         // Warm every connection first.
@@ -421,6 +413,20 @@ enum Benchmarks {
         for process in processes { await process.invalidateAndWait() }
     }
 
+    /// `count` echo workers of their own (not shared), each with a connection open.
+    static func echoWorkers(_ bench: BenchHost, count: Int) async throws -> ([AppExtensionProcess], [AppExtensionConnection]) {
+        var configuration = try bench.configuration(echo)
+        configuration.sharing = .dedicated
+        var processes: [AppExtensionProcess] = []
+        var connections: [AppExtensionConnection] = []
+        for _ in 0..<count {
+            let process = try await AppExtensionProcess(configuration: configuration)
+            processes.append(process)
+            connections.append(try await process.makeConnection())
+        }
+        return (processes, connections)
+    }
+
     /// The CPU time every thread of `processes` has used, in µs, from the scheduler's own count
     /// (`/proc/PID/task/*/schedstat`, nanoseconds); nil when one cannot be read.
     static func workerCPUMicroseconds(_ processes: [AppExtensionProcess]) -> Int? {
@@ -443,15 +449,7 @@ enum Benchmarks {
     /// global dispatch pool ends its idle threads after five): what polling costs when nobody
     /// asks anything.
     static func idleConnections(_ bench: BenchHost, workers: Int, seconds: Int) async throws {
-        var configuration = try bench.configuration(echo)
-        configuration.sharing = .dedicated
-        var processes: [AppExtensionProcess] = []
-        var connections: [AppExtensionConnection] = []
-        for _ in 0..<workers {
-            let process = try await AppExtensionProcess(configuration: configuration)
-            processes.append(process)
-            connections.append(try await process.makeConnection())
-        }
+        let (processes, connections) = try await echoWorkers(bench, count: workers)
         for connection in connections { _ = try await connection.send([1]) }
         await LaunchPool.settleAll()
         // Blocking sleeps: a timer of the measuring program would wake its own threads.

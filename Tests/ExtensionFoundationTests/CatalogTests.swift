@@ -8,6 +8,13 @@ import Testing
 
 @Suite("Catalog: discovery and diagnostics")
 struct CatalogTests {
+    /// Installs `count` echo bundles, `org.plugind.tests.echo0` on, in `root`.
+    func installEchoes(_ count: Int, in root: String) throws {
+        for index in 0..<count {
+            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: root)
+        }
+    }
+
     /// Writes a bundle directory with a manifest text and, optionally, a library.
     func writeBundle(_ root: String, _ name: String, manifest: String, library: String? = "Echo") throws -> String {
         let bundle = root + "/" + name
@@ -90,9 +97,7 @@ struct CatalogTests {
     func cache() throws {
         let test = try TestHost()
         defer { test.remove() }
-        for index in 0..<5 {
-            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
-        }
+        try installEchoes(5, in: test.externalRoot)
         let catalog = Catalog()
         let roots = SearchRoot.roots(of: test.host)
         #expect(catalog.scan(roots).entries.count == 5)
@@ -112,9 +117,7 @@ struct CatalogTests {
     func storeOnDisk() throws {
         let test = try TestHost()
         defer { test.remove() }
-        for index in 0..<4 {
-            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
-        }
+        try installEchoes(4, in: test.externalRoot)
         // One with every optional field the store must keep (a field it dropped would make the
         // next process's entries differ).
         try PluginFixture(
@@ -162,9 +165,7 @@ struct CatalogTests {
     func removal() throws {
         let test = try TestHost()
         defer { test.remove() }
-        for index in 0..<3 {
-            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
-        }
+        try installEchoes(3, in: test.externalRoot)
         let roots = SearchRoot.roots(of: test.host)
         let store = test.host.stateDirectory.path
         let storePath = store + "/catalog.cache"
@@ -221,9 +222,7 @@ struct CatalogTests {
     func damagedStore(damage: String) throws {
         let test = try TestHost()
         defer { test.remove() }
-        for index in 0..<3 {
-            try PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo\(index)").install(in: test.externalRoot)
-        }
+        try installEchoes(3, in: test.externalRoot)
         let roots = SearchRoot.roots(of: test.host)
         let store = test.host.stateDirectory.path
         _ = Catalog().scan(roots, storeDirectory: store)
