@@ -66,15 +66,9 @@ package struct JSONParser {
     }
 
     private mutating func object(depth: Int) throws(Failure) -> JSONValue {
-        guard depth <= Self.maximumDepth else { throw failure("nesting deeper than \(Self.maximumDepth) levels") }
-        position += 1
         var members: [String: JSONValue] = [:]
-        skipWhiteSpace()
-        if current == UInt8(ascii: "}") {
-            position += 1
-            return .object(members)
-        }
-        while true {
+        guard try open(depth: depth, closing: UInt8(ascii: "}")) else { return .object(members) }
+        repeat {
             guard current == UInt8(ascii: "\"") else { throw failure("expected a key in quotes") }
             let keyStart = position
             let key = try string()
@@ -87,42 +81,44 @@ package struct JSONParser {
                 position = keyStart
                 throw failure("the key \"\(key)\" appears twice in one object")
             }
-            skipWhiteSpace()
-            switch current {
-            case UInt8(ascii: ","):
-                position += 1
-                skipWhiteSpace()
-            case UInt8(ascii: "}"):
-                position += 1
-                return .object(members)
-            default:
-                throw failure("expected ',' or '}' in an object")
-            }
-        }
+        } while try continues(closing: UInt8(ascii: "}"), in: "an object")
+        return .object(members)
     }
 
     private mutating func array(depth: Int) throws(Failure) -> JSONValue {
+        var elements: [JSONValue] = []
+        guard try open(depth: depth, closing: UInt8(ascii: "]")) else { return .array(elements) }
+        repeat {
+            elements.append(try value(depth: depth))
+        } while try continues(closing: UInt8(ascii: "]"), in: "an array")
+        return .array(elements)
+    }
+
+    /// Steps over a container's opening bracket; false when `closing` follows at once (an empty
+    /// container, consumed).
+    private mutating func open(depth: Int, closing: UInt8) throws(Failure) -> Bool {
         guard depth <= Self.maximumDepth else { throw failure("nesting deeper than \(Self.maximumDepth) levels") }
         position += 1
-        var elements: [JSONValue] = []
         skipWhiteSpace()
-        if current == UInt8(ascii: "]") {
+        guard current == closing else { return true }
+        position += 1
+        return false
+    }
+
+    /// After a member or element: true after a comma (another one follows), false at `closing`
+    /// (consumed).
+    private mutating func continues(closing: UInt8, in container: String) throws(Failure) -> Bool {
+        skipWhiteSpace()
+        switch current {
+        case UInt8(ascii: ","):
             position += 1
-            return .array(elements)
-        }
-        while true {
-            elements.append(try value(depth: depth))
             skipWhiteSpace()
-            switch current {
-            case UInt8(ascii: ","):
-                position += 1
-                skipWhiteSpace()
-            case UInt8(ascii: "]"):
-                position += 1
-                return .array(elements)
-            default:
-                throw failure("expected ',' or ']' in an array")
-            }
+            return true
+        case closing:
+            position += 1
+            return false
+        default:
+            throw failure("expected ',' or '\(Character(Unicode.Scalar(closing)))' in \(container)")
         }
     }
 
