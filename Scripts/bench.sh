@@ -18,16 +18,11 @@ if [ "$status" -ne 0 ]; then
     echo "bench: the release build failed" >&2
     exit "$status"
 fi
-# The worker as installed (Scripts/stage.sh): the Swift runtime linked in statically, bound at
-# load, relocations read-only. Its memory and start-up are what users' workers cost.
-echo "== swift build -c release --static-swift-stdlib (plugind-worker)" >&2
-swift build -c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --product plugind-worker 2>&1 |
-    grep -Ev '^\[[0-9]+/[0-9]+\]|^Building|^Compiling|^Write' || true
+# The worker as installed (Scripts/installed-build.sh, as Scripts/stage.sh builds it): its memory
+# and start-up are what users' workers cost.
+source Scripts/installed-build.sh
+installed_build plugind-worker
 bin=$(swift build -c release --show-bin-path)
-if readelf -d "$bin/plugind-worker" | grep -q libswiftCore; then
-    echo "bench: the worker links the Swift runtime dynamically; --static-swift-stdlib did not apply" >&2
-    exit 1
-fi
 
 out="$PWD/.build/bench"
 mkdir -p "$out"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds plugind for installation and stages the installed layout under DESTDIR:
 #   Scripts/stage.sh DESTDIR [PREFIX]      (PREFIX defaults to /usr)
-# A release build with the Swift runtime linked statically (--static-swift-stdlib), so that the
-# binaries run on a Debian 12 machine without the Swift toolchain; then, under DESTDIR/PREFIX:
+# A release build as installed (Scripts/installed-build.sh: the Swift runtime linked statically, so
+# that the binaries run on a Debian 12 machine without the Swift toolchain); then, under DESTDIR/PREFIX:
 #   bin/plugind, libexec/plugind/plugind-worker,
 #   share/man/man1/plugind.1 and plugind-<subcommand>.1, share/man/man5/plugind-manifest.5
 #     (written by 'plugind help --man' from the same descriptions as --help and CLI.md),
@@ -21,36 +21,9 @@ prefix=${2:-/usr}
 case $destdir in /*) ;; *) destdir=$(pwd)/$destdir ;; esac
 
 Scripts/setup.sh
-echo "== swift build -c release --static-swift-stdlib (plugind, plugind-worker)" >&2
-for product in plugind-worker plugind; do
-    # Bound at load and relocations read-only (full RELRO), as Debian hardens its own binaries.
-    swift build -c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro --product "$product" 2>&1 | grep -v '^\[[0-9]*/[0-9]*\]' || true
-done
+source Scripts/installed-build.sh
+installed_build plugind-worker plugind
 bin=$(swift build -c release --show-bin-path)
-for product in plugind-worker plugind; do
-    [ -x "$bin/$product" ] || { echo "stage: the release build of $product failed" >&2; exit 1; }
-    # The toolchain's own library directory must not be searched by an installed binary (SwiftPM
-    # adds $ORIGIN, the binary's own root-owned directory, which is harmless).
-    search=$(readelf -d "$bin/$product" | sed -n 's/.*R\(UN\)\{0,1\}PATH.*\[\(.*\)\]/\2/p')
-    if [ -n "$search" ] && [ "$search" != '$ORIGIN' ]; then
-        echo "stage: $bin/$product searches $search for libraries; an installed binary must not" >&2
-        exit 1
-    fi
-    if readelf -d "$bin/$product" | grep -q 'libswiftCore'; then
-        echo "stage: $bin/$product links the Swift runtime dynamically; --static-swift-stdlib did not apply" >&2
-        exit 1
-    fi
-done
-# Every worker maps the runtimes its executable links, relocated for its own layout: the worker's
-# modules stay clear of Swift concurrency (ContinuousClock included: MonotonicInstant) and of
-# _StringProcessing (String.contains(String): containsBytes(of:)). Linking them cost each worker
-# about 280 KiB of unique memory.
-for runtime in swift_task_create _RegexParser; do
-    if nm "$bin/plugind-worker" | grep -q "$runtime"; then
-        echo "stage: plugind-worker links $runtime: a module the worker links uses Swift concurrency or _StringProcessing" >&2
-        exit 1
-    fi
-done
 
 # libplugind: a release build of its own (its Swift flags differ, and sharing .build/release
 # would rebuild every module whenever one build or the other runs), the runtime linked in with

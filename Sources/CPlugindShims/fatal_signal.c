@@ -9,8 +9,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -90,12 +90,32 @@ void plugind_shim_report_fatal_signal(int signal_number, siginfo_t *info, void *
 }
 
 int plugind_shim_install_alternate_signal_stack(void) {
+    // The first thread has one from the fatal-signal report's installation when it serves too.
+    stack_t current;
+    if (sigaltstack(NULL, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return 0;
+    // Mapped, not allocated: its pages cost nothing until a signal lands on it (a malloc'd one
+    // made the heap pages of its chunk's headers this worker's own, a page each end, in every
+    // serving thread), and the page below it stays inaccessible, so a handler that overflows it
+    // faults instead of writing over whatever lies below.
+    const size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    uint8_t *mapping = mmap(NULL, page + alternate_stack_size, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
+    if (mapping == MAP_FAILED) return errno;
+    if (mprotect(mapping, page, PROT_NONE) != 0) {
+        int failure = errno;
+        munmap(mapping, page + alternate_stack_size);
+        return failure;
+    }
     stack_t alternate;
     memset(&alternate, 0, sizeof alternate);
-    alternate.ss_sp = malloc(alternate_stack_size);
-    if (alternate.ss_sp == NULL) return ENOMEM;
+    alternate.ss_sp = mapping + page;
     alternate.ss_size = alternate_stack_size;
-    return sigaltstack(&alternate, NULL) == 0 ? 0 : errno;
+    if (sigaltstack(&alternate, NULL) != 0) {
+        int failure = errno;
+        munmap(mapping, page + alternate_stack_size);
+        return failure;
+    }
+    return 0;
 }
 
 int plugind_shim_install_fatal_signal_report(int fd, const uint8_t *frame_header, size_t header_length) {

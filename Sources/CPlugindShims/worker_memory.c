@@ -32,3 +32,10 @@ int plugind_shim_release_unused_main_stack(void) {
     }
     return released;
 }
+
+int plugind_shim_main_stack_may_grow_to(size_t bytes) {
+    if (syscall(SYS_gettid) != getpid()) return 0;
+    struct rlimit limit;
+    if (getrlimit(RLIMIT_STACK, &limit) != 0) return 0;
+    return limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= bytes;
+}

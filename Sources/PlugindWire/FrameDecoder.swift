@@ -16,10 +16,14 @@ package struct FrameDecoder: Sendable {
     private static let retainedCapacity = 1 << 20
     package static let initialCapacity = 64 << 10
 
+    /// The room `receive` makes before each read, at least: one read takes in many small frames.
+    private let readSize: Int
+
     package init(direction: FrameKind.Direction, maximumPayload: Int, initialCapacity: Int = Self.initialCapacity) {
         self.direction = direction
         self.maximumPayload = maximumPayload
         self.buffer = Self.unfilledBuffer(count: initialCapacity)
+        self.readSize = min(initialCapacity, 16 << 10)
     }
 
     /// Room for bytes still to be received, not zeroed: only `start..<end` is ever read, and
@@ -49,7 +53,7 @@ package struct FrameDecoder: Sendable {
     /// `read` returns how many bytes it wrote.
     package mutating func receive(_ read: (UnsafeMutableRawBufferPointer) throws -> Int) rethrows -> Int {
         let wanted = pendingHeader.map { FrameHeader.size + $0.payloadLength - (end - start) } ?? 0
-        reserveFreeSpace(max(wanted, 16 << 10))
+        reserveFreeSpace(max(wanted, readSize))
         let count = try buffer.withUnsafeMutableBytes { destination in
             try read(UnsafeMutableRawBufferPointer(rebasing: destination[end...]))
         }

@@ -21,8 +21,10 @@ package final class PipeTransport: Sendable {
     package init(input: FileDescriptor, output: FileDescriptor, maximumPayload: Int) {
         self.input = input
         self.output = output
-        // Small at first: a worker's frames are mostly small, and the buffer grows for large ones.
-        let decoder = FrameDecoder(direction: .hostToWorker, maximumPayload: maximumPayload, initialCapacity: 16 << 10)
+        // A page at first: a worker's frames are mostly small (large payloads travel in the
+        // shared region), and the buffer grows for a large one. Every page of it a worker has
+        // touched stays that worker's own memory.
+        let decoder = FrameDecoder(direction: .hostToWorker, maximumPayload: maximumPayload, initialCapacity: 4 << 10)
         receiving = Locked(Receiving(decoder: decoder))
     }
 

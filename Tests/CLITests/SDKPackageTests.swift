@@ -83,7 +83,7 @@ struct SDKPackageTests {
         #expect(after.stdout == "Reverse: dlrow olleh\nUppercase: HELLO WORLD\nunapproved: 0\n")
         // nil crosses the connection as nil.
         let empty = try await CommandRunner.run(host, [], environment: environment)
-        #expect(empty.stdout.contains("Reverse: (nothing)\n"))
+        #expect(empty.stdout.contains("Reverse: (nothing)\n"), "\(empty.status) \(empty.stdout) \(empty.stderr)")
 
         // The host written from Apple's documentation, with only the connection changed.
         environment["PLUGIND_HOST_IDENTIFIER"] = "com.example.transformer"

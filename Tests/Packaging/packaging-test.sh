@@ -206,6 +206,53 @@ for lang in cpp rust go; do
     [[ $(as_user plugind verify "$project/Kit$lang/build/Kit$lang.appex") == *": ok ("*"binding"* ]] || fail "plugind verify of the $lang scaffold"
 done
 
+step "the installed worker (libstdc++ and libgcc's unwinder linked into it): a C++ plugin's exception, a crash's stack"
+# The worker takes the pieces of libstdc++ and the unwinder it uses from their archives
+# (Packaging/worker-link); a C++ plugin brings libstdc++.so.6 and throws through its own.
+as_user plugind install "$project/Kitcpp/build/Kitcpp.appex" >/dev/null
+as_user plugind approve local.kitcpp --yes >/dev/null
+[ "$(as_user plugind run local.kitcpp world --answer Ada)" = "Hello, Ada: world" ] || fail "the C++ kit plugin on the installed worker"
+status=0
+thrown=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" \
+    timeout --kill-after=10 120 plugind run local.kitcpp --input /dev/null --answer Ada 2>&1) || status=$?
+[ "$status" -ne 0 ] && [ "$status" -ne 70 ] && [[ $thrown == *"nothing to greet: the request is empty"* ]] \
+    || fail "the C++ plugin's exception on the installed worker (exit status $status): $thrown"
+as_user sh -c "cd '$project' && plugind new Crasher --lang c --point local.packaging.crash --identifier org.example.crasher" >/dev/null
+cat > "$project/Crasher/src/Crasher.c" <<'SOURCE'
+#include <plugind_plugin.h>
+
+__attribute__((noinline)) static int crash_for_request(volatile int *nowhere) { return *nowhere; }
+
+static int32_t crasher_handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
+    (void)state;
+    (void)response;
+    // Not a tail call: this frame stays on the stack below the faulting one.
+    int value = crash_for_request(request->length > 1000000 ? (volatile int *)request->bytes : 0);
+    return value == 42 ? PLUGIND_PLUGIN_OK : 1;
+}
+
+static const plugind_plugin descriptor = {
+    .abi_version = PLUGIND_PLUGIN_ABI_VERSION,
+    .size = sizeof(plugind_plugin),
+    .name = "Crasher",
+    .version = "0.1.0",
+    .handle = crasher_handle,
+};
+
+PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &descriptor; }
+PLUGIND_PLUGIN_BINDING("local.packaging.crash");
+SOURCE
+chown "$user" "$project/Crasher/src/Crasher.c"
+as_user make -C "$project/Crasher" >/dev/null
+as_user plugind install "$project/Crasher/build/Crasher.appex" >/dev/null
+as_user plugind approve org.example.crasher --yes >/dev/null
+status=0
+crashed=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" \
+    timeout --kill-after=10 120 plugind run org.example.crasher x 2>&1) || status=$?
+[ "$status" -eq 70 ] && [[ $crashed == *"crashed with SIGSEGV"* ]] || fail "the crashing plugin (exit status $status): $crashed"
+[[ $crashed == *"where the plugin crashed:"*"#0 crash_for_request"*"#1 crasher_handle+0x"* ]] \
+    || fail "the installed worker's crash report has no stack walked by its unwinder: $crashed"
+
 step "a C host built with pkg-config plugind, and the Python package, on the installed libplugind"
 cc -std=c11 -D_GNU_SOURCE -pthread -o "$work/host_test" Tests/CHost/host_test.c $(pkg-config --cflags --libs plugind) \
     || fail "the C host does not build with pkg-config plugind"

@@ -196,6 +196,10 @@ void plugind_shim_release_free_memory(void);
 /// grows down, with the kernel's guard gap below it. Returns how many pages were given back.
 int plugind_shim_release_unused_main_stack(void);
 
+/// 1 when the calling thread is the process's first one and its stack may grow to `bytes`
+/// (`RLIMIT_STACK`), so that it can serve as a thread created with a stack of that size would.
+int plugind_shim_main_stack_may_grow_to(size_t bytes);
+
 /// Keeps every thread started from now on in the allocator's existing arenas (`M_ARENA_MAX`):
 /// each new arena is 8–12 KiB of a worker's own memory, and a worker serving one request at a
 /// time has no contention for them to relieve.
@@ -302,7 +306,9 @@ typedef void (*plugind_shim_refusal_sink)(const char *_Nonnull call, const char 
 int plugind_shim_refusals_install(void *_Nonnull handle, plugind_shim_refusal_sink _Nonnull sink);
 
 /// Gives the calling thread an alternate signal stack of its own (the stack is per thread), so
-/// that the report also runs for a stack overflow on a thread the worker started.
+/// that the report also runs for a stack overflow on a thread the worker started; nothing when
+/// the thread has one. Mapped with an inaccessible page below it; its pages cost nothing until a
+/// signal is handled on it.
 int plugind_shim_install_alternate_signal_stack(void);
 
 /// Creates an anonymous shared-memory file (memfd) of `size` bytes for the messages between

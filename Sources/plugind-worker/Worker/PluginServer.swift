@@ -111,20 +111,26 @@ final class PluginServer: @unchecked Sendable {
     /// read it, with no wake-up of another thread in between. Everything else it handles and
     /// reads on. One thread more than requests may run means one is always free to read the
     /// cancels and answers meant for the running ones. `whileServing` runs on the calling thread
-    /// once the threads serve, before it waits for them to end.
+    /// once the threads serve; then the calling thread takes its turns too, when its stack may
+    /// grow as far as a request thread's (a thread of its own otherwise), and waits for the
+    /// others to end.
     func serve(whileServing: () -> Void) -> Int32 {
+        // One thread fewer to start: its stack, its thread-local storage and its signal stack
+        // were pages of each worker's own memory while the calling thread only waited.
+        let callerTakesTurns = WorkerThread.callingThreadStackSuffices()
         var threads: [pthread_t] = []
-        for _ in 0...concurrency {
+        for _ in 0..<(callerTakesTurns ? concurrency : concurrency + 1) {
             guard let thread = WorkerThread.start({ [self] in participate() }) else { break }
             threads.append(thread)
         }
-        guard threads.count > 1 else {
+        guard threads.count + (callerTakesTurns ? 1 : 0) > 1 else {
             WorkerMain.report("cannot start the request threads: \(Errno(rawValue: errno))")
             stopRequests()
             for thread in threads { WorkerThread.join(thread) }
             return 2
         }
         whileServing()
+        if callerTakesTurns { participate() }
         for thread in threads { WorkerThread.join(thread) }
         let (status, orderly) = condition.withLock { (core.exitStatus, core.orderly) }
         if status == 0 { finish() }
