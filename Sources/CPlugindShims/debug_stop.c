@@ -24,6 +24,13 @@ int plugind_shim_debug_allow_tracer(void) {
     return 0;
 }
 
+int plugind_shim_debug_hold_release(void) {
+    sigset_t release;
+    sigemptyset(&release);
+    sigaddset(&release, PLUGIND_SHIM_DEBUG_RELEASE_SIGNAL);
+    return pthread_sigmask(SIG_BLOCK, &release, NULL) == 0 ? 0 : EINVAL;
+}
+
 int plugind_shim_debug_wait_for_release(unsigned int seconds) {
     // The worker cannot see its tracer (TracerPid reads 0 for a tracer outside its pid
     // namespace): the owner's command, which can, sends the release once the debugger attached.
@@ -47,5 +54,6 @@ int plugind_shim_debug_release(pid_t pid) {
 
 void plugind_shim_debug_stop_before_init(const void *init) {
     union sigval value = {.sival_ptr = (void *)init};
-    sigqueue(getpid(), SIGTRAP, value);
+    // To this thread, the one about to call init, not to whichever thread the kernel picks.
+    pthread_sigqueue(pthread_self(), SIGTRAP, value);
 }

@@ -3,6 +3,7 @@
 #include "plugind_shims.h"
 
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -13,15 +14,27 @@ void plugind_shim_release_free_memory(void) { (void)malloc_trim(0); }
 
 void plugind_shim_share_allocator_arenas(void) { (void)mallopt(M_ARENA_MAX, 1); }
 
-int plugind_shim_release_unused_main_stack(void) {
-    // Another thread's stack is a mapping of fixed size with a guard page and other mappings
-    // right below it: walking down from it would reach memory that is not this thread's.
-    if (syscall(SYS_gettid) != getpid()) return 0;
+int plugind_shim_release_unused_stack(void) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
     // Two pages of room below this frame for the calls that follow (madvise's own frame, a
-    // signal handler's), then down page by page: the first page that is not mapped is the
-    // bottom of the stack's mapping.
-    uintptr_t address = ((uintptr_t)__builtin_frame_address(0) & ~(page - 1)) - 3 * page;
+    // signal handler's on a thread without its own signal stack).
+    uintptr_t top = ((uintptr_t)__builtin_frame_address(0) & ~(page - 1)) - 3 * page;
+    if (syscall(SYS_gettid) != getpid()) {
+        // A thread's stack is a mapping of fixed size (its guard page below, other mappings
+        // below that): released down to its lowest address, as the thread's attributes say.
+        pthread_attr_t attributes;
+        if (pthread_getattr_np(pthread_self(), &attributes) != 0) return 0;
+        void *low = NULL;
+        size_t size = 0;
+        int found = pthread_attr_getstack(&attributes, &low, &size);
+        pthread_attr_destroy(&attributes);
+        uintptr_t bottom = ((uintptr_t)low + page - 1) & ~(page - 1);
+        if (found != 0 || top <= bottom || madvise((void *)bottom, top - bottom, MADV_DONTNEED) != 0) return 0;
+        return (int)((top - bottom) / page);
+    }
+    // The first thread's stack is one mapping that grows down, with the kernel's guard gap
+    // below it: down page by page, the first page that is not mapped is its bottom.
+    uintptr_t address = top;
     struct rlimit limit;
     uintptr_t most = 8u << 20;
     if (getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < most) most = limit.rlim_cur;
@@ -31,11 +44,4 @@ int plugind_shim_release_unused_main_stack(void) {
         released += 1;
     }
     return released;
-}
-
-int plugind_shim_main_stack_may_grow_to(size_t bytes) {
-    if (syscall(SYS_gettid) != getpid()) return 0;
-    struct rlimit limit;
-    if (getrlimit(RLIMIT_STACK, &limit) != 0) return 0;
-    return limit.rlim_cur == RLIM_INFINITY || limit.rlim_cur >= bytes;
 }

@@ -54,35 +54,6 @@ struct RunCommandTests {
         #expect(result.stderr.contains("plugin info: \\e[8mhidden\\e[0m\\u{202e}"), "\(result.stderr)")
     }
 
-    @Test("a worker's first thread serves requests too; below a request thread's stack limit it starts one more instead")
-    func servingThreads() async throws {
-        let test = try TestHost()
-        defer { test.remove() }
-        let probe = PluginFixture(library: "FaultyHostileProbe")
-        try await installApproved(probe, in: test)
-        // The worker's threads, from field 20 of its /proc/self/stat, with `plugind run` (and so
-        // its launcher and worker) started under `prlimit` when `stackLimit` is given.
-        func workerThreads(stackLimit: Int?) async throws -> Int? {
-            let arguments = ["run", probe.identifier, "read /proc/self/stat"]
-            var environment = test.environment
-            environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-            let result =
-                if let stackLimit {
-                    try await CommandRunner.run(
-                        "/usr/bin/prlimit", ["--stack=\(stackLimit)", try BuiltProducts.plugind()] + arguments, environment: environment)
-                } else {
-                    try await plugind(arguments, in: test)
-                }
-            #expect(result.status == 0, "\(result.stderr)")
-            guard let fields = result.stdout.split(separator: ")").last?.split(separator: " "), fields.count > 17 else { return nil }
-            return Int(fields[17])
-        }
-        let serving = try await workerThreads(stackLimit: nil)
-        let limited = try await workerThreads(stackLimit: 1 << 20)
-        #expect(serving.map { $0 >= 2 } == true, "\(String(describing: serving))")
-        #expect(limited == serving.map { $0 + 1 }, "\(String(describing: limited)) against \(String(describing: serving))")
-    }
-
     @Test("1 MiB of random bytes on stdin or from --input comes back from the echo plugin byte for byte; --input reads a device too")
     func largeStdin() async throws {
         let test = try TestHost()

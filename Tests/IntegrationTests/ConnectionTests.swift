@@ -254,6 +254,34 @@ struct ConnectionTests {
         #expect(try await [text(first), text(second)] == [outcome, outcome])
     }
 
+    @Test("a worker running four requests at a time answers every one of 2,000 sent by eight tasks at once")
+    func contendedThreads() async throws {
+        // Every serving thread takes the transport's and the runtime's locks against the others:
+        // a thread whose Swift lock state was inherited stale from the launcher (the process's
+        // first thread) crashed the worker here.
+        let test = try TestHost()
+        defer { test.remove() }
+        let echo = PluginFixture(library: "Echo", extra: ["concurrency": 4])
+        try test.install(echo)
+        let process = try await AppExtensionProcess(configuration: test.configuration(echo.identifier))
+        defer { process.invalidate() }
+        let connection = try await process.makeConnection()
+        let answered = try await withThrowingTaskGroup(of: Int.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    var matching = 0
+                    for index in 0..<250 {
+                        let message = Array("\(task).\(index)".utf8)
+                        if try await connection.send(message) == message { matching += 1 }
+                    }
+                    return matching
+                }
+            }
+            return try await group.reduce(0, +)
+        }
+        #expect(answered == 2000)
+    }
+
     @Test(
         "a shared worker keeps its handles apart: events reach only the connection whose request posted them; an invalidated handle's connections fail and it opens no more while another keeps the worker"
     )

@@ -177,7 +177,9 @@ struct RequestTests {
 /// then built with it, and anything it reports is in the worker's output, which this checks.
 @Suite("Callbacks from plugin threads", .serialized, .timeLimit(.minutes(2)))
 struct ThreadedCallbackTests {
-    @Test("four threads log, post and report at once: every event arrives, and the worker reports no race")
+    @Test(
+        "four threads log, post and report at once, and one that init started logs while the worker answers ready: every event arrives, the worker reports no race"
+    )
     func threadedCallbacks() async throws {
         var test = try TestHost()
         defer { test.remove() }
@@ -187,7 +189,7 @@ struct ThreadedCallbackTests {
             // Workers are executed directly under it, without their sandbox.
             test.host.confinement = .disabled
         #endif
-        for _ in 0..<3 {
+        for _ in 0..<10 {
             let process = try await test.launch(PluginFixture(library: "FaultyThreadedCallbacks"))
             let connection = try await process.makeConnection()
             let messages = connection.messages()

@@ -1,6 +1,7 @@
 // Calls the host's callbacks from threads of its own while a request runs, and keeps logging
-// from them after the request returns: what plugind_plugin.h promises is safe. Under
-// ThreadSanitizer this shows whether the worker's side of the callbacks is.
+// from them after the request returns, and from a thread its init starts while the worker goes
+// on to answer the host: what plugind_plugin.h promises is safe. Under ThreadSanitizer this shows
+// whether the worker's side of the callbacks is.
 #include <faulty_plugin.h>
 #include <pthread.h>
 
@@ -30,4 +31,29 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
     return faulty_reply(response, "done");
 }
 
-FAULTY_PLUGIN("Threaded callbacks", handle)
+static void *init_chatter(void *argument) {
+    (void)argument;
+    for (int index = 0; index < messages_per_thread; index++) {
+        faulty_host->log(faulty_host->context, PLUGIND_PLUGIN_LOG_DEBUG, "from the thread init started");
+    }
+    return NULL;
+}
+
+/// Starts a thread that logs while the worker sends its `ready`, on the worker's first thread.
+static int32_t init_with_thread(const plugind_host *host, void **state, plugind_plugin_response *error) {
+    int32_t status = faulty_init(host, state, error);
+    pthread_t thread;
+    if (pthread_create(&thread, NULL, init_chatter, NULL) == 0) pthread_detach(thread);
+    return status;
+}
+
+static const plugind_plugin descriptor = {
+    .abi_version = PLUGIND_PLUGIN_ABI_VERSION,
+    .size = sizeof(plugind_plugin),
+    .name = "Threaded callbacks",
+    .version = "1.0.0",
+    .init = init_with_thread,
+    .handle = handle,
+};
+
+PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &descriptor; }

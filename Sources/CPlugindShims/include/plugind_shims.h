@@ -191,14 +191,10 @@ int plugind_shim_exchange_paths(const char *_Nonnull first, const char *_Nonnull
 void plugind_shim_release_free_memory(void);
 
 /// Returns to the kernel the pages of the calling thread's stack below its current frame, which
-/// setting up touched (the loader, the filters' compilation) and a thread that from now on only
-/// waits never uses again. Only for the process's first thread: its stack is one mapping that
-/// grows down, with the kernel's guard gap below it. Returns how many pages were given back.
-int plugind_shim_release_unused_main_stack(void);
-
-/// 1 when the calling thread is the process's first one and its stack may grow to `bytes`
-/// (`RLIMIT_STACK`), so that it can serve as a thread created with a stack of that size would.
-int plugind_shim_main_stack_may_grow_to(size_t bytes);
+/// setting up touched (the loader, the filters' compilation, the plugin's load and init) and the
+/// calling thread, from now on waiting or serving from a shallower frame, may touch again only
+/// as deep as it then goes. Returns how many pages were given back.
+int plugind_shim_release_unused_stack(void);
 
 /// Keeps every thread started from now on in the allocator's existing arenas (`M_ARENA_MAX`):
 /// each new arena is 8–12 KiB of a worker's own memory, and a worker serving one request at a
@@ -279,14 +275,19 @@ int plugind_shim_debug_allow_tracer(void);
 /// The signal by which `plugind debug` tells its worker that the debugger has attached.
 #define PLUGIND_SHIM_DEBUG_RELEASE_SIGNAL (SIGRTMAX - 4)
 
-/// Waits, at most `seconds`, for the release signal (ETIMEDOUT when none came). Call it from the
-/// worker's only thread: the signal is blocked in it and taken with sigtimedwait.
+/// Blocks the release signal in the calling thread and the threads it starts from now on: the
+/// worker's first thread calls it before it starts any other, so that the signal, sent to the
+/// process, waits for `plugind_shim_debug_wait_for_release` instead of killing it.
+int plugind_shim_debug_hold_release(void);
+
+/// Waits, at most `seconds`, for the release signal (ETIMEDOUT when none came), blocked in every
+/// thread (`plugind_shim_debug_hold_release`) and taken here with sigtimedwait.
 int plugind_shim_debug_wait_for_release(unsigned int seconds);
 
 /// Sends the release signal to the worker `pid` (the owner's command's side).
 int plugind_shim_debug_release(pid_t pid);
 
-/// Stops in the debugger: SIGTRAP, queued with `init` as its value
+/// Stops in the debugger: SIGTRAP, queued to the calling thread with `init` as its value
 /// (`$_siginfo._sifields._rt.si_sigval.sival_ptr` in gdb), which the debugger does not pass on.
 void plugind_shim_debug_stop_before_init(const void *_Nullable init);
 

@@ -110,27 +110,22 @@ final class PluginServer: @unchecked Sendable {
     /// it, handing the reading to another thread first — so a request starts on the thread that
     /// read it, with no wake-up of another thread in between. Everything else it handles and
     /// reads on. One thread more than requests may run means one is always free to read the
-    /// cancels and answers meant for the running ones. `whileServing` runs on the calling thread
-    /// once the threads serve; then the calling thread takes its turns too, when its stack may
-    /// grow as far as a request thread's (a thread of its own otherwise), and waits for the
-    /// others to end.
+    /// cancels and answers meant for the running ones: the calling thread (a thread the worker
+    /// started, see `WorkerMain.run`) and `concurrency` more. `whileServing` runs on the calling
+    /// thread once the others serve; then it takes its turns too, and waits for them to end.
     func serve(whileServing: () -> Void) -> Int32 {
-        // One thread fewer to start: its stack, its thread-local storage and its signal stack
-        // were pages of each worker's own memory while the calling thread only waited.
-        let callerTakesTurns = WorkerThread.callingThreadStackSuffices()
         var threads: [pthread_t] = []
-        for _ in 0..<(callerTakesTurns ? concurrency : concurrency + 1) {
+        for _ in 0..<concurrency {
             guard let thread = WorkerThread.start({ [self] in participate() }) else { break }
             threads.append(thread)
         }
-        guard threads.count + (callerTakesTurns ? 1 : 0) > 1 else {
+        guard !threads.isEmpty else {
             WorkerMain.report("cannot start the request threads: \(Errno(rawValue: errno))")
             stopRequests()
-            for thread in threads { WorkerThread.join(thread) }
             return 2
         }
         whileServing()
-        if callerTakesTurns { participate() }
+        participate()
         for thread in threads { WorkerThread.join(thread) }
         let (status, orderly) = condition.withLock { (core.exitStatus, core.orderly) }
         if status == 0 { finish() }

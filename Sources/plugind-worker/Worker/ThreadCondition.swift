@@ -106,9 +106,4 @@ enum WorkerThread {
         pthread_join(thread, nil)
     }
 
-    /// Whether the calling thread is the process's first one and its stack may grow to
-    /// `stackBytes` (other threads' stacks are fixed at their creation).
-    static func callingThreadStackSuffices() -> Bool {
-        plugind_shim_main_stack_may_grow_to(stackBytes) == 1
-    }
 }

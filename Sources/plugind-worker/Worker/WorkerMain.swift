@@ -21,7 +21,7 @@ enum WorkerMain {
         // Mapped before any plugin code runs, and its descriptor closed, so the plugin never holds it.
         let sharedMemory = WorkerSharedMemory.take()
 
-        var hello: Hello
+        let hello: Hello
         switch receiveHello(transport) {
         case .received(let received): hello = received
         case .ended(let status): return status
@@ -42,27 +42,98 @@ enum WorkerMain {
             return 3
         }
 
+        let confinement: [ConfinementLayerReport]
+        do {
+            confinement = try Confinement.apply(hello.load, prepared: prepared)
+        } catch {
+            try? transport.send(.loadFailed(error))
+            return 3
+        }
+        // After the view is complete: the report reads /proc/self of the worker's own /proc,
+        // and no descriptor of the host's /proc is left for plugin code to walk up from.
+        installFatalSignalReport()
+        // Before the next thread starts: one allocator arena for a worker whose manifest says it
+        // serves one request at a time (or says nothing: a library that declares more then
+        // shares the arena too); each arena a thread makes is 8–12 KiB of the worker's own.
+        if hello.load.concurrency <= 1 { plugind_shim_share_allocator_arenas() }
+        // `plugind debug` releases the worker with a signal to the process: every thread holds it.
+        if hello.load.mode == .debug { _ = plugind_shim_debug_hold_release() }
+        // The rest runs on a thread of the worker's own, confined as this one is (it starts
+        // after every layer applied). This thread is a copy of the launcher's thread that forked
+        // it, and Swift's locks (`Mutex`, the runtime's own) keep each thread's id in a
+        // thread-local that the copy inherits stale: with plugin threads running (one that init
+        // started, the serving threads), this thread's next contended lock crashed the worker.
+        // From here it only waits.
+        var status: Int32 = 2
+        let setUp = hello
+        guard
+            let thread = WorkerThread.start({
+                _ = plugind_shim_install_alternate_signal_stack()
+                status = loadAndServe(setUp, version: version, confinement: confinement, transport: transport, sharedMemory: sharedMemory)
+            })
+        else {
+            try? transport.send(
+                .loadFailed(LoadFailure(kind: .confinementFailed, message: "cannot start a thread: \(Errno(rawValue: errno))")))
+            return 2
+        }
+        // The deepest part of this thread's stack, which setting up touched (the filters'
+        // compilation above all) and waiting never uses again.
+        _ = plugind_shim_release_unused_stack()
+        WorkerThread.join(thread)
+        return status
+    }
+
+    /// Everything after confinement, on a thread the worker started: the primed worker's wait for
+    /// its launch, the plugin's load and `init`, `Ready`, and serving, on this thread too.
+    private static func loadAndServe(
+        _ received: Hello, version: UInt16, confinement: [ConfinementLayerReport], transport: PipeTransport,
+        sharedMemory: WorkerSharedMemory?
+    ) -> Int32 {
+        let server: PluginServer
+        switch load(received, version: version, confinement: confinement, transport: transport, sharedMemory: sharedMemory) {
+        case .serving(let loaded): server = loaded
+        case .ended(let status): return status
+        }
+        return server.serve {
+            // What setting up needed is freed, but stays this worker's own memory until it is
+            // given back: about 70 KiB a worker, and the stack the plugin's load and init used.
+            // While the other threads serve, so that neither the launch nor the first request waits.
+            plugind_shim_release_free_memory()
+            _ = plugind_shim_release_unused_stack()
+        }
+    }
+
+    private enum Loaded {
+        case serving(PluginServer)
+        /// The exit status: a probe answered, or the load failed and the host was told.
+        case ended(Int32)
+    }
+
+    /// The plugin loaded and its `init` run, `Ready` sent. Never inlined: its frame (and those of
+    /// what it calls) is gone before this thread serves, so that serving touches a shallow stack.
+    @inline(never)
+    private static func load(
+        _ received: Hello, version: UInt16, confinement: [ConfinementLayerReport], transport: PipeTransport,
+        sharedMemory: WorkerSharedMemory?
+    ) -> Loaded {
+        var hello = received
         let server: PluginServer
         do {
-            let confinement = try Confinement.apply(hello.load, prepared: prepared)
-            // After the view is complete: the report reads /proc/self of the worker's own /proc,
-            // and no descriptor of the host's /proc is left for plugin code to walk up from.
-            installFatalSignalReport()
             if hello.load.mode == .primed {
                 // Confined ahead of the launch it was made for, which now says go.
                 PluginLoader.preload(hello.load.preloadLibraries)
-                guard case .received(let launch) = receiveHello(transport) else { return 0 }
+                guard case .received(let launch) = receiveHello(transport) else { return .ended(0) }
                 var expected = hello.load
                 expected.mode = .serve
                 guard launch.load == expected else {
                     report("the launch's hello does not match the one this worker was confined for")
-                    return 2
+                    return .ended(2)
                 }
                 hello = launch
             }
             if hello.load.mode == .probeConfinement {
                 try transport.send(.ready(ready(version: version, plugin: nil, confinement: confinement, features: [])))
-                return 0
+                return .ended(0)
             }
             if hello.load.mode == .debug {
                 // The one layer `plugind debug` relaxes, after all of them were applied: the
@@ -78,7 +149,7 @@ enum WorkerMain {
             let plugin = try PluginLoader.load(hello.load, inView: inView)
             if hello.load.mode == .inspectLibrary {
                 try transport.send(.ready(ready(version: version, plugin: plugin, confinement: confinement, features: [])))
-                return 0
+                return .ended(0)
             }
             transport.maximumPayload = Int(hello.load.limits.maxMessageBytes) + 4096
             RefusalReports.install(library: plugin.handle, transport: transport)
@@ -94,21 +165,12 @@ enum WorkerMain {
             try transport.send(.ready(answer))
         } catch let failure as LoadFailure {
             try? transport.send(.loadFailed(failure))
-            return 3
+            return .ended(3)
         } catch {
             report("could not answer the host: \(error)")
-            return 2
+            return .ended(2)
         }
-        // Before the serving threads allocate anything: see the shim.
-        if server.concurrency == 1 { plugind_shim_share_allocator_arenas() }
-        return server.serve {
-            // What setting up needed (the filters' compilation above all) is freed, but stays
-            // this worker's own memory until it is given back: about 70 KiB a worker, and the
-            // deepest part of this thread's stack, which from here on only waits for the serving
-            // threads. While they serve, so that neither the launch nor the first request waits.
-            plugind_shim_release_free_memory()
-            _ = plugind_shim_release_unused_main_stack()
-        }
+        return .serving(server)
     }
 
     private enum HelloReceipt {

@@ -149,7 +149,6 @@ private final class DebuggerSession: Sendable {
     /// Tells the worker to go on once the debugger traces it; ends it when the debugger exits
     /// first (it could not attach), so that the launch fails at once instead of waiting.
     private static func release(_ pid: Int32, once debugger: FileDescriptor) {
-        let status = "/proc/\(pid)/status"
         // Polled: nothing announces an attach. Every 10 ms, for the minute the worker waits.
         for _ in 0..<6000 {
             var watched = pollfd(fd: debugger.rawValue, events: Int16(POLLIN), revents: 0)
@@ -157,13 +156,25 @@ private final class DebuggerSession: Sendable {
                 Glibc.kill(pid, SIGKILL)
                 return
             }
-            if let text = try? String(contentsOfFile: status, encoding: .utf8),
-                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("TracerPid:") }),
-                let tracer = Int(line.dropFirst("TracerPid:".count).trimmingCharacters(in: .whitespaces)), tracer > 0
-            {
+            if everyThreadTraced(pid) {
                 _ = plugind_shim_debug_release(pid)
                 return
             }
+        }
+    }
+
+    /// Whether the debugger traces every thread of `pid`: it attaches them one by one, and the
+    /// thread that waits for the release (not the first) must be traced when it stops for init.
+    private static func everyThreadTraced(_ pid: Int32) -> Bool {
+        guard let threads = try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/task"), !threads.isEmpty else {
+            return false
+        }
+        return threads.allSatisfy { thread in
+            guard let text = try? String(contentsOfFile: "/proc/\(pid)/task/\(thread)/status", encoding: .utf8),
+                let line = text.split(separator: "\n").first(where: { $0.hasPrefix("TracerPid:") }),
+                let tracer = Int(line.dropFirst("TracerPid:".count).trimmingCharacters(in: .whitespaces))
+            else { return false }
+            return tracer > 0
         }
     }
 
