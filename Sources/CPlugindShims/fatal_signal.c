@@ -90,7 +90,8 @@ void plugind_shim_report_fatal_signal(int signal_number, siginfo_t *info, void *
 }
 
 int plugind_shim_install_alternate_signal_stack(void) {
-    // The first thread has one from the fatal-signal report's installation when it serves too.
+    // Kept when the thread has one: the thread that loads the plugin installs its own before it
+    // takes its turns serving.
     stack_t current;
     if (sigaltstack(NULL, &current) == 0 && !(current.ss_flags & SS_DISABLE)) return 0;
     // Mapped, not allocated: its pages cost nothing until a signal lands on it (a malloc'd one

@@ -105,5 +105,4 @@ enum WorkerThread {
     static func join(_ thread: pthread_t) {
         pthread_join(thread, nil)
     }
-
 }

@@ -72,8 +72,7 @@ enum WorkerMain {
                 status = loadAndServe(setUp, version: version, confinement: confinement, transport: transport, sharedMemory: sharedMemory)
             })
         else {
-            try? transport.send(
-                .loadFailed(LoadFailure(kind: .confinementFailed, message: "cannot start a thread: \(Errno(rawValue: errno))")))
+            report("cannot start the thread that loads the plugin: \(Errno(rawValue: errno))")
             return 2
         }
         // The deepest part of this thread's stack, which setting up touched (the filters'
