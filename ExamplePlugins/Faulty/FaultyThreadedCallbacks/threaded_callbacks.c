@@ -39,7 +39,7 @@ static void *init_chatter(void *argument) {
     return NULL;
 }
 
-/// Starts a thread that logs while the worker sends its `ready`, on the worker's first thread.
+/// Starts a thread that logs while the worker goes on to send its `ready`.
 static int32_t init_with_thread(const plugind_host *host, void **state, plugind_plugin_response *error) {
     int32_t status = faulty_init(host, state, error);
     pthread_t thread;
@@ -47,13 +47,4 @@ static int32_t init_with_thread(const plugind_host *host, void **state, plugind_
     return status;
 }
 
-static const plugind_plugin descriptor = {
-    .abi_version = PLUGIND_PLUGIN_ABI_VERSION,
-    .size = sizeof(plugind_plugin),
-    .name = "Threaded callbacks",
-    .version = "1.0.0",
-    .init = init_with_thread,
-    .handle = handle,
-};
-
-PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &descriptor; }
+FAULTY_PLUGIN_WITH_INIT("Threaded callbacks", init_with_thread, handle)

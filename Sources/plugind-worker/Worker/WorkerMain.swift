@@ -65,11 +65,10 @@ enum WorkerMain {
         // started, the serving threads), this thread's next contended lock crashed the worker.
         // From here it only waits.
         var status: Int32 = 2
-        let setUp = hello
         guard
             let thread = WorkerThread.start({
                 _ = plugind_shim_install_alternate_signal_stack()
-                status = loadAndServe(setUp, version: version, confinement: confinement, transport: transport, sharedMemory: sharedMemory)
+                status = loadAndServe(hello, version: version, confinement: confinement, transport: transport, sharedMemory: sharedMemory)
             })
         else {
             report("cannot start the thread that loads the plugin: \(Errno(rawValue: errno))")

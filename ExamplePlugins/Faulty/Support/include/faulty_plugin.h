@@ -36,15 +36,18 @@ static inline int32_t faulty_fail(plugind_plugin_response *response, const char 
     return 1;
 }
 
-#define FAULTY_PLUGIN(display_name, handle_function)                                              \
+/// A plugin whose `init` is `init_function` (which calls `faulty_init` first).
+#define FAULTY_PLUGIN_WITH_INIT(display_name, init_function, handle_function)                     \
     static const plugind_plugin faulty_descriptor = {                                            \
         .abi_version = PLUGIND_PLUGIN_ABI_VERSION,                                               \
         .size = sizeof(plugind_plugin),                                                          \
         .name = display_name,                                                                    \
         .version = "1.0.0",                                                                      \
-        .init = faulty_init,                                                                     \
+        .init = init_function,                                                                   \
         .handle = handle_function,                                                               \
     };                                                                                           \
     PLUGIND_PLUGIN_EXPORT const plugind_plugin *plugind_plugin_entry(void) { return &faulty_descriptor; }
+
+#define FAULTY_PLUGIN(display_name, handle_function) FAULTY_PLUGIN_WITH_INIT(display_name, faulty_init, handle_function)
 
 #endif
