@@ -131,14 +131,15 @@ let package = Package(
             name: "CTerminal", cSettings: gnuSource,
             linkerSettings: [.linkedLibrary("ncursesw"), .linkedLibrary("tinfo")]),
         // C: the worker's confinement layers (prctl, rlimits, seccomp, Landlock).
-        .target(name: "CPlugindConfinement", dependencies: ["CSeccomp"], cSettings: gnuSource),
-        .systemLibrary(name: "CSeccomp", pkgConfig: "libseccomp", providers: [.apt(["libseccomp-dev"])]),
+        // libseccomp (Debian's libseccomp-dev for its header, libseccomp2 at run time) is loaded
+        // when filters are compiled, not linked: the launcher lets it go before it forks.
+        .target(name: "CPlugindConfinement", cSettings: gnuSource),
         // C: names a plugin's stack from the host's files with elfutils' libdw (Debian's
         // libdw-dev for the headers, libdw1 at run time), in `plugind-worker --symbolize`,
         // confined before it parses them. libdw is loaded then (dlopen), not linked: workers and
         // launchers would map it for nothing.
         .target(
-            name: "CPlugindSymbolizer", dependencies: ["CSeccomp"], cSettings: gnuSource,
+            name: "CPlugindSymbolizer", dependencies: ["CPlugindConfinement"], cSettings: gnuSource,
             linkerSettings: [.linkedLibrary("stdc++")]),
         // libarchive: plugin packages (`plugind pack`, `plugind install FILE`); the CLI only.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),

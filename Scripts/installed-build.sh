@@ -5,8 +5,9 @@
 # Every program: the Swift runtime linked in statically (--static-swift-stdlib), so that it runs
 # on a Debian 12 machine without the Swift toolchain; bound at load and relocations read-only
 # (full RELRO), as Debian hardens its own binaries. The worker also takes the few pieces of
-# libstdc++ and libgcc it uses from their archives (Packaging/worker-link): each library it maps
-# is relocated data of every worker's own.
+# libstdc++ and libgcc it uses, and libffi, from their archives (Packaging/worker-link), and maps
+# libseccomp only while a launcher compiles the filters: each library a worker maps is relocated
+# data of every worker's own.
 
 installed_build_flags=(-c release --static-swift-stdlib -Xlinker -z -Xlinker now -Xlinker -z -Xlinker relro)
 
@@ -34,12 +35,16 @@ installed_build() {
         fi
     done
     [[ " $* " == *" plugind-worker "* ]] || return 0
-    for library in libstdc++ libgcc_s; do
+    for library in libstdc++ libgcc_s libffi; do
         if readelf -d "$bin/plugind-worker" | grep -q "NEEDED.*\[$library\.so"; then
             echo "installed build: plugind-worker needs $library.so; Packaging/worker-link/$library.so was not used" >&2
             exit 1
         fi
     done
+    if readelf -d "$bin/plugind-worker" | grep -q 'NEEDED.*\[libseccomp\.so'; then
+        echo "installed build: plugind-worker needs libseccomp.so; it must load it with dlopen (CPlugindConfinement/libseccomp.c)" >&2
+        exit 1
+    fi
     # Every worker maps the runtimes its executable links, relocated for its own layout: the
     # worker's modules stay clear of Swift concurrency (ContinuousClock included: MonotonicInstant)
     # and of _StringProcessing (String.contains(String): containsBytes(of:)). Linking them cost

@@ -14,11 +14,10 @@ void plugind_shim_release_free_memory(void) { (void)malloc_trim(0); }
 
 void plugind_shim_share_allocator_arenas(void) { (void)mallopt(M_ARENA_MAX, 1); }
 
-int plugind_shim_release_unused_stack(void) {
+int plugind_shim_release_unused_stack(unsigned room) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    // Two pages of room below this frame for the calls that follow (madvise's own frame, a
-    // signal handler's on a thread without its own signal stack).
-    uintptr_t top = ((uintptr_t)__builtin_frame_address(0) & ~(page - 1)) - 3 * page;
+    // Below this frame's page, `room` pages more for the calls that follow.
+    uintptr_t top = ((uintptr_t)__builtin_frame_address(0) & ~(page - 1)) - (uintptr_t)(room < 1 ? 1 : room) * page;
     if (syscall(SYS_gettid) != getpid()) {
         // A thread's stack is a mapping of fixed size (its guard page below, other mappings
         // below that): released down to its lowest address, as the thread's attributes say.
@@ -33,8 +32,9 @@ int plugind_shim_release_unused_stack(void) {
         return (int)((top - bottom) / page);
     }
     // The first thread's stack is one mapping that grows down, with the kernel's guard gap
-    // below it: down page by page, the first page that is not mapped is its bottom.
-    uintptr_t address = top;
+    // below it: down page by page from the one below `top`, the first page that is not mapped
+    // is its bottom.
+    uintptr_t address = top - page;
     struct rlimit limit;
     uintptr_t most = 8u << 20;
     if (getrlimit(RLIMIT_STACK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY && limit.rlim_cur < most) most = limit.rlim_cur;

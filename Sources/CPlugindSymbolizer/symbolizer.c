@@ -8,12 +8,13 @@
 // unique memory per worker with a layout of its own, and their loading in every launcher's start).
 #include "plugind_symbolizer.h"
 
+#include "plugind_confinement.h"
+
 #include <dlfcn.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <seccomp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -118,35 +119,14 @@ static int open_object(const char *path) {
     return descriptor;
 }
 
-// Reading the descriptors already open, mapping (never executable) and writing the answer: all
-// that is left to do. Everything else fails with EPERM.
+// Bounded in time and memory, then reading the descriptors already open, mapping (never
+// executable) and writing the answer: all that is left to do (plugind_confinement.h).
 static int confine(void) {
     struct rlimit cpu = {.rlim_cur = 5, .rlim_max = 5};
     struct rlimit memory = {.rlim_cur = 2ULL << 30, .rlim_max = 2ULL << 30};
     setrlimit(RLIMIT_CPU, &cpu);
     setrlimit(RLIMIT_AS, &memory);
-    scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ERRNO(EPERM));
-    if (filter == NULL) return ENOMEM;
-    const int allowed[] = {
-        SCMP_SYS(read),         SCMP_SYS(pread64),         SCMP_SYS(write),      SCMP_SYS(writev),
-        SCMP_SYS(close),        SCMP_SYS(fstat),           SCMP_SYS(newfstatat), SCMP_SYS(lseek),
-        SCMP_SYS(munmap),       SCMP_SYS(mremap),          SCMP_SYS(brk),        SCMP_SYS(madvise),
-        SCMP_SYS(exit),         SCMP_SYS(exit_group),      SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
-        SCMP_SYS(futex),        SCMP_SYS(getrandom),       SCMP_SYS(clock_gettime), SCMP_SYS(gettid),
-        SCMP_SYS(getpid),       SCMP_SYS(sched_yield),
-    };
-    int result = 0;
-    for (size_t index = 0; result == 0 && index < sizeof allowed / sizeof allowed[0]; index++) {
-        result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, allowed[index], 0);
-    }
-    if (result == 0)
-        result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(mmap), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-    if (result == 0)
-        result = seccomp_rule_add(filter, SCMP_ACT_ALLOW, SCMP_SYS(mprotect), 1, SCMP_A2(SCMP_CMP_MASKED_EQ, PROT_EXEC, 0));
-    if (result == 0) result = seccomp_attr_set(filter, SCMP_FLTATR_CTL_NNP, 1);
-    if (result == 0) result = seccomp_load(filter);
-    seccomp_release(filter);
-    return result == 0 ? 0 : -result;
+    return plugind_confinement_install_symbolizer_filter();
 }
 
 // No separate debug files: looking for them would open paths the plugin's files name.

@@ -75,8 +75,9 @@ int plugind_confinement_install_base_filter(void);
 /// message queues fail with EPERM, so that per-process limits bound everything the plugin can
 /// hold. Requires no-new-privileges.
 int plugind_confinement_install_filter(int options);
-/// Compiles the filters of both stages once and keeps them, so that
-/// processes forked afterwards install them without compiling (the pre-forked launcher).
+/// Compiles the filters of both stages once and keeps them, so that processes forked afterwards
+/// (by the pre-forked launcher) install them without compiling, then unloads libseccomp, which
+/// they need not map.
 int plugind_confinement_prepare_filters(void);
 /// What `plugind_confinement_probe_filter` found refused.
 #define PLUGIND_CONFINEMENT_PROBE_KEYRING (1 << 0)
@@ -86,6 +87,11 @@ int plugind_confinement_prepare_filters(void);
 /// Tries a keyring call, a new user namespace and a fork (a child that exits at once) and
 /// reports in `refused` which the installed filter refused with EPERM.
 int plugind_confinement_probe_filter(int *_Nonnull refused);
+
+/// The symbolizer's filter (`plugind-worker --symbolize`), with no-new-privileges: reading the
+/// descriptors already open, mapping (never executable), writing its answer and exiting; every
+/// other system call fails with EPERM. 0 or an errno.
+int plugind_confinement_install_symbolizer_filter(void);
 
 /// Wraps prctl(PR_GET_SECCOMP): 0 none, 1 strict, 2 filter.
 int plugind_confinement_get_seccomp_mode(int *_Nonnull mode);

@@ -193,8 +193,10 @@ void plugind_shim_release_free_memory(void);
 /// Returns to the kernel the pages of the calling thread's stack below its current frame, which
 /// setting up touched (the loader, the filters' compilation, the plugin's load and init) and the
 /// calling thread, from now on waiting or serving from a shallower frame, may touch again only
-/// as deep as it then goes. Returns how many pages were given back.
-int plugind_shim_release_unused_stack(void);
+/// as deep as it then goes. `room`: the pages kept below this frame for the calls that follow
+/// (madvise's own frame, and what the thread calls next: at least 1). Returns how many pages were
+/// given back.
+int plugind_shim_release_unused_stack(unsigned room);
 
 /// Keeps every thread started from now on in the allocator's existing arenas (`M_ARENA_MAX`):
 /// each new arena is 8–12 KiB of a worker's own memory, and a worker serving one request at a

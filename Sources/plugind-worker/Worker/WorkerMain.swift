@@ -75,8 +75,10 @@ enum WorkerMain {
             return 2
         }
         // The deepest part of this thread's stack, which setting up touched (the filters'
-        // compilation above all) and waiting never uses again.
-        _ = plugind_shim_release_unused_stack()
+        // compilation above all) and waiting never uses again: a page of room is enough for
+        // pthread_join's few frames (a signal handled here would touch released pages again,
+        // as fresh ones, nothing more).
+        _ = plugind_shim_release_unused_stack(1)
         WorkerThread.join(thread)
         return status
     }
@@ -97,7 +99,8 @@ enum WorkerMain {
             // given back: about 70 KiB a worker, and the stack the plugin's load and init used.
             // While the other threads serve, so that neither the launch nor the first request waits.
             plugind_shim_release_free_memory()
-            _ = plugind_shim_release_unused_stack()
+            // Room for the serving calls (a request's decoding, the plugin's call, the answer).
+            _ = plugind_shim_release_unused_stack(3)
         }
     }
 
