@@ -2,7 +2,7 @@
 # Installs the Debian packages plugind builds against, when they are missing:
 #   libffi-dev      (libffi: typed calls into plugin functions)
 #   libssl-dev      (OpenSSL's libcrypto: SHA-256 of approved libraries)
-#   libseccomp-dev  (seccomp filter for the worker's network confinement)
+#   libseccomp-dev  (the header of the worker's seccomp filters; libseccomp2 is loaded at run time)
 #   libncurses-dev  (ncursesw: the full-screen terminal of 'plugind browse')
 #   libarchive-dev  (plugin packages: 'plugind pack', 'plugind install FILE')
 #   tmux            (the tests drive 'plugind browse' in a real terminal through it)
