@@ -1,7 +1,9 @@
 package import Foundation
 import Glibc
+import Synchronization
 
-/// A private directory (mode 0700) under /tmp, removed by `remove()`.
+/// A private directory (mode 0700) under /tmp, removed by `remove()` and again when the process
+/// that made it exits.
 package struct TemporaryDirectory: Sendable {
     package let path: String
 
@@ -10,6 +12,7 @@ package struct TemporaryDirectory: Sendable {
         let created = template.withUnsafeMutableBufferPointer { mkdtemp($0.baseAddress!) }
         guard let created else { throw CocoaError(.fileWriteUnknown) }
         path = String(cString: created)
+        Self.madeByThisProcess.record(path)
     }
 
     package func url(_ component: String) -> URL {
@@ -40,5 +43,27 @@ package struct TemporaryDirectory: Sendable {
 
     package func remove() {
         try? FileManager.default.removeItem(atPath: path)
+    }
+
+    /// Every directory this process made, removed again when it exits: a host records a worker's
+    /// end when the worker has ended, which can be after the test removed its directory (the
+    /// record makes the directory again), and an exit test's process exits without running its
+    /// `defer`s.
+    private static let madeByThisProcess = MadeDirectories()
+
+    private final class MadeDirectories: Sendable {
+        private let paths = Mutex<[String]>([])
+
+        init() {
+            atexit { TemporaryDirectory.madeByThisProcess.removeAll() }
+        }
+
+        func record(_ path: String) {
+            paths.withLock { $0.append(path) }
+        }
+
+        func removeAll() {
+            for path in paths.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: path) }
+        }
     }
 }
