@@ -3,14 +3,17 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 struct libseccomp_functions libseccomp;
 
 static void *library;
-// Launchers, spares and workers compile filters on one thread; the lock keeps a test or a
-// future caller on two threads from loading twice or unloading under the other.
+// Launchers, spares and workers compile filters on one thread, and the table above is read
+// without a lock: the lock only keeps two threads from loading the library at once.
 static pthread_mutex_t loading = PTHREAD_MUTEX_INITIALIZER;
+// Why the last load failed (dlerror's words), for the launcher's report.
+static char failure[256];
 
 static int resolve(void) {
     struct {
@@ -39,6 +42,10 @@ int libseccomp_load(void) {
     if (library == NULL) {
         library = dlopen("libseccomp.so.2", RTLD_NOW | RTLD_LOCAL);
         result = library == NULL ? ELIBACC : resolve();
+        if (result != 0) {
+            const char *reason = dlerror();
+            snprintf(failure, sizeof failure, "%s", reason != NULL ? reason : "libseccomp.so.2: a function is missing");
+        }
         if (result != 0 && library != NULL) {
             dlclose(library);
             library = NULL;
@@ -55,4 +62,8 @@ void libseccomp_unload(void) {
     library = NULL;
     memset(&libseccomp, 0, sizeof libseccomp);
     pthread_mutex_unlock(&loading);
+}
+
+const char *libseccomp_failure(void) {
+    return failure;
 }

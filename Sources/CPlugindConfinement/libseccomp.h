@@ -22,9 +22,14 @@ struct libseccomp_functions {
 extern struct libseccomp_functions libseccomp;
 
 /// Loads libseccomp.so.2 and resolves every function, unless already loaded: 0, or ELIBACC when
-/// the library or one of its functions cannot be found. Call before the filesystem view hides
-/// the system's libraries.
+/// the library or one of its functions cannot be found. The launcher loads it before it forks
+/// and a worker started without one before its hello; only a spare whose launcher could not
+/// compile the filters loads it inside its view, from the system library directories the view
+/// binds for the plugin.
 int libseccomp_load(void);
 
 /// Unloads the library; the next `libseccomp_load` loads it again.
 void libseccomp_unload(void);
+
+/// Why the last `libseccomp_load` failed, in the dynamic loader's words ("" if it never did).
+const char *libseccomp_failure(void);

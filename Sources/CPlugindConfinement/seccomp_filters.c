@@ -241,6 +241,14 @@ int plugind_confinement_prepare_filters(void) {
     return result;
 }
 
+int plugind_confinement_load_filter_compiler(void) {
+    return libseccomp_load();
+}
+
+const char *plugind_confinement_filter_compiler_failure(void) {
+    return libseccomp_failure();
+}
+
 static int install(int variant) {
     if (prepared_filters[variant] != NULL) {
         struct sock_fprog program = {.len = prepared_lengths[variant], .filter = prepared_filters[variant]};

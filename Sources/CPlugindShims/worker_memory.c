@@ -16,8 +16,10 @@ void plugind_shim_share_allocator_arenas(void) { (void)mallopt(M_ARENA_MAX, 1); 
 
 int plugind_shim_release_unused_stack(unsigned room) {
     const uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    // Below this frame's page, `room` pages more for the calls that follow.
-    uintptr_t top = ((uintptr_t)__builtin_frame_address(0) & ~(page - 1)) - (uintptr_t)(room < 1 ? 1 : room) * page;
+    // Below this frame's page, `room` pages more for the calls that follow (1 to 64: far below
+    // the frame, the first thread's walk could pass its stack's guard gap).
+    uintptr_t kept = room < 1 ? 1 : room > 64 ? 64 : room;
+    uintptr_t top = ((uintptr_t)__builtin_frame_address(0) & ~(page - 1)) - kept * page;
     if (syscall(SYS_gettid) != getpid()) {
         // A thread's stack is a mapping of fixed size (its guard page below, other mappings
         // below that): released down to its lowest address, as the thread's attributes say.

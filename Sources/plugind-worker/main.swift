@@ -23,5 +23,7 @@ if !arguments.isEmpty {
     WorkerUsage.fail("unexpected argument '\(arguments.first ?? "")'")
 }
 // Started directly (not forked by the launcher), the worker has no namespaces, so no view; its
-// host may turn confinement off, so it restricts nothing before the hello.
+// host may turn confinement off, so it restricts nothing before the hello. It loads what compiles
+// its seccomp filters now, before limits and a new identity apply (a failure is reported then).
+Confinement.loadFilterCompiler()
 exit(WorkerMain.run(prepared: Confinement.prepare(hasNamespaces: false, hasNetworkNamespace: false, restrictingAhead: false)))

@@ -47,6 +47,22 @@ struct DegradedKernelTests {
                     perror("degrade: hide /sys/fs/cgroup");
                     return 70;
                 }
+            } else if (strcmp(argv[1], "no-libseccomp") == 0) {
+                // libseccomp gone (its package removed, a broken upgrade): an empty file where the
+                // library was, wherever the loader looks for it.
+                if (unshare(CLONE_NEWNS) != 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+                    perror("degrade: a mount namespace");
+                    return 70;
+                }
+                const char *paths[] = {"/usr/lib/x86_64-linux-gnu/libseccomp.so.2", "/lib/x86_64-linux-gnu/libseccomp.so.2"};
+                int hidden = 0;
+                for (size_t index = 0; index < sizeof paths / sizeof paths[0]; index++) {
+                    if (access(paths[index], F_OK) == 0 && mount("/dev/null", paths[index], NULL, MS_BIND, NULL) == 0) hidden++;
+                }
+                if (hidden == 0) {
+                    fprintf(stderr, "degrade: libseccomp.so.2 not found to hide\n");
+                    return 70;
+                }
             } else {
                 struct sock_filter user[] = {
                     LOAD(arch), IS(AUDIT_ARCH_X86_64, 1, 0), RETURN(SECCOMP_RET_ALLOW),
@@ -84,6 +100,10 @@ struct DegradedKernelTests {
         case noUserNamespaces = "no-user-namespaces"
         case noLandlock = "no-landlock"
         case noControlGroups = "no-cgroups"
+        case noLibseccomp = "no-libseccomp"
+
+        /// The kernel's layers, each missing in turn (`noLibseccomp` is a library, tested apart).
+        static let kernelLayers: [Degradation] = [.noUserNamespaces, .noLandlock, .noControlGroups]
 
         var testDescription: String { rawValue }
 
@@ -93,6 +113,7 @@ struct DegradedKernelTests {
             case .noUserNamespaces: ("process-tree", "not started in its own pid namespace")
             case .noLandlock: ("filesystem", "the kernel does not offer Landlock")
             case .noControlGroups: nil
+            case .noLibseccomp: ("system-calls", "the seccomp filter could not be installed")
             }
         }
 
@@ -124,7 +145,7 @@ struct DegradedKernelTests {
 
     @Test(
         "each missing layer is reported with its reason, a host requiring every layer refuses, and what remains holds",
-        arguments: Degradation.allCases)
+        arguments: Degradation.kernelLayers)
     func degraded(_ degradation: Degradation) async throws {
         if degradation == .noControlGroups && geteuid() != 0 {
             // An ordinary user's host has no control group to lose (none is delegated here).
@@ -174,5 +195,28 @@ struct DegradedKernelTests {
         #expect(forked.stdout == "done forked", "\(forked.stderr)")
         let info = try await harness.plugind(.noControlGroups, ["info", harness.identifier, "--no-probe"])
         #expect(info.stdout.contains("no control group is usable on this machine"), "\(info.stdout)")
+    }
+
+    @Test(
+        "without libseccomp the system-call layer is reported unavailable naming the library, a host requiring every layer refuses, and the view still holds",
+        .enabled(if: geteuid() == 0, "hiding a system library takes a mount namespace"))
+    func withoutLibseccomp() async throws {
+        let harness = try await Self.harness()
+        defer { harness.test.remove() }
+        let id = harness.identifier
+        let refused = try await harness.plugind(.noLibseccomp, ["run", id, "well-behaved"])
+        #expect(refused.status != 0)
+        #expect(refused.stdout.isEmpty)
+        #expect(
+            refused.stderr.contains("confinement layer 'system-calls' cannot be applied: the seccomp filter could not be installed"),
+            "\(refused.stderr)")
+        // The loader's own words name the library.
+        #expect(refused.stderr.contains("libseccomp.so.2"), "\(refused.stderr)")
+        let control = try await harness.plugind(.noLibseccomp, ["run", "--best-effort", id, "well-behaved"])
+        #expect(control.stdout == "done threads, futexes, getrandom, mmap, rseq and a socketpair work", "\(control.stderr)")
+        #expect(control.stderr.contains("warning: confinement layer 'system-calls' is unavailable on this machine"), "\(control.stderr)")
+        let secret = try harness.test.directory.publicFile("owner-secret", contents: "the owner's")
+        let read = try await harness.plugind(.noLibseccomp, ["run", "--best-effort", "--quiet", id, "read " + secret])
+        #expect(read.stdout == "refused ENOENT", "\(read.stdout) \(read.stderr)")
     }
 }

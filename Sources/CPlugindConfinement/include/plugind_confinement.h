@@ -79,6 +79,11 @@ int plugind_confinement_install_filter(int options);
 /// (by the pre-forked launcher) install them without compiling, then unloads libseccomp, which
 /// they need not map.
 int plugind_confinement_prepare_filters(void);
+/// Loads libseccomp, which compiles the filters, ahead of the hello in a worker started without
+/// a launcher (before its limits and identity change): 0, or ELIBACC when it cannot be loaded.
+int plugind_confinement_load_filter_compiler(void);
+/// Why libseccomp could not be loaded, in the dynamic loader's words ("" if it was).
+const char *_Nonnull plugind_confinement_filter_compiler_failure(void);
 /// What `plugind_confinement_probe_filter` found refused.
 #define PLUGIND_CONFINEMENT_PROBE_KEYRING (1 << 0)
 #define PLUGIND_CONFINEMENT_PROBE_NAMESPACE (1 << 1)

@@ -194,7 +194,7 @@ void plugind_shim_release_free_memory(void);
 /// setting up touched (the loader, the filters' compilation, the plugin's load and init) and the
 /// calling thread, from now on waiting or serving from a shallower frame, may touch again only
 /// as deep as it then goes. `room`: the pages kept below this frame for the calls that follow
-/// (madvise's own frame, and what the thread calls next: at least 1). Returns how many pages were
+/// (madvise's own frame, and what the thread calls next: 1 to 64). Returns how many pages were
 /// given back.
 int plugind_shim_release_unused_stack(unsigned room);
 

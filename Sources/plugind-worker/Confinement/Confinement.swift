@@ -72,10 +72,28 @@ enum Confinement {
     static func prepareForForks() {
         _ = WorkerView.common
         _ = WorkerIdentity.current
-        _ = plugind_confinement_prepare_filters()
+        let filters = plugind_confinement_prepare_filters()
+        if filters != 0 {
+            // Each worker tries again and reports its system-call layer unavailable if it fails.
+            WorkerMain.report("launcher: the seccomp filters could not be compiled: \(Errno(rawValue: filters))" + filterCompilerFailure)
+        }
         // Read before any filter is in force (it reads the process's affinity).
         _ = BusyPolling.isWorthwhile
         LauncherWarmUp.run()
+    }
+
+    /// Loads libseccomp, which compiles the filters, in a worker started without a launcher:
+    /// before its hello, while its limits and identity are still the host's. A failure is
+    /// reported with the system-call layer.
+    static func loadFilterCompiler() {
+        _ = plugind_confinement_load_filter_compiler()
+    }
+
+    /// Why libseccomp, which compiles the filters, could not be loaded (" (the loader's words)"),
+    /// or "".
+    static var filterCompilerFailure: String {
+        let reason = String(cString: plugind_confinement_filter_compiler_failure())
+        return reason.isEmpty ? "" : " (\(reason))"
     }
 
     /// Begins the view (when the process has namespaces of its own) and the Landlock ruleset;
@@ -462,7 +480,7 @@ enum Confinement {
         var result = advance?.baseFilter ?? plugind_confinement_install_base_filter()
         if result == 0 { result = plugind_confinement_install_filter(options) }
         guard result == 0 else {
-            return unavailable(Layer.systemCalls, "the seccomp filter could not be installed: \(describe(result))")
+            return unavailable(Layer.systemCalls, "the seccomp filter could not be installed: \(describe(result))" + filterCompilerFailure)
         }
         // Verify: a keyring call, a new user namespace and (without processes) a fork must now be
         // refused.
