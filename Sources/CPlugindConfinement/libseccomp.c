@@ -12,7 +12,7 @@ static void *library;
 // Launchers, spares and workers compile filters on one thread, and the table above is read
 // without a lock: the lock only keeps two threads from loading the library at once.
 static pthread_mutex_t loading = PTHREAD_MUTEX_INITIALIZER;
-// Why the last load failed (dlerror's words), for the launcher's report.
+// Why the last load failed (dlerror's words), for the reports; empty once a load succeeds.
 static char failure[256];
 
 static int resolve(void) {
@@ -45,6 +45,8 @@ int libseccomp_load(void) {
         if (result != 0) {
             const char *reason = dlerror();
             snprintf(failure, sizeof failure, "%s", reason != NULL ? reason : "libseccomp.so.2: a function is missing");
+        } else {
+            failure[0] = '\0';
         }
         if (result != 0 && library != NULL) {
             dlclose(library);

@@ -31,5 +31,6 @@ int libseccomp_load(void);
 /// Unloads the library; the next `libseccomp_load` loads it again.
 void libseccomp_unload(void);
 
-/// Why the last `libseccomp_load` failed, in the dynamic loader's words ("" if it never did).
+/// Why the last `libseccomp_load` that tried to load the library failed, in the dynamic
+/// loader's words ("" if it succeeded or none tried).
 const char *libseccomp_failure(void);
