@@ -3,7 +3,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/sendfile.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,6 +39,20 @@ int plugind_shim_shared_memory_map(int fd, void **address, size_t *size) {
 
 void plugind_shim_shared_memory_unmap(void *address, size_t size) {
     munmap(address, size);
+}
+
+int plugind_shim_shared_word_wait(void *address, uint32_t expected, uint32_t timeoutMicroseconds) {
+    struct timespec timeout = {
+        .tv_sec = timeoutMicroseconds / 1000000,
+        .tv_nsec = (long)(timeoutMicroseconds % 1000000) * 1000,
+    };
+    // FUTEX_WAIT without FUTEX_PRIVATE_FLAG: the word lies in a mapping another process shares.
+    long result = syscall(SYS_futex, address, FUTEX_WAIT, expected, &timeout, NULL, 0);
+    return result == 0 ? 0 : errno;
+}
+
+void plugind_shim_shared_word_wake(void *address) {
+    syscall(SYS_futex, address, FUTEX_WAKE, INT32_MAX, NULL, NULL, 0);
 }
 
 int plugind_shim_fork_record_map(int fd, size_t size, void **address) {

@@ -22,6 +22,7 @@ package struct Errno: RawRepresentable, Error, Hashable, Sendable, CustomStringC
     package static let operationNotPermitted = Errno(rawValue: EPERM)
     package static let badFileDescriptor = Errno(rawValue: EBADF)
     package static let invalidArgument = Errno(rawValue: EINVAL)
+    package static let protocolError = Errno(rawValue: EPROTO)
 
     /// The message `strerror_r` gives, e.g. "No such file or directory".
     package var description: String {

@@ -38,6 +38,15 @@
             defer { pthread_mutex_unlock(mutex) }
             return try body(&value.pointee)
         }
+
+        /// Runs `body` under the lock if nobody holds it (this thread included); nil otherwise.
+        package func withLockIfAvailable<Result: ~Copyable, Failure: Error>(
+            _ body: (inout sending Value) throws(Failure) -> sending Result
+        ) throws(Failure) -> sending Result? {
+            guard pthread_mutex_trylock(mutex) == 0 else { return nil }
+            defer { pthread_mutex_unlock(mutex) }
+            return try body(&value.pointee)
+        }
     }
 #else
     package final class Locked<Value: ~Copyable>: Sendable {
@@ -52,6 +61,13 @@
             -> sending Result
         {
             try mutex.withLock(body)
+        }
+
+        /// Runs `body` under the lock if nobody holds it (this thread included); nil otherwise.
+        package func withLockIfAvailable<Result: ~Copyable, Failure: Error>(
+            _ body: (inout sending Value) throws(Failure) -> sending Result
+        ) throws(Failure) -> sending Result? {
+            try mutex.withLockIfAvailable(body)
         }
     }
 #endif

@@ -77,4 +77,47 @@ package final class SharedMemory: @unchecked Sendable {
         guard offset % 8 == 0, let slot = bytes(at: offset, count: 8) else { return }
         plugind_shim_shared_counter_store(slot.baseAddress!, value)
     }
+
+    /// The 32-bit word at `offset` (4-byte aligned), read with acquire ordering; 0 when out of
+    /// bounds.
+    package func loadWord(at offset: Int) -> UInt32 {
+        guard let slot = word(at: offset) else { return 0 }
+        return plugind_shim_shared_word_load(slot)
+    }
+
+    /// Stores the 32-bit word at `offset` (4-byte aligned), sequentially consistent.
+    package func storeWord(_ value: UInt32, at offset: Int) {
+        guard let slot = word(at: offset) else { return }
+        plugind_shim_shared_word_store(slot, value)
+    }
+
+    /// Stores `value` in the 32-bit word at `offset` and returns what it held (0 when out of
+    /// bounds), sequentially consistent.
+    package func exchangeWord(_ value: UInt32, at offset: Int) -> UInt32 {
+        guard let slot = word(at: offset) else { return 0 }
+        return plugind_shim_shared_word_exchange(slot, value)
+    }
+
+    /// Sleeps while the word at `offset` holds `expected`, at most `timeout` (a futex shared
+    /// with the other process); returns at once when out of bounds.
+    package func waitWhileWord(at offset: Int, is expected: UInt32, timeoutMicroseconds: UInt32) {
+        guard let slot = word(at: offset) else { return }
+        _ = plugind_shim_shared_word_wait(slot, expected, timeoutMicroseconds)
+    }
+
+    /// Wakes whoever sleeps on the word at `offset` in `waitWhileWord`, in either process.
+    package func wakeWord(at offset: Int) {
+        guard let slot = word(at: offset) else { return }
+        plugind_shim_shared_word_wake(slot)
+    }
+
+    /// A full fence: this side's stores before it are seen before its loads after it.
+    package static func fence() {
+        plugind_shim_shared_fence()
+    }
+
+    private func word(at offset: Int) -> UnsafeMutableRawPointer? {
+        guard offset % 4 == 0, let slot = bytes(at: offset, count: 4) else { return nil }
+        return slot.baseAddress
+    }
 }

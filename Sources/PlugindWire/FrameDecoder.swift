@@ -33,6 +33,16 @@ package struct FrameDecoder: Sendable {
         [UInt8](unsafeUninitializedCapacity: count) { _, initialized in initialized = count }
     }
 
+    /// When nothing is buffered: a decoder with this one's buffer, for a stream that moves
+    /// elsewhere (to a ring), so that the pages already touched serve it there; this one goes on
+    /// with `capacity` bytes (wake-ups). Nil when bytes are buffered: they belong to this stream.
+    package mutating func handOver(keeping capacity: Int) -> FrameDecoder? {
+        guard end == start, pendingHeader == nil else { return nil }
+        let moved = self
+        self = FrameDecoder(direction: direction, maximumPayload: maximumPayload, initialCapacity: capacity)
+        return moved
+    }
+
     /// Bytes received but not yet returned as frames.
     package var bufferedByteCount: Int { end - start }
 

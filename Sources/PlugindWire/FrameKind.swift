@@ -24,6 +24,12 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     /// A request the host's handler of an ask sends while the plugin waits for its answer:
     /// the ask's identifier (8 bytes), then the request bytes. The thread that asked runs it.
     case nestedRequest = 0x0A
+    /// The last frame the host writes to the pipe once both sides agreed to `ProtocolFeature.ring`:
+    /// its later frames travel through the shared ring, and the pipe carries only `wake`.
+    case switchToRing = 0x0B
+    /// The host wrote to the ring while the worker was not polling it: look at it. Only on the
+    /// pipe, after `switchToRing`.
+    case wake = 0x0C
 
     // Worker → host
     /// The plugin is loaded and the worker is serving (`Ready`).
@@ -64,6 +70,11 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     case stackReport = 0x91
     /// A call of the plugin's that a confinement layer refused (`SandboxRefusal`).
     case sandboxRefusal = 0x92
+    /// The worker wrote to the ring while the host was not polling it: look at it. Only on the
+    /// pipe, after the worker's `ready` listed `ProtocolFeature.ring` (from then on the worker's
+    /// frames travel through the ring, except those its signal handlers write: `fatalSignal`,
+    /// `stackReport`, `sandboxRefusal`).
+    case wakeHost = 0x93
 
     package enum Direction: Sendable {
         case hostToWorker
@@ -83,7 +94,7 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
             .askFailed, .nestedRequest, .ask, .askCancelled, .stackReport:
             true
         case .hello, .shutdown, .ready, .loadFailed, .log, .fatalSignal, .goodbye, .openConnection, .closeConnection,
-            .connectionAccepted, .connectionRefused, .sandboxRefusal:
+            .connectionAccepted, .connectionRefused, .sandboxRefusal, .switchToRing, .wake, .wakeHost:
             false
         }
     }
@@ -96,7 +107,7 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
             true
         case .hello, .call, .cancel, .shutdown, .answer, .askFailed, .ready, .loadFailed, .response, .failure, .callResult,
             .callFailed, .cancelled, .event, .progress, .log, .fatalSignal, .goodbye, .askCancelled, .stackReport,
-            .sandboxRefusal:
+            .sandboxRefusal, .switchToRing, .wake, .wakeHost:
             false
         }
     }

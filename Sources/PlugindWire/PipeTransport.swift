@@ -6,17 +6,32 @@ import Synchronization
 /// serialised by a lock because plugin threads may post messages while the worker answers a
 /// request; receiving is for one thread at a time, through the same `FrameDecoder` the host
 /// reads with: one read takes in as many frames as have arrived.
+///
+/// Once both sides agreed to `ProtocolFeature.ring`, frames travel through the shared rings
+/// (`SharedRing`): the worker's from its `ready` on (`useRings`), the host's from its
+/// `switchToRing` on; the pipes then carry only wake-ups, and tell each side when the other is
+/// gone.
 package final class PipeTransport: Sendable {
     package let input: FileDescriptor
     package let output: FileDescriptor
     private struct Receiving {
+        /// The pipe's frames.
         var decoder: FrameDecoder
         /// A frame (or the error decoding it) taken out ahead by `hasBufferedFrame`.
         var lookahead: Result<Frame, WireError>?
+        /// The ring the host will switch to, once this side agreed to it.
+        var agreedRing: SharedRingConsumer?
+        /// After the host's `switchToRing`: the ring and the frames of its stream.
+        var ring: SharedRingConsumer?
+        var ringDecoder: FrameDecoder?
+        /// The host closed the pipe; what is left in the ring is still read.
+        var pipeEnded = false
     }
 
     private let receiving: Locked<Receiving>
-    private let sendLock = Locked(())
+    /// The ring this side writes to, once it agreed to the rings; guarded by the lock that
+    /// serialises sending.
+    private let sending = Locked<SharedRingProducer?>(nil)
 
     package init(input: FileDescriptor, output: FileDescriptor, maximumPayload: Int) {
         self.input = input
@@ -31,22 +46,64 @@ package final class PipeTransport: Sendable {
     /// The largest payload `receive()` accepts; larger frames are refused before allocation.
     package var maximumPayload: Int {
         get { receiving.withLock { $0.decoder.maximumPayload } }
-        set { receiving.withLock { $0.decoder.maximumPayload = newValue } }
+        set {
+            receiving.withLock { state in
+                state.decoder.maximumPayload = newValue
+                state.ringDecoder?.maximumPayload = newValue
+            }
+        }
+    }
+
+    /// After this side's `ready` listed `ProtocolFeature.ring` went out: from now on its frames
+    /// travel through the worker → host ring, and the host's through the other once it says so.
+    package func useRings(_ memory: SharedMemory) {
+        sending.withLock { $0 = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing) }
+        receiving.withLock { $0.agreedRing = SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toWorkerRing) }
     }
 
     /// Whether a frame has arrived already that `receive()` returns without reading: a reader
     /// that polls the descriptor before it reads must ask this first, since one read may have
     /// taken in several frames.
     package var hasBufferedFrame: Bool {
+        receiving.withLock { state in takeBufferedFrame(&state) }
+    }
+
+    private func takeBufferedFrame(_ state: inout Receiving) -> Bool {
+        if state.lookahead != nil { return true }
+        do throws(WireError) {
+            guard let frame = try nextFrame(&state) else { return false }
+            state.lookahead = .success(frame)
+        } catch {
+            state.lookahead = .failure(error)
+        }
+        return true
+    }
+
+    /// Waits up to `milliseconds` for a frame (polling first until `pollingUntil`, when given):
+    /// true when `receive()` has something to return (a frame, an error, or the end) without
+    /// waiting long. A wake-up with nothing behind it is taken and is false.
+    package func awaitFrame(waitingMilliseconds milliseconds: Int32, pollingUntil: MonotonicInstant?) -> Bool {
         receiving.withLock { state in
-            if state.lookahead != nil { return true }
+            if takeBufferedFrame(&state) { return true }
+            guard let ring = state.ring else {
+                if let pollingUntil { _ = input.awaitReadable(spinUntil: pollingUntil, sleepUntil: pollingUntil) }
+                var descriptor = pollfd(fd: input.rawValue, events: Int16(POLLIN), revents: 0)
+                return poll(&descriptor, 1, milliseconds) > 0
+            }
             do throws(WireError) {
-                guard let frame = try state.decoder.nextFrame() else { return false }
-                state.lookahead = .success(frame)
+                if state.pipeEnded { return true }
+                if let pollingUntil, try Self.pollRing(ring, until: pollingUntil) { return true }
+                guard try Self.ringMayWait(ring) else { return true }
+                var descriptor = pollfd(fd: input.rawValue, events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, milliseconds) > 0 else { return false }
+                // Readable: one read takes the wake-ups (or the end) without blocking.
+                try takeWakeUps(&state)
+                if state.pipeEnded { return true }
+                return try Self.ringRead { () throws(SharedRingError) in try ring.available() } > 0
             } catch {
                 state.lookahead = .failure(error)
+                return true
             }
-            return true
         }
     }
 
@@ -54,17 +111,27 @@ package final class PipeTransport: Sendable {
     /// `pollingUntil`, a read that would sleep polls for the frame until then first
     /// (`BusyPolling`).
     package func receive(pollingUntil: MonotonicInstant? = nil) throws -> Frame? {
-        try receiving.withLock { state in
+        try receiving.withLock { (state) throws(WireError) -> Frame? in
             if let ahead = state.lookahead {
                 state.lookahead = nil
                 return try ahead.get()
             }
             while true {
-                if let frame = try state.decoder.nextFrame() { return frame }
+                if let frame = try nextFrame(&state) { return frame }
+                if let ring = state.ring {
+                    if state.pipeEnded {
+                        try state.ringDecoder?.finish()
+                        return nil
+                    }
+                    if let pollingUntil, try Self.pollRing(ring, until: pollingUntil) { continue }
+                    guard try Self.ringMayWait(ring) else { continue }
+                    try takeWakeUps(&state)
+                    continue
+                }
                 if let pollingUntil, MonotonicInstant.now < pollingUntil {
                     _ = input.awaitReadable(spinUntil: pollingUntil, sleepUntil: pollingUntil)
                 }
-                let count = try state.decoder.receive { buffer in try input.read(into: buffer) }
+                let count = try Self.readPipe(into: &state.decoder, from: input)
                 if count == 0 {
                     try state.decoder.finish()
                     return nil
@@ -73,13 +140,125 @@ package final class PipeTransport: Sendable {
         }
     }
 
-    /// Writes a header and its payload with one writev where possible.
+    /// The next frame already received: from the ring once the host switched to it, else from the
+    /// pipe. Takes the host's switch when it comes.
+    private func nextFrame(_ state: inout Receiving) throws(WireError) -> Frame? {
+        // Taken out of the state while in use: a copy left behind would make each write to the
+        // decoder's buffer copy all of it.
+        if let ring = state.ring, var decoder = state.ringDecoder.take() {
+            defer { state.ringDecoder = decoder }
+            if let frame = try decoder.nextFrame() { return frame }
+            var taken = ring
+            var failure: SharedRingError?
+            let count = decoder.receive { buffer in
+                do throws(SharedRingError) {
+                    return try taken.read(into: buffer)
+                } catch {
+                    failure = error
+                    return 0
+                }
+            }
+            state.ring = taken
+            if let failure { throw .malformedPayload(failure.description) }
+            // The host found the ring full and waits for word that there is room: a wake-up (a
+            // host that is gone learns nothing).
+            if count > 0, taken.producerNeedsWake() { try? writeWakeUp() }
+            return count > 0 ? try decoder.nextFrame() : nil
+        }
+        guard let frame = try state.decoder.nextFrame() else { return nil }
+        switch frame.header.kind {
+        case .switchToRing:
+            guard let agreed = state.agreedRing, frame.payload.isEmpty else {
+                throw .unexpectedMessage("the host switched to a ring the worker did not agree to")
+            }
+            state.ring = agreed
+            // Anything the pipe holds after the switch is wake-ups: taken, and the ring read.
+            try Self.checkWakeUps(&state.decoder)
+            state.ringDecoder =
+                state.decoder.handOver(keeping: FrameHeader.size * 4)
+                ?? FrameDecoder(direction: .hostToWorker, maximumPayload: state.decoder.maximumPayload, initialCapacity: 4 << 10)
+            agreed.wakeTaken()
+            return try nextFrame(&state)
+        case .wake:
+            throw .unexpectedMessage("a wake-up before the host switched to the ring")
+        default:
+            return frame
+        }
+    }
+
+    /// Polls the ring until `deadline` (or until the processor is wanted elsewhere), saying so in
+    /// the ring, so that the host sends no wake-up meanwhile. True when bytes arrived.
+    private static func pollRing(_ ring: SharedRingConsumer, until deadline: MonotonicInstant) throws(WireError) -> Bool {
+        ring.setPolling(true)
+        while MonotonicInstant.now < deadline {
+            if try ringRead({ () throws(SharedRingError) in try ring.available() }) > 0 { return true }
+            if !BusyPolling.yieldUncontended() { break }
+        }
+        return false
+    }
+
+    /// Before sleeping on the pipe: false when bytes arrived in the ring meanwhile.
+    private static func ringMayWait(_ ring: SharedRingConsumer) throws(WireError) -> Bool {
+        try ringRead { () throws(SharedRingError) in try ring.mayWait() }
+    }
+
+    /// Blocks until the pipe has something (wake-ups, or the end) and takes all of it.
+    private func takeWakeUps(_ state: inout Receiving) throws(WireError) {
+        let count: Int
+        do {
+            count = try Self.readPipe(into: &state.decoder, from: input)
+        } catch {
+            state.pipeEnded = true
+            return
+        }
+        if count == 0 {
+            state.pipeEnded = true
+            try state.decoder.finish()
+        }
+        try Self.checkWakeUps(&state.decoder)
+        state.ring?.wakeTaken()
+    }
+
+    /// Takes the wake-ups the pipe's decoder holds; anything else there breaks the protocol.
+    private static func checkWakeUps(_ decoder: inout FrameDecoder) throws(WireError) {
+        while let frame = try decoder.nextFrame() {
+            guard frame.header.kind == .wake, frame.payload.isEmpty else {
+                throw .unexpectedMessage("a \(frame.header.kind) frame on the pipe after the host switched to the ring")
+            }
+        }
+    }
+
+    private static func readPipe(into decoder: inout FrameDecoder, from input: FileDescriptor) throws(WireError) -> Int {
+        do {
+            return try decoder.receive { buffer in try input.read(into: buffer) }
+        } catch let error as WireError {
+            throw error
+        } catch {
+            // The host's end failed: as if it closed it.
+            return 0
+        }
+    }
+
+    private static func ringRead<Value>(_ body: () throws(SharedRingError) -> Value) throws(WireError) -> Value {
+        do {
+            return try body()
+        } catch {
+            throw .malformedPayload(error.description)
+        }
+    }
+
+    /// Writes a header and its payload with one writev where possible; through the ring once the
+    /// worker agreed to it.
     package func send(_ header: FrameHeader, payload: UnsafeRawBufferPointer) throws(SystemError) {
         var headerBytes = (UInt64(0), UInt64(0), UInt64(0))
         try withUnsafeMutableBytes(of: &headerBytes) { (headerBuffer) throws(SystemError) in
             header.encode(into: headerBuffer)
-            try sendLock.withLock { (_) throws(SystemError) in
-                try writeVectored(UnsafeRawBufferPointer(headerBuffer), payload)
+            try sending.withLock { (ring) throws(SystemError) in
+                if ring != nil {
+                    try writeRing(&ring!, UnsafeRawBufferPointer(headerBuffer), payload)
+                } else {
+                    try writeVectored(UnsafeRawBufferPointer(headerBuffer), payload)
+                }
             }
         }
     }
@@ -90,6 +269,59 @@ package final class PipeTransport: Sendable {
 
     package func send(_ message: WorkerMessage) throws(SystemError) {
         try send(message.encode())
+    }
+
+    /// Appends a frame to the ring, waiting for room while the host reads what is there, and
+    /// wakes the host when it does not poll.
+    private func writeRing(_ ring: inout SharedRingProducer, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer)
+        throws(SystemError)
+    {
+        for part in [first, second] {
+            var offset = 0
+            while offset < part.count {
+                let appended: Int
+                do {
+                    appended = try ring.append(UnsafeRawBufferPointer(rebasing: part[offset...]))
+                } catch {
+                    throw SystemError("the host's ring", .protocolError)
+                }
+                offset += appended
+                if offset < part.count { try waitForRoom(&ring) }
+            }
+        }
+        ring.publish()
+        if ring.consumerNeedsWake() { try writeWakeUp() }
+    }
+
+    /// Tells the host to read the ring: a `wakeHost` frame on the pipe.
+    private func writeWakeUp() throws(SystemError) {
+        var headerBytes = (UInt64(0), UInt64(0), UInt64(0))
+        try withUnsafeMutableBytes(of: &headerBytes) { (headerBuffer) throws(SystemError) in
+            FrameHeader(kind: .wakeHost, payloadLength: 0).encode(into: headerBuffer)
+            try writeVectored(UnsafeRawBufferPointer(headerBuffer), UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+    }
+
+    /// The ring is full: publishes what was appended, wakes the host so that it reads, and sleeps
+    /// until it has read some (a futex the host wakes), checking meanwhile that it is still
+    /// there.
+    private func waitForRoom(_ ring: inout SharedRingProducer) throws(SystemError) {
+        ring.publish()
+        if ring.consumerNeedsWake() { try writeWakeUp() }
+        while true {
+            let hasRoom: Bool
+            do {
+                hasRoom = try ring.announceWaitingForRoom()
+            } catch {
+                throw SystemError("the host's ring", .protocolError)
+            }
+            if hasRoom { return }
+            ring.waitForRoom(timeoutMicroseconds: 10_000)
+            var descriptor = pollfd(fd: output.rawValue, events: 0, revents: 0)
+            if poll(&descriptor, 1, 0) > 0, descriptor.revents & Int16(POLLERR | POLLHUP) != 0 {
+                throw SystemError("write to the host", .brokenPipe)
+            }
+        }
     }
 
     private func writeVectored(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) throws(SystemError) {

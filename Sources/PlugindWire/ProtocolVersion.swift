@@ -47,5 +47,9 @@ package enum ProtocolFeature {
     /// The host may mark requests `FrameFlags.pollForNext`.
     package static let busyPolling = "busy-polling"
 
-    package static let all = [cancellation, progress, functionCalls, sharedMemory, connections, stacks, busyPolling]
+    /// Every frame travels through the rings in the shared memory (`SharedRing`); the pipes carry
+    /// wake-ups. Only with `sharedMemory`.
+    package static let ring = "ring"
+
+    package static let all = [cancellation, progress, functionCalls, sharedMemory, connections, stacks, busyPolling, ring]
 }

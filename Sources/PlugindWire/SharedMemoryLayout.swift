@@ -1,21 +1,35 @@
-/// Where large payloads travel instead of the pipe: a sealed memfd the host creates and passes to
-/// the worker as descriptor 5, mapped by both.
+/// The memory host and worker share: a sealed memfd the host creates and passes to the worker as
+/// descriptor 5, mapped by both.
 ///
 ///     offset                  size         content
 ///     0                       8            shared responses the host has finished reading
 ///                                          (written by the host only)
-///     8                       4088         reserved, zero
-///     4096                    regionSize   host → worker payloads (written by the host only)
-///     4096 + regionSize       regionSize   worker → host payloads (written by the worker only)
+///     64                      448          the host → worker ring's words (`SharedRingLayout`)
+///     512                     448          the worker → host ring's words
+///     960                     3136         reserved, zero
+///     4096                    ringSize     the host → worker ring's bytes
+///     4096 + ringSize         ringSize     the worker → host ring's bytes
+///     headerSize              regionSize   host → worker payloads (written by the host only)
+///     headerSize + regionSize regionSize   worker → host payloads (written by the worker only)
 ///
-/// A frame whose payload lives there carries `FrameFlags.sharedMemory` and, on the pipe, only a
+/// Once both sides agreed to `ProtocolFeature.ring`, every frame travels through the rings (see
+/// `SharedRing`) and the pipes carry only wake-ups. Large payloads travel in the regions instead:
+/// a frame whose payload lives there carries `FrameFlags.sharedMemory` and only a
 /// `SharedMemoryLocation` in the sender's region. Each side writes a region only while the other
 /// is not reading it: the host reuses its region once every request placed there has been
 /// answered; the worker reuses its region once the counter shows that the host has read every
 /// response placed there. The receiver checks each location against the region before using it.
 package struct SharedMemoryLayout: Equatable, Sendable {
-    package static let headerSize = 4096
+    /// The counters, the rings' words and the rings' bytes: where the payload regions start.
+    package static let headerSize = 4096 + 2 * ringSize
     package static let consumedResponsesOffset = 0
+    /// Each ring's bytes: a pipe's worth of small frames is a quarter of a pipe's default buffer,
+    /// and every page of it ends up mapped by both processes.
+    package static let ringSize = 16 << 10
+    /// The host → worker ring.
+    package static let toWorkerRing = SharedRingLayout(wordsOffset: 64, bytesOffset: 4096, capacity: ringSize)
+    /// The worker → host ring.
+    package static let toHostRing = SharedRingLayout(wordsOffset: 512, bytesOffset: 4096 + ringSize, capacity: ringSize)
     /// Payloads below this size take the pipe: for them the copy into shared memory and the
     /// bookkeeping cost more than the pipe's copies.
     package static let threshold = 16 << 10

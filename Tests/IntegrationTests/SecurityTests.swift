@@ -571,6 +571,9 @@ struct SlowReaderTests {
         let report = ExitTestReport()
         let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
             ExitTestReport.redirectStandardError(to: path)
+            // Over the pipes: through the rings, frames written to the pipe are refused at once
+            // (`pipeFramesAfterTheSwitch`), and the worker cannot stop reading the ring.
+            setenv("PLUGIND_SHARED_RINGS", "0", 1)
             let test = try TestHost()
             defer { test.remove() }
             let interruptions = InterruptionCounter()
@@ -597,6 +600,24 @@ struct SlowReaderTests {
         }
         let said = report.take()
         if result == nil { Issue.record("child said: \(said)") }
+    }
+
+    @Test("once the worker switched to the rings, a request it writes to the pipe is a protocol violation that stops it")
+    func pipeFramesAfterTheSwitch() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let interruptions = InterruptionCounter()
+        let process = try await test.launch(PluginFixture(library: "FaultyHostileProbe"), onInterruption: interruptions.handler)
+        let connection = try await process.makeConnection()
+        // Its answer may come through the ring before the host reads the pipe: the violation
+        // then stops the worker after it, and every later request learns the cause.
+        _ = try? await connection.send(Array("flood-asks 10".utf8), timeout: .seconds(30))
+        try await Deadline.wait("the worker to be stopped") { await interruptions.firstCall() }
+        let error = await #expect(throws: AppExtensionError.self) {
+            _ = try await connection.send(Array("flood-asks 10".utf8), timeout: .seconds(30))
+        }
+        #expect(error?.code == .protocolViolation)
+        #expect(error?.reason.contains("frame on the pipe after the worker switched to the ring") == true, "\(error?.reason ?? "")")
     }
 
     @Test(

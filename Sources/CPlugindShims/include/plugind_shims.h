@@ -368,6 +368,33 @@ static inline void plugind_shim_shared_counter_store(void *_Nonnull address, uin
     __atomic_store_n((uint64_t *)address, value, __ATOMIC_RELEASE);
 }
 
+/// The small-message rings' words (`SharedRing`). A side that publishes its position or a flag
+/// and then reads the other side's needs a full fence between the two (as in Dekker's
+/// algorithm), or a wake-up can be lost.
+static inline void plugind_shim_shared_fence(void) {
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+static inline uint32_t plugind_shim_shared_word_load(const void *_Nonnull address) {
+    return __atomic_load_n((const uint32_t *)address, __ATOMIC_ACQUIRE);
+}
+
+static inline void plugind_shim_shared_word_store(void *_Nonnull address, uint32_t value) {
+    __atomic_store_n((uint32_t *)address, value, __ATOMIC_SEQ_CST);
+}
+
+static inline uint32_t plugind_shim_shared_word_exchange(void *_Nonnull address, uint32_t value) {
+    return __atomic_exchange_n((uint32_t *)address, value, __ATOMIC_SEQ_CST);
+}
+
+/// Sleeps while the shared 32-bit word at `address` holds `expected`, at most
+/// `timeoutMicroseconds`: a futex on a mapping both processes share (not process-private).
+/// Returns 0 when woken, or ETIMEDOUT, EAGAIN (the word had changed) or EINTR.
+int plugind_shim_shared_word_wait(void *_Nonnull address, uint32_t expected, uint32_t timeoutMicroseconds);
+
+/// Wakes every thread of any process sleeping in `plugind_shim_shared_word_wait` on `address`.
+void plugind_shim_shared_word_wake(void *_Nonnull address);
+
 
 /// A datagram socket for entries to the system journal (close-on-exec, non-blocking).
 /// Returns the descriptor or minus an errno.

@@ -173,12 +173,10 @@ final class PluginServer: @unchecked Sendable {
     /// and takes in what arrives. False when nothing came. While the host expects to send soon,
     /// it polls a moment before it sleeps (`hostExpectsSoon`).
     private func pump(waitingMilliseconds milliseconds: Int32) -> Bool {
-        var descriptor = pollfd(fd: transport.input.rawValue, events: Int16(POLLIN), revents: 0)
-        if milliseconds > 0, !transport.hasBufferedFrame, hostExpectsSoon.load(ordering: .relaxed) {
-            let pollingUntil = MonotonicInstant.after(BusyPolling.window)
-            _ = transport.input.awaitReadable(spinUntil: pollingUntil, sleepUntil: pollingUntil)
+        let polls = milliseconds > 0 && hostExpectsSoon.load(ordering: .relaxed)
+        guard transport.awaitFrame(waitingMilliseconds: milliseconds, pollingUntil: polls ? .after(BusyPolling.window) : nil) else {
+            return false
         }
-        guard transport.hasBufferedFrame || poll(&descriptor, 1, milliseconds) > 0 else { return false }
         let outcome = readOne()
         let wake = condition.withLock { core.absorb(outcome) }
         if wake { condition.broadcast() }

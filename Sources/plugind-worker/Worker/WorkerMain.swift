@@ -158,12 +158,16 @@ enum WorkerMain {
             server = PluginServer(
                 plugin: plugin, load: hello.load, transport: transport, sharedMemory: usesSharedMemory ? sharedMemory : nil)
             try server.start()
+            let usesRings = usesSharedMemory && hello.features.contains(ProtocolFeature.ring)
             let features = hello.features.filter {
                 ProtocolFeature.all.contains($0) && ($0 != ProtocolFeature.sharedMemory || usesSharedMemory)
+                    && ($0 != ProtocolFeature.ring || usesRings)
             }
             var answer = ready(version: version, plugin: plugin, confinement: confinement, features: features)
             answer.concurrency = UInt32(server.concurrency)
             try transport.send(.ready(answer))
+            // The host reads this side's frames from the ring from the `ready` on.
+            if usesRings, let sharedMemory { transport.useRings(sharedMemory.memory) }
         } catch let failure as LoadFailure {
             try? transport.send(.loadFailed(failure))
             return .ended(3)

@@ -5,13 +5,19 @@ import PlugindWire
 /// threads that queue them. Queuing makes no system call and copies no payload (the arrays are
 /// shared), so a caller may queue under its own lock and keep its frames in the order it decided;
 /// `flush` then writes with no lock held while it writes: whoever finds nobody writing takes the
-/// turn and writes until the queue is empty or the pipe is full.
+/// turn and writes until the queue is empty or the pipe (or ring) is full.
+///
+/// Once the worker agreed to the rings (`switchToRing`), frames queued after the switch go into
+/// the host → worker ring instead of the pipe, which then carries a `wake` whenever the worker
+/// does not poll the ring.
 final class FrameWriter: Sendable {
     private struct Pending {
         var header: [UInt8]
         var payload: [UInt8]
         /// Bytes of header and payload together already written.
         var written = 0
+        /// Whether it goes into the ring (queued after the switch) or the pipe.
+        var toRing = false
 
         var total: Int { header.count + payload.count }
     }
@@ -27,6 +33,12 @@ final class FrameWriter: Sendable {
         var pipeFull = false
         /// Bytes queued and not yet written.
         var bytes = 0
+        /// The ring frames go into once the host switched to it; the writer's own while
+        /// `writing` (only the thread writing moves its position).
+        var ring: SharedRingProducer?
+        /// The last write found the ring full: nothing is tried until the channel says to
+        /// (`flush(roomAvailable:)`).
+        var ringFull = false
     }
 
     enum Outcome: Equatable {
@@ -40,6 +52,10 @@ final class FrameWriter: Sendable {
         case busy
         /// The worker's end is gone; nothing more will be written.
         case closed
+        /// The ring is full: flush again when the worker says it read (`wakeHost`).
+        case ringFull
+        /// The worker left the ring in a state no honest worker does; nothing more is written.
+        case violation(String)
     }
 
     let descriptor: FileDescriptor
@@ -60,9 +76,31 @@ final class FrameWriter: Sendable {
     func enqueue(raw bytes: [UInt8], payload: [UInt8] = []) {
         state.withLock { state in
             guard !state.closed, !(bytes.isEmpty && payload.isEmpty) else { return }
-            state.queue.append(Pending(header: bytes, payload: payload))
+            state.queue.append(Pending(header: bytes, payload: payload, toRing: state.ring != nil))
             state.bytes += bytes.count + payload.count
         }
+    }
+
+    /// Queues the `switchToRing` frame, the last for the pipe: every frame queued after it goes
+    /// into `ring`.
+    func switchToRing(_ ring: SharedRingProducer) {
+        state.withLock { state in
+            guard !state.closed, state.ring == nil else { return }
+            let frame = FrameHeader(kind: .switchToRing, payloadLength: 0).bytes
+            state.queue.append(Pending(header: frame, payload: []))
+            state.bytes += frame.count
+            state.ring = ring
+        }
+    }
+
+    /// Whether the frame to write next waits for room in the pipe (not in the ring).
+    var waitsForPipe: Bool {
+        state.withLock { $0.head < $0.queue.count && !$0.queue[$0.head].toRing }
+    }
+
+    /// Whether frames go into the ring now.
+    var usesRing: Bool {
+        state.withLock { $0.ring != nil }
     }
 
     var isEmpty: Bool {
@@ -89,8 +127,11 @@ final class FrameWriter: Sendable {
     func flush(roomAvailable: Bool = false) -> Outcome {
         let turn = state.withLock { state -> Outcome? in
             if state.closed { return .closed }
-            if roomAvailable { state.pipeFull = false }
-            if state.pipeFull { return .waitingForRoom }
+            if roomAvailable {
+                state.pipeFull = false
+                state.ringFull = false
+            }
+            if state.pipeFull || state.ringFull { return .waitingForRoom }
             if state.writing { return .busy }
             state.writing = true
             return nil
@@ -99,17 +140,33 @@ final class FrameWriter: Sendable {
         while true {
             // Up to `framesPerWrite` frames at once, in one gathering write: under load the
             // queue holds many small frames, and a system call each would cost more than them.
-            let batch = state.withLock { state -> ArraySlice<Pending> in
+            let (batch, ring) = state.withLock { state -> (ArraySlice<Pending>, SharedRingProducer?) in
                 guard state.head < state.queue.count else {
                     state.writing = false
                     state.queue.removeAll(keepingCapacity: true)
                     state.head = 0
-                    return []
+                    return ([], nil)
                 }
-                return state.queue[state.head..<min(state.queue.count, state.head + Self.framesPerWrite)]
+                // One lane at a time: the pipe's frames up to the switch, then the ring's.
+                let toRing = state.queue[state.head].toRing
+                var end = state.head + 1
+                while end < min(state.queue.count, state.head + Self.framesPerWrite), state.queue[end].toRing == toRing { end += 1 }
+                return (state.queue[state.head..<end], toRing ? state.ring : nil)
             }
             guard !batch.isEmpty else { return .done }
-            let written = write(batch)
+            var written: Int
+            var ringViolation: String?
+            if var ring {
+                do throws(SharedRingError) {
+                    written = try writeRing(batch, into: &ring)
+                } catch {
+                    written = -1
+                    ringViolation = error.description
+                }
+                state.withLock { $0.ring = ring }
+            } else {
+                written = write(batch)
+            }
             let outcome = state.withLock { state -> Outcome? in
                 if written < 0 {
                     state.closed = true
@@ -117,7 +174,7 @@ final class FrameWriter: Sendable {
                     state.queue.removeAll()
                     state.head = 0
                     state.bytes = 0
-                    return .closed
+                    return ringViolation.map(Outcome.violation) ?? .closed
                 }
                 guard !state.closed, state.head < state.queue.count else {
                     state.writing = false
@@ -142,6 +199,10 @@ final class FrameWriter: Sendable {
                 let wroteAll = written == batch.reduce(0) { $0 + $1.total - $1.written }
                 if wroteAll { return nil }
                 state.writing = false
+                if batch.first?.toRing == true {
+                    state.ringFull = true
+                    return .ringFull
+                }
                 state.pipeFull = true
                 return .blocked
             }
@@ -164,6 +225,49 @@ final class FrameWriter: Sendable {
             case .failed: -1
             }
         }
+    }
+
+    /// Copies what the ring takes of `batch` into it, publishes it, and wakes the worker when it
+    /// does not poll the ring: the count copied, or -1 when the worker's end is gone. When the
+    /// ring is full, the worker is asked to say when it has read (a `wakeHost`).
+    private func writeRing(_ batch: ArraySlice<Pending>, into ring: inout SharedRingProducer) throws(SharedRingError) -> Int {
+        var written = 0
+        frames: for pending in batch {
+            for (part, start) in [(pending.header, 0), (pending.payload, pending.header.count)] {
+                var from = max(pending.written - start, 0)
+                while from < part.count {
+                    var failure: SharedRingError?
+                    let appended = part.withUnsafeBytes { bytes in
+                        do throws(SharedRingError) {
+                            return try ring.append(UnsafeRawBufferPointer(rebasing: bytes[from...]))
+                        } catch {
+                            failure = error
+                            return 0
+                        }
+                    }
+                    if let failure { throw failure }
+                    written += appended
+                    from += appended
+                    guard from < part.count else { break }
+                    // Full: the worker reads what is there, and says when it did; room it made
+                    // meanwhile is used at once.
+                    guard publish(&ring) else { return -1 }
+                    guard try ring.announceWaitingForRoom() else { break frames }
+                }
+            }
+        }
+        return publish(&ring) ? written : -1
+    }
+
+    /// Publishes what was copied into the ring, and writes a `wake` to the pipe when the worker
+    /// needs one; false when the worker's end is gone.
+    private func publish(_ ring: inout SharedRingProducer) -> Bool {
+        ring.publish()
+        guard ring.consumerNeedsWake() else { return true }
+        // A full pipe holds wake-ups the worker has yet to read: it will look at the ring.
+        let wake = FrameHeader(kind: .wake, payloadLength: 0).bytes
+        if case .failed = wake.withUnsafeBytes({ descriptor.writeAvailable($0) }) { return false }
+        return true
     }
 
     /// Calls `body` with the vectors of every frame of `batch` (what is left of each), while the

@@ -33,6 +33,8 @@ extension WorkerChannel {
         /// The channel's timer is set for this deadline, the one it was set for cancelled.
         var arm: ContinuousClock.Instant?
         var disarmedToken: UInt64?
+        /// The worker switched to the rings: read its frames from this one from now on.
+        var ringInput: SharedRingConsumer?
     }
 
     /// Turns effects into state changes (under the lock) and actions (for after it). Frames are
@@ -72,6 +74,12 @@ extension WorkerChannel {
                 activity?.ready()
                 if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
                     state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
+                    if ready.features.contains(ProtocolFeature.ring) {
+                        // Queued under the lock: every frame decided after this one goes into the ring.
+                        writer.switchToRing(SharedRingProducer(memory: offered.memory, layout: SharedMemoryLayout.toWorkerRing))
+                        actions.write = true
+                        actions.ringInput = SharedRingConsumer(memory: offered.memory, layout: SharedMemoryLayout.toHostRing)
+                    }
                 }
                 state.sharedMemoryOffered = nil
                 if let continuation = state.handshake {
@@ -112,6 +120,12 @@ extension WorkerChannel {
     }
 
     func perform(_ actions: Actions) {
+        if let ring = actions.ringInput {
+            input.useRing(ring)
+            // What the worker wrote into the ring since its `ready`, whose wake-up may have been
+            // read before the switch.
+            loop.execute { [weak self] in self?.readFromWorker() }
+        }
         if actions.write { flush() }
         if let token = actions.disarmedToken { loop.cancelTimer(token) }
         if let deadline = actions.arm { arm(at: deadline) }

@@ -20,10 +20,20 @@ extension WorkerChannel {
     }
 
     func readFromWorker() {
-        let batch = input.read(budget: Self.readPerTurn)
-        // After a violation nothing more from this worker is believed, not even a later answer.
-        for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+        let batch = readerTurn.withLock { _ in
+            let batch = input.read(budget: Self.readPerTurn, ring: !state.withLock { $0.readingPaused })
+            // After a violation nothing more from this worker is believed, not even a later answer.
+            for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+            return batch
+        }
+        // The worker may have read what waited for room in its ring.
+        if batch.woken, !writer.isEmpty { flushFromLoop() }
         pauseReadingIfOverBudget()
+        // What is left in the ring brings no wake-up of its own (the worker may be waiting for
+        // room): another turn reads it, unless reading is paused.
+        if input.ringHasInput, batch.violation == nil, !state.withLock({ $0.readingPaused }) {
+            loop.execute { [weak self] in self?.readFromWorker() }
+        }
         if let violation = batch.violation {
             stop(.protocolViolation(violation.description))
         }

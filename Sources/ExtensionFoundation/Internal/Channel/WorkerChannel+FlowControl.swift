@@ -13,6 +13,11 @@ extension WorkerChannel {
             loop.execute { [weak self] in self?.closeWriteEnd() }
         case .blocked:
             loop.execute { [weak self] in self?.watchWritable() }
+        case .ringFull:
+            // The worker says when it has read (`readFromWorker` then flushes).
+            break
+        case .violation(let reason):
+            stop(.protocolViolation(reason))
         }
     }
 
@@ -36,13 +41,17 @@ extension WorkerChannel {
             return true
         }
         guard paused else { return }
-        do {
-            try loop.modify(fromWorker, events: 0)
-        } catch {
-            stop(.hostFailure("cannot pause reading from the worker: \(error)"))
-            return
+        // With the rings the pipe stays watched: it brings the worker's word that it read what
+        // waits (`wakeHost`); its ring is not read meanwhile.
+        if !writer.usesRing {
+            do {
+                try loop.modify(fromWorker, events: 0)
+            } catch {
+                stop(.hostFailure("cannot pause reading from the worker: \(error)"))
+                return
+            }
+            watchWritable()
         }
-        watchWritable()
         checkDrain(after: cancellationGracePeriod)
     }
 
@@ -74,7 +83,10 @@ extension WorkerChannel {
             return true
         }
         guard resume else { return }
-        if !input.isClosed {
+        if writer.usesRing {
+            // What the worker wrote meanwhile, whose wake-ups were taken.
+            loop.execute { [weak self] in self?.readFromWorker() }
+        } else if !input.isClosed {
             do {
                 try loop.modify(fromWorker, events: Epoll.readable)
             } catch {
@@ -90,7 +102,9 @@ extension WorkerChannel {
     /// paused, so that the resumption is noticed), and stops watching when none do. When epoll
     /// refuses, nothing queued would ever be written: the worker is stopped.
     func watchWritable() {
-        let wanted = !writer.isEmpty || state.withLock { $0.readingPaused }
+        // With the rings, only frames for the pipe wait for its room, and the worker's wake-ups
+        // tell of a paused reading's resumption (the pipe, carrying wake-ups, has room).
+        let wanted = writer.waitsForPipe || (!writer.usesRing && state.withLock { $0.readingPaused })
         let change = state.withLock { state -> Bool in
             guard !state.writeDescriptorClosed, state.writeInterest != wanted else { return false }
             state.writeInterest = wanted
@@ -111,7 +125,8 @@ extension WorkerChannel {
         defer { noteDrained(from: before) }
         switch writer.flush(roomAvailable: true) {
         case .closed: closeWriteEnd()
-        case .done, .blocked, .busy, .waitingForRoom: watchWritable()
+        case .violation(let reason): stop(.protocolViolation(reason))
+        case .done, .blocked, .busy, .waitingForRoom, .ringFull: watchWritable()
         }
         if state.withLock({ $0.machine.invalidated }) { closeWhenWritten() }
     }

@@ -20,6 +20,13 @@ final class WorkerChannel: EventLoopHandler {
     let loop: WorkerEventLoop
     let writer: FrameWriter
     let state: Locked<State>
+    /// Held by whoever reads from the worker and dispatches what it read (the loop, a caller
+    /// polling the ring for its answer, the handshake's waiter), so that frames are dispatched
+    /// in the order the worker sent them.
+    let readerTurn = Locked(())
+    /// Callers polling the ring for their answers: while there are any, the ring says so, and
+    /// the worker sends no wake-ups.
+    let ringPollers = Atomic<Int>(0)
     /// How long a request whose deadline passed may take to acknowledge the cancel before the
     /// worker is considered stuck and killed.
     let cancellationGracePeriod: Duration
@@ -204,8 +211,11 @@ final class WorkerChannel: EventLoopHandler {
             guard let events = fromWorker.awaitReadable(spinUntil: spinDeadline, sleepUntil: deadline),
                 events & FileDescriptor.readableEvent != 0
             else { return }
-            let batch = input.readOnce()
-            for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+            let batch = readerTurn.withLock { _ in
+                let batch = input.readOnce()
+                for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+                return batch
+            }
             if let violation = batch.violation { stop(.protocolViolation(violation.description)) }
             guard batch.received, batch.violation == nil else { return }
         }
@@ -347,6 +357,7 @@ final class WorkerChannel: EventLoopHandler {
         }
         activity?.requestStarted()
         perform(actions)
+        pollRingForAnswer(id)
     }
 
     /// Who waits for a request's end: a suspended task, or a callback for a caller outside Swift's

@@ -56,6 +56,9 @@ final class WorkerEventLoop: TaskExecutor {
     /// Requests sent to the workers of this loop's channels and not answered yet: the loop polls
     /// for answers only while few are awaited (`BusyPolling`). Kept by `WorkerChannel`.
     let awaitedAnswers = Atomic<Int>(0)
+    /// Callers polling a worker's ring for their answers (`WorkerChannel.pollRingForAnswer`):
+    /// meanwhile the loop does not poll too, which would take the processor the worker needs.
+    let callersPolling = Atomic<Int>(0)
     /// The host's own work with the workers of this loop's channels so far: requests, calls,
     /// connections and answers to asks sent, requests and connections answered (not a launch's
     /// or an end's frames). Work made ahead waits for a moment when it stops moving
@@ -244,7 +247,9 @@ final class WorkerEventLoop: TaskExecutor {
             let count: Int
             do {
                 var polled = 0
-                while timeout != 0, MonotonicInstant.now < pollingUntil, awaitedAnswers.load(ordering: .relaxed) <= BusyPolling.awaitedLimit
+                while timeout != 0, MonotonicInstant.now < pollingUntil,
+                    awaitedAnswers.load(ordering: .relaxed) <= BusyPolling.awaitedLimit,
+                    callersPolling.load(ordering: .relaxed) == 0
                 {
                     polled = try wait(events, 0)
                     if polled > 0 { break }

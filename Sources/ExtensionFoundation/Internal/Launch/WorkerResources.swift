@@ -68,6 +68,7 @@ struct WorkerResources {
     static func writeHello(load: LoadConfiguration, sharedMemory: Bool, to descriptor: FileDescriptor) throws(SystemError) -> [UInt8] {
         var offer = Hello(load: load)
         if !sharedMemory { offer.features.removeAll { $0 == ProtocolFeature.sharedMemory } }
+        if !sharedMemory || !SharedRings.areOffered { offer.features.removeAll { $0 == ProtocolFeature.ring } }
         let hello = HostMessage.hello(offer).encode()
         return try writeWithoutBlocking(hello.header.bytes + hello.payload, to: descriptor)
     }

@@ -1,0 +1,63 @@
+import PlugindSystem
+import PlugindWire
+import Synchronization
+
+/// A caller that expects its answer within microseconds polls the ring for it on its own thread,
+/// for at most `BusyPolling.window`, instead of waiting for the loop's thread to read it and
+/// wake the caller: on a small virtual machine each of those wake-ups costs tens of
+/// microseconds, many times what a small request costs. While any caller polls, the ring says
+/// so and the worker writes no wake-up to the pipe. The same rules as every other polling
+/// (`BusyPolling`): only where the process may run on more than one processor, and only while
+/// few answers are awaited.
+extension WorkerChannel {
+    /// After sending request `id`: polls for its answer, reading and dispatching what arrives.
+    /// Returns when it is answered, when the window ends, or when the processors are wanted
+    /// elsewhere; the answer then comes the usual way.
+    func pollRingForAnswer(_ id: UInt64) {
+        guard BusyPolling.isWorthwhile, !loop.isOnLoopThread, let ring = input.ring,
+            loop.awaitedAnswers.load(ordering: .relaxed) <= BusyPolling.awaitedLimit
+        else { return }
+        if ringPollers.add(1, ordering: .sequentiallyConsistent).newValue == 1 { ring.setPolling(true) }
+        loop.callersPolling.add(1, ordering: .relaxed)
+        defer { stopPolling(ring) }
+        let deadline = MonotonicInstant.after(BusyPolling.window)
+        while state.withLock({ $0.requests[id] != nil }) {
+            if input.ringHasInput {
+                readRing(leavingBusyTurnToLoop: false)
+                continue
+            }
+            guard MonotonicInstant.now < deadline, BusyPolling.yieldUncontended() else { return }
+        }
+    }
+
+    /// The last poller stops: the ring says so, and whatever the worker wrote while it said
+    /// otherwise (with no wake-up) is read now.
+    private func stopPolling(_ ring: SharedRingConsumer) {
+        loop.callersPolling.subtract(1, ordering: .relaxed)
+        guard ringPollers.subtract(1, ordering: .sequentiallyConsistent).newValue == 0 else { return }
+        ring.setPolling(false)
+        SharedMemory.fence()
+        if input.ringHasInput { readRing(leavingBusyTurnToLoop: true) }
+    }
+
+    /// Reads the ring and dispatches its frames when no other reader is at it. Another reader may
+    /// have looked at the ring before these bytes arrived: with `leavingBusyTurnToLoop`, the loop
+    /// then reads once more.
+    private func readRing(leavingBusyTurnToLoop: Bool) {
+        let violation = readerTurn.withLockIfAvailable { _ -> WireError? in
+            // Not while the host holds too much for the worker: the loop reads again once it can.
+            guard !state.withLock({ $0.readingPaused }) else { return nil }
+            let batch = input.read(budget: SharedMemoryLayout.ringSize, pipe: false)
+            for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+            return batch.violation
+        }
+        switch violation {
+        case .none:
+            if leavingBusyTurnToLoop { loop.execute { [weak self] in self?.readFromWorker() } }
+        case .some(.some(let error)):
+            stop(.protocolViolation(error.description))
+        case .some(.none):
+            break
+        }
+    }
+}

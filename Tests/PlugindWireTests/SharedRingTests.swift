@@ -1,0 +1,264 @@
+import Foundation
+import Glibc
+import PlugindSystem
+import PlugindWire
+import TestSupport
+import Testing
+
+@Suite("Shared rings: the byte stream, its wake-ups, and a peer that lies about positions")
+struct SharedRingTests {
+    /// Two mappings of one memfd: the two processes' views of the same memory.
+    private func sharedPair() throws -> (SharedMemory, SharedMemory) {
+        let layout = SharedMemoryLayout(regionSize: 16 << 10)
+        let (first, descriptor) = try SharedMemory.create(size: layout.totalSize)
+        defer { descriptor.close() }
+        return (first, try SharedMemory.map(descriptor))
+    }
+
+    private let layout = SharedMemoryLayout.toWorkerRing
+
+    @Test("bytes written in pieces of every size come out in order, across many wrap-arounds, and never more than fit")
+    func streamAcrossWraps() throws {
+        let (writerView, readerView) = try sharedPair()
+        var producer = SharedRingProducer(memory: writerView, layout: layout)
+        var consumer = SharedRingConsumer(memory: readerView, layout: layout)
+        let sent = (0..<(layout.capacity * 5 + 123)).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 8) }
+        var received: [UInt8] = []
+        var offset = 0
+        var pieces = 0
+        var buffer = [UInt8](repeating: 0, count: 7_777)
+        while received.count < sent.count {
+            let piece = 1 + (pieces * 997) % 9_000
+            pieces += 1
+            if offset < sent.count {
+                let appended = try sent.withUnsafeBytes {
+                    try producer.append(UnsafeRawBufferPointer(rebasing: $0[offset..<min(sent.count, offset + piece)]))
+                }
+                #expect(appended <= layout.capacity)
+                offset += appended
+                // Not published yet: the reader sees none of it.
+                #expect(try consumer.available() == offset - appended - received.count)
+                producer.publish()
+            }
+            #expect(try consumer.available() == offset - received.count)
+            let take = 1 + (pieces * 389) % buffer.count
+            let count = try buffer.withUnsafeMutableBytes { try consumer.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[..<take])) }
+            received += buffer[..<count]
+            #expect(try producer.room() == layout.capacity - (offset - received.count))
+        }
+        #expect(received == sent)
+        #expect(pieces > 5)
+    }
+
+    @Test("a full ring takes nothing more; the reader's progress makes room, and a waiting writer learns of it once")
+    func fullRingAndTheWaitingWriter() throws {
+        let (writerView, readerView) = try sharedPair()
+        var producer = SharedRingProducer(memory: writerView, layout: layout)
+        var consumer = SharedRingConsumer(memory: readerView, layout: layout)
+        let block = [UInt8](repeating: 0xAB, count: layout.capacity + 10)
+        #expect(try block.withUnsafeBytes { try producer.append($0) } == layout.capacity)
+        producer.publish()
+        #expect(try block.withUnsafeBytes { try producer.append($0) } == 0)
+        // The writer asks to be told; nothing has been read, so it must wait.
+        #expect(try producer.announceWaitingForRoom() == false)
+        var buffer = [UInt8](repeating: 0, count: 100)
+        #expect(try buffer.withUnsafeMutableBytes { try consumer.read(into: $0) } == 100)
+        #expect(buffer == [UInt8](repeating: 0xAB, count: 100))
+        #expect(consumer.producerNeedsWake())
+        #expect(!consumer.producerNeedsWake())
+        #expect(try producer.room() == 100)
+        // Room before the writer asks: it does not wait, and nobody is asked to wake it.
+        #expect(try producer.announceWaitingForRoom())
+        #expect(!consumer.producerNeedsWake())
+    }
+
+    @Test("one wake-up at a time, none while the reader polls, and none lost when the reader stops polling")
+    func wakeUps() throws {
+        let (writerView, readerView) = try sharedPair()
+        var producer = SharedRingProducer(memory: writerView, layout: layout)
+        var consumer = SharedRingConsumer(memory: readerView, layout: layout)
+        let frame: [UInt8] = [1, 2, 3]
+        _ = try frame.withUnsafeBytes { try producer.append($0) }
+        producer.publish()
+        #expect(producer.consumerNeedsWake())
+        // Pending: the next write sends none.
+        _ = try frame.withUnsafeBytes { try producer.append($0) }
+        producer.publish()
+        #expect(!producer.consumerNeedsWake())
+        consumer.wakeTaken()
+        var buffer = [UInt8](repeating: 0, count: 16)
+        #expect(try buffer.withUnsafeMutableBytes { try consumer.read(into: $0) } == 6)
+        #expect(try consumer.mayWait())
+        // Polling: nothing to send.
+        consumer.setPolling(true)
+        _ = try frame.withUnsafeBytes { try producer.append($0) }
+        producer.publish()
+        #expect(!producer.consumerNeedsWake())
+        // The reader stops polling and looks once more before it sleeps: it finds the bytes that
+        // came without a wake-up.
+        #expect(try consumer.mayWait() == false)
+        #expect(try buffer.withUnsafeMutableBytes { try consumer.read(into: $0) } == 3)
+        #expect(try consumer.mayWait())
+        _ = try frame.withUnsafeBytes { try producer.append($0) }
+        producer.publish()
+        #expect(producer.consumerNeedsWake())
+    }
+
+    @Test("positions no honest peer publishes: an error for the side that reads them, never a read or write outside the ring")
+    func impossiblePositions() throws {
+        let (writerView, readerView) = try sharedPair()
+        let head = layout.wordsOffset
+        let tail = layout.wordsOffset + 64
+        var consumer = SharedRingConsumer(memory: readerView, layout: layout)
+        var buffer = [UInt8](repeating: 0, count: 64)
+        for lie in [UInt64(layout.capacity + 1), .max, UInt64(1) << 63] {
+            writerView.storeCounter(lie, at: head)
+            #expect(throws: SharedRingError.self) { try consumer.available() }
+            #expect(throws: SharedRingError.self) { try buffer.withUnsafeMutableBytes { try consumer.read(into: $0) } }
+        }
+        writerView.storeCounter(0, at: head)
+        var producer = SharedRingProducer(memory: writerView, layout: layout)
+        // The reader claims to have read bytes never written, or to be far behind.
+        for lie in [UInt64(1), .max - UInt64(layout.capacity)] {
+            readerView.storeCounter(lie, at: tail)
+            #expect(throws: SharedRingError.self) { try producer.room() }
+            #expect(throws: SharedRingError.self) { try buffer.withUnsafeBytes { try producer.append($0) } }
+        }
+    }
+}
+
+@Suite("Pipe transport over the rings: the worker's side")
+struct PipeTransportRingTests {
+    private struct Setup {
+        let toWorker: PlugindSystem.Pipe
+        let toHost: PlugindSystem.Pipe
+        let workerView: SharedMemory
+        let hostView: SharedMemory
+        let transport: PipeTransport
+
+        func close() {
+            toWorker.close()
+            toHost.close()
+        }
+    }
+
+    private func setup(agreed: Bool = true) throws -> Setup {
+        let toWorker = try PlugindSystem.Pipe()
+        let toHost = try PlugindSystem.Pipe()
+        let layout = SharedMemoryLayout(regionSize: 16 << 10)
+        let (hostView, descriptor) = try SharedMemory.create(size: layout.totalSize)
+        defer { descriptor.close() }
+        let workerView = try SharedMemory.map(descriptor)
+        let transport = PipeTransport(input: toWorker.readEnd, output: toHost.writeEnd, maximumPayload: 1 << 20)
+        if agreed { transport.useRings(workerView) }
+        return Setup(toWorker: toWorker, toHost: toHost, workerView: workerView, hostView: hostView, transport: transport)
+    }
+
+    private func write(_ bytes: [UInt8], to descriptor: FileDescriptor) {
+        let written = bytes.withUnsafeBytes { Glibc.write(descriptor.rawValue, $0.baseAddress, $0.count) }
+        #expect(written == bytes.count)
+    }
+
+    private func frameBytes(_ message: HostMessage) -> [UInt8] {
+        let frame = message.encode()
+        return frame.header.bytes + frame.payload
+    }
+
+    @Test("after the host's switch, frames come from the ring, woken through the pipe or found while polling")
+    func receivesFromTheRing() throws {
+        let setup = try setup()
+        defer {
+            setup.toWorker.readEnd.close()
+            setup.toHost.close()
+        }
+        var host = SharedRingProducer(memory: setup.hostView, layout: SharedMemoryLayout.toWorkerRing)
+        let first = HostMessage.request(id: 1, connection: 0, bytes: [9, 8, 7])
+        write(frameBytes(.cancel(id: 5)) + FrameHeader(kind: .switchToRing, payloadLength: 0).bytes, to: setup.toWorker.writeEnd)
+        _ = try frameBytes(first).withUnsafeBytes { try host.append($0) }
+        host.publish()
+        #expect(host.consumerNeedsWake())
+        write(FrameHeader(kind: .wake, payloadLength: 0).bytes, to: setup.toWorker.writeEnd)
+        // The frame before the switch, then the ring's.
+        #expect(try HostMessage(try #require(try setup.transport.receive())) == .cancel(id: 5))
+        #expect(try HostMessage(try #require(try setup.transport.receive())) == first)
+        // Nothing waits: a short wait says so, and leaves the reader ready to be woken again.
+        #expect(!setup.transport.awaitFrame(waitingMilliseconds: 1, pollingUntil: nil))
+        let second = HostMessage.shutdown
+        _ = try frameBytes(second).withUnsafeBytes { try host.append($0) }
+        host.publish()
+        #expect(host.consumerNeedsWake())
+        write(FrameHeader(kind: .wake, payloadLength: 0).bytes, to: setup.toWorker.writeEnd)
+        #expect(setup.transport.awaitFrame(waitingMilliseconds: 1000, pollingUntil: nil))
+        #expect(try HostMessage(try #require(try setup.transport.receive())) == second)
+        // The host closes its end: the end of the stream.
+        setup.toWorker.writeEnd.close()
+        #expect(try setup.transport.receive() == nil)
+    }
+
+    @Test("a switch the worker did not agree to, or anything but a wake-up on the pipe after the switch, breaks the protocol")
+    func refusesWhatTheProtocolForbids() throws {
+        let unagreed = try setup(agreed: false)
+        defer { unagreed.close() }
+        write(FrameHeader(kind: .switchToRing, payloadLength: 0).bytes, to: unagreed.toWorker.writeEnd)
+        #expect(throws: WireError.self) { try unagreed.transport.receive() }
+
+        let agreed = try setup()
+        defer { agreed.close() }
+        write(FrameHeader(kind: .switchToRing, payloadLength: 0).bytes + frameBytes(.shutdown), to: agreed.toWorker.writeEnd)
+        #expect(throws: WireError.self) { try agreed.transport.receive() }
+
+        let early = try setup()
+        defer { early.close() }
+        write(FrameHeader(kind: .wake, payloadLength: 0).bytes, to: early.toWorker.writeEnd)
+        #expect(throws: WireError.self) { try early.transport.receive() }
+    }
+
+    @Test("the worker's frames go into the ring, with a wake-up only when the host does not poll, and wait for room when it is full")
+    func sendsThroughTheRing() async throws {
+        let setup = try setup()
+        defer { setup.close() }
+        var host = SharedRingConsumer(memory: setup.hostView, layout: SharedMemoryLayout.toHostRing)
+        try setup.transport.send(.cancelled(id: 3))
+        var pipeBytes = [UInt8](repeating: 0, count: 256)
+        let woken = pipeBytes.withUnsafeMutableBytes { Glibc.read(setup.toHost.readEnd.rawValue, $0.baseAddress, $0.count) }
+        #expect(woken == FrameHeader.size && pipeBytes[5] == FrameKind.wakeHost.rawValue)
+        var decoder = FrameDecoder(direction: .workerToHost, maximumPayload: 1 << 20)
+        host.wakeTaken()
+        _ = try decoder.receive { try host.read(into: $0) }
+        #expect(try WorkerMessage(try #require(try decoder.nextFrame())) == .cancelled(id: 3))
+        // The host polls: no wake-up.
+        host.setPolling(true)
+        try setup.transport.send(.cancelled(id: 4))
+        try setup.toHost.readEnd.setNonBlocking()
+        #expect(pipeBytes.withUnsafeMutableBytes { Glibc.read(setup.toHost.readEnd.rawValue, $0.baseAddress, $0.count) } == -1)
+        _ = try decoder.receive { try host.read(into: $0) }
+        #expect(try WorkerMessage(try #require(try decoder.nextFrame())) == .cancelled(id: 4))
+
+        // An event three times the ring: the sender waits for room, woken by the host's reads.
+        let event = [UInt8]((0..<(3 * SharedMemoryLayout.ringSize)).map { UInt8(truncatingIfNeeded: $0 / 7) })
+        let transport = setup.transport
+        let sent = DispatchSemaphore(value: 0)
+        let failure = Locked<SystemError?>(nil)
+        Thread {
+            do throws(SystemError) {
+                try transport.send(.event(requestID: 9, bytes: event))
+            } catch {
+                failure.withLock { $0 = error }
+            }
+            sent.signal()
+        }.start()
+        let (reader, frames) = (host, decoder)
+        let frame = try await Deadline.wait("the event through the ring") {
+            var (host, decoder) = (reader, frames)
+            while true {
+                let count = try decoder.receive { try host.read(into: $0) }
+                if host.producerNeedsWake() { host.wakeProducer() }
+                if let frame = try decoder.nextFrame() { return frame }
+                if count == 0 { await Task.yield() }
+            }
+        }
+        #expect(sent.wait(timeout: .now() + 60) == .success)
+        #expect(failure.withLock { $0 } == nil)
+        #expect(try WorkerMessage(frame) == .event(requestID: 9, bytes: event))
+    }
+}
