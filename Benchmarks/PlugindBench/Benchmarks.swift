@@ -105,6 +105,8 @@ enum Benchmarks {
         let connection = try await process.makeConnection()
         let payload = [UInt8](repeating: 0x61, count: size)
         @Sendable func loop() async throws -> [Double] { try await roundTripSamples(connection, payload, iterations: iterations) }
+        // What polling costs: the CPU both sides use per request, beside the time it saves.
+        let (hostBefore, workerBefore) = (DiscoveryBenchmarks.cpuMicroseconds(), workerCPUMicroseconds([process]))
         // `main` runs every benchmark in a task of its own, as a host's request code usually runs.
         let samples: [Double]
         switch caller {
@@ -113,8 +115,13 @@ enum Benchmarks {
             samples = try await Task.detached { try await withTaskExecutorPreference(process.taskExecutor) { try await loop() } }.value
         case .mainActor: samples = try await Task { @MainActor in try await loop() }.value
         }
+        let requests = Double(iterations + iterations / 10)
+        var extra = ["hostCPUPerRequest": Double(DiscoveryBenchmarks.cpuMicroseconds() - hostBefore) / requests]
+        if let workerBefore, let workerAfter = workerCPUMicroseconds([process]) {
+            extra["workerCPUPerRequest"] = Double(workerAfter - workerBefore) / requests
+        }
         await process.invalidateAndWait()
-        Measurement(name: name, values: samples).report()
+        Measurement(name: name, values: samples, extra: extra).report()
     }
 
     /// A typed call of a void function against an empty request.

@@ -63,6 +63,8 @@ enum PlugindBench {
                 if let layer = text("skip") { bench.host.skippedConfinementLayers = [layer] }
                 try await Benchmarks.firstResponse(bench, iterations: iterations)
             case "round-trip":
+                // --pipes: without the shared rings, for the figure beside them in one run.
+                if arguments.contains("--pipes") { setenv("PLUGIND_SHARED_RINGS", "0", 1) }
                 let bench = try BenchHost()
                 defer { bench.remove() }
                 let cpu = option("worker-cpu", -1)
@@ -75,6 +77,7 @@ enum PlugindBench {
                     name: text("name") ?? "round-trip"
                 )
             case "foreign-round-trip":
+                if arguments.contains("--pipes") { setenv("PLUGIND_SHARED_RINGS", "0", 1) }
                 try await ForeignHostBenchmarks.roundTrip(
                     language: text("language") ?? "c", program: text("program"), iterations: iterations)
             case "kit-round-trip":
@@ -157,7 +160,7 @@ enum PlugindBench {
                 try await ActivityBenchmarks.statistics(iterations: iterations)
             default:
                 print(
-                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N]"
+                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings)"
                 )
                 exit(64)
             }

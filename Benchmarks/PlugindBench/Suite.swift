@@ -43,6 +43,8 @@ struct Suite {
             ["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--worker-cpu", "1", "--name", "round-trip-64-cross-core"],
             cpu: 0)
         bench(["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--name", "round-trip-64-unpinned"])
+        // The same over the pipes alone (the host offers no rings), for the rings' gain and cost.
+        bench(["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--pipes", "--name", "round-trip-64-unpinned-pipes"])
         // The same from a task that prefers the process's task executor, and from the main actor.
         for (caller, suffix) in [("task-executor", "task-executor"), ("main-actor", "main-actor")] {
             bench(
@@ -60,6 +62,12 @@ struct Suite {
         bench(["round-trip", "--size", "1048576", "--iterations", "\(count(500))", "--name", "echo-1MiB"])
         // The same 64 B round trip from a C host and a Python host through libplugind.
         bench(["foreign-round-trip", "--language", "c", "--program", baselines + "/host_round_trip", "--iterations", "\(count(20000))"])
+        bench(
+            [
+                "foreign-round-trip", "--language", "c", "--program", baselines + "/host_round_trip", "--iterations", "\(count(20000))",
+                "--pipes",
+            ],
+            rename: ["round-trip-64-c-host": "round-trip-64-c-host-pipes"])
         bench(["foreign-round-trip", "--language", "python", "--iterations", "\(count(5000))"])
         // The empty-request round trip of the C echo and of the C++, Rust and Go kits' probes, each
         // with the concurrency the probes declare (4; see `KitBenchmarks`).
@@ -401,6 +409,13 @@ struct Suite {
             "round-trip-64-unpinned", atMost: 2)
         ratioRow("64 B round trip, unpinned, vs an Extism call from C", "round-trip-64-unpinned", "extism-call-64", atMost: 1.0)
         ratioRow("64 B round trip from C (libplugind) vs an Extism call from C", "round-trip-64-c-host", "extism-call-64", atMost: 1.0)
+        ratioRow(
+            "64 B round trip, unpinned, through the shared rings vs over the pipes alone (same build, PLUGIND_SHARED_RINGS=0)",
+            "round-trip-64-unpinned", "round-trip-64-unpinned-pipes", atMost: 1.0)
+        ratioRow(
+            "64 B round trip from C, through the shared rings vs over the pipes alone", "round-trip-64-c-host",
+            "round-trip-64-c-host-pipes",
+            atMost: 1.0)
         for (name, layout, goal) in [
             ("live-workers-uss", "a layout each", 512.0), ("live-workers-uss-sharing-layout", "sharing a layout", 256.0),
         ] {
@@ -502,6 +517,15 @@ struct Suite {
                 Row(
                     figure: "CPU with 4 connections open to 4 workers and nothing sent, over \(Int(idle.extra["seconds"] ?? 0)) s",
                     value: "host \(format(idle.median, "us")), workers \(workers)", baseline: baseline ?? "", goal: "reported", met: nil))
+        }
+        // What polling the rings costs a small request on each side, beside the pipes (reported).
+        for (name, label) in [("round-trip-64-unpinned", "through the rings"), ("round-trip-64-unpinned-pipes", "over the pipes alone")] {
+            guard let trip = measurements[name], let host = trip.extra["hostCPUPerRequest"] else { continue }
+            let worker = trip.extra["workerCPUPerRequest"].map { format($0, "us") } ?? "not readable"
+            rows.append(
+                Row(
+                    figure: "CPU per 64 B round trip, unpinned, one at a time, \(label)",
+                    value: "host \(format(host, "us")), worker \(worker)", baseline: "", goal: "reported", met: nil))
         }
         // The worker's side of a request under load, beside the host's (reported).
         for (tasks, workers) in [(1, 1), (8, 1), (64, 4)] {

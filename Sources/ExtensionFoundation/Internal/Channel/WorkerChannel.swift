@@ -345,7 +345,9 @@ final class WorkerChannel: EventLoopHandler {
     private func start(_ id: UInt64, _ message: HostMessage, waiter: ReplyWaiter) {
         var actions = Actions()
         state.withLock { state in
-            if state.requests.updateValue(waiter, forKey: id) == nil { loop.awaitedAnswers.add(1, ordering: .relaxed) }
+            if state.requests.updateValue(waiter, forKey: id) == nil, loop.awaitedAnswers.add(1, ordering: .relaxed).newValue > 1 {
+                loop.noteConcurrentRequests()
+            }
             // Few answers awaited: the host expects this one soon and will poll for it; so may
             // the worker, for the request after it (`BusyPolling`).
             let marksPollForNext =

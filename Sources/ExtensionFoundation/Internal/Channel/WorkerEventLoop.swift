@@ -59,6 +59,23 @@ final class WorkerEventLoop: TaskExecutor {
     /// Callers polling a worker's ring for their answers (`WorkerChannel.pollRingForAnswer`):
     /// meanwhile the loop does not poll too, which would take the processor the worker needs.
     let callersPolling = Atomic<Int>(0)
+    /// When a request last started while another was awaited (`MonotonicInstant` nanoseconds):
+    /// callers poll only once that has not happened for a while (`callerIsAlone`).
+    private let lastConcurrentRequest = Atomic<Int64>(.min)
+
+    /// A request started while others were awaited: more than one caller is at work.
+    func noteConcurrentRequests() {
+        lastConcurrentRequest.store(MonotonicInstant.now.nanoseconds, ordering: .relaxed)
+    }
+
+    /// Whether one caller alone has been sending for `aloneFor`: no request started beside an
+    /// awaited one meanwhile, and nobody polls now. A caller that polls holds its thread, and
+    /// tasks queued behind it (which the loop cannot see) would wait.
+    func callerIsAlone(for aloneFor: Duration) -> Bool {
+        guard awaitedAnswers.load(ordering: .relaxed) == 1, callersPolling.load(ordering: .relaxed) == 0 else { return false }
+        let last = lastConcurrentRequest.load(ordering: .relaxed)
+        return last == .min || MonotonicInstant(nanoseconds: last) + aloneFor < .now
+    }
     /// The host's own work with the workers of this loop's channels so far: requests, calls,
     /// connections and answers to asks sent, requests and connections answered (not a launch's
     /// or an end's frames). Work made ahead waits for a moment when it stops moving
