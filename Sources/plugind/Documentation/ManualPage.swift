@@ -92,6 +92,10 @@ enum ManualPage {
         comes (by default they poll for up to 50 microseconds where more than one processor is
         available and few answers are awaited).
         .TP
+        .B PLUGIND_SHARED_RINGS
+        With 0, a host offers its workers no shared rings: every frame takes the pipes (by
+        default small frames travel through a ring in the memory host and worker share).
+        .TP
         .B NO_COLOR
         When set, output has no colour.
 
