@@ -23,6 +23,18 @@ struct RingChannelTests {
         return frames
     }
 
+    /// What the host reads from a worker that switched to the rings: its pipes, the memory and
+    /// the input.
+    private func switchedInput() throws -> (PlugindSystem.Pipe, PlugindSystem.Pipe, SharedMemory, WorkerInput) {
+        let frames = try PlugindSystem.Pipe()
+        let output = try PlugindSystem.Pipe()
+        try frames.readEnd.setNonBlocking()
+        let memory = try sharedMemory()
+        let input = WorkerInput(frames: frames.readEnd, output: output.readEnd, maximumPayload: 1 << 20)
+        input.useRing(SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toHostRing))
+        return (frames, output, memory, input)
+    }
+
     @Test("frames queued after the switch go into the ring behind it; a full ring waits for the worker's word that it read")
     func writerLanes() throws {
         let pipe = try PlugindSystem.Pipe()
@@ -82,16 +94,11 @@ struct RingChannelTests {
 
     @Test("after the switch the pipe brings only wake-ups and the signal handlers' reports; the ring's frames follow them")
     func inputAfterTheSwitch() throws {
-        let frames = try PlugindSystem.Pipe()
-        let output = try PlugindSystem.Pipe()
+        let (frames, output, memory, input) = try switchedInput()
         defer {
             frames.close()
             output.close()
         }
-        try frames.readEnd.setNonBlocking()
-        let memory = try sharedMemory()
-        let input = WorkerInput(frames: frames.readEnd, output: output.readEnd, maximumPayload: 1 << 20)
-        input.useRing(SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toHostRing))
         var worker = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing)
         let answer = WorkerMessage.response(id: 4, bytes: [1, 2, 3]).encode()
         _ = try (answer.header.bytes + answer.payload).withUnsafeBytes { try worker.append($0) }
@@ -117,16 +124,11 @@ struct RingChannelTests {
 
     @Test("a ring whose write position claims more than it holds: a violation, and nothing is read out of bounds")
     func inputRefusesALyingWriter() throws {
-        let frames = try PlugindSystem.Pipe()
-        let output = try PlugindSystem.Pipe()
+        let (frames, output, memory, input) = try switchedInput()
         defer {
             frames.close()
             output.close()
         }
-        try frames.readEnd.setNonBlocking()
-        let memory = try sharedMemory()
-        let input = WorkerInput(frames: frames.readEnd, output: output.readEnd, maximumPayload: 1 << 20)
-        input.useRing(SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toHostRing))
         memory.storeCounter(UInt64(SharedMemoryLayout.ringSize) * 3, at: SharedMemoryLayout.toHostRing.wordsOffset)
         let batch = input.read(budget: 1 << 20, pipe: false)
         #expect(batch.frames.isEmpty)
