@@ -38,3 +38,28 @@ int plugind_test_limit_processes(int32_t pid, int64_t soft) {
     limit.rlim_cur = soft < 0 ? limit.rlim_max : (rlim_t)soft;
     return prlimit(pid, RLIMIT_NPROC, &limit, NULL);
 }
+
+#include <sched.h>
+
+int plugind_test_confine_thread(int32_t tid, int32_t processor) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(processor, &set);
+    return sched_setaffinity(tid, sizeof set, &set);
+}
+
+int32_t plugind_test_first_allowed_processor(void) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return -1;
+    for (int processor = 0; processor < CPU_SETSIZE; processor++) {
+        if (CPU_ISSET(processor, &set)) return processor;
+    }
+    return -1;
+}
+
+int32_t plugind_test_allowed_processors(int32_t pid) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    return sched_getaffinity(pid, sizeof set, &set) == 0 ? CPU_COUNT(&set) : -1;
+}

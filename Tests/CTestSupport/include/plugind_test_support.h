@@ -24,6 +24,15 @@ int plugind_test_exchange(const char *_Nonnull first, const char *_Nonnull secon
 /// when `soft` is negative (prlimit). 0, or -1 with errno.
 int plugind_test_limit_processes(int32_t pid, int64_t soft);
 
+/// Confines thread `tid` to processor `processor` (sched_setaffinity). 0, or -1 with errno.
+int plugind_test_confine_thread(int32_t tid, int32_t processor);
+
+/// The first processor the calling thread may run on, or -1.
+int32_t plugind_test_first_allowed_processor(void);
+
+/// How many processors thread or process `pid` may run on (sched_getaffinity), or -1 with errno.
+int32_t plugind_test_allowed_processors(int32_t pid);
+
 /// Unlinks and revokes a key added by `plugind_test_add_key`.
 void plugind_test_remove_key(int32_t key);
 

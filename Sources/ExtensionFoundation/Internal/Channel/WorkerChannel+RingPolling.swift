@@ -18,19 +18,45 @@ extension WorkerChannel {
     /// After sending request `id`: polls for its answer, reading and dispatching what arrives.
     /// Returns when it is answered, when the window ends, or when the processors are wanted
     /// elsewhere; the answer then comes the usual way.
-    func pollRingForAnswer(_ id: UInt64) {
-        guard BusyPolling.isWorthwhile, !loop.isOnLoopThread, let ring = input.ring, loop.callerIsAlone(for: Self.aloneBeforePolling)
-        else { return }
+    /// A caller's look at the ring for its answer.
+    struct AnswerLook {
+        let ring: SharedRingConsumer
+        /// Between two looks: false when the caller should stop looking and sleep.
+        let keepsLooking: () -> Bool
+    }
+
+    /// Before sending a request: whether its caller will look for the answer, and if so the ring
+    /// says so already, so that a worker that answers before the caller looks (on one processor
+    /// it runs as soon as the request wakes it) writes no wake-up for the loop's thread. On a
+    /// process confined to one processor the caller yields it instead of polling, for as long as
+    /// the yields give it away (the worker runs) and the window lasts (`BusyPolling.yieldsToPeer`).
+    func beginLookingForAnswer() -> AnswerLook? {
+        let keepsLooking: () -> Bool
+        if BusyPolling.isWorthwhile {
+            keepsLooking = BusyPolling.yieldUncontended
+        } else if BusyPolling.yieldsToPeer {
+            keepsLooking = BusyPolling.yieldGaveProcessorAway
+        } else {
+            return nil
+        }
+        guard !loop.isOnLoopThread, let ring = input.ring, loop.callerIsAlone(for: Self.aloneBeforePolling) else { return nil }
         if ringPollers.add(1, ordering: .sequentiallyConsistent).newValue == 1 { ring.setPolling(true) }
         loop.callersPolling.add(1, ordering: .relaxed)
-        defer { stopPolling(ring) }
+        return AnswerLook(ring: ring, keepsLooking: keepsLooking)
+    }
+
+    /// After sending request `id`: polls for its answer, reading and dispatching what arrives.
+    /// Returns when it is answered, when the window ends, or when the processors are wanted
+    /// elsewhere; the answer then comes the usual way.
+    func lookForAnswer(_ id: UInt64, _ look: AnswerLook) {
+        defer { stopPolling(look.ring) }
         let deadline = MonotonicInstant.after(BusyPolling.window)
         while state.withLock({ $0.requests[id] != nil }) {
             if input.ringHasInput {
                 readRing(leavingBusyTurnToLoop: false)
                 continue
             }
-            guard MonotonicInstant.now < deadline, BusyPolling.yieldUncontended() else { return }
+            guard MonotonicInstant.now < deadline, look.keepsLooking() else { return }
         }
     }
 

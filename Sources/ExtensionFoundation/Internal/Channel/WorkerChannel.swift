@@ -358,8 +358,9 @@ final class WorkerChannel: EventLoopHandler {
                 requestFlags: marksPollForNext ? .pollForNext : [])
         }
         activity?.requestStarted()
+        let look = beginLookingForAnswer()
         perform(actions)
-        pollRingForAnswer(id)
+        if let look { lookForAnswer(id, look) }
     }
 
     /// Who waits for a request's end: a suspended task, or a callback for a caller outside Swift's

@@ -56,7 +56,7 @@ final class WorkerEventLoop: TaskExecutor {
     /// Requests sent to the workers of this loop's channels and not answered yet: the loop polls
     /// for answers only while few are awaited (`BusyPolling`). Kept by `WorkerChannel`.
     let awaitedAnswers = Atomic<Int>(0)
-    /// Callers polling a worker's ring for their answers (`WorkerChannel.pollRingForAnswer`):
+    /// Callers polling a worker's ring for their answers (`WorkerChannel.lookForAnswer`):
     /// meanwhile the loop does not poll too, which would take the processor the worker needs.
     let callersPolling = Atomic<Int>(0)
     /// When a request last started while another was awaited (`MonotonicInstant` nanoseconds):
