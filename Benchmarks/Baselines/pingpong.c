@@ -44,12 +44,15 @@ static int compare(const void *a, const void *b) {
 }
 
 int main(int argc, char **argv) {
-    if (argc < 6) { fprintf(stderr, "usage: pingpong pipe|socketpair SIZE ITERATIONS PARENT_CPU CHILD_CPU [PIPE_BUFFER]\n"); return 64; }
+    if (argc < 6) { fprintf(stderr, "usage: pingpong pipe|socketpair SIZE ITERATIONS PARENT_CPU CHILD_CPU [PIPE_BUFFER [IDLE_MS]]\n"); return 64; }
     int use_socket = strcmp(argv[1], "socketpair") == 0;
     size_t size = strtoul(argv[2], NULL, 10);
     int iterations = atoi(argv[3]);
     int parent_cpu = atoi(argv[4]), child_cpu = atoi(argv[5]);
     int pipe_buffer = argc > 6 ? atoi(argv[6]) : 0;
+    int idle_milliseconds = argc > 7 ? atoi(argv[7]) : 0;
+    // Warming up matters less after a pause than the time it takes.
+    int warm_up = idle_milliseconds > 0 ? 5 : 100;
     int to_child[2], to_parent[2];
     if (use_socket) {
         int pair[2];
@@ -68,7 +71,7 @@ int main(int argc, char **argv) {
     pid_t child = fork();
     if (child == 0) {
         pin(child_cpu);
-        for (int i = 0; i < iterations + 100; i++) {
+        for (int i = 0; i < iterations + warm_up; i++) {
             full_read(to_child[0], buffer, size);
             full_write(to_parent[1], buffer, size);
         }
@@ -76,13 +79,17 @@ int main(int argc, char **argv) {
     }
     pin(parent_cpu);
     double *samples = malloc(sizeof(double) * (size_t)iterations);
-    for (int i = 0; i < iterations + 100; i++) {
+    for (int i = 0; i < iterations + warm_up; i++) {
         struct timespec start, end;
+        if (idle_milliseconds > 0) {
+            struct timespec idle = {idle_milliseconds / 1000, (long)(idle_milliseconds % 1000) * 1000000L};
+            nanosleep(&idle, NULL);
+        }
         clock_gettime(CLOCK_MONOTONIC, &start);
         full_write(to_child[1], buffer, size);
         full_read(to_parent[0], buffer, size);
         clock_gettime(CLOCK_MONOTONIC, &end);
-        if (i >= 100) samples[i - 100] = (double)(end.tv_sec - start.tv_sec) * 1e6 + (double)(end.tv_nsec - start.tv_nsec) / 1e3;
+        if (i >= warm_up) samples[i - warm_up] = (double)(end.tv_sec - start.tv_sec) * 1e6 + (double)(end.tv_nsec - start.tv_nsec) / 1e3;
     }
     waitpid(child, NULL, 0);
     qsort(samples, (size_t)iterations, sizeof(double), compare);

@@ -99,12 +99,16 @@ enum Benchmarks {
         case mainActor = "main-actor"
     }
 
-    static func roundTrip(_ bench: BenchHost, size: Int, iterations: Int, workerCPU: Int?, caller: Caller, name: String) async throws {
+    static func roundTrip(
+        _ bench: BenchHost, size: Int, iterations: Int, workerCPU: Int?, caller: Caller, idle: Duration? = nil, name: String
+    ) async throws {
         let process = try await AppExtensionProcess(configuration: try bench.configuration(echo))
         if let workerCPU { pin(process: process.processIdentifier, to: workerCPU) }
         let connection = try await process.makeConnection()
         let payload = [UInt8](repeating: 0x61, count: size)
-        @Sendable func loop() async throws -> [Double] { try await roundTripSamples(connection, payload, iterations: iterations) }
+        @Sendable func loop() async throws -> [Double] {
+            try await roundTripSamples(connection, payload, iterations: iterations, idle: idle)
+        }
         // What polling costs: the CPU both sides use per request, beside the time it saves.
         let (hostBefore, workerBefore) = (DiscoveryBenchmarks.cpuMicroseconds(), workerCPUMicroseconds([process]))
         // `main` runs every benchmark in a task of its own, as a host's request code usually runs.

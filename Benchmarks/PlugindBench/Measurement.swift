@@ -42,10 +42,14 @@ func microseconds(_ body: () async throws -> Void) async rethrows -> Double {
 
 /// The round trips of `payload` on `connection`, in microseconds: `iterations` of them, after a
 /// tenth as many to warm up.
-func roundTripSamples(_ connection: AppExtensionConnection, _ payload: [UInt8], iterations: Int) async throws -> [Double] {
+/// With `idle`, the caller sleeps that long before each round trip (a request after a quiet moment).
+func roundTripSamples(
+    _ connection: AppExtensionConnection, _ payload: [UInt8], iterations: Int, idle: Duration? = nil
+) async throws -> [Double] {
     var samples: [Double] = []
     samples.reserveCapacity(iterations)
     for index in 0..<(iterations + iterations / 10) {
+        if let idle { try await Task.sleep(for: idle) }
         let elapsed = try await microseconds { _ = try await connection.send(payload) }
         if index >= iterations / 10 { samples.append(elapsed) }
     }

@@ -68,12 +68,15 @@ enum PlugindBench {
                 let bench = try BenchHost()
                 defer { bench.remove() }
                 let cpu = option("worker-cpu", -1)
+                // --idle-ms MS: a pause before each round trip (a request after a quiet moment).
+                let idle = option("idle-ms", 0)
                 try await Benchmarks.roundTrip(
                     bench,
                     size: option("size", 64),
                     iterations: iterations,
                     workerCPU: cpu < 0 ? nil : cpu,
                     caller: Benchmarks.Caller(rawValue: text("caller") ?? "task") ?? .task,
+                    idle: idle > 0 ? .milliseconds(idle) : nil,
                     name: text("name") ?? "round-trip"
                 )
             case "foreign-round-trip":
@@ -160,7 +163,7 @@ enum PlugindBench {
                 try await ActivityBenchmarks.statistics(iterations: iterations)
             default:
                 print(
-                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings)"
+                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings; round-trip: [--idle-ms MS] a pause before each)"
                 )
                 exit(64)
             }

@@ -30,6 +30,8 @@ struct Suite {
         baseline("pipe-64-same-core", ["pipe", "64", "\(count(20000))", "0", "0"])
         baseline("pipe-64-cross-core", ["pipe", "64", "\(count(20000))", "0", "1"])
         baseline("pipe-64-unpinned", ["pipe", "64", "\(count(20000))", "-1", "-1"])
+        // After a quiet moment (30 ms asleep): what a host's occasional request costs.
+        baseline("pipe-64-after-idle", ["pipe", "64", "\(count(100))", "-1", "-1", "0", "30"])
         baseline("pipe-1MiB", ["pipe", "1048576", "\(count(500))", "-1", "-1"])
         baseline("pipe-1MiB-1MiB-buffers", ["pipe", "1048576", "\(count(500))", "-1", "-1", "1048576"])
         baseline("socketpair-1MiB", ["socketpair", "1048576", "\(count(500))", "-1", "-1"])
@@ -43,6 +45,7 @@ struct Suite {
             ["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--worker-cpu", "1", "--name", "round-trip-64-cross-core"],
             cpu: 0)
         bench(["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--name", "round-trip-64-unpinned"])
+        bench(["round-trip", "--size", "64", "--iterations", "\(count(100))", "--idle-ms", "30", "--name", "round-trip-64-after-idle"])
         // The same over the pipes alone (the host offers no rings), for the rings' gain and cost.
         bench(["round-trip", "--size", "64", "--iterations", "\(count(20000))", "--pipes", "--name", "round-trip-64-unpinned-pipes"])
         // The same from a task that prefers the process's task executor, and from the main actor.
@@ -407,6 +410,16 @@ struct Suite {
         ratioRow(
             "first request after a launch (a connection and a request) vs a later 64 B round trip", "first-request-after-launch",
             "round-trip-64-unpinned", atMost: 2)
+        // The later round trip above runs back to back; after a pause a raw pipe pays several
+        // times its own back-to-back figure too (this machine: both sides' processors asleep).
+        ratioRow(
+            "first request after a launch vs a round trip after 30 ms asleep", "first-request-after-launch", "round-trip-64-after-idle",
+            atMost: nil)
+        ratioRow(
+            "64 B round trip after 30 ms asleep vs a raw pipe's after the same pause", "round-trip-64-after-idle", "pipe-64-after-idle",
+            atMost: nil)
+        ratioRow(
+            "a raw pipe's round trip after 30 ms asleep vs back to back", "pipe-64-after-idle", "pipe-64-unpinned", atMost: nil)
         ratioRow("64 B round trip, unpinned, vs an Extism call from C", "round-trip-64-unpinned", "extism-call-64", atMost: 1.0)
         ratioRow("64 B round trip from C (libplugind) vs an Extism call from C", "round-trip-64-c-host", "extism-call-64", atMost: 1.0)
         ratioRow(

@@ -19,13 +19,26 @@ extension WorkerChannel {
         }
     }
 
+    /// Reads a batch with `read` and dispatches its frames, under the reader turn: every reader
+    /// (the loop's thread, a caller waiting for the handshake or polling the ring for its answer)
+    /// dispatches what it read before another reads more, so frames are taken in their order.
+    func readAndDispatch(_ read: () -> WorkerInput.Batch) -> WorkerInput.Batch {
+        readerTurn.withLock { _ in dispatchAll(read()) }
+    }
+
+    /// `readAndDispatch` when no other reader is at it; nil otherwise.
+    func readAndDispatchIfNoOtherReader(_ read: () -> WorkerInput.Batch) -> WorkerInput.Batch? {
+        readerTurn.withLockIfAvailable { _ in dispatchAll(read()) }
+    }
+
+    private func dispatchAll(_ batch: WorkerInput.Batch) -> WorkerInput.Batch {
+        // After a violation nothing more from this worker is believed, not even a later answer.
+        for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+        return batch
+    }
+
     func readFromWorker() {
-        let batch = readerTurn.withLock { _ in
-            let batch = input.read(budget: Self.readPerTurn, ring: !state.withLock { $0.readingPaused })
-            // After a violation nothing more from this worker is believed, not even a later answer.
-            for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
-            return batch
-        }
+        let batch = readAndDispatch { input.read(budget: Self.readPerTurn, ring: !state.withLock { $0.readingPaused }) }
         // The worker may have read what waited for room in its ring.
         if batch.woken, !writer.isEmpty { flushFromLoop() }
         pauseReadingIfOverBudget()

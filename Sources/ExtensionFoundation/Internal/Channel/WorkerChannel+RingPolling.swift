@@ -74,14 +74,11 @@ extension WorkerChannel {
     /// have looked at the ring before these bytes arrived: with `leavingBusyTurnToLoop`, the loop
     /// then reads once more.
     private func readRing(leavingBusyTurnToLoop: Bool) {
-        let violation = readerTurn.withLockIfAvailable { _ -> WireError? in
+        let batch = readAndDispatchIfNoOtherReader {
             // Not while the host holds too much for the worker: the loop reads again once it can.
-            guard !state.withLock({ $0.readingPaused }) else { return nil }
-            let batch = input.read(budget: SharedMemoryLayout.ringSize, pipe: false)
-            for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
-            return batch.violation
+            input.read(budget: SharedMemoryLayout.ringSize, pipe: false, ring: !state.withLock { $0.readingPaused })
         }
-        switch violation {
+        switch batch.map(\.violation) {
         case .none:
             if leavingBusyTurnToLoop { loop.execute { [weak self] in self?.readFromWorker() } }
         case .some(.some(let error)):

@@ -211,11 +211,7 @@ final class WorkerChannel: EventLoopHandler {
             guard let events = fromWorker.awaitReadable(spinUntil: spinDeadline, sleepUntil: deadline),
                 events & FileDescriptor.readableEvent != 0
             else { return }
-            let batch = readerTurn.withLock { _ in
-                let batch = input.readOnce()
-                for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
-                return batch
-            }
+            let batch = readAndDispatch { input.readOnce() }
             if let violation = batch.violation { stop(.protocolViolation(violation.description)) }
             guard batch.received, batch.violation == nil else { return }
         }
