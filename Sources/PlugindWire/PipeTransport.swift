@@ -54,11 +54,16 @@ package final class PipeTransport: Sendable {
         }
     }
 
-    /// After this side's `ready` listed `ProtocolFeature.ring` went out: from now on its frames
-    /// travel through the worker → host ring, and the host's through the other once it says so.
-    package func useRings(_ memory: SharedMemory) {
-        sending.withLock { $0 = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing) }
+    /// Sends this side's last frame for the pipe — its `ready`, which listed
+    /// `ProtocolFeature.ring` — and from then on writes to the worker → host ring; the host's
+    /// frames come through the other ring once it says so. One turn of the sending lock: a frame
+    /// another thread sends meanwhile (a log from a thread the plugin's `init` started) goes after
+    /// it into the ring, where the host reads from the `ready` on, never onto the pipe behind it
+    /// (which the host refuses as a protocol violation).
+    package func send(_ ready: WorkerMessage, thenUseRings memory: SharedMemory) throws(SystemError) {
+        // Before the `ready`: the host switches only after reading it.
         receiving.withLock { $0.agreedRing = SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toWorkerRing) }
+        try send(ready.encode(), then: { $0 = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing) })
     }
 
     /// Whether a frame has arrived already that `receive()` returns without reading: a reader
@@ -250,6 +255,13 @@ package final class PipeTransport: Sendable {
     /// Writes a header and its payload with one writev where possible; through the ring once the
     /// worker agreed to it.
     package func send(_ header: FrameHeader, payload: UnsafeRawBufferPointer) throws(SystemError) {
+        try send(header, payload: payload, then: { _ in })
+    }
+
+    /// Sends a frame and then, under the same lock, `then` may change where later frames go.
+    private func send(
+        _ header: FrameHeader, payload: UnsafeRawBufferPointer, then: (inout SharedRingProducer?) -> Void
+    ) throws(SystemError) {
         var headerBytes = (UInt64(0), UInt64(0), UInt64(0))
         try withUnsafeMutableBytes(of: &headerBytes) { (headerBuffer) throws(SystemError) in
             header.encode(into: headerBuffer)
@@ -259,12 +271,17 @@ package final class PipeTransport: Sendable {
                 } else {
                     try writeVectored(UnsafeRawBufferPointer(headerBuffer), payload)
                 }
+                then(&ring)
             }
         }
     }
 
     package func send(_ frame: Frame) throws(SystemError) {
-        try keepingSystemError { try frame.payload.withUnsafeBytes { try send(frame.header, payload: $0) } }
+        try send(frame, then: { _ in })
+    }
+
+    private func send(_ frame: Frame, then: (inout SharedRingProducer?) -> Void) throws(SystemError) {
+        try keepingSystemError { try frame.payload.withUnsafeBytes { try send(frame.header, payload: $0, then: then) } }
     }
 
     package func send(_ message: WorkerMessage) throws(SystemError) {

@@ -201,8 +201,8 @@ struct ThreadedCallbackTests {
             }
             #expect(events >= 4 * 200)
             let termination = await process.waitForTermination()
-            #expect(termination == .exited(status: 0), "\(termination)")
             let output = await process.outputTail()
+            #expect(termination == .exited(status: 0), "\(termination): \(output)")
             #expect(!output.contains("ThreadSanitizer"), "\(output)")
         }
     }

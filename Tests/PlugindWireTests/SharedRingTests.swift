@@ -150,8 +150,55 @@ struct PipeTransportRingTests {
         defer { descriptor.close() }
         let workerView = try SharedMemory.map(descriptor)
         let transport = PipeTransport(input: toWorker.readEnd, output: toHost.writeEnd, maximumPayload: 1 << 20)
-        if agreed { transport.useRings(workerView) }
+        if agreed {
+            try transport.send(.goodbye, thenUseRings: workerView)
+            // The frame that went out before the switch, read off the pipe.
+            #expect(pipeFrames(toHost.readEnd).map(\.header.kind) == [.goodbye])
+        }
         return Setup(toWorker: toWorker, toHost: toHost, workerView: workerView, hostView: hostView, transport: transport)
+    }
+
+    /// The frames waiting in the worker → host pipe.
+    private func pipeFrames(_ descriptor: FileDescriptor) -> [Frame] {
+        var decoder = FrameDecoder(direction: .workerToHost, maximumPayload: 1 << 20)
+        var frames: [Frame] = []
+        while true {
+            var readable = pollfd(fd: descriptor.rawValue, events: Int16(POLLIN), revents: 0)
+            guard poll(&readable, 1, 0) > 0 else { break }
+            let count = decoder.receive { Glibc.read(descriptor.rawValue, $0.baseAddress, $0.count) }
+            guard count > 0 else { break }
+            while let frame = try? decoder.nextFrame() { frames.append(frame) }
+        }
+        return frames
+    }
+
+    @Test(
+        "the ready and the switch to the ring are one step: what other threads send meanwhile is on the pipe before it or in the ring after it"
+    )
+    func readyIsThePipesLastFrame() throws {
+        let setup = try setup(agreed: false)
+        defer { setup.close() }
+        let count = 300
+        let logging = DispatchGroup()
+        DispatchQueue.global().async(group: logging) {
+            for index in 0..<count { try? setup.transport.send(.log(level: .info, message: "\(index)")) }
+        }
+        try setup.transport.send(.goodbye, thenUseRings: setup.workerView)
+        logging.wait()
+        // The ring's wake-ups travel on the pipe too, after the switch.
+        let onThePipe = pipeFrames(setup.toHost.readEnd).filter { $0.header.kind != .wakeHost }
+        #expect(onThePipe.last?.header.kind == .goodbye)
+        var ring = SharedRingConsumer(memory: setup.hostView, layout: SharedMemoryLayout.toHostRing)
+        var decoder = FrameDecoder(direction: .workerToHost, maximumPayload: 1 << 20)
+        _ = decoder.receive { buffer in (try? ring.read(into: buffer)) ?? 0 }
+        var inTheRing: [Frame] = []
+        while let frame = try decoder.nextFrame() { inTheRing.append(frame) }
+        // Every log, in the order sent: those before the ready on the pipe, the rest in the ring.
+        let messages = try (onThePipe.dropLast() + inTheRing).map { frame -> String in
+            guard case .log(_, let message) = try WorkerMessage(frame) else { return "not a log" }
+            return message
+        }
+        #expect(messages == (0..<count).map { "\($0)" })
     }
 
     private func write(_ bytes: [UInt8], to descriptor: FileDescriptor) {

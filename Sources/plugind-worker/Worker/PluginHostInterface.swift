@@ -4,7 +4,10 @@ import PlugindWire
 import PlugindWorkerCore
 
 /// The `plugind_host` table a plugin receives in `init`: C callbacks that route plugin output
-/// to the host through the worker's transport. Allocated once; lives as long as the process.
+/// to the host through the worker's transport. Allocated once; lives as long as the process, and
+/// so does the server it reaches: a plugin's threads may call back until the process ends, after
+/// serving ended too (with the server released there, a thread still logging wrote into freed
+/// memory and the shared ring unmapped under it: SIGSEGV as the worker exited).
 /// Part of the worker's loader: it converts raw pointers from plugin code.
 enum PluginHostInterface {
     static func make(for session: PluginServer) -> UnsafeMutablePointer<plugind_host> {
@@ -13,7 +16,8 @@ enum PluginHostInterface {
             to: plugind_host(
                 abi_version: UInt32(PLUGIND_PLUGIN_ABI_VERSION),
                 size: UInt32(MemoryLayout<plugind_host>.size),
-                context: Unmanaged.passUnretained(session).toOpaque(),
+                // Retained for good (see above); the process's end frees it.
+                context: Unmanaged.passRetained(session).toOpaque(),
                 log: { context, level, message in
                     guard let session = PluginServer.from(context) else { return }
                     let text = String(cString: message)

@@ -165,9 +165,12 @@ enum WorkerMain {
             }
             var answer = ready(version: version, plugin: plugin, confinement: confinement, features: features)
             answer.concurrency = UInt32(server.concurrency)
-            try transport.send(.ready(answer))
             // The host reads this side's frames from the ring from the `ready` on.
-            if usesRings, let sharedMemory { transport.useRings(sharedMemory.memory) }
+            if usesRings, let sharedMemory {
+                try transport.send(.ready(answer), thenUseRings: sharedMemory.memory)
+            } else {
+                try transport.send(.ready(answer))
+            }
         } catch let failure as LoadFailure {
             try? transport.send(.loadFailed(failure))
             return .ended(3)

@@ -28,14 +28,14 @@ extension WorkerChannel {
     /// Before sending a request: whether its caller will look for the answer, and if so the ring
     /// says so already, so that a worker that answers before the caller looks (on one processor
     /// it runs as soon as the request wakes it) writes no wake-up for the loop's thread. On a
-    /// process confined to one processor the caller yields it instead of polling, for as long as
-    /// the yields give it away (the worker runs) and the window lasts (`BusyPolling.yieldsToPeer`).
+    /// process confined to one processor the caller yields it between looks
+    /// (`BusyPolling.yieldsToPeer`).
     func beginLookingForAnswer() -> AnswerLook? {
         let keepsLooking: () -> Bool
         if BusyPolling.isWorthwhile {
             keepsLooking = BusyPolling.yieldUncontended
         } else if BusyPolling.yieldsToPeer {
-            keepsLooking = BusyPolling.yieldGaveProcessorAway
+            keepsLooking = BusyPolling.yieldAndKeepLooking
         } else {
             return nil
         }
