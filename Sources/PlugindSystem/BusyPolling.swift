@@ -11,6 +11,8 @@ import Glibc
 /// its event loop — the host polls then, and marks the requests it sends
 /// (`FrameFlags.pollForNext`) so that a worker with one request thread polls too. Under load,
 /// polling threads took processors from the busy ones (throughput −25 to −50 % with 8–64 tasks).
+/// On a process confined to one processor, a caller that awaits its answer alone yields the
+/// processor between looks instead (`yieldsToPeer`).
 package enum BusyPolling {
     /// How long a side polls after its last message before it sleeps.
     package static let window: Duration = .microseconds(50)

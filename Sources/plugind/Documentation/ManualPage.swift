@@ -90,7 +90,8 @@ enum ManualPage {
         .B PLUGIND_BUSY_POLLING
         With 0, a host and its workers never poll for an expected answer; they sleep until it
         comes (by default they poll for up to 50 microseconds where more than one processor is
-        available and few answers are awaited).
+        available and few answers are awaited, and on one processor a caller awaiting its answer
+        alone yields the processor to the worker for as long).
         .TP
         .B PLUGIND_SHARED_RINGS
         With 0, a host offers its workers no shared rings: every frame takes the pipes (by

@@ -6,8 +6,9 @@ import Synchronization
 /// for at most `BusyPolling.window`, instead of waiting for the loop's thread to read it and
 /// wake the caller: on a small virtual machine each of those wake-ups costs tens of
 /// microseconds, many times what a small request costs. While any caller polls, the ring says
-/// so and the worker writes no wake-up to the pipe. Only where the process may run on more than
-/// one processor (`BusyPolling`), and only for a caller alone (`WorkerEventLoop.callerIsAlone`):
+/// so and the worker writes no wake-up to the pipe. Where the process may run on more than one
+/// processor it polls (`BusyPolling`); on one, it yields the processor between looks
+/// (`BusyPolling.yieldsToPeer`); and only a caller alone (`WorkerEventLoop.callerIsAlone`):
 /// a polling caller holds its thread, and tasks queued behind it wait. Allowed whenever no more
 /// than one answer was awaited, a load of 64 tasks over 4 workers ran two requests at a time,
 /// each caller polling while the other tasks waited for a thread (throughput −30 %, p99 ×5).
@@ -15,9 +16,6 @@ extension WorkerChannel {
     /// How long one caller must have been alone before it polls.
     static let aloneBeforePolling: Duration = .milliseconds(1)
 
-    /// After sending request `id`: polls for its answer, reading and dispatching what arrives.
-    /// Returns when it is answered, when the window ends, or when the processors are wanted
-    /// elsewhere; the answer then comes the usual way.
     /// A caller's look at the ring for its answer.
     struct AnswerLook {
         let ring: SharedRingConsumer
