@@ -50,16 +50,17 @@ package enum BusyPolling {
     /// the caller; yielding lets the worker run at once and the caller read the answer itself when
     /// the worker sleeps again — the two switches a raw pipe costs (64 B round trip on one
     /// processor: 38 → 20 µs). Off with `PLUGIND_BUSY_POLLING=0`, as polling is.
-    package static let yieldsToPeer =
-        plugind_shim_allowed_processor_count() == 1 && getenv(switchName).map { String(cString: $0) != "0" } ?? true
+    package static let yieldsToPeer = plugind_shim_allowed_processor_count() == 1 && isAllowed
 
     /// Whether polling is on: where this process may run on more than one processor (on one, a
-    /// polling thread only delays the process it waits for: a 64 B round trip on one processor
-    /// went from 15 to 30 µs), unless the environment turns it off (`PLUGIND_BUSY_POLLING=0`,
-    /// which a host passes on to its workers): on a machine where every processor-microsecond
-    /// counts more than latency.
-    package static let isWorthwhile =
-        plugind_shim_allowed_processor_count() > 1 && getenv(switchName).map { String(cString: $0) != "0" } ?? true
+    /// thread polling as here, until a yield gives the processor away, only delays the process
+    /// it waits for: a 64 B round trip on one processor went from 15 to 30 µs when that was
+    /// measured, over the pipes), unless the environment turns it off.
+    package static let isWorthwhile = plugind_shim_allowed_processor_count() > 1 && isAllowed
+
+    /// Unless the environment says `PLUGIND_BUSY_POLLING=0` (which a host passes on to its
+    /// workers): on a machine where every processor-microsecond counts more than latency.
+    private static let isAllowed = getenv(switchName).map { String(cString: $0) != "0" } ?? true
 
     /// The environment variable that turns polling off with "0".
     package static let switchName = "PLUGIND_BUSY_POLLING"

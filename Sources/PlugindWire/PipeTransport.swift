@@ -8,9 +8,9 @@ import Synchronization
 /// reads with: one read takes in as many frames as have arrived.
 ///
 /// Once both sides agreed to `ProtocolFeature.ring`, frames travel through the shared rings
-/// (`SharedRing`): the worker's from its `ready` on (`useRings`), the host's from its
-/// `switchToRing` on; the pipes then carry only wake-ups, and tell each side when the other is
-/// gone.
+/// (`SharedRing`): the worker's from its `ready` on (`sendReady(_:thenUseRings:)`), the host's
+/// from its `switchToRing` on; the pipes then carry only wake-ups, and tell each side when the
+/// other is gone.
 package final class PipeTransport: Sendable {
     package let input: FileDescriptor
     package let output: FileDescriptor
@@ -60,10 +60,13 @@ package final class PipeTransport: Sendable {
     /// another thread sends meanwhile (a log from a thread the plugin's `init` started) goes after
     /// it into the ring, where the host reads from the `ready` on, never onto the pipe behind it
     /// (which the host refuses as a protocol violation).
-    package func send(_ ready: WorkerMessage, thenUseRings memory: SharedMemory) throws(SystemError) {
+    /// Once only: a second call would go through the ring and leave it as it is.
+    package func sendReady(_ ready: Ready, thenUseRings memory: SharedMemory) throws(SystemError) {
         // Before the `ready`: the host switches only after reading it.
-        receiving.withLock { $0.agreedRing = SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toWorkerRing) }
-        try send(ready.encode(), then: { $0 = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing) })
+        receiving.withLock { $0.agreedRing = $0.agreedRing ?? SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toWorkerRing) }
+        try send(WorkerMessage.ready(ready).encode()) { ring in
+            if ring == nil { ring = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing) }
+        }
     }
 
     /// Whether a frame has arrived already that `receive()` returns without reading: a reader

@@ -166,10 +166,17 @@ package struct SharedRingConsumer: Sendable {
         memory.wakeWord(at: layout.producerWaitingOffset)
     }
 
-    /// Whether bytes wait, from the positions in the shared memory alone: a hint for a poller
-    /// that does not hold this consumer (`read` checks the positions again).
-    package static func hasInput(memory: SharedMemory, layout: SharedRingLayout) -> Bool {
-        memory.loadCounter(at: layout.headOffset) != memory.loadCounter(at: layout.tailOffset)
+    /// How far this side has read: its own count, which the copy in the shared memory only
+    /// publishes.
+    package var readPosition: UInt64 { tail }
+
+    /// Whether bytes wait past `readPosition`, the reader's own count, by the writer's published
+    /// position: a hint for a poller that does not hold this consumer (`read` checks the position
+    /// again). Never the read position's copy in the shared memory, which the other process can
+    /// overwrite: a forged one made every look see input that no read could take, and the
+    /// lookers spin.
+    package static func hasInput(memory: SharedMemory, layout: SharedRingLayout, readPosition: UInt64) -> Bool {
+        memory.loadCounter(at: layout.headOffset) != readPosition
     }
 
     /// Says whether this side polls the ring, so that the producer sends no wake-up meanwhile.

@@ -122,6 +122,28 @@ struct RingChannelTests {
         #expect(input.read(budget: 1 << 20).violation != nil)
     }
 
+    @Test("a worker that overwrites the host's published read position makes the host see no input that no read takes")
+    func inputIgnoresAForgedReadPosition() throws {
+        let (frames, output, memory, input) = try switchedInput()
+        defer {
+            frames.close()
+            output.close()
+        }
+        var worker = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing)
+        let goodbye = WorkerMessage.goodbye.encode()
+        _ = try (goodbye.header.bytes + goodbye.payload).withUnsafeBytes { try worker.append($0) }
+        worker.publish()
+        #expect(input.ringHasInput)
+        #expect(input.read(budget: 1 << 20, pipe: false).frames.count == 1)
+        #expect(!input.ringHasInput)
+        // The host's published read position (64 bytes into the ring's words) set back to 0: before,
+        // every look saw input and no read took any, and lookers spun until their request ended.
+        memory.storeCounter(0, at: SharedMemoryLayout.toHostRing.wordsOffset + 64)
+        #expect(!input.ringHasInput)
+        let again = input.read(budget: 1 << 20, pipe: false)
+        #expect(again.frames.isEmpty && again.violation == nil)
+    }
+
     @Test("a ring whose write position claims more than it holds: a violation, and nothing is read out of bounds")
     func inputRefusesALyingWriter() throws {
         let (frames, output, memory, input) = try switchedInput()

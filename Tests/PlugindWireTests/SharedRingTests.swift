@@ -151,12 +151,16 @@ struct PipeTransportRingTests {
         let workerView = try SharedMemory.map(descriptor)
         let transport = PipeTransport(input: toWorker.readEnd, output: toHost.writeEnd, maximumPayload: 1 << 20)
         if agreed {
-            try transport.send(.goodbye, thenUseRings: workerView)
+            try transport.sendReady(Self.ready, thenUseRings: workerView)
             // The frame that went out before the switch, read off the pipe.
-            #expect(pipeFrames(toHost.readEnd).map(\.header.kind) == [.goodbye])
+            #expect(pipeFrames(toHost.readEnd).map(\.header.kind) == [.ready])
         }
         return Setup(toWorker: toWorker, toHost: toHost, workerView: workerView, hostView: hostView, transport: transport)
     }
+
+    private static let ready = Ready(
+        protocolVersion: ProtocolVersion.current, pluginABIVersion: 2, features: [ProtocolFeature.ring], pluginName: "ring test",
+        pluginVersion: "1", hasRequestHandler: true, confinement: [], workerProcessIdentifier: getpid())
 
     /// The frames waiting in the worker → host pipe.
     private func pipeFrames(_ descriptor: FileDescriptor) -> [Frame] {
@@ -178,16 +182,23 @@ struct PipeTransportRingTests {
     func readyIsThePipesLastFrame() throws {
         let setup = try setup(agreed: false)
         defer { setup.close() }
+        // 300 logs of about 27 bytes: the ring (16 KiB) holds them all, nobody needs to read it.
         let count = 300
         let logging = DispatchGroup()
+        let underWay = DispatchSemaphore(value: 0)
         DispatchQueue.global().async(group: logging) {
-            for index in 0..<count { try? setup.transport.send(.log(level: .info, message: "\(index)")) }
+            for index in 0..<count {
+                try? setup.transport.send(.log(level: .info, message: "\(index)"))
+                if index == 20 { underWay.signal() }
+            }
         }
-        try setup.transport.send(.goodbye, thenUseRings: setup.workerView)
+        // The switch while the logs go out.
+        underWay.wait()
+        try setup.transport.sendReady(Self.ready, thenUseRings: setup.workerView)
         logging.wait()
         // The ring's wake-ups travel on the pipe too, after the switch.
         let onThePipe = pipeFrames(setup.toHost.readEnd).filter { $0.header.kind != .wakeHost }
-        #expect(onThePipe.last?.header.kind == .goodbye)
+        #expect(onThePipe.last?.header.kind == .ready)
         var ring = SharedRingConsumer(memory: setup.hostView, layout: SharedMemoryLayout.toHostRing)
         var decoder = FrameDecoder(direction: .workerToHost, maximumPayload: 1 << 20)
         _ = decoder.receive { buffer in (try? ring.read(into: buffer)) ?? 0 }

@@ -167,7 +167,7 @@ enum WorkerMain {
             answer.concurrency = UInt32(server.concurrency)
             // The host reads this side's frames from the ring from the `ready` on.
             if usesRings, let sharedMemory {
-                try transport.send(.ready(answer), thenUseRings: sharedMemory.memory)
+                try transport.sendReady(answer, thenUseRings: sharedMemory.memory)
             } else {
                 try transport.send(.ready(answer))
             }

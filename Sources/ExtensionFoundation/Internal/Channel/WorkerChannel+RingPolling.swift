@@ -19,8 +19,9 @@ extension WorkerChannel {
     /// A caller's look at the ring for its answer.
     struct AnswerLook {
         let ring: SharedRingConsumer
-        /// Between two looks: false when the caller should stop looking and sleep.
-        let keepsLooking: () -> Bool
+        /// Between two looks (it yields the processor): false when the caller should stop looking
+        /// and sleep.
+        let betweenLooks: () -> Bool
     }
 
     /// Before sending a request: whether its caller will look for the answer, and if so the ring
@@ -29,32 +30,32 @@ extension WorkerChannel {
     /// process confined to one processor the caller yields it between looks
     /// (`BusyPolling.yieldsToPeer`).
     func beginLookingForAnswer() -> AnswerLook? {
-        let keepsLooking: () -> Bool
+        let betweenLooks: () -> Bool
         if BusyPolling.isWorthwhile {
-            keepsLooking = BusyPolling.yieldUncontended
+            betweenLooks = BusyPolling.yieldUncontended
         } else if BusyPolling.yieldsToPeer {
-            keepsLooking = BusyPolling.yieldAndKeepLooking
+            betweenLooks = BusyPolling.yieldAndKeepLooking
         } else {
             return nil
         }
         guard !loop.isOnLoopThread, let ring = input.ring, loop.callerIsAlone(for: Self.aloneBeforePolling) else { return nil }
         if ringPollers.add(1, ordering: .sequentiallyConsistent).newValue == 1 { ring.setPolling(true) }
         loop.callersPolling.add(1, ordering: .relaxed)
-        return AnswerLook(ring: ring, keepsLooking: keepsLooking)
+        return AnswerLook(ring: ring, betweenLooks: betweenLooks)
     }
 
-    /// After sending request `id`: polls for its answer, reading and dispatching what arrives.
-    /// Returns when it is answered, when the window ends, or when the processors are wanted
-    /// elsewhere; the answer then comes the usual way.
+    /// After sending request `id`: looks for its answer, reading and dispatching what arrives.
+    /// Returns when it is answered, when the window ends, or when `betweenLooks` says to stop
+    /// (with more than one processor: they are wanted elsewhere); the answer then comes the usual
+    /// way. The window bounds every turn, those that read too: a worker that keeps writing (a
+    /// stream of events), a read the reader turn or a paused reading holds off, must not keep a
+    /// caller's thread past it.
     func lookForAnswer(_ id: UInt64, _ look: AnswerLook) {
         defer { stopPolling(look.ring) }
         let deadline = MonotonicInstant.after(BusyPolling.window)
-        while state.withLock({ $0.requests[id] != nil }) {
-            if input.ringHasInput {
-                readRing(leavingBusyTurnToLoop: false)
-                continue
-            }
-            guard MonotonicInstant.now < deadline, look.keepsLooking() else { return }
+        while state.withLock({ $0.requests[id] != nil }), MonotonicInstant.now < deadline {
+            if input.ringHasInput, readRing(leavingBusyTurnToLoop: false) { continue }
+            guard look.betweenLooks() else { return }
         }
     }
 
@@ -70,8 +71,9 @@ extension WorkerChannel {
 
     /// Reads the ring and dispatches its frames when no other reader is at it. Another reader may
     /// have looked at the ring before these bytes arrived: with `leavingBusyTurnToLoop`, the loop
-    /// then reads once more.
-    private func readRing(leavingBusyTurnToLoop: Bool) {
+    /// then reads once more. True when bytes were read.
+    @discardableResult
+    private func readRing(leavingBusyTurnToLoop: Bool) -> Bool {
         let batch = readAndDispatchIfNoOtherReader {
             // Not while the host holds too much for the worker: the loop reads again once it can.
             input.read(budget: SharedMemoryLayout.ringSize, pipe: false, ring: !state.withLock { $0.readingPaused })
@@ -84,5 +86,6 @@ extension WorkerChannel {
         case .some(.none):
             break
         }
+        return batch?.received == true && batch?.violation == nil
     }
 }

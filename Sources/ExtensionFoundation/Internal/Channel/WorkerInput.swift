@@ -1,5 +1,6 @@
 import PlugindSystem
 import PlugindWire
+import Synchronization
 
 /// What the host reads from one worker: frames from its pipe, decoded, and its output (stdout and
 /// stderr share a pipe). Reads are system calls, so they hold this type's lock, never the lock
@@ -69,11 +70,17 @@ final class WorkerInput: Sendable {
     /// The ring, once the worker switched to it (for its flags and a look at its positions).
     var ring: SharedRingConsumer? { ringView.withLock { $0 } }
 
-    /// Whether the ring holds bytes not read yet, by its positions alone.
+    /// Whether the ring holds bytes not read yet: the worker's published position against the
+    /// host's own count of what it read (`ringReadPosition`).
     var ringHasInput: Bool {
         guard let ring else { return false }
-        return SharedRingConsumer.hasInput(memory: ring.memory, layout: ring.layout)
+        let readPosition = ringReadPosition.load(ordering: .acquiring)
+        return SharedRingConsumer.hasInput(memory: ring.memory, layout: ring.layout, readPosition: readPosition)
     }
+
+    /// The host's own count of the bytes it read from the ring, kept after each read for
+    /// `ringHasInput`, which looks without the reading lock.
+    private let ringReadPosition = Atomic<UInt64>(0)
 
     /// Reads what the pipe holds, at most `budget` bytes (so that what the frames make the host
     /// send is weighed before more is read; the loop calls again while data waits), then what the
@@ -162,6 +169,7 @@ final class WorkerInput: Sendable {
         defer {
             state.ring = ring
             state.ringDecoder = decoder
+            ringReadPosition.store(ring.readPosition, ordering: .releasing)
         }
         var left = budget
         while left > 0 {
