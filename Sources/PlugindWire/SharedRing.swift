@@ -170,12 +170,12 @@ package struct SharedRingConsumer: Sendable {
     /// publishes.
     package var readPosition: UInt64 { tail }
 
-    /// Whether bytes wait past `readPosition`, the reader's own count, by the writer's published
-    /// position: a hint for a poller that does not hold this consumer (`read` checks the position
-    /// again). Never the read position's copy in the shared memory, which the other process can
-    /// overwrite: a forged one made every look see input that no read could take, and the
-    /// lookers spin.
-    package static func hasInput(memory: SharedMemory, layout: SharedRingLayout, readPosition: UInt64) -> Bool {
+    /// Whether bytes wait past `readPosition`, the reader's own count (a copy of this consumer
+    /// may hold an older one), by the writer's published position: a hint for a poller that does
+    /// not hold the reading consumer (`read` checks the position again). Never the read
+    /// position's copy in the shared memory, which the other process can overwrite: a forged one
+    /// made every look see input that no read could take, and the lookers spin.
+    package func hasInput(past readPosition: UInt64) -> Bool {
         memory.loadCounter(at: layout.headOffset) != readPosition
     }
 

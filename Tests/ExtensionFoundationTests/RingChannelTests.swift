@@ -23,16 +23,28 @@ struct RingChannelTests {
         return frames
     }
 
-    /// What the host reads from a worker that switched to the rings: its pipes, the memory and
-    /// the input.
-    private func switchedInput() throws -> (PlugindSystem.Pipe, PlugindSystem.Pipe, SharedMemory, WorkerInput) {
+    /// Runs `body` with what the host reads from a worker that switched to the rings: the
+    /// worker's frame pipe, the memory and the input; closes the pipes afterwards.
+    private func withSwitchedInput(_ body: (PlugindSystem.Pipe, SharedMemory, WorkerInput) throws -> Void) throws {
         let frames = try PlugindSystem.Pipe()
         let output = try PlugindSystem.Pipe()
+        defer {
+            frames.close()
+            output.close()
+        }
         try frames.readEnd.setNonBlocking()
         let memory = try sharedMemory()
         let input = WorkerInput(frames: frames.readEnd, output: output.readEnd, maximumPayload: 1 << 20)
         input.useRing(SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toHostRing))
-        return (frames, output, memory, input)
+        try body(frames, memory, input)
+    }
+
+    /// Writes `message` into the worker → host ring as the worker does, and publishes it.
+    private func writeToRing(_ message: WorkerMessage, in memory: SharedMemory) throws {
+        var worker = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing)
+        let frame = message.encode()
+        _ = try (frame.header.bytes + frame.payload).withUnsafeBytes { try worker.append($0) }
+        worker.publish()
     }
 
     @Test("frames queued after the switch go into the ring behind it; a full ring waits for the worker's word that it read")
@@ -94,66 +106,51 @@ struct RingChannelTests {
 
     @Test("after the switch the pipe brings only wake-ups and the signal handlers' reports; the ring's frames follow them")
     func inputAfterTheSwitch() throws {
-        let (frames, output, memory, input) = try switchedInput()
-        defer {
-            frames.close()
-            output.close()
-        }
-        var worker = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing)
-        let answer = WorkerMessage.response(id: 4, bytes: [1, 2, 3]).encode()
-        _ = try (answer.header.bytes + answer.payload).withUnsafeBytes { try worker.append($0) }
-        worker.publish()
-        #expect(input.ringHasInput)
-        let report = WorkerMessage.fatalSignal(
-            FatalSignalReport(signal: 11, code: 1, faultAddress: 0, addressSpaceBytes: 0, openDescriptors: 0)
-        ).encode()
-        let pipeBytes = FrameHeader(kind: .wakeHost, payloadLength: 0).bytes + report.header.bytes + report.payload
-        #expect(pipeBytes.withUnsafeBytes { Glibc.write(frames.writeEnd.rawValue, $0.baseAddress, $0.count) } == pipeBytes.count)
-        let batch = input.read(budget: 1 << 20)
-        #expect(batch.violation == nil)
-        #expect(batch.woken)
-        #expect(batch.frames.map(\.header.kind) == [.fatalSignal, .response])
-        #expect(!input.ringHasInput)
+        try withSwitchedInput { frames, memory, input in
+            try writeToRing(.response(id: 4, bytes: [1, 2, 3]), in: memory)
+            #expect(input.ringHasInput)
+            let report = WorkerMessage.fatalSignal(
+                FatalSignalReport(signal: 11, code: 1, faultAddress: 0, addressSpaceBytes: 0, openDescriptors: 0)
+            ).encode()
+            let pipeBytes = FrameHeader(kind: .wakeHost, payloadLength: 0).bytes + report.header.bytes + report.payload
+            #expect(pipeBytes.withUnsafeBytes { Glibc.write(frames.writeEnd.rawValue, $0.baseAddress, $0.count) } == pipeBytes.count)
+            let batch = input.read(budget: 1 << 20)
+            #expect(batch.violation == nil)
+            #expect(batch.woken)
+            #expect(batch.frames.map(\.header.kind) == [.fatalSignal, .response])
+            #expect(!input.ringHasInput)
 
-        // Anything else on the pipe now breaks the protocol.
-        let log = WorkerMessage.log(level: .info, message: "from the pipe").encode()
-        let forbidden = log.header.bytes + log.payload
-        #expect(forbidden.withUnsafeBytes { Glibc.write(frames.writeEnd.rawValue, $0.baseAddress, $0.count) } == forbidden.count)
-        #expect(input.read(budget: 1 << 20).violation != nil)
+            // Anything else on the pipe now breaks the protocol.
+            let log = WorkerMessage.log(level: .info, message: "from the pipe").encode()
+            let forbidden = log.header.bytes + log.payload
+            #expect(forbidden.withUnsafeBytes { Glibc.write(frames.writeEnd.rawValue, $0.baseAddress, $0.count) } == forbidden.count)
+            #expect(input.read(budget: 1 << 20).violation != nil)
+        }
     }
 
     @Test("a worker that overwrites the host's published read position makes the host see no input that no read takes")
     func inputIgnoresAForgedReadPosition() throws {
-        let (frames, output, memory, input) = try switchedInput()
-        defer {
-            frames.close()
-            output.close()
+        try withSwitchedInput { _, memory, input in
+            try writeToRing(.goodbye, in: memory)
+            #expect(input.ringHasInput)
+            #expect(input.read(budget: 1 << 20, pipe: false).frames.count == 1)
+            #expect(!input.ringHasInput)
+            // The host's published read position (64 bytes into the ring's words) set back to 0: before,
+            // every look saw input and no read took any, and lookers spun until their request ended.
+            memory.storeCounter(0, at: SharedMemoryLayout.toHostRing.wordsOffset + 64)
+            #expect(!input.ringHasInput)
+            let again = input.read(budget: 1 << 20, pipe: false)
+            #expect(again.frames.isEmpty && again.violation == nil)
         }
-        var worker = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing)
-        let goodbye = WorkerMessage.goodbye.encode()
-        _ = try (goodbye.header.bytes + goodbye.payload).withUnsafeBytes { try worker.append($0) }
-        worker.publish()
-        #expect(input.ringHasInput)
-        #expect(input.read(budget: 1 << 20, pipe: false).frames.count == 1)
-        #expect(!input.ringHasInput)
-        // The host's published read position (64 bytes into the ring's words) set back to 0: before,
-        // every look saw input and no read took any, and lookers spun until their request ended.
-        memory.storeCounter(0, at: SharedMemoryLayout.toHostRing.wordsOffset + 64)
-        #expect(!input.ringHasInput)
-        let again = input.read(budget: 1 << 20, pipe: false)
-        #expect(again.frames.isEmpty && again.violation == nil)
     }
 
     @Test("a ring whose write position claims more than it holds: a violation, and nothing is read out of bounds")
     func inputRefusesALyingWriter() throws {
-        let (frames, output, memory, input) = try switchedInput()
-        defer {
-            frames.close()
-            output.close()
+        try withSwitchedInput { _, memory, input in
+            memory.storeCounter(UInt64(SharedMemoryLayout.ringSize) * 3, at: SharedMemoryLayout.toHostRing.wordsOffset)
+            let batch = input.read(budget: 1 << 20, pipe: false)
+            #expect(batch.frames.isEmpty)
+            #expect(batch.violation?.description.contains("impossible state") == true)
         }
-        memory.storeCounter(UInt64(SharedMemoryLayout.ringSize) * 3, at: SharedMemoryLayout.toHostRing.wordsOffset)
-        let batch = input.read(budget: 1 << 20, pipe: false)
-        #expect(batch.frames.isEmpty)
-        #expect(batch.violation?.description.contains("impossible state") == true)
     }
 }

@@ -74,8 +74,7 @@ final class WorkerInput: Sendable {
     /// host's own count of what it read (`ringReadPosition`).
     var ringHasInput: Bool {
         guard let ring else { return false }
-        let readPosition = ringReadPosition.load(ordering: .acquiring)
-        return SharedRingConsumer.hasInput(memory: ring.memory, layout: ring.layout, readPosition: readPosition)
+        return ring.hasInput(past: ringReadPosition.load(ordering: .acquiring))
     }
 
     /// The host's own count of the bytes it read from the ring, kept after each read for
