@@ -20,6 +20,11 @@ final class HostAsk: Sendable {
         return true
     }
 
+    /// Fails the ask of `handle` as a closed connection fails those it leaves unanswered.
+    static func cancel(_ handle: OpaquePointer?) {
+        _ = HandleRegistry.shared.remove(handle, as: HostAsk.self)?.finish(.failure(CancellationError()))
+    }
+
     /// Hands `question` to the C handler and waits for its answer.
     static func answer(
         _ question: [UInt8], _ handler: @Sendable (OpaquePointer?, UnsafePointer<UInt8>?, Int) -> Void

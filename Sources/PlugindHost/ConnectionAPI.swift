@@ -2,12 +2,14 @@ public import CPlugindHostAPI
 import ExtensionFoundation
 import PlugindSystem
 
-/// A `plugind_connection`.
+/// A `plugind_connection`, and the gate its ask handler and send completions pass.
 final class HostConnection: Sendable {
     let connection: AppExtensionConnection
+    let callbacks: CallbackGate
 
-    init(_ connection: AppExtensionConnection) {
+    init(_ connection: AppExtensionConnection, callbacks: CallbackGate) {
         self.connection = connection
+        self.callbacks = callbacks
     }
 }
 
@@ -26,14 +28,19 @@ public func plugindConnectionOpen(
         return nil
     }
     let callback = CallbackContext(context: context)
+    let callbacks = CallbackGate()
     let opened = BlockingCall.run { () async throws -> AppExtensionConnection in
         guard let askHandler else { return try await process.process.makeConnection() }
         return try await process.process.makeConnection { question in
-            try await HostAsk.answer(question) { ask, bytes, length in askHandler(callback.context, ask, bytes, length) }
+            try await HostAsk.answer(question) { ask, bytes, length in
+                let called = callbacks.run { askHandler(callback.context, ask, bytes, length) }
+                // The connection is closing: the ask fails as every unanswered one does.
+                if !called { HostAsk.cancel(ask) }
+            }
         }
     }
     switch opened {
-    case .success(let connection): return HandleRegistry.shared.insert(HostConnection(connection))
+    case .success(let connection): return HandleRegistry.shared.insert(HostConnection(connection, callbacks: callbacks))
     case .failure(let failure):
         HostError(failure).report(to: error)
         return nil
@@ -93,19 +100,37 @@ public func plugindConnectionSendAsync(
         HostError.invalidArgument("the request is NULL with a length of \(length)").report(to: error)
         return -1
     }
+    // Admitted now, so that a close that returns first waits for this completion.
+    guard connection.callbacks.admit() else {
+        HostError.invalidArgument("the connection is closing").report(to: error)
+        return -1
+    }
     let callback = CallbackContext(context: context)
     Task {
+        let result: Result<[UInt8], any Error>
         do {
-            let answer = try await connection.connection.send(request, timeout: requestTimeout(timeout))
-            answer.withUnsafeBufferPointer { buffer in completion(callback.context, buffer.baseAddress, buffer.count, nil) }
+            result = .success(try await connection.connection.send(request, timeout: requestTimeout(timeout)))
         } catch {
-            completion(callback.context, nil, 0, HandleRegistry.shared.insert(HostError(error)))
+            result = .failure(error)
+        }
+        connection.callbacks.runAdmitted {
+            switch result {
+            case .success(let answer):
+                answer.withUnsafeBufferPointer { buffer in completion(callback.context, buffer.baseAddress, buffer.count, nil) }
+            case .failure(let failure):
+                completion(callback.context, nil, 0, HandleRegistry.shared.insert(HostError(failure)))
+            }
         }
     }
     return 0
 }
 
+/// Returns only when no ask handler or send completion of the connection runs or can start
+/// (plugind.h promises it beside the function): the host frees their context next.
 @_cdecl("plugind_connection_close")
 public func plugindConnectionClose(_ connection: OpaquePointer?) {
-    HandleRegistry.shared.remove(connection, as: HostConnection.self)?.connection.close()
+    guard let connection = HandleRegistry.shared.remove(connection, as: HostConnection.self) else { return }
+    connection.callbacks.close()
+    connection.connection.close()
+    connection.callbacks.waitUntilIdle()
 }

@@ -2,16 +2,16 @@ public import CPlugindHostAPI
 import ExtensionFoundation
 import PlugindSystem
 
-/// A `plugind_process`: the process, whether the host released it (after which its
-/// interruption handler is not called), and the connection typed calls use.
+/// A `plugind_process`: the process, the gate its interruption handler passes (closed when the
+/// host releases it), and the connection typed calls use.
 final class HostProcess: Sendable {
     let process: AppExtensionProcess
-    let released: Locked<Bool>
+    let callbacks: CallbackGate
     private let callConnection = Locked<AppExtensionConnection?>(nil)
 
-    init(process: AppExtensionProcess, released: Locked<Bool>) {
+    init(process: AppExtensionProcess, callbacks: CallbackGate) {
         self.process = process
-        self.released = released
+        self.callbacks = callbacks
     }
 
     /// The connection `plugind_process_call` uses, opened at the first call.
@@ -37,14 +37,14 @@ public func plugindProcessCreate(
         HostError.invalidArgument("not a plugind identity (NULL, or already released)").report(to: error)
         return nil
     }
-    let released = Locked(false)
+    let callbacks = CallbackGate()
     let callback = CallbackContext(context: context)
     let configuration = AppExtensionProcess.Configuration(appExtensionIdentity: identity.identity) {
-        guard let onInterruption, !released.withLock({ $0 }) else { return }
-        onInterruption(callback.context)
+        guard let onInterruption else { return }
+        _ = callbacks.run { onInterruption(callback.context) }
     }
     switch BlockingCall.run({ try await AppExtensionProcess(configuration: configuration) }) {
-    case .success(let process): return HandleRegistry.shared.insert(HostProcess(process: process, released: released))
+    case .success(let process): return HandleRegistry.shared.insert(HostProcess(process: process, callbacks: callbacks))
     case .failure(let failure):
         HostError(failure).report(to: error)
         return nil
@@ -54,7 +54,8 @@ public func plugindProcessCreate(
 @_cdecl("plugind_process_release")
 public func plugindProcessRelease(_ process: OpaquePointer?) {
     guard let process = HandleRegistry.shared.remove(process, as: HostProcess.self) else { return }
-    process.released.withLock { $0 = true }
+    process.callbacks.close()
+    process.callbacks.waitUntilIdle()
     process.process.invalidate()
     // A crash of this process is recorded in the background; a C host often exits right after
     // releasing the process, which would lose the record (and the step it counts toward a

@@ -8,6 +8,11 @@
  *   host_test updates POINT BUNDLE ASIDE     (moves BUNDLE out of its root and back)
  *   host_test send POINT                     (the first plugin: a blocking and an async send)
  *   host_test ask POINT                      (the greeter: its ask answered later, from another thread)
+ *   host_test close-while-asked POINT ROUNDS (the hostile probe asks from 16 threads while the host
+ *                                               closes each connection and frees the handler's
+ *                                               context at once, as a C host does: AddressSanitizer
+ *                                               reports a handler or completion that ran after
+ *                                               plugind_connection_close returned)
  *   host_test call POINT                     (the function library: typed calls and their errors)
  *   host_test fail POINT TIMEOUT_MS INTERRUPTS  (a request that fails: a crash, a hang, a limit;
  *                                               INTERRUPTS 1 when the worker ends with it)
@@ -19,6 +24,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,7 +34,7 @@
 
 #include <plugind/plugind.h>
 
-#define DEADLINE_SECONDS 20
+#define DEADLINE_SECONDS 120
 
 static void fail(const char *what, plugind_error *error) {
     fprintf(stderr, "host_test: %s: %s\n", what, error != NULL ? plugind_error_message(error) : "(no error)");
@@ -327,6 +333,69 @@ static int ask_scenario(const char *point) {
     return 0;
 }
 
+/* A connection's context, freed as soon as plugind_connection_close returns: a handler or a
+ * completion that touches it later is a use after free, which AddressSanitizer reports. */
+struct asked_context {
+    long calls;
+    long completions;
+};
+
+static void on_counted_ask(void *context, plugind_ask *ask, const uint8_t *bytes, size_t length) {
+    (void)bytes;
+    (void)length;
+    struct asked_context *asked = context;
+    __atomic_fetch_add(&asked->calls, 1, __ATOMIC_SEQ_CST);
+    plugind_ask_respond(ask, (const uint8_t *)"ok", 2);
+}
+
+static void on_counted_completion(void *context, const uint8_t *reply, size_t length, plugind_error *error) {
+    (void)reply;
+    (void)length;
+    struct asked_context *asked = context;
+    __atomic_fetch_add(&asked->completions, 1, __ATOMIC_SEQ_CST);
+    plugind_error_free(error);
+}
+
+static int close_while_asked(const char *point, int rounds) {
+    plugind_process *process = start_first(point, NULL, NULL);
+    long handled = 0;
+    for (int round = 0; round < rounds; round++) {
+        struct asked_context *asked = calloc(1, sizeof *asked);
+        expect(asked != NULL, "memory for a context");
+        plugind_error *error = NULL;
+        plugind_connection *connection = plugind_connection_open(process, on_counted_ask, asked, &error);
+        if (connection == NULL) fail("plugind_connection_open", error);
+        uint8_t *reply = NULL;
+        size_t length = 0;
+        const char *storm = "ask-storm -";
+        if (plugind_connection_send(connection, (const uint8_t *)storm, strlen(storm), 0, &reply, &length, &error) != 0) {
+            fail("plugind_connection_send", error);
+        }
+        plugind_bytes_free(reply);
+        /* Close while the asks pour in: after some have been answered (an event counted by the
+         * handler; the deadline is only a backstop), with an asynchronous send still running. */
+        struct timespec until = deadline();
+        while (__atomic_load_n(&asked->calls, __ATOMIC_SEQ_CST) < 20) {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            expect(now.tv_sec < until.tv_sec, "the plugin's asks to reach the handler");
+            sched_yield();
+        }
+        if (plugind_connection_send_async(connection, (const uint8_t *)storm, strlen(storm), 0, on_counted_completion, asked,
+                                          &error) != 0) {
+            fail("plugind_connection_send_async", error);
+        }
+        plugind_connection_close(connection);
+        expect(__atomic_load_n(&asked->completions, __ATOMIC_SEQ_CST) == 1, "the completion to have run before close returned");
+        handled += __atomic_load_n(&asked->calls, __ATOMIC_SEQ_CST);
+        free(asked);
+    }
+    plugind_process_release(process);
+    printf("rounds %d\n", rounds);
+    printf("handled %s\n", handled >= 20L * rounds ? "enough" : "too few");
+    return 0;
+}
+
 static plugind_value integer(plugind_type type, int64_t value) {
     plugind_value result = {.type = type};
     result.payload.integer = value;
@@ -468,6 +537,7 @@ int main(int argc, char **argv) {
     if (strcmp(scenario, "leak") == 0) return leak_scenario(point);
     if (strcmp(scenario, "descriptors") == 0) return descriptors_scenario(point);
     if (strcmp(scenario, "ask") == 0) return ask_scenario(point);
+    if (strcmp(scenario, "close-while-asked") == 0 && argc == 4) return close_while_asked(point, atoi(argv[3]));
     if (strcmp(scenario, "call") == 0) return call_scenario(point);
     if (strcmp(scenario, "fail") == 0 && argc == 5) return fail_scenario(point, (uint32_t)atoi(argv[3]), atoi(argv[4]));
     fprintf(stderr, "host_test: unknown scenario %s\n", scenario);

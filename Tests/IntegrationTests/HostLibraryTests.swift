@@ -140,6 +140,20 @@ struct HostLibraryTests {
         #expect(lines == ["question name?", "reply Hello, Ada: good morning"])
     }
 
+    /// The context a C host gives `plugind_connection_open` is the host's to free once
+    /// `plugind_connection_close` returns; a plugin asking from 16 threads chose when plugind
+    /// called the handler, which could start after the close (about one call in 3,000–6,000).
+    /// The host frees each context at once, and AddressSanitizer reports a later touch.
+    @Test("no ask handler or send completion runs after plugind_connection_close returns, whatever the plugin's threads do")
+    func closeWhileAsked() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-close-while-asked"
+        _ = try installApproved(PluginFixture(library: "FaultyHostileProbe", extensionPoint: point), in: test)
+        let lines = try await run(try await buildHost(in: test), ["close-while-asked", point, "60"], in: test)
+        #expect(lines == ["rounds 60", "handled enough"])
+    }
+
     @Test("typed calls: results, a wrong type, an integer converted to the declared width and one out of its range, an unknown function")
     func call() async throws {
         let test = try TestHost()

@@ -87,6 +87,18 @@ static void burn_cpu(double seconds) {
     }
 }
 
+/// One of the "ask-storm" threads: asks on its connection until the host closes it (or a bound).
+static void *keep_asking(void *argument) {
+    uint32_t connection = (uint32_t)(uintptr_t)argument;
+    for (int index = 0; index < 100000; index++) {
+        plugind_plugin_answer answer;
+        int32_t status = faulty_host->ask(faulty_host->context, connection, (const uint8_t *)"storm", 5, 0, &answer);
+        if (status == 0 || status == EREMOTEIO) faulty_host->release_answer(faulty_host->context, &answer);
+        if (status != 0 && status != EBUSY && status != EREMOTEIO) break;
+    }
+    return NULL;
+}
+
 static int32_t handle(void *state, const plugind_plugin_request *request, plugind_plugin_response *response) {
     (void)state;
     char text[4096];
@@ -322,6 +334,15 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
             faulty_host->log(faulty_host->context, PLUGIND_PLUGIN_LOG_WARNING, line);
         }
         return outcome(response, 0, "flooded the log");
+    }
+    if (strcmp(vector, "ask-storm") == 0) {
+        // 16 threads asking the host on this request's connection, as fast as it answers, until
+        // the connection closes: the answer comes back at once, while they ask on.
+        for (int index = 0; index < 16; index++) {
+            pthread_t thread;
+            if (pthread_create(&thread, NULL, keep_asking, (void *)(uintptr_t)request->connection) == 0) pthread_detach(thread);
+        }
+        return outcome(response, 0, "storming");
     }
     if (strcmp(vector, "post-events") == 0) {
         // `count` events of `size` bytes each, as fast as the host takes them.

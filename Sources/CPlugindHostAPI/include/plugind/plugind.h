@@ -229,7 +229,12 @@ int plugind_connection_send_async(
     plugind_send_completion completion, void *context, plugind_error **error);
 
 /* Closes the connection: waiting requests fail with PLUGIND_ERROR_CONNECTION_CLOSED, unanswered
- * asks are failed, and the handle is freed. NULL is ignored. */
+ * asks are failed, and the handle is freed. Returns only when no ask handler and no send
+ * completion of this connection runs or can start: the completions of sends still waiting are
+ * called (with PLUGIND_ERROR_CONNECTION_CLOSED) before it returns, and asks that arrive meanwhile
+ * are failed without calling the handler, so the host may free their contexts as soon as it
+ * returns. Called from inside one of the connection's own handlers or completions, it waits for
+ * all the others. A handler that never returns makes it wait for ever. NULL is ignored. */
 void plugind_connection_close(plugind_connection *connection);
 
 /* ---- Typed calls of declared functions ------------------------------------------------------ */
