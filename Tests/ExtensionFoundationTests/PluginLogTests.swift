@@ -73,19 +73,24 @@ struct PluginLogTests {
 
     @Test("the limiter admits a burst, then the rate; what it refused is counted and said with the next admitted line")
     func rateLimit() {
-        var limiter = LogRateLimiter()
+        var limiter = PluginLogBudget.linesPerWorker()
         let start = ContinuousClock.now
         var admitted = 0
         for _ in 0..<1000 where limiter.consider(at: start) != .refuse { admitted += 1 }
-        #expect(admitted == Int(LogRateLimiter.burst))
+        #expect(admitted == Int(limiter.burst))
         #expect(limiter.dropped == 1000 - admitted)
         // A second later, the rate's worth comes back; the first line carries the count.
         #expect(limiter.consider(at: start + .seconds(1)) == .admit(droppedBefore: 1000 - admitted))
         var more = 1
         for _ in 0..<1000 where limiter.consider(at: start + .seconds(1)) != .refuse { more += 1 }
-        #expect(more == Int(LogRateLimiter.rate))
+        #expect(more == Int(limiter.rate))
         #expect(limiter.takeDropped() == 1000 - more + 1)
         #expect(limiter.takeDropped() == 0)
+        // An instant earlier than the last one seen refills nothing; a cost over the burst never fits.
+        #expect(limiter.consider(at: start) == .refuse)
+        var bytes = PluginLogBudget.bytesPerPlugin()
+        #expect(bytes.consider(cost: bytes.burst + 1, at: start) == .refuse)
+        #expect(bytes.consider(cost: bytes.burst, at: start) == .admit(droppedBefore: 1))
     }
 
     @Test("a statistics page reads back as written; a short or foreign one is refused; counters add")
@@ -134,11 +139,86 @@ struct PluginLogTests {
             entry.time = UInt64(index)
             #expect(file.append(entry))
         }
-        #expect(FileManager.default.fileExists(atPath: file.rotatedPath))
-        let size = { (path: String) in (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
-        #expect(size(file.path) <= PluginLogFile.rotationBytes && size(file.rotatedPath) <= PluginLogFile.rotationBytes)
+        let output = PluginLogFile.Part.pluginOutput
+        #expect(FileManager.default.fileExists(atPath: file.rotatedPath(of: output)))
+        #expect(Self.size(file.path(of: output)) <= PluginLogFile.rotationBytes)
+        #expect(Self.size(file.rotatedPath(of: output)) <= PluginLogFile.rotationBytes)
         let times = file.entries().map(\.time)
         #expect(times == times.sorted())
         #expect(times.last == UInt64(count - 1))
+    }
+
+    static func size(_ path: String) -> Int { (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0 }
+
+    /// A plugin logging 130 lines of 8 KiB in each of three launches once rolled both files over
+    /// within its rate limit, and the owner's approvals and other plugins' crashes went with them.
+    @Test("plugin text never rotates away the owner's decisions or plugind's events: they have a file of their own")
+    func eventsSurvivePluginText() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = PluginLogFile(directory: directory.path + "/logs")
+        let approval = PluginLogEntry(time: 1, priority: 5, event: .approve, message: "approved by the owner", plugin: "org.example.x")
+        let crash = PluginLogEntry(time: 2, priority: 3, event: .crash, message: "org.other crashed", plugin: "org.other")
+        #expect(file.append(approval) && file.append(crash))
+        var line = Self.entry
+        line.message = String(repeating: "y", count: PluginLogEntry.maximumMessageBytes)
+        for index in 0..<(3 * PluginLogFile.rotationBytes / PluginLogEntry.maximumMessageBytes) {
+            line.time = UInt64(10 + index)
+            #expect(file.append(line))
+        }
+        let events = file.entries().filter { $0.event != .log }
+        #expect(events == [approval, crash])
+        #expect(Self.size(file.path(of: .events)) < 4096)
+    }
+
+    @Test("what another process of the user wrote into the log is read bounded: long and broken lines are skipped")
+    func hostileLogLines() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = PluginLogFile(directory: directory.path + "/logs")
+        #expect(file.append(Self.entry))
+        let handle = try #require(FileHandle(forWritingAtPath: file.path(of: .pluginOutput)))
+        try handle.seekToEnd()
+        try handle.write(contentsOf: Data("{\"not\": \"an entry\"}\n\u{0}\u{1B}garbage\n".utf8))
+        try handle.write(contentsOf: Data(repeating: UInt8(ascii: "z"), count: PluginLogFile.maximumLineBytes + 1) + Data("\n".utf8))
+        try handle.close()
+        var later = Self.entry
+        later.time += 1
+        #expect(file.append(later))
+        #expect(file.entries() == [Self.entry, later])
+        // A file grown far past its bound is read from its last `readLimit` bytes only.
+        #expect(FileManager.default.createFile(atPath: file.path(of: .events), contents: Data(repeating: UInt8(ascii: "\n"), count: 2 * PluginLogFile.readLimit)))
+        let read = file.lines(of: file.path(of: .events), from: 0)
+        #expect(read.lines.isEmpty && read.end == 2 * PluginLogFile.readLimit)
+    }
+
+    @Test("a plugin's lines are bounded in bytes across its workers, and refusals of the sandbox in number; the excess is counted")
+    func pluginBudgets() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let writer = PluginLogWriter(sink: .file(directory: directory.path + "/logs"))
+        let now = ContinuousClock.now
+        var line = Self.entry
+        line.message = String(repeating: "w", count: PluginLogEntry.maximumMessageBytes)
+        for _ in 0..<390 { writer.submitPluginLine(line, at: now) }
+        var refusal = Self.entry
+        (refusal.event, refusal.message) = (.refusal, "socket(AF_INET) refused")
+        for _ in 0..<3000 { writer.submitRefusal(refusal, at: now) }
+        // Another plugin keeps a budget of its own.
+        var other = line
+        other.plugin = "org.example.other"
+        writer.submitPluginLine(other, at: now)
+        writer.flushDropped(plugin: line.plugin, like: line)
+        await writer.waitForPendingEntries()
+
+        let entries = PluginLogFile(directory: directory.path + "/logs").entries()
+        let lines = entries.filter { $0.event == .log && $0.plugin == line.plugin }
+        let budget = PluginLogBudget.bytesPerPlugin().burst
+        #expect(lines.count == Int(budget) / (PluginLogEntry.maximumMessageBytes + 256))
+        #expect(entries.filter { $0.event == .log && $0.plugin == "org.example.other" }.count == 1)
+        let refusals = entries.filter { $0.event == .refusal }
+        #expect(refusals.filter { $0.message == refusal.message }.count == Int(PluginLogBudget.refusalsPerPlugin().burst))
+        #expect(refusals.contains { $0.message.hasPrefix("\(3000 - Int(PluginLogBudget.refusalsPerPlugin().burst)) more refusal(s)") })
+        #expect(entries.contains { $0.event == .dropped && $0.message.hasPrefix("\(390 - lines.count) log line(s)") })
     }
 }

@@ -326,13 +326,19 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         return outcome(response, 0, "logged");
     }
     if (strcmp(vector, "log-flood") == 0) {
-        // `path` log lines as fast as the host takes them, each numbered.
-        long count = atol(path);
-        char line[64];
+        // `path` is "COUNT [SIZE]": COUNT log lines as fast as the host takes them, each
+        // numbered and padded to SIZE bytes.
+        long count = 0, size = 0;
+        sscanf(path, "%ld %ld", &count, &size);
+        size_t length = size > 64 ? (size_t)size : 64;
+        char *line = calloc(1, length + 1);
+        if (line == NULL) return outcome(response, -1, "");
         for (long index = 0; index < count; index++) {
-            snprintf(line, sizeof line, "flood line %ld", index);
+            int written = snprintf(line, length + 1, "flood line %ld ", index);
+            if (written > 0 && (size_t)written < length && size > 64) memset(line + written, 'x', length - (size_t)written);
             faulty_host->log(faulty_host->context, PLUGIND_PLUGIN_LOG_WARNING, line);
         }
+        free(line);
         return outcome(response, 0, "flooded the log");
     }
     if (strcmp(vector, "ask-storm") == 0) {

@@ -27,6 +27,14 @@ struct LogsCommand: PlugindCommand {
             $XDG_STATE_HOME/plugind/logs/plugins.log, rotated at 1 MiB. PLUGIND_LOG chooses
             (automatic, journal, file, off); PLUGIND_JOURNAL_NAMESPACE sends them to a journal
             namespace. A plugin's text is shown inert: control characters are escaped.
+
+            What the journal proves: it stamps each entry with the uid and pid of the process
+            that sent it (_UID, _PID), which no sender can choose, so the uid is trustworthy.
+            What it does not: that a plugind host wrote the entry. Any process of that uid, a
+            plugin's host included, can send entries that look like plugind's. So an ordinary
+            user sees their own entries only (journalctl's _UID match), and root sees every
+            user's, each with whose it is: the user's name in the text, uid and user in --json.
+            The log file holds no such stamp: any process of its owner can write a line there.
             """,
         arguments: [("<id>", "Only this plugin's entries.")],
         options: [Options.follow, Options.since, Options.lines, Options.json]
@@ -77,16 +85,34 @@ struct LogsCommand: PlugindCommand {
         (identifier == nil || entry.plugin == identifier) && (since.map { entry.time >= $0 } ?? true)
     }
 
-    private func show(_ entry: PluginLogEntry, _ console: Console) throws {
+    /// `user`: the name of the entry's uid, for an entry of the journal; `labelled`: whose each
+    /// entry is starts its line (root reads every user's entries; "-" where no uid was stamped).
+    private func show(_ entry: PluginLogEntry, user: String? = nil, labelled: Bool = false, _ console: Console) throws {
         if json {
-            try console.jsonLine(entry)
+            try console.jsonLine(ShownEntry(entry: entry, user: user))
             return
         }
         let seconds = Double(entry.time) / 1_000_000
         let stamp = Self.timeFormatter.string(from: Date(timeIntervalSince1970: seconds))
         let worker = entry.workerPID.map { "[\($0)]" } ?? ""
         let kind = entry.event == .log ? (entry.level ?? "info") : entry.event.rawValue
-        console.out("\(stamp) \(entry.plugin.inert)\(worker) \(kind): \(entry.message.inert)\n")
+        let whose = labelled ? "\((user ?? "-").inert) " : ""
+        console.out("\(stamp) \(whose)\(entry.plugin.inert)\(worker) \(kind): \(entry.message.inert)\n")
+    }
+
+    /// An entry of `--json`: its fields, and the name of its uid (`user`) where the journal
+    /// stamped one.
+    private struct ShownEntry: Encodable {
+        var entry: PluginLogEntry
+        var user: String?
+
+        private enum Key: String, CodingKey { case user }
+
+        func encode(to encoder: any Encoder) throws {
+            try entry.encode(to: encoder)
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encodeIfPresent(user, forKey: .user)
+        }
     }
 
     private static let timeFormatter: DateFormatter = {
@@ -99,41 +125,23 @@ struct LogsCommand: PlugindCommand {
     // MARK: The file
 
     private func readFile(_ file: PluginLogFile, _ context: CommandContext) async throws {
-        var entries = file.entries().filter(matches)
+        var follower = PluginLogFile.Follower(file)
+        var entries = file.entries().map(Self.unstamped).filter(matches)
         if let lines { entries = Array(entries.suffix(lines)) }
         for entry in entries { try show(entry, context.console) }
         guard follow else { return }
-        // From the end of what was read: the file's identity and size tell a rotation apart.
-        var identity = Self.identity(of: file.path)
-        var offset = identity?.size ?? 0
         while !Task.isCancelled {
             try await Task.sleep(for: .milliseconds(200))
-            guard let now = Self.identity(of: file.path) else { continue }
-            if now.inode != identity?.inode || now.size < offset {
-                // Rotated: what is left of the old file is in plugins.log.1 now.
-                if let old = identity, let rotated = Self.identity(of: file.rotatedPath), rotated.inode == old.inode {
-                    try showLines(file.lines(of: file.rotatedPath, from: offset).lines, context.console)
-                }
-                identity = now
-                offset = 0
-            }
-            let read = file.lines(of: file.path, from: offset)
-            offset = read.end
-            try showLines(read.lines, context.console)
+            for entry in follower.newEntries().map(Self.unstamped) where matches(entry) { try show(entry, context.console) }
         }
     }
 
-    private func showLines(_ lines: [Data], _ console: Console) throws {
-        for line in lines {
-            guard let entry = try? JSONDecoder().decode(PluginLogEntry.self, from: line), matches(entry) else { continue }
-            try show(entry, console)
-        }
-    }
-
-    private static func identity(of path: String) -> (inode: UInt64, size: Int)? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return (UInt64(status.st_ino), Int(status.st_size))
+    /// An entry of the log file without a uid: any process of the file's owner can write a line
+    /// there, so a uid in it would claim what only the journal can stamp.
+    private static func unstamped(_ entry: PluginLogEntry) -> PluginLogEntry {
+        var entry = entry
+        entry.uid = nil
+        return entry
     }
 
     // MARK: The journal
@@ -143,18 +151,22 @@ struct LogsCommand: PlugindCommand {
             throw CommandFailure(
                 message: "the plugin log is in the journal, and reading it needs journalctl ('apt install systemd')", status: .failure)
         }
-        var arguments = ["--output=json", "--no-pager", "--quiet", "SYSLOG_IDENTIFIER=\(PluginLogEntry.syslogIdentifier)"]
-        if let namespace { arguments.append("--namespace=\(namespace)") }
-        if let identifier { arguments.append("PLUGIND_PLUGIN=\(identifier)") }
-        if let since { arguments.append("--since=@\(since / 1_000_000)") }
-        if let lines { arguments.append("--lines=\(lines)") }
-        if follow { arguments.append("--follow") }
+        let reader = geteuid()
+        var names: [UInt32: String] = [:]
         do {
-            try ExternalTool.streamLines("journalctl", arguments, package: "systemd") { line in
+            try ExternalTool.streamLines("journalctl", journalArguments(namespace: namespace, reader: reader), package: "systemd") { line in
                 guard let object = (try? JSONSerialization.jsonObject(with: line)) as? [String: Any],
                     let entry = PluginLogEntry(journalObject: object), matches(entry)
                 else { return }
-                try show(entry, context.console)
+                // journalctl matched on the uid already; a user is never shown another's entry,
+                // nor one without the journal's stamp (imported from elsewhere: nobody vouches).
+                guard reader == 0 || entry.uid == reader else { return }
+                var user: String?
+                if let uid = entry.uid {
+                    user = names[uid] ?? Self.userName(uid)
+                    names[uid] = user
+                }
+                try show(entry, user: user, labelled: reader == 0, context.console)
             }
         } catch let failure as ExternalTool.Failure {
             throw CommandFailure(
@@ -162,5 +174,29 @@ struct LogsCommand: PlugindCommand {
                     + (getuid() == 0 ? "" : " (reading the system journal may need the systemd-journal group)"),
                 status: .failure)
         }
+    }
+
+    /// journalctl's arguments: plugind's entries, and for anyone but root (`reader` 0) only those
+    /// the journal stamped with the reader's own uid. Matches of different fields must all hold.
+    func journalArguments(namespace: String?, reader: uid_t) -> [String] {
+        var arguments = ["--output=json", "--no-pager", "--quiet", "SYSLOG_IDENTIFIER=\(PluginLogEntry.syslogIdentifier)"]
+        if reader != 0 { arguments.append("_UID=\(reader)") }
+        if let namespace { arguments.append("--namespace=\(namespace)") }
+        if let identifier { arguments.append("PLUGIND_PLUGIN=\(identifier)") }
+        if let since { arguments.append("--since=@\(since / 1_000_000)") }
+        if let lines { arguments.append("--lines=\(lines)") }
+        if follow { arguments.append("--follow") }
+        return arguments
+    }
+
+    /// The user's name, or the uid as a number when it has none.
+    private static func userName(_ uid: UInt32) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil, let name = entry.pw_name else {
+            return String(uid)
+        }
+        return String(cString: name)
     }
 }

@@ -29,9 +29,7 @@ struct TopModel {
                 switch sort {
                 case .cpu: left.cpuPercent == right.cpuPercent ? nil : left.cpuPercent > right.cpuPercent
                 case .memory: left.memoryBytes == right.memoryBytes ? nil : left.memoryBytes > right.memoryBytes
-                case .requests:
-                    left.requestsAnswered + left.requestsFailed == right.requestsAnswered + right.requestsFailed
-                        ? nil : left.requestsAnswered + left.requestsFailed > right.requestsAnswered + right.requestsFailed
+                case .requests: left.requestsEnded == right.requestsEnded ? nil : left.requestsEnded > right.requestsEnded
                 case .plugin: left.plugin == right.plugin ? nil : left.plugin < right.plugin
                 case .uptime: left.uptimeSeconds == right.uptimeSeconds ? nil : left.uptimeSeconds > right.uptimeSeconds
                 }
@@ -73,7 +71,8 @@ struct TopModel {
     }
 
     static func uptime(_ seconds: Double) -> String {
-        let total = Int(seconds)
+        // The start time is the page writer's: anything, so clamped before it becomes a count.
+        let total = seconds.isFinite ? Int(min(max(seconds, 0), 1e12)) : 0
         if total < 3600 { return String(format: "%d:%02d", total / 60, total % 60) }
         if total < 86400 { return String(format: "%d:%02d:%02d", total / 3600, total % 3600 / 60, total % 60) }
         return "\(total / 86400)d \(total % 86400 / 3600)h"

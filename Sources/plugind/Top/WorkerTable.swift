@@ -25,6 +25,9 @@ struct WorkerTable {
         var requestsFailed: UInt64
         var requestsInFlight: UInt64
         var uptimeSeconds: Double
+
+        /// Answered and failed together (a page's counters can be anything: at most the largest).
+        var requestsEnded: UInt64 { requestsAnswered.addingSaturating(requestsFailed) }
     }
 
     /// The directories with pages: this host's, and for root every user's (`/run/user/*`) and the
@@ -115,7 +118,7 @@ struct WorkerTable {
         let fields = text[text.index(after: close)...].split(separator: " ")
         // Fields 3… of stat(5) start here; utime and stime are fields 14 and 15.
         guard fields.count > 13, let user = UInt64(fields[11]), let system = UInt64(fields[12]) else { return nil }
-        return user + system
+        return user.addingSaturating(system)
     }
 
     private static func residentBytes(of pid: Int32) -> UInt64 {
@@ -123,7 +126,7 @@ struct WorkerTable {
             let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
         else { return 0 }
         let kilobytes = line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first.flatMap { UInt64($0) } ?? 0
-        return kilobytes * 1024
+        return kilobytes.multipliedSaturating(by: 1024)
     }
 
     private static func userName(_ uid: uid_t) -> String {

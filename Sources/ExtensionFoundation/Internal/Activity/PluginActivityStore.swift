@@ -44,7 +44,7 @@ package struct PluginActivityStore: Sendable {
     /// A worker of `plugin` started.
     func noteLaunch(of plugin: String) {
         note(plugin) { delta in
-            delta.launches += 1
+            delta.launches = delta.launches.addingSaturating(1)
             delta.lastLaunch = Date()
         }
     }
@@ -53,8 +53,10 @@ package struct PluginActivityStore: Sendable {
     func noteEnd(of plugin: String, answered: UInt64, failed: UInt64) {
         note(plugin) { delta in
             delta.lastEnd = Date()
-            delta.answered += answered
-            delta.failed += failed
+            // The counts come from the worker's statistics page, which other processes of the
+            // user can write.
+            delta.answered = delta.answered.addingSaturating(answered)
+            delta.failed = delta.failed.addingSaturating(failed)
         }
     }
 
@@ -81,11 +83,12 @@ package struct PluginActivityStore: Sendable {
         }
         for (store, plugin, delta) in deltas.values {
             store.update(plugin) { record in
-                record.launches += delta.launches
+                // The record on disk is any process's of the user: its counts may be anything.
+                record.launches = record.launches.addingSaturating(delta.launches)
                 if let launched = delta.lastLaunch { record.lastLaunch = launched }
                 if let ended = delta.lastEnd { record.lastEnd = ended }
-                record.requestsAnswered += delta.answered
-                record.requestsFailed += delta.failed
+                record.requestsAnswered = record.requestsAnswered.addingSaturating(delta.answered)
+                record.requestsFailed = record.requestsFailed.addingSaturating(delta.failed)
             }
         }
     }

@@ -26,11 +26,15 @@ package struct PluginLogEntry: Sendable, Equatable, Codable {
     package var workerPID: Int32?
     /// The plugin's own level name for a logged line ("debug", "info", "warning", "error").
     package var level: String?
+    /// The user whose process sent the entry, as the journal stamped it (`_UID`, which no sender
+    /// can choose): who wrote it, not that a plugind host did. Nil for an entry written, or of
+    /// the log file, whose lines say nothing trustworthy about their writer.
+    package var uid: UInt32?
 
     package init(
         time: UInt64 = PluginLogEntry.now(), priority: Int, event: Event, message: String, plugin: String,
         pluginVersion: String? = nil, bundleDigest: String? = nil, hostIdentifier: String? = nil, hostExecutable: String? = nil,
-        hostPID: Int32? = nil, workerPID: Int32? = nil, level: String? = nil
+        hostPID: Int32? = nil, workerPID: Int32? = nil, level: String? = nil, uid: UInt32? = nil
     ) {
         self.time = time
         self.priority = priority
@@ -44,6 +48,7 @@ package struct PluginLogEntry: Sendable, Equatable, Codable {
         self.hostPID = hostPID
         self.workerPID = workerPID
         self.level = level
+        self.uid = uid
     }
 
     package static func now() -> UInt64 {
@@ -98,8 +103,9 @@ package struct PluginLogEntry: Sendable, Equatable, Codable {
         return bytes
     }
 
-    /// An entry read back from `journalctl -o json`: nil for one that is not plugind's. A value
-    /// the journal could not show as text arrives as an array of bytes.
+    /// An entry read back from `journalctl -o json`: nil for one that is not plugind's, with the
+    /// uid the journal stamped. A value the journal could not show as text arrives as an array of
+    /// bytes. Any process can send an entry with plugind's fields: only the uid tells them apart.
     package init?(journalObject object: [String: Any]) {
         func text(_ name: String) -> String? {
             switch object[name] {
@@ -119,7 +125,7 @@ package struct PluginLogEntry: Sendable, Equatable, Codable {
             plugin: plugin, pluginVersion: text("PLUGIND_PLUGIN_VERSION"), bundleDigest: text("PLUGIND_BUNDLE_DIGEST"),
             hostIdentifier: text("PLUGIND_HOST"), hostExecutable: text("PLUGIND_HOST_EXECUTABLE"),
             hostPID: text("PLUGIND_HOST_PID").flatMap(Int32.init), workerPID: text("PLUGIND_WORKER_PID").flatMap(Int32.init),
-            level: text("PLUGIND_LEVEL"))
+            level: text("PLUGIND_LEVEL"), uid: text("_UID").flatMap(UInt32.init))
     }
 
     /// The message cut to `maximumMessageBytes` on a character boundary, saying how much was cut.

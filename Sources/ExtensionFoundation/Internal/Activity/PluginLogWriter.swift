@@ -12,15 +12,15 @@ package final class PluginLogWriter: Sendable {
         /// namespace's): non-blocking datagrams, so a journal that does not keep up costs lost
         /// entries, counted, never a blocked thread — libsystemd's `sd_journal_send` blocks then.
         case journal(socket: String, namespace: String?)
-        /// The per-user log file where no journal runs: `directory/plugins.log`, rotated to
-        /// `plugins.log.1` past `PluginLogFile.rotationBytes`, so it never holds more than twice that.
+        /// The per-user log files where no journal runs: `plugins.log` and `events.log` in
+        /// `directory`, each rotated to `.1` past `PluginLogFile.rotationBytes`.
         case file(directory: String)
 
         package var description: String {
             switch self {
             case .journal(_, let namespace?): "the system journal (namespace \(namespace))"
             case .journal: "the system journal"
-            case .file(let directory): "\(directory)/\(PluginLogFile.fileName)"
+            case .file(let directory): "the log files in \(directory)"
             }
         }
     }
@@ -31,14 +31,23 @@ package final class PluginLogWriter: Sendable {
         var queued = 0
         /// Entries lost since the last one written: the queue was full or the journal refused.
         var lost = 0
+        /// Each plugin's budgets in this destination, across its workers in this process.
+        var budgets: [String: PluginBudgets] = [:]
     }
+    private struct PluginBudgets {
+        var bytes = PluginLogBudget.bytesPerPlugin()
+        var refusals = PluginLogBudget.refusalsPerPlugin()
+    }
+    /// The most plugins whose budgets are kept; past it, those with nothing to say are forgotten.
+    static let budgetCapacity = 1024
     private let pending = Locked(Pending())
     private let socket: Int32
 
     /// The most entries waiting to be written; more are lost (and counted).
     static let queueCapacity = 4096
 
-    private init(sink: Sink) {
+    /// Hosts share one writer per destination (`forHost`); a private one is for tests.
+    init(sink: Sink) {
         self.sink = sink
         self.queue = DispatchQueue(label: "plugind.plugin-log", qos: .utility)
         if case .journal = sink {
@@ -82,18 +91,75 @@ package final class PluginLogWriter: Sendable {
         namespace.map { "/run/systemd/journal.\($0)/socket" } ?? "/run/systemd/journal/socket"
     }
 
-    /// Queues `entry`; never blocks, and makes no system call.
+    /// Queues `entry`, one of plugind's own or the owner's; never blocks, and makes no system call.
     package func submit(_ entry: PluginLogEntry) {
-        let admitted = pending.withLock { pending -> Bool in
-            guard pending.queued < Self.queueCapacity else {
-                pending.lost += 1
-                return false
-            }
-            pending.queued += 1
-            return true
-        }
+        let admitted = pending.withLock { Self.enqueue(&$0) }
         guard admitted else { return }
         queue.async { self.write(entry) }
+    }
+
+    /// Queues a line the plugin logged, within its plugin's budget of bytes; what is over it is
+    /// counted and said with the next line admitted (or by `flushDropped`).
+    func submitPluginLine(_ entry: PluginLogEntry, at now: ContinuousClock.Instant = .now) {
+        submit(entry, cost: Double(entry.message.utf8.count + 256), budget: \.bytes, noting: .dropped, at: now) { count in
+            "\(count) log line(s) of \(entry.plugin) were dropped: more than \(ByteCount(Int(PluginLogBudget.bytesPerPlugin().rate))) a second"
+        }
+    }
+
+    /// Queues a report of the sandbox's refusal, within its plugin's budget of refusals.
+    func submitRefusal(_ entry: PluginLogEntry, at now: ContinuousClock.Instant = .now) {
+        submit(entry, cost: 1, budget: \.refusals, noting: .refusal, at: now) { count in
+            "\(count) more refusal(s) of the sandbox for \(entry.plugin) were not logged: more than \(Int(PluginLogBudget.refusalsPerPlugin().rate)) a second"
+        }
+    }
+
+    /// Says what `plugin`'s budgets refused and has not said yet (its worker ended).
+    func flushDropped(plugin: String, like entry: PluginLogEntry) {
+        let dropped = pending.withLock { pending -> (lines: Int, refusals: Int) in
+            guard var budgets = pending.budgets[plugin] else { return (0, 0) }
+            defer { pending.budgets[plugin] = budgets }
+            return (budgets.bytes.takeDropped(), budgets.refusals.takeDropped())
+        }
+        if dropped.lines > 0 {
+            submit(note(like: entry, .dropped, "\(dropped.lines) log line(s) of \(plugin) were dropped: over its budget"))
+        }
+        if dropped.refusals > 0 {
+            submit(note(like: entry, .refusal, "\(dropped.refusals) more refusal(s) of the sandbox for \(plugin) were not logged: over its budget"))
+        }
+    }
+
+    private func submit(
+        _ entry: PluginLogEntry, cost: Double, budget: WritableKeyPath<PluginBudgets, TokenBucket>, noting event: PluginLogEntry.Event,
+        at now: ContinuousClock.Instant, saying: (Int) -> String
+    ) {
+        let decision = pending.withLock { pending -> (admitted: Bool, droppedBefore: Int) in
+            if pending.budgets[entry.plugin] == nil, pending.budgets.count >= Self.budgetCapacity {
+                pending.budgets = pending.budgets.filter { $0.value.bytes.dropped > 0 || $0.value.refusals.dropped > 0 }
+            }
+            var budgets = pending.budgets[entry.plugin] ?? PluginBudgets()
+            defer { pending.budgets[entry.plugin] = budgets }
+            guard case .admit(let droppedBefore) = budgets[keyPath: budget].consider(cost: cost, at: now) else { return (false, 0) }
+            return (true, droppedBefore)
+        }
+        guard decision.admitted else { return }
+        if decision.droppedBefore > 0 { submit(note(like: entry, event, saying(decision.droppedBefore))) }
+        submit(entry)
+    }
+
+    /// An entry of plugind's saying what a budget refused, naming what `entry` names.
+    private func note(like entry: PluginLogEntry, _ event: PluginLogEntry.Event, _ message: String) -> PluginLogEntry {
+        var note = entry
+        (note.priority, note.event, note.message, note.level) = (4, event, message, nil)
+        return note
+    }
+
+    private static func enqueue(_ pending: inout Pending) -> Bool {
+        guard pending.queued < queueCapacity else {
+            pending.lost += 1
+            return false
+        }
+        pending.queued += 1
+        return true
     }
 
     /// Returns once everything queued so far is written (the command line calls it before it

@@ -21,7 +21,7 @@ final class WorkerActivity: Sendable {
     let subject: Subject
     let workerPID: Int32
     private let page: WorkerStatisticsPage
-    private let limiter = Locked(LogRateLimiter())
+    private let limiter = Locked(PluginLogBudget.linesPerWorker())
 
     static let hostPID = getpid()
     static let hostExecutable =
@@ -65,12 +65,14 @@ final class WorkerActivity: Sendable {
             case .warning: 4
             case .error: 3
             }
-        log.submit(entry(.log, priority: priority, PluginLogEntry.bounded(message), level: level.description))
+        log.submitPluginLine(entry(.log, priority: priority, PluginLogEntry.bounded(message), level: level.description))
     }
 
-    /// An event of plugind's about this worker (a refusal of the sandbox, a crash, a limit).
+    /// An event of plugind's about this worker (a crash, a limit); a refusal of the sandbox, which
+    /// the plugin can provoke at will, within its plugin's budget of them.
     func record(_ event: PluginLogEntry.Event, priority: Int, _ message: String) {
-        subject.log?.submit(entry(event, priority: priority, PluginLogEntry.bounded(message)))
+        let entry = entry(event, priority: priority, PluginLogEntry.bounded(message))
+        if event == .refusal { subject.log?.submitRefusal(entry) } else { subject.log?.submit(entry) }
     }
 
     /// The worker ended: what the limiter refused last is said, the page goes, and the plugin's
@@ -82,12 +84,13 @@ final class WorkerActivity: Sendable {
         if servesRequests { subject.activity.noteEnd(of: subject.plugin, answered: counts.answered, failed: counts.failed) }
         let dropped = limiter.withLock { $0.takeDropped() }
         if dropped > 0 { subject.log?.submit(droppedEntry(dropped)) }
+        subject.log?.flushDropped(plugin: subject.plugin, like: entry(.dropped, priority: 4, ""))
     }
 
     private func droppedEntry(_ count: Int) -> PluginLogEntry {
         entry(
             .dropped, priority: 4,
-            "\(count) log line(s) of \(subject.plugin) were dropped: more than \(Int(LogRateLimiter.rate)) per second")
+            "\(count) log line(s) of \(subject.plugin) were dropped: more than \(Int(PluginLogBudget.linesPerWorker().rate)) per second")
     }
 
     private func entry(_ event: PluginLogEntry.Event, priority: Int, _ message: String, level: String? = nil) -> PluginLogEntry {

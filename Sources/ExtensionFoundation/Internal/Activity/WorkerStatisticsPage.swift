@@ -56,10 +56,12 @@ package struct WorkerStatistics: Sendable, Equatable {
     package var hostIdentifier: String
     package var hostExecutable: String
 
-    /// Requests that started and have not ended.
-    package var requestsInFlight: UInt64 {
-        requestsStarted >= requestsAnswered + requestsFailed ? requestsStarted - requestsAnswered - requestsFailed : 0
-    }
+    /// Requests that ended, answered or failed. The counters are the writer's, so any value:
+    /// a sum past the largest stops there.
+    package var requestsEnded: UInt64 { requestsAnswered.addingSaturating(requestsFailed) }
+
+    /// Requests that started and have not ended; never below 0, whatever the page says.
+    package var requestsInFlight: UInt64 { requestsStarted.subtractingSaturating(requestsEnded) }
 
     package init(
         state: WorkerStatisticsLayout.State, hostPID: Int32, workerPID: Int32, startedNanoseconds: UInt64, requestsStarted: UInt64 = 0,
