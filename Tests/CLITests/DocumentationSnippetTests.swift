@@ -8,7 +8,8 @@ import Testing
 /// context (`<!-- snippet: host -->`): the declarations it assumes, kept below so that the text
 /// stays as a reader sees it. Whole Swift host programs also run, against example plugins, in
 /// `SDKPackageTests` (they need a package to link).
-@Suite("Documentation snippets compile", .serialized, .timeLimit(.minutes(3)))
+/// The time limit is a backstop: swiftc, cargo and go take many minutes on a loaded small machine.
+@Suite("Documentation snippets compile", .serialized, .timeLimit(.minutes(20)))
 struct DocumentationSnippetTests {
     struct Snippet: CustomStringConvertible {
         var file: String

@@ -9,7 +9,9 @@ import Testing
 /// host's identifier, an ask, a thrown exception or panic, an error with its code, an answer over
 /// the message limit, and an ask on a connection the host closed. Every failure must reach the
 /// host as an error value while the worker keeps serving.
-@Suite("Plugin kits: C++, Rust, Go", .serialized, .timeLimit(.minutes(5)))
+/// The time limit is a backstop: the probes' cargo and go builds take many minutes on a loaded
+/// small machine.
+@Suite("Plugin kits: C++, Rust, Go", .serialized, .timeLimit(.minutes(20)))
 struct KitProbeTests {
     func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 

@@ -5,7 +5,9 @@ import Testing
 /// The kits' own unit tests, from the README's test command (and as an ordinary user): the C++
 /// kit's (Tests/Kits/cpp_kit_test.cpp, in C++17 and C++20), the Rust crate's `cargo test` (its
 /// layouts against the header, panic messages, errors) and the Go package's `go test`.
-@Suite("The plugin kits' own unit tests", .serialized, .timeLimit(.minutes(5)))
+/// The time limit is a backstop: cargo test and go test build first, for many minutes on a
+/// loaded small machine.
+@Suite("The plugin kits' own unit tests", .serialized, .timeLimit(.minutes(20)))
 struct KitUnitTests {
     @Test(
         "the C++ kit: answers, asks, the binding note, exceptions and oversized answers through a fake host", arguments: ["c++17", "c++20"])
