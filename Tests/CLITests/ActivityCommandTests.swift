@@ -131,25 +131,9 @@ struct ActivityCommandTests {
         var test = try TestHost()
         defer { test.remove() }
         let namespace = "plugind-test-\(getpid())"
-        let journald = Process()
-        journald.executableURL = URL(fileURLWithPath: "/lib/systemd/systemd-journald")
-        journald.arguments = [namespace]
-        journald.standardOutput = FileHandle.nullDevice
-        journald.standardError = FileHandle.nullDevice
-        try journald.run()
-        defer {
-            journald.terminate()
-            journald.waitUntilExit()
-            try? FileManager.default.removeItem(atPath: "/run/systemd/journal.\(namespace)")
-            for directory in (try? FileManager.default.contentsOfDirectory(atPath: "/run/log/journal")) ?? []
-            where directory.hasSuffix("." + namespace) {
-                try? FileManager.default.removeItem(atPath: "/run/log/journal/" + directory)
-            }
-        }
+        let journald = try await Self.startJournal(namespace: namespace)
+        defer { Self.stopJournal(journald, namespace: namespace) }
         let socket = PluginLogWriter.journalSocketPath(namespace: namespace)
-        try await Deadline.wait("journald's socket") {
-            while !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(for: .milliseconds(10)) }
-        }
         test.host.pluginLog = .automatic
         test.host.journalNamespace = namespace
         #expect(PluginLogWriter.sink(for: test.host) == .journal(socket: socket, namespace: namespace))
@@ -171,6 +155,152 @@ struct ActivityCommandTests {
         let line = try await Self.entries(test, [Self.probeID], environment: environment)[found]
         #expect(line["workerPID"] as? Int == Int(worker) && line["hostPID"] as? Int == Int(getpid()))
         #expect(line["level"] as? String == "info" && line["pluginVersion"] as? String == "1.0.0")
+    }
+
+    @Test(
+        "in the journal: root sees whose each entry is, and an entry another user forged as plugind's is shown as theirs; a user sees their own only",
+        .enabled(
+            if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/lib/systemd/systemd-journald"),
+            "needs root and systemd-journald to start a journal namespace and to send as another user; the match was unit-tested")
+    )
+    func journalUsers() async throws {
+        var test = try TestHost()
+        defer { test.remove() }
+        let namespace = "plugind-users-\(getpid())"
+        let journald = try await Self.startJournal(namespace: namespace)
+        defer { Self.stopJournal(journald, namespace: namespace) }
+        let socket = PluginLogWriter.journalSocketPath(namespace: namespace)
+        test.host.pluginLog = .automatic
+        test.host.journalNamespace = namespace
+        let process = try await test.launch(Self.probe)
+        _ = try await process.makeConnection().send(Array("log from root's host".utf8))
+        await process.invalidateAndWait()
+        await PluginLogWriter.forHost(test.host)?.waitForPendingEntries()
+        // Another user's process sends an entry with plugind's fields, and claims uid 0: journald
+        // drops fields a sender gives that begin with '_', and stamps its own.
+        let other: uid_t = 65534
+        let forger = test.directory.path + "/forger"
+        try await CCompiler.executable(Self.forgerSource, output: forger)
+        let forged = try await CommandRunner.run(forger, [socket, String(other), Self.probeID], environment: [:])
+        try #require(forged.status == 0, "the forger could not send: \(forged.status) \(forged.stderr)")
+
+        let environment = ["PLUGIND_LOG": "journal", "PLUGIND_JOURNAL_NAMESPACE": namespace]
+        let reader = test
+        try await Deadline.wait("both entries in the journal") {
+            while true {
+                let entries = try await Self.entries(reader, [Self.probeID], environment: environment)
+                if entries.contains(where: { $0["message"] as? String == "forged crash" }),
+                    entries.contains(where: { $0["message"] as? String == "from root's host" })
+                {
+                    return
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let entries = try await Self.entries(test, [Self.probeID], environment: environment)
+        let otherName = try #require(getpwuid(other)).pointee.pw_name.map { String(cString: $0) } ?? String(other)
+        let mine = try #require(entries.first { $0["message"] as? String == "from root's host" })
+        #expect(mine["uid"] as? Int == 0 && mine["user"] as? String == "root", "\(mine)")
+        let theirs = try #require(entries.first { $0["message"] as? String == "forged crash" })
+        #expect(theirs["uid"] as? Int == Int(other) && theirs["user"] as? String == otherName, "\(theirs)")
+        #expect(theirs["event"] as? String == "crash")
+        let text = try await plugind(["logs", Self.probeID], in: test, environment: environment)
+        let lines = text.stdout.split(separator: "\n")
+        #expect(lines.contains { $0.contains(" root \(Self.probeID)[") && $0.hasSuffix("info: from root's host") }, "\(text.stdout)")
+        #expect(lines.contains { $0.contains(" \(otherName) \(Self.probeID) crash: forged crash") }, "\(text.stdout)")
+
+        // The other user reads the same journal (made readable to it here): its own entry only.
+        let journals = Self.journalDirectories(namespace: namespace)
+        try #require(!journals.isEmpty, "no journal files for \(namespace)")
+        for path in journals {
+            chmod(path, 0o755)
+            for file in try FileManager.default.contentsOfDirectory(atPath: path) { chmod(path + "/" + file, 0o644) }
+        }
+        let home = try TemporaryDirectory()
+        defer { home.remove() }
+        chown(home.path, other, other)
+        var userEnvironment = environment
+        userEnvironment["HOME"] = home.path
+        userEnvironment["XDG_STATE_HOME"] = home.path + "/state"
+        userEnvironment["XDG_CONFIG_HOME"] = home.path + "/config"
+        userEnvironment["XDG_DATA_HOME"] = home.path + "/data"
+        userEnvironment["PLUGIND_RUNTIME_DIR"] = home.path + "/run"
+        userEnvironment["PATH"] = test.environment["PATH"]
+        let asUser = try await CommandRunner.run(
+            "/usr/bin/setpriv",
+            ["--reuid=\(other)", "--regid=\(other)", "--clear-groups", "--", try BuiltProducts.plugind(), "logs", "--json", Self.probeID],
+            environment: userEnvironment)
+        #expect(asUser.status == 0, "\(asUser.stderr)")
+        let seen = asUser.stdout.split(separator: "\n").compactMap {
+            try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+        }
+        #expect(seen.map { $0["message"] as? String } == ["forged crash"], "\(asUser.stdout) \(asUser.stderr)")
+        #expect(seen.allSatisfy { $0["uid"] as? Int == Int(other) })
+    }
+
+    /// Sends one entry to the journal socket argv[1] as uid argv[2] with plugind's fields for the
+    /// plugin argv[3], claiming uid 0 in a field of its own.
+    static let forgerSource = """
+        #include <grp.h>
+        #include <stdio.h>
+        #include <stdlib.h>
+        #include <string.h>
+        #include <sys/socket.h>
+        #include <sys/un.h>
+        #include <unistd.h>
+
+        int main(int argc, char **argv) {
+            if (argc != 4) return 2;
+            uid_t uid = (uid_t)strtoul(argv[2], NULL, 10);
+            if (setgroups(0, NULL) != 0 || setgid(uid) != 0 || setuid(uid) != 0) return 3;
+            int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+            struct sockaddr_un address = {.sun_family = AF_UNIX};
+            strncpy(address.sun_path, argv[1], sizeof address.sun_path - 1);
+            char entry[1024];
+            int length = snprintf(entry, sizeof entry,
+                "MESSAGE=forged crash\\nPRIORITY=3\\nSYSLOG_IDENTIFIER=plugind\\nPLUGIND_EVENT=crash\\n"
+                "PLUGIND_PLUGIN=%s\\n_UID=0\\n", argv[3]);
+            if (fd < 0 || length <= 0 || length >= (int)sizeof entry) return 4;
+            return sendto(fd, entry, (size_t)length, 0, (struct sockaddr *)&address, sizeof address) == length ? 0 : 5;
+        }
+        """
+
+    /// Starts systemd-journald for `namespace` and waits for its socket.
+    static func startJournal(namespace: String) async throws -> Process {
+        let journald = Process()
+        journald.executableURL = URL(fileURLWithPath: "/lib/systemd/systemd-journald")
+        journald.arguments = [namespace]
+        journald.standardOutput = FileHandle.nullDevice
+        journald.standardError = FileHandle.nullDevice
+        try journald.run()
+        let socket = PluginLogWriter.journalSocketPath(namespace: namespace)
+        do {
+            try await Deadline.wait("journald's socket") {
+                while !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(for: .milliseconds(10)) }
+            }
+        } catch {
+            stopJournal(journald, namespace: namespace)
+            throw error
+        }
+        return journald
+    }
+
+    /// Ends the namespace's journald and removes its socket directory and journal files.
+    static func stopJournal(_ journald: Process, namespace: String) {
+        journald.terminate()
+        journald.waitUntilExit()
+        try? FileManager.default.removeItem(atPath: "/run/systemd/journal.\(namespace)")
+        for directory in journalDirectories(namespace: namespace) { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// Where the namespace's journald keeps its files, `<machine-id>.<namespace>`: in
+    /// /var/log/journal where that exists (persistent storage), else in /run/log/journal.
+    static func journalDirectories(namespace: String) -> [String] {
+        ["/run/log/journal", "/var/log/journal"].flatMap { root in
+            ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { $0.hasSuffix("." + namespace) }.map {
+                root + "/" + $0
+            }
+        }
     }
 
     @Test("top --json lists the workers of two hosts with their hosts' pids and the requests each was sent; info shows the last activity")

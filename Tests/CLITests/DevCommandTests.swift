@@ -48,6 +48,66 @@ struct DevCommandTests {
         #expect(noMakefile.status == 66 && noMakefile.stderr.contains("has no Makefile"), "\(noMakefile.stderr)")
     }
 
+    @Test("a project directory or build directory another user may write is refused before make runs, naming it, its owner and mode")
+    func writableByOthers() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let project = try await project("DevShared", language: "c", in: test)
+        let build = project + "/build"
+        chmod(project, 0o777)
+        let shared = try await plugind("dev", project, "x", "--once", in: test)
+        #expect(shared.status == 77, "\(shared.stderr)")
+        #expect(
+            shared.stderr.contains("the project directory \(project) is writable by every user")
+                && shared.stderr.contains("mode 777") && shared.stderr.contains("chmod go-w \(project)"), "\(shared.stderr)")
+        #expect(!shared.stderr.contains("dev: make"), "make ran: \(shared.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: build), "make ran")
+
+        chmod(project, 0o755)
+        try FileManager.default.createDirectory(atPath: build, withIntermediateDirectories: false)
+        chmod(build, 0o777)
+        let sharedBuild = try await plugind("dev", project, "x", "--once", in: test)
+        #expect(sharedBuild.status == 77, "\(sharedBuild.stderr)")
+        #expect(
+            sharedBuild.stderr.contains("the build directory \(build) is writable by every user")
+                && sharedBuild.stderr.contains("mode 777"),
+            "\(sharedBuild.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: build).isEmpty, "make ran")
+
+        // A world-writable directory above the project is refused too, unless it is sticky (/tmp).
+        chmod(build, 0o755)
+        let above = (project as NSString).deletingLastPathComponent
+        chmod(above, 0o777)
+        let sharedAbove = try await plugind("dev", project, "x", "--once", in: test)
+        #expect(sharedAbove.status == 77 && sharedAbove.stderr.contains("\(above), above the project directory"), "\(sharedAbove.stderr)")
+        chmod(above, 0o1777)
+        let sticky = try await plugind("dev", project, "x", "--once", in: test)
+        #expect(sticky.status == 0 && sticky.stdout == "Hello from DevShared: x", "\(sticky.stderr)")
+        chmod(above, 0o755)
+    }
+
+    @Test(
+        "a project owned by another user is refused, naming the owner",
+        .enabled(if: getuid() == 0, "only root can give a project to another user; the modes were tested instead"))
+    func ownedByAnother() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let project = try await project("DevForeign", language: "c", in: test)
+        #expect(chown(project, 65534, 65534) == 0)
+        let foreign = try await plugind("dev", project, "x", "--once", in: test)
+        #expect(foreign.status == 77, "\(foreign.stderr)")
+        #expect(
+            foreign.stderr.contains("the project directory \(project) is owned by another user (owner uid 65534")
+                && foreign.stderr.contains("chown 0 \(project)"), "\(foreign.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: project + "/build"), "make ran")
+        // Its Makefile alone, in a directory of root's: refused as well.
+        #expect(chown(project, 0, 0) == 0 && chown(project + "/Makefile", 65534, 65534) == 0)
+        let makefile = try await plugind("dev", project, "x", "--once", in: test)
+        #expect(
+            makefile.status == 77 && makefile.stderr.contains("the Makefile \(project)/Makefile is owned by another user"),
+            "\(makefile.stderr)")
+    }
+
     @Test("without --once, a change of a source rebuilds, relaunches and answers with the new code")
     func watches() async throws {
         let test = try TestHost()

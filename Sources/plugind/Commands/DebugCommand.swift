@@ -30,6 +30,13 @@ struct DebugCommand: PlugindCommand {
             printed; requests wait as long as you debug. Only this command of yours starts such
             a worker; a host never does. --batch prints the init's backtrace and lets the plugin
             run on (for scripts and tests).
+
+            gdb itself is not confined: it runs as you and reads the plugin's library and its
+            debug information (DWARF) with your rights, so a library made to attack gdb's readers
+            attacks your account; debug only plugins you would open in gdb anyway. plugind starts
+            gdb with auto-loading of scripts off (gdb-scripts, python-scripts, guile-scripts,
+            local-gdbinit: nothing the bundle carries or names is run, whatever gdb's safe-path),
+            keeping libthread_db, from the system's directories only, for threads.
             """,
         arguments: [("<id>", "The plugin's identifier."), ("<input>", "A request to send once the plugin is ready, as text.")],
         options: [Options.input, Options.answer, Options.gdb, Options.batch]
@@ -48,14 +55,22 @@ struct DebugCommand: PlugindCommand {
         batch = arguments.flag(Options.batch)
     }
 
+    /// Given to gdb before it reads anything: no script the plugin names or carries is run (a
+    /// `.debug_gdb_scripts` section, `<library>-gdb.py`, `-gdb.gdb` or `-gdb.scm` beside it, a
+    /// `.gdbinit`), whatever safe-path gdb was built or configured with. `set auto-load off` covers
+    /// every kind, Guile's too where gdb has it (naming guile-scripts is an error in a gdb without
+    /// Guile, as Debian's); libthread_db, which threads need, comes back from the system's
+    /// directories only, never from beside a libpthread the plugin brings.
+    static let scriptSettings = ["set auto-load off", "set auto-load libthread-db on", "set libthread-db-search-path $sdir"]
+
     /// gdb's commands: on to the stop before init (a SIGTRAP carrying the init's address), a
     /// temporary breakpoint there, on to it.
     static func debuggerArguments(pid: Int32, executable: String, batch: Bool) -> [String] {
         // The local file system, not the worker's through its mount namespace: gdb's helper that
         // enters it cannot (the namespace belongs to the worker's user namespace), and hangs.
-        var arguments = [
-            "-q", "-nx", "-iex", "set sysroot /", "-iex", "set complaints 0", executable, "-p", "\(pid)", "-ex", "set pagination off",
-            "-ex", "continue",
+        var arguments = ["-q", "-nx"] + scriptSettings.flatMap { ["-iex", $0] }
+        arguments += [
+            "-iex", "set sysroot /", "-iex", "set complaints 0", executable, "-p", "\(pid)", "-ex", "set pagination off", "-ex", "continue",
         ]
         arguments += ["-ex", "tbreak *(void (*)(void))$_siginfo._sifields._rt.si_sigval.sival_ptr", "-ex", "continue"]
         if batch { arguments = ["-batch"] + arguments + ["-ex", "backtrace", "-ex", "detach"] }

@@ -34,7 +34,10 @@ struct DevCommand: PlugindCommand {
             each line of stdin as a request of its own, one line on stdout per answer, and
             rebuilds and relaunches whenever a source changes (build/, .build/, target/ and .git/
             are not watched); a build that fails shows the compiler's errors and waits for the
-            next change.
+            next change. Before every build it refuses a project that another user could change:
+            the project directory, its build/ directory and the Makefile must be yours or root's
+            and writable by nobody else, and so must every directory above them (one shared with
+            the sticky bit, as /tmp, is fine), since make runs unconfined as you.
             """,
         arguments: [("<directory>", "The project directory (holding its Makefile)."), ("<input>", "The request, as text.")],
         options: [Options.once, Options.input, Options.answer, Options.timeout, Options.quiet]
@@ -67,9 +70,11 @@ struct DevCommand: PlugindCommand {
             throw CommandFailure(
                 message: "\(directory.inert) has no Makefile ('plugind new NAME --lang …' writes a project with one)", status: .noInput)
         }
+        try checkProject()
         if once {
             let input = try inputText.map { Array($0.utf8) } ?? StandardInput.read(from: inputFile)
             guard try build(context) else { return .failure }
+            try checkProject()
             let bundle = try developmentBundle()
             return try await answerOnce(input, bundle: bundle, context)
         }
@@ -80,7 +85,10 @@ struct DevCommand: PlugindCommand {
         var generation = 1
         while true {
             changes.discardPending()
+            try checkProject()
             if try build(context) {
+                // Again: make may have made build/, or changed a mode.
+                try checkProject()
                 do {
                     let process = try await launch(try developmentBundle(), context)
                     if let fixedInput { await send(fixedInput, to: process, context) }
@@ -115,6 +123,14 @@ struct DevCommand: PlugindCommand {
     /// An error as a line of the watch loop: a command failure's message, else the error's own.
     private static func describe(_ error: any Error) -> String {
         (error as? CommandFailure)?.message ?? String(describing: error).inert
+    }
+
+    /// Refuses a project another user could change: its Makefile runs unconfined as the owner,
+    /// and its bundle is inspected, then launched (`DevProjectCheck`).
+    private func checkProject() throws(CommandFailure) {
+        if let problem = DevProjectCheck.problem(project: directory) {
+            throw CommandFailure(message: "refusing to build and run \(directory.inert): \(problem.inert)", status: .notPermitted)
+        }
     }
 
     /// Runs make; its output goes to stderr, as the compiler wrote it.

@@ -33,8 +33,12 @@ struct PackCommand: PlugindCommand {
             signed bundle in /usr/lib/plugind/plugins/<identifier>/, named
             plugind-plugin-<identifier>, for the architecture of the library's ELF header, and
             depending on plugind and on the Debian packages of the system libraries the plugin
-            needs (found by dpkg-shlibdeps, from dpkg-dev). Publish it in an apt repository and
-            every machine installs the same plugin; see Documentation/Packaging.md.
+            needs (found by dpkg-shlibdeps, from dpkg-dev). The identifier is spelled in the
+            characters of a Debian package name, one-to-one: lower-case letters, digits, '.' and
+            '-' as they are, an upper-case letter as '+' and the letter in lower case, '_' as '++'
+            (com.Example.my_tool: plugind-plugin-com.+example.my++tool), so two plugins never share
+            a package. Publish it in an apt repository and every machine installs the same
+            plugin; see Documentation/Packaging.md.
             """,
         arguments: [("<bundle>", "The signed bundle directory.")],
         options: [Options.output, Options.format, Options.maintainer]

@@ -22,10 +22,33 @@ struct DebianPackage {
     var maintainer: String?
 
     /// `plugind-plugin-<identifier>`, in the characters Debian allows in a package name.
-    var packageName: String {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyz0123456789+-.")
-        let name = inspected.manifest.identifier.lowercased().map { allowed.contains($0) ? $0 : "-" }
-        return "plugind-plugin-" + String(name)
+    var packageName: String { Self.packageName(for: inspected.manifest.identifier) }
+
+    /// `plugind-plugin-` and the identifier spelled in Debian's package-name alphabet (a-z, 0-9,
+    /// '+', '-', '.'): lower-case letters, digits, '.' and '-' as they are, an upper-case letter
+    /// as '+' and the letter in lower case, '_' as '++'. Identifiers are compared exactly, so
+    /// `org.a_b`, `org.a-b` and `Org.A-B` are three plugins: the spelling keeps them three
+    /// packages, as no two codes begin alike ('+' never stands alone), and one apt repository
+    /// cannot hold a package that replaces another plugin's.
+    static func packageName(for identifier: String) -> String {
+        var name = "plugind-plugin-"
+        for byte in identifier.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "-"):
+                name.unicodeScalars.append(Unicode.Scalar(byte))
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                name += "+"
+                name.unicodeScalars.append(Unicode.Scalar(byte + 0x20))
+            case UInt8(ascii: "_"):
+                name += "++"
+            default:
+                // Not in a manifest's identifier (the parser refuses it); '+' and three digits
+                // keep the spelling one-to-one all the same.
+                let digits = String(byte)
+                name += "+" + String(repeating: "0", count: 3 - digits.count) + digits
+            }
+        }
+        return name
     }
 
     /// The Debian architecture of the plugin's library.
