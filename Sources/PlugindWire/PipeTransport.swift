@@ -15,15 +15,12 @@ package final class PipeTransport: Sendable {
     package let input: FileDescriptor
     package let output: FileDescriptor
     private struct Receiving {
-        /// The pipe's frames.
-        var decoder: FrameDecoder
+        /// The host's frames: its pipe, then (after its `switchToRing`) its ring.
+        var source: FrameSource
         /// A frame (or the error decoding it) taken out ahead by `hasBufferedFrame`.
         var lookahead: Result<Frame, WireError>?
         /// The ring the host will switch to, once this side agreed to it.
         var agreedRing: SharedRingConsumer?
-        /// After the host's `switchToRing`: the ring and the frames of its stream.
-        var ring: SharedRingConsumer?
-        var ringDecoder: FrameDecoder?
         /// The host closed the pipe; what is left in the ring is still read.
         var pipeEnded = false
     }
@@ -39,19 +36,13 @@ package final class PipeTransport: Sendable {
         // A page at first: a worker's frames are mostly small (large payloads travel in the
         // shared region), and the buffer grows for a large one. Every page of it a worker has
         // touched stays that worker's own memory.
-        let decoder = FrameDecoder(direction: .hostToWorker, maximumPayload: maximumPayload, initialCapacity: 4 << 10)
-        receiving = Locked(Receiving(decoder: decoder))
+        receiving = Locked(Receiving(source: FrameSource(from: .host, maximumPayload: maximumPayload, initialCapacity: 4 << 10)))
     }
 
     /// The largest payload `receive()` accepts; larger frames are refused before allocation.
     package var maximumPayload: Int {
-        get { receiving.withLock { $0.decoder.maximumPayload } }
-        set {
-            receiving.withLock { state in
-                state.decoder.maximumPayload = newValue
-                state.ringDecoder?.maximumPayload = newValue
-            }
-        }
+        get { receiving.withLock { $0.source.maximumPayload } }
+        set { receiving.withLock { $0.source.maximumPayload = newValue } }
     }
 
     /// Sends this side's last frame for the pipe — its `ready`, which listed
@@ -93,7 +84,7 @@ package final class PipeTransport: Sendable {
     package func awaitFrame(waitingMilliseconds milliseconds: Int32, pollingUntil: MonotonicInstant?) -> Bool {
         receiving.withLock { state in
             if takeBufferedFrame(&state) { return true }
-            guard let ring = state.ring else {
+            guard let ring = state.source.ring else {
                 if let pollingUntil { _ = input.awaitReadable(spinUntil: pollingUntil, sleepUntil: pollingUntil) }
                 var descriptor = pollfd(fd: input.rawValue, events: Int16(POLLIN), revents: 0)
                 return poll(&descriptor, 1, milliseconds) > 0
@@ -126,9 +117,9 @@ package final class PipeTransport: Sendable {
             }
             while true {
                 if let frame = try nextFrame(&state) { return frame }
-                if let ring = state.ring {
+                if let ring = state.source.ring {
                     if state.pipeEnded {
-                        try state.ringDecoder?.finish()
+                        try state.source.finish()
                         return nil
                     }
                     if let pollingUntil, try Self.pollRing(ring, until: pollingUntil) { continue }
@@ -139,9 +130,9 @@ package final class PipeTransport: Sendable {
                 if let pollingUntil, MonotonicInstant.now < pollingUntil {
                     _ = input.awaitReadable(spinUntil: pollingUntil, sleepUntil: pollingUntil)
                 }
-                let count = try Self.readPipe(into: &state.decoder, from: input)
+                let count = try Self.readPipe(into: &state.source, from: input)
                 if count == 0 {
-                    try state.decoder.finish()
+                    try state.source.finish()
                     return nil
                 }
             }
@@ -151,47 +142,25 @@ package final class PipeTransport: Sendable {
     /// The next frame already received: from the ring once the host switched to it, else from the
     /// pipe. Takes the host's switch when it comes.
     private func nextFrame(_ state: inout Receiving) throws(WireError) -> Frame? {
-        // Taken out of the state while in use: a copy left behind would make each write to the
-        // decoder's buffer copy all of it.
-        if let ring = state.ring, var decoder = state.ringDecoder.take() {
-            defer { state.ringDecoder = decoder }
-            if let frame = try decoder.nextFrame() { return frame }
-            var taken = ring
-            var failure: SharedRingError?
-            let count = decoder.receive { buffer in
-                do throws(SharedRingError) {
-                    return try taken.read(into: buffer)
-                } catch {
-                    failure = error
-                    return 0
-                }
-            }
-            state.ring = taken
-            if let failure { throw .malformedPayload(failure.description) }
+        if let ring = state.source.ring {
+            if let frame = try state.source.nextRingFrame() { return frame }
+            let count = try state.source.receiveFromRing()
             // The host found the ring full and waits for word that there is room: a wake-up (a
             // host that is gone learns nothing).
-            if count > 0, taken.producerNeedsWake() { try? writeWakeUp() }
-            return count > 0 ? try decoder.nextFrame() : nil
+            if count > 0, ring.producerNeedsWake() { try? writeWakeUp() }
+            return count > 0 ? try state.source.nextRingFrame() : nil
         }
-        guard let frame = try state.decoder.nextFrame() else { return nil }
-        switch frame.header.kind {
-        case .switchToRing:
-            guard let agreed = state.agreedRing, frame.payload.isEmpty else {
-                throw .unexpectedMessage("the host switched to a ring the worker did not agree to")
-            }
-            state.ring = agreed
-            // Anything the pipe holds after the switch is wake-ups: taken, and the ring read.
-            try Self.checkWakeUps(&state.decoder)
-            state.ringDecoder =
-                state.decoder.handOver(keeping: FrameHeader.size * 4)
-                ?? FrameDecoder(direction: .hostToWorker, maximumPayload: state.decoder.maximumPayload, initialCapacity: 4 << 10)
-            agreed.wakeTaken()
-            return try nextFrame(&state)
-        case .wake:
-            throw .unexpectedMessage("a wake-up before the host switched to the ring")
-        default:
-            return frame
+        var woken = false
+        guard let frame = try state.source.nextPipeFrame(woken: &woken) else { return nil }
+        guard frame.header.kind == .switchToRing else { return frame }
+        guard let agreed = state.agreedRing, frame.payload.isEmpty else {
+            throw .unexpectedMessage("the host switched to a ring the worker did not agree to")
         }
+        state.source.switchToRing(agreed)
+        // Anything the pipe holds after the switch is wake-ups: taken, and the ring read.
+        var none: [Frame] = []
+        _ = try state.source.takePipeFrames(into: &none)
+        return try nextFrame(&state)
     }
 
     /// Polls the ring until `deadline` (or until the processor is wanted elsewhere), saying so in
@@ -214,31 +183,24 @@ package final class PipeTransport: Sendable {
     private func takeWakeUps(_ state: inout Receiving) throws(WireError) {
         let count: Int
         do {
-            count = try Self.readPipe(into: &state.decoder, from: input)
+            count = try Self.readPipe(into: &state.source, from: input)
         } catch {
             state.pipeEnded = true
             return
         }
         if count == 0 {
             state.pipeEnded = true
-            try state.decoder.finish()
+            try state.source.finish()
         }
-        try Self.checkWakeUps(&state.decoder)
-        state.ring?.wakeTaken()
+        // After the switch the pipe holds wake-ups alone: `takePipeFrames` refuses anything else.
+        var none: [Frame] = []
+        _ = try state.source.takePipeFrames(into: &none)
+        state.source.ring?.wakeTaken()
     }
 
-    /// Takes the wake-ups the pipe's decoder holds; anything else there breaks the protocol.
-    private static func checkWakeUps(_ decoder: inout FrameDecoder) throws(WireError) {
-        while let frame = try decoder.nextFrame() {
-            guard frame.header.kind == .wake, frame.payload.isEmpty else {
-                throw .unexpectedMessage("a \(frame.header.kind) frame on the pipe after the host switched to the ring")
-            }
-        }
-    }
-
-    private static func readPipe(into decoder: inout FrameDecoder, from input: FileDescriptor) throws(WireError) -> Int {
+    private static func readPipe(into source: inout FrameSource, from input: FileDescriptor) throws(WireError) -> Int {
         do {
-            return try decoder.receive { buffer in try input.read(into: buffer) }
+            return try source.receiveFromPipe { buffer in try input.read(into: buffer) }
         } catch let error as WireError {
             throw error
         } catch {

@@ -16,12 +16,10 @@ final class WorkerInput: Sendable {
     let output: FileDescriptor
 
     private struct Reading {
-        var decoder: FrameDecoder
+        /// The worker's frames: its pipe, then its ring.
+        var source: FrameSource
         /// End of file was read (or the pipe failed).
         var closed = false
-        /// The worker → host ring and the frames of its stream, once the worker switched.
-        var ring: SharedRingConsumer?
-        var ringDecoder: FrameDecoder?
     }
 
     private let reading: Locked<Reading>
@@ -48,7 +46,7 @@ final class WorkerInput: Sendable {
     init(frames: FileDescriptor, output: FileDescriptor, maximumPayload: Int) {
         self.frames = frames
         self.output = output
-        reading = Locked(Reading(decoder: FrameDecoder(direction: .workerToHost, maximumPayload: maximumPayload)))
+        reading = Locked(Reading(source: FrameSource(from: .worker, maximumPayload: maximumPayload)))
     }
 
     var isClosed: Bool { reading.withLock { $0.closed } }
@@ -56,14 +54,7 @@ final class WorkerInput: Sendable {
     /// From now on the worker's frames come from `ring`. Any wake-up read before is taken: read
     /// again after this.
     func useRing(_ ring: SharedRingConsumer) {
-        reading.withLock { state in
-            guard state.ring == nil else { return }
-            state.ring = ring
-            state.ringDecoder =
-                state.decoder.handOver(keeping: FrameHeader.size * 4)
-                ?? FrameDecoder(direction: .workerToHost, maximumPayload: state.decoder.maximumPayload)
-            ring.wakeTaken()
-        }
+        reading.withLock { $0.source.switchToRing(ring) }
         ringView.withLock { $0 = ring }
     }
 
@@ -94,7 +85,7 @@ final class WorkerInput: Sendable {
             var left = budget
             while pipe, left > 0 {
                 var transfer = NonBlockingTransfer.wouldBlock
-                _ = state.decoder.receive { buffer in
+                _ = state.source.receiveFromPipe { buffer in
                     transfer = frames.readAvailable(into: buffer)
                     return transfer.count
                 }
@@ -107,26 +98,22 @@ final class WorkerInput: Sendable {
                 }
                 guard case .transferred = transfer else { break }
                 do throws(WireError) {
-                    if try Self.takePipeFrames(&state.decoder, into: &batch, afterSwitch: state.ring != nil) { batch.woken = true }
+                    if try state.source.takePipeFrames(into: &batch.frames) { batch.woken = true }
                 } catch {
                     batch.violation = error
                     break
                 }
             }
-            if batch.violation == nil, let ring = state.ring {
-                if batch.woken { ring.wakeTaken() }
-                // At most a pipe's worth a turn, as from a pipe, so that what the frames make the
-                // host send is weighed as often; at the end, all of it: what the worker wrote
-                // before it exited.
-                if readsRing || batch.endOfStream {
-                    readRing(&state, budget: batch.endOfStream ? .max : min(left, Self.ringReadPerTurn), into: &batch)
-                }
+            // At most a pipe's worth a turn, as from a pipe, so that what the frames make the host
+            // send is weighed as often; at the end, all of it: what the worker wrote before it
+            // exited.
+            if batch.violation == nil, state.source.ring != nil, readsRing || batch.endOfStream {
+                readRing(&state, budget: batch.endOfStream ? .max : min(left, Self.ringReadPerTurn), into: &batch)
             }
             if batch.endOfStream {
                 state.closed = true
                 do throws(WireError) {
-                    try state.decoder.finish()
-                    try state.ringDecoder?.finish()
+                    try state.source.finish()
                 } catch {
                     batch.violation = batch.violation ?? error
                 }
@@ -139,63 +126,23 @@ final class WorkerInput: Sendable {
     /// The most a turn of the loop reads from the ring: a pipe's default capacity.
     static let ringReadPerTurn = 64 << 10
 
-    /// Decodes the pipe's frames into `batch`; true when a wake-up was among them. A wake-up only
-    /// says to read the ring (one that comes before the switch is taken by `useRing`). After the
-    /// switch the pipe carries only wake-ups and what the worker's signal handlers write.
-    private static func takePipeFrames(_ decoder: inout FrameDecoder, into batch: inout Batch, afterSwitch: Bool) throws(WireError)
-        -> Bool
-    {
-        var woken = false
-        while let frame = try decoder.nextFrame() {
-            guard frame.header.kind == .wakeHost else {
-                if afterSwitch, frame.header.kind != .fatalSignal, frame.header.kind != .stackReport {
-                    throw .unexpectedMessage("a \(frame.header.kind) frame on the pipe after the worker switched to the ring")
-                }
-                batch.frames.append(frame)
-                continue
-            }
-            guard frame.payload.isEmpty else { throw .malformedPayload("a wake-up carries no payload") }
-            woken = true
-        }
-        return woken
-    }
-
     /// Reads what the ring holds, up to `budget` bytes, and decodes its frames.
     private func readRing(_ state: inout Reading, budget: Int, into batch: inout Batch) {
-        // Taken out of the state while in use: a copy left behind would make each write to the
-        // decoder's buffer copy all of it.
-        guard var ring = state.ring, var decoder = state.ringDecoder.take() else { return }
-        defer {
-            state.ring = ring
-            state.ringDecoder = decoder
-            ringReadPosition.store(ring.readPosition, ordering: .releasing)
-        }
+        defer { state.source.ring.map { ringReadPosition.store($0.readPosition, ordering: .releasing) } }
         var left = budget
-        while left > 0 {
-            var failure: SharedRingError?
-            let count = decoder.receive { buffer in
-                do throws(SharedRingError) {
-                    return try ring.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[..<min(buffer.count, left)]))
-                } catch {
-                    failure = error
-                    return 0
-                }
+        do throws(WireError) {
+            while left > 0 {
+                let count = try state.source.receiveFromRing(atMost: left)
+                guard count > 0 else { break }
+                left -= count
+                batch.received = true
+                while let frame = try state.source.nextRingFrame() { batch.frames.append(frame) }
             }
-            if let failure {
-                batch.violation = .malformedPayload(failure.description)
-                return
-            }
-            guard count > 0 else { break }
-            left -= count
-            batch.received = true
-            do throws(WireError) {
-                while let frame = try decoder.nextFrame() { batch.frames.append(frame) }
-            } catch {
-                batch.violation = error
-                return
-            }
+        } catch {
+            batch.violation = error
+            return
         }
-        if ring.producerNeedsWake() { batch.wakeWorker = ring }
+        if let ring = state.source.ring, ring.producerNeedsWake() { batch.wakeWorker = ring }
     }
 
     /// One read of whatever is there, for a caller waiting for the handshake on its own thread.
@@ -204,11 +151,11 @@ final class WorkerInput: Sendable {
         var batch = Batch()
         reading.withLock { state in
             guard !state.closed else { return }
-            let count = state.decoder.receive { buffer in frames.readAvailable(into: buffer).count }
+            let count = state.source.receiveFromPipe { buffer in frames.readAvailable(into: buffer).count }
             guard count > 0 else { return }
             batch.received = true
             do throws(WireError) {
-                _ = try Self.takePipeFrames(&state.decoder, into: &batch, afterSwitch: state.ring != nil)
+                _ = try state.source.takePipeFrames(into: &batch.frames)
             } catch {
                 batch.violation = error
             }
