@@ -19,7 +19,8 @@ package struct FrameSource: Sendable {
     /// `initialCapacity`: the pipe decoder's first buffer, which the ring's decoder takes over.
     package init(from writer: Writer, maximumPayload: Int, initialCapacity: Int = FrameDecoder.initialCapacity) {
         self.writer = writer
-        self.pipe = FrameDecoder(direction: writer == .host ? .hostToWorker : .workerToHost, maximumPayload: maximumPayload,
+        self.pipe = FrameDecoder(
+            direction: writer == .host ? .hostToWorker : .workerToHost, maximumPayload: maximumPayload,
             initialCapacity: initialCapacity)
     }
 

@@ -45,7 +45,8 @@ struct HostileStatisticsPageTests {
         let test = try TestHost()
         defer { test.remove() }
         let directory = test.host.runtimeDirectory.appendingPathComponent("workers").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let bytes = Self.page(started: 0, answered: .max, failed: 1).encoded + [UInt8](repeating: 0, count: 4096 - 896)
         let path = directory + "/\(getpid())-\(getpid())" + WorkerStatisticsLayout.fileSuffix
         #expect(FileManager.default.createFile(atPath: path, contents: Data(bytes)))

@@ -187,7 +187,9 @@ struct PluginLogTests {
         #expect(file.append(later))
         #expect(file.entries() == [Self.entry, later])
         // A file grown far past its bound is read from its last `readLimit` bytes only.
-        #expect(FileManager.default.createFile(atPath: file.path(of: .events), contents: Data(repeating: UInt8(ascii: "\n"), count: 2 * PluginLogFile.readLimit)))
+        #expect(
+            FileManager.default.createFile(
+                atPath: file.path(of: .events), contents: Data(repeating: UInt8(ascii: "\n"), count: 2 * PluginLogFile.readLimit)))
         let read = file.lines(of: file.path(of: .events), from: 0)
         #expect(read.lines.isEmpty && read.end == 2 * PluginLogFile.readLimit)
     }

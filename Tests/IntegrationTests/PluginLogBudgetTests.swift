@@ -10,7 +10,9 @@ import Testing
 /// three launches of a plugin logging 130 lines of 8 KiB each, within the line rate.
 @Suite("A plugin cannot push the owner's history out of the log", .serialized, .timeLimit(.minutes(10)))
 struct PluginLogBudgetTests {
-    @Test("three launches logging 130 lines of 8 KiB keep the owner's approval and plugind's events, and the plugin's lines within its budget")
+    @Test(
+        "three launches logging 130 lines of 8 KiB keep the owner's approval and plugind's events, and the plugin's lines within its budget"
+    )
     func floodKeepsHistory() async throws {
         let test = try TestHost()
         defer { test.remove() }

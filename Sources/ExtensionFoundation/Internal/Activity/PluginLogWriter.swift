@@ -124,7 +124,10 @@ package final class PluginLogWriter: Sendable {
             submit(note(like: entry, .dropped, "\(dropped.lines) log line(s) of \(plugin) were dropped: over its budget"))
         }
         if dropped.refusals > 0 {
-            submit(note(like: entry, .refusal, "\(dropped.refusals) more refusal(s) of the sandbox for \(plugin) were not logged: over its budget"))
+            submit(
+                note(
+                    like: entry, .refusal,
+                    "\(dropped.refusals) more refusal(s) of the sandbox for \(plugin) were not logged: over its budget"))
         }
     }
 
