@@ -4,7 +4,8 @@
 ///     offset                  size         content
 ///     0                       8            shared responses the host has finished reading
 ///                                          (written by the host only)
-///     64                      448          the host → worker ring's words (`SharedRingLayout`)
+///     64                      448          the host → worker ring's words (`SharedRingLayout`: 5
+///                                          words of 64 bytes each, one cache line apiece)
 ///     512                     448          the worker → host ring's words
 ///     960                     3136         reserved, zero
 ///     4096                    ringSize     the host → worker ring's bytes

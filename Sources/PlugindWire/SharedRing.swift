@@ -28,8 +28,6 @@ package struct SharedRingLayout: Equatable, Sendable {
     /// 1 while the producer waits for room (32 bits: the producer sets it, the consumer clears it
     /// and wakes the producer).
     var producerWaitingOffset: Int { wordsOffset + 256 }
-    /// The bytes the words take, from `wordsOffset`.
-    package static let wordsSize = 320
 }
 
 /// A ring in shared memory that carries one direction's byte stream of frames, as a pipe would,

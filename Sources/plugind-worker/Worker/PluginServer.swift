@@ -21,7 +21,6 @@ final class PluginServer: @unchecked Sendable {
     let sharedMemory: WorkerSharedMemory?
     let concurrency: Int
     private var state: UnsafeMutableRawPointer?
-    private var hostInterface: UnsafeMutablePointer<plugind_host>?
 
     private let condition = ThreadCondition()
     /// Whether the last request or call read was marked `FrameFlags.pollForNext`: the host awaits
@@ -80,7 +79,6 @@ final class PluginServer: @unchecked Sendable {
     func start() throws(LoadFailure) {
         guard let descriptor = plugin.descriptor else { return }
         let interface = PluginHostInterface.make(for: self)
-        hostInterface = interface
         if load.mode == .debug {
             // Stopped in the debugger with the init's address (nil: the plugin has none) at hand.
             let waited = plugind_shim_debug_wait_for_release(Self.debuggerWaitSeconds)
