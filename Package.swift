@@ -192,10 +192,17 @@ let package = Package(
 
         // Fuzz targets (Scripts/fuzz.sh builds them with libFuzzer; normally they replay inputs).
         .target(name: "PlugindFuzzing", dependencies: ["PlugindWire", "PlugindBundle", "PlugindPackages"], swiftSettings: swiftSettings),
+        // Fuzz targets of what hosts and the CLI read (statistics pages, the plugin log, activity
+        // records, the crash log, workers' reports): they need ExtensionFoundation's package API,
+        // so they live here, linked by the fuzz executable and the tests only, never by a library
+        // that ships.
+        .target(
+            name: "PlugindHostFuzzing", dependencies: ["ExtensionFoundation", "PlugindFuzzing", "PlugindSystem", "PlugindWire"],
+            swiftSettings: swiftSettings),
         .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
         .executableTarget(
             name: "plugind-fuzz",
-            dependencies: ["ExtensionFoundation", "PlugindFuzzing", "CFuzzerDriver"],
+            dependencies: ["ExtensionFoundation", "PlugindFuzzing", "PlugindHostFuzzing", "CFuzzerDriver"],
             path: "Fuzz/PlugindFuzz",
             swiftSettings: swiftSettings
         ),
@@ -233,6 +240,7 @@ let package = Package(
             name: "ExtensionFoundationTests",
             dependencies: [
                 "ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport", "CPlugindShims", "PlugindFuzzing",
+                "PlugindHostFuzzing",
             ],
             swiftSettings: swiftSettings
         ),
@@ -254,7 +262,9 @@ let package = Package(
         .testTarget(
             name: "CLITests",
             // plugind itself for the browser's model, which is tested without a terminal.
-            dependencies: ["TestSupport", "ExtensionFoundation", "PlugindSystem", "plugind", "CTerminal"],
+            dependencies: [
+                "TestSupport", "ExtensionFoundation", "PlugindSystem", "plugind", "CTerminal", "PlugindFuzzing", "PlugindHostFuzzing",
+            ],
             swiftSettings: swiftSettings
         ),
     ] + pluginTargets,

@@ -1,13 +1,19 @@
 #!/usr/bin/env bash
 # Fuzzes the frame decoder, the manifest parser, the ELF reader, the host's protocol state
 # machine (what a worker writes, interleaved with the host's own inputs), the policy, rules and
-# trust files, and plugin packages (as install unpacks them) with libFuzzer (and
+# trust files, plugin packages (as install unpacks them), the shared-memory rings (with a peer that
+# lies about positions), extension-point descriptors, publishers' key and signature files, and
+# what hosts and the CLI read that a
+# plugin or another user can write (statistics pages for top, the plugin log and journal entries,
+# activity records, the crash log, workers' stack reports and sandbox refusals) with libFuzzer (and
 # AddressSanitizer), each for SECONDS (default 60), starting from the seeds in Fuzz/Corpus (the
 # ELF reader also from real libraries: the example plugins and a few system libraries, copied in
 # at run time). All targets are one executable, plugind-fuzz, built once. A crash leaves its
 # input in .build/fuzz/crashes/<target>/ ('swift run plugind-fuzz <target> <file>' replays it);
 # add it to Fuzz/Corpus/<target>/ with the fix, so that the regression tests replay it from then on.
-#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser|elf-reader|channel-protocol|policy-files|package ...]
+#   Scripts/fuzz.sh [SECONDS] [frame-decoder|manifest-parser|elf-reader|channel-protocol|policy-files|package|shared-ring|
+#                              extension-point-descriptor|publisher-key|statistics-page|plugin-log|activity-record|crash-log|
+#                              worker-reports ...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 Scripts/setup.sh
@@ -16,7 +22,8 @@ seconds="${1:-60}"
 shift || true
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-    targets=(frame-decoder manifest-parser elf-reader channel-protocol policy-files package)
+    targets=(frame-decoder manifest-parser elf-reader channel-protocol policy-files package shared-ring extension-point-descriptor
+        publisher-key statistics-page plugin-log activity-record crash-log worker-reports)
 fi
 
 scratch=.build/fuzz

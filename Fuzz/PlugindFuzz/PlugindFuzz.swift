@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindFuzzing
+import PlugindHostFuzzing
 
 /// Every fuzz target of plugind, in one executable. Built with -sanitize=fuzzer -DFUZZING by
 /// Scripts/fuzz.sh, libFuzzer drives the target PLUGIND_FUZZ_TARGET names (libFuzzer owns the
@@ -15,6 +16,14 @@ enum FuzzTargets {
         "channel-protocol": { _ = try ChannelProtocolFuzzing.run($0) },
         "policy-files": PolicyFilesFuzzing.run,
         "package": PackageFuzzing.run,
+        "shared-ring": SharedRingFuzzing.run,
+        "extension-point-descriptor": ExtensionPointDescriptorFuzzing.run,
+        "publisher-key": PublisherKeyFuzzing.run,
+        "statistics-page": StatisticsPageFuzzing.run,
+        "plugin-log": PluginLogFuzzing.run,
+        "activity-record": ActivityRecordFuzzing.run,
+        "crash-log": CrashLogFuzzing.run,
+        "worker-reports": WorkerReportFuzzing.run,
     ]
 
     static var names: String { all.keys.sorted().joined(separator: ", ") }

@@ -148,14 +148,20 @@ package struct FileIdentity: Hashable, Sendable, Codable {
 }
 
 extension FileIdentity {
-    /// The identity `stat(2)` reported.
+    /// The identity `stat(2)` reported. A file's owner sets its modification time to anything
+    /// (`touch -d 2300-01-01`, or `tar` extracting a hostile archive), past what nanoseconds in 64
+    /// bits hold: such times saturate instead of trapping whoever looks at the file. The change
+    /// time, which no one sets, still tells two writes apart.
     package init(_ status: stat) {
+        func nanoseconds(_ time: timespec) -> Int64 {
+            Int64(time.tv_sec).multipliedSaturating(by: 1_000_000_000).addingSaturating(Int64(time.tv_nsec))
+        }
         self.init(
             device: UInt64(status.st_dev),
             inode: UInt64(status.st_ino),
-            size: UInt64(status.st_size),
-            modificationNanoseconds: Int64(status.st_mtim.tv_sec) * 1_000_000_000 + Int64(status.st_mtim.tv_nsec),
-            changeNanoseconds: Int64(status.st_ctim.tv_sec) * 1_000_000_000 + Int64(status.st_ctim.tv_nsec)
+            size: UInt64(truncatingIfNeeded: status.st_size),
+            modificationNanoseconds: nanoseconds(status.st_mtim),
+            changeNanoseconds: nanoseconds(status.st_ctim)
         )
     }
 

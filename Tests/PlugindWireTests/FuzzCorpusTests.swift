@@ -53,6 +53,45 @@ struct FuzzCorpusTests {
         #expect(plugin.pluginABIVersion == 2)
     }
 
+    @Test("every shared-ring script keeps the ring's bounds, and the honest ones read back exactly what was written")
+    func sharedRing() throws {
+        let inputs = FuzzReplay.inputs(in: [Self.root + "/shared-ring"])
+        #expect(inputs.count >= 5)
+        for (path, bytes) in inputs {
+            #expect(throws: Never.self, "\(path)") { try SharedRingFuzzing.run(bytes) }
+        }
+    }
+
+    @Test("every extension-point descriptor is read as valid or refused naming the file; the valid seeds are read")
+    func extensionPointDescriptor() throws {
+        let inputs = FuzzReplay.inputs(in: [Self.root + "/extension-point-descriptor"])
+        #expect(inputs.count >= 5)
+        for (path, bytes) in inputs {
+            #expect(throws: Never.self, "\(path)") { try ExtensionPointDescriptorFuzzing.run(bytes) }
+        }
+        // The seeds reach the accepted side, so the fuzzer starts past the name check.
+        let directory = try FuzzScratch.emptyDirectory()
+        for (path, bytes) in inputs where path.contains("/seed-") {
+            let file = directory + "/org.example.host.text-filter.json"
+            try FuzzScratch.write(bytes, to: file)
+            #expect(throws: Never.self, "\(path)") { try ExtensionPointDescriptor.read(atPath: file) }
+        }
+    }
+
+    @Test("every publisher key and signature file is read or refused; the seeds reach a key and a signature that holds")
+    func publisherKey() throws {
+        let inputs = FuzzReplay.inputs(in: [Self.root + "/publisher-key"])
+        #expect(inputs.count >= 5)
+        for (path, bytes) in inputs {
+            #expect(throws: Never.self, "\(path)") { try PublisherKeyFuzzing.run(bytes) }
+        }
+        let key = try #require(inputs.first { $0.path.hasSuffix("/seed-public-key") })
+        #expect(throws: Never.self) { try PublisherKeys.PublicKey(pem: Array(key.bytes.dropFirst())) }
+        let signed = try #require(inputs.first { $0.path.hasSuffix("/seed-signature") })
+        let signature = try JSONDecoder().decode(BundleSignature.self, from: Data(signed.bytes.dropFirst()))
+        #expect(signature.check(digest: signature.bundleDigest).validKey != nil)
+    }
+
     @Test("the NaN call result the fuzzer found round-trips by its bytes")
     func nanRegression() throws {
         let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: Self.root + "/frame-decoder/regression-nan-call-result")))

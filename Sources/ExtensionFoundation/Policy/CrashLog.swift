@@ -1,5 +1,6 @@
 package import Foundation
 package import PlugindBundle
+import PlugindSystem
 package import PlugindWire
 
 /// Crashes of each plugin, kept in `crashes.json` in the host's state directory, and the
@@ -153,8 +154,10 @@ package struct CrashLog: Sendable {
     /// a log that cannot be used, which is never overwritten.
     package func recordRefusals(identifier: String, count: Int, last: String) {
         updateEntry(of: identifier) { entry in
-            let before = entry.refusals?.count ?? 0
-            entry.refusals = Refusals(count: before + count, last: String(last.prefix(1024)), time: Date())
+            // The count on disk is any process's of the user, and a worker's count is the sum of
+            // what its frames claim: neither may trap the host that adds them.
+            let before = max(0, entry.refusals?.count ?? 0)
+            entry.refusals = Refusals(count: before.addingSaturating(max(0, count)), last: String(last.prefix(1024)), time: Date())
         }
     }
 

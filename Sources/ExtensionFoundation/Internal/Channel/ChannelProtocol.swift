@@ -188,7 +188,6 @@ struct ChannelProtocol {
     }
 
     var isEnded: Bool { phase == .ended }
-    var pendingRequestCount: Int { requests.count }
     var openConnectionCount: Int { connections.count }
 
     private func error(_ code: AppExtensionError.Code, _ reason: String) -> AppExtensionError {
@@ -481,7 +480,8 @@ struct ChannelProtocol {
         case .fatalSignal(let report):
             return [.fatalSignal(report)]
         case .sandboxRefusal(let refusal):
-            refusals += 1 + Int(refusal.dropped)
+            // Each frame may claim 2^32 − 1 dropped: a flood of them must not trap the host.
+            refusals = refusals.addingSaturating(1 + Int(refusal.dropped))
             lastRefusal = refusal
             return [.broadcast(.sandboxRefusal(.init(refusal)), connection: nil)]
         case .stackReport(let id, let report):
