@@ -63,7 +63,9 @@ package struct SharedRingProducer: Sendable {
         guard used <= UInt64(layout.capacity) else {
             throw SharedRingError("the reader's position \(tail) is not within \(layout.capacity) bytes behind the writer's \(published)")
         }
-        return layout.capacity - Int(used) - Int(head - published)
+        // A reader that moves its position back while bytes wait unpublished would make this
+        // negative: no room, never a negative count.
+        return max(0, layout.capacity - Int(used) - Int(head - published))
     }
 
     /// Copies as much of `bytes` as there is room for, unpublished; returns the count.

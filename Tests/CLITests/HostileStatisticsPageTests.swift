@@ -59,6 +59,20 @@ struct HostileStatisticsPageTests {
         #expect((row["requestsInFlight"] as? NSNumber)?.uint64Value == 0, "\(row)")
         #expect((row["requestsFailed"] as? NSNumber)?.uint64Value == 1, "\(row)")
 
+        // A pages directory that is a link, or that others may write, is not read: root's `top`
+        // reads every user's, and must not be pointed at files that are not theirs.
+        let elsewhere = test.directory.path + "/elsewhere"
+        try FileManager.default.moveItem(atPath: directory, toPath: elsewhere)
+        try FileManager.default.createSymbolicLink(atPath: directory, withDestinationPath: elsewhere)
+        let linked = try await plugind(["top", "--json"], in: test)
+        #expect(linked.status == 0 && !linked.stdout.contains("org.hostile.page"), "\(linked.stdout)")
+        try FileManager.default.removeItem(atPath: directory)
+        try FileManager.default.moveItem(atPath: elsewhere, toPath: directory)
+        #expect(chmod(directory, 0o777) == 0)
+        let shared = try await plugind(["top", "--json"], in: test)
+        #expect(shared.status == 0 && !shared.stdout.contains("org.hostile.page"), "\(shared.stdout)")
+        #expect(chmod(directory, 0o700) == 0)
+
         let table = try await plugind(["top"], in: test)
         #expect(table.status == 0, "\(table.stderr)")
         #expect(table.stdout.contains("org.hostile.page"), "\(table.stdout)")

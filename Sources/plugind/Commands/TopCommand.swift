@@ -90,13 +90,13 @@ struct TopCommand: PlugindCommand {
 /// The live table's loop, on a thread of its own that alone touches the terminal: sample, draw,
 /// wait a second or for a key, again.
 final class TopSession {
-    private let directories: [String]
+    private let directories: [WorkerTable.PageDirectory]
     private let plugin: String?
     private let wake: BrowserMailbox
     private var model: TopModel
     private var previous: [WorkerTable.Sample] = []
 
-    init(directories: [String], sort: TopModel.SortKey, plugin: String?, wake: BrowserMailbox) {
+    init(directories: [WorkerTable.PageDirectory], sort: TopModel.SortKey, plugin: String?, wake: BrowserMailbox) {
         self.directories = directories
         self.plugin = plugin
         self.wake = wake

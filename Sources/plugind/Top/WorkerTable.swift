@@ -30,18 +30,36 @@ struct WorkerTable {
         var requestsEnded: UInt64 { requestsAnswered.addingSaturating(requestsFailed) }
     }
 
+    /// A directory with pages, and who alone may write it: every component from `base` down is
+    /// opened without following a link and must belong to `owner` (or root) and be writable by
+    /// nobody else, so that a user cannot point root's `top` at files that are not theirs.
+    struct PageDirectory: Equatable {
+        var base: String
+        var components: [String]
+        var owner: uid_t
+
+        var path: String { ([base] + components).joined(separator: "/") }
+    }
+
     /// The directories with pages: this host's, and for root every user's (`/run/user/*`) and the
     /// system's.
-    static func directories(host: AppExtensionHost) -> [String] {
-        var directories = [host.runtimeDirectory.appendingPathComponent("workers").path]
+    static func directories(host: AppExtensionHost) -> [PageDirectory] {
+        var directories = [PageDirectory(base: host.runtimeDirectory.path, components: ["workers"], owner: geteuid())]
         if geteuid() == 0 {
-            directories.append("/run/plugind/workers")
+            directories.append(PageDirectory(base: "/run/plugind", components: ["workers"], owner: 0))
             let users = (try? FileManager.default.contentsOfDirectory(atPath: "/run/user")) ?? []
-            for user in users.sorted() where UInt32(user) != nil { directories.append("/run/user/\(user)/plugind/workers") }
+            for user in users.sorted() {
+                guard let uid = UInt32(user) else { continue }
+                directories.append(PageDirectory(base: "/run/user/\(user)", components: ["plugind", "workers"], owner: uid))
+            }
         }
         var seen = Set<String>()
-        return directories.filter { seen.insert($0).inserted }
+        return directories.filter { seen.insert($0.path).inserted }
     }
+
+    /// The most pages one sample reads, over every directory: a user cannot make root's `top`
+    /// read without end.
+    static let maximumPages = 4096
 
     /// A worker's page and CPU time at one moment.
     struct Sample {
@@ -53,16 +71,19 @@ struct WorkerTable {
     }
 
     /// Reads every page in `directories`; a page whose host is gone is removed (when this user
-    /// wrote it), one whose worker is gone is skipped.
-    static func sample(_ directories: [String]) -> [Sample] {
+    /// wrote it, in a directory of this user's), one whose worker is gone is skipped.
+    static func sample(_ directories: [PageDirectory]) -> [Sample] {
         var samples: [Sample] = []
+        var read = 0
         for directory in directories {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-            for name in names.sorted() where name.hasSuffix(WorkerStatisticsLayout.fileSuffix) {
-                let path = directory + "/" + name
-                guard let (statistics, owner) = WorkerStatistics.read(at: path) else { continue }
+            guard let descriptor = open(directory) else { continue }
+            defer { close(descriptor) }
+            for name in names(in: descriptor) where name.hasSuffix(WorkerStatisticsLayout.fileSuffix) {
+                guard read < maximumPages else { return samples }
+                read += 1
+                guard let (statistics, owner) = WorkerStatistics.read(name: name, in: descriptor) else { continue }
                 guard isAlive(statistics.hostPID) else {
-                    if owner == geteuid() { unlink(path) }
+                    if owner == geteuid(), directory.owner == geteuid() { unlinkat(descriptor, name, 0) }
                     continue
                 }
                 guard let cpu = cpuTicks(of: statistics.workerPID) else { continue }
@@ -73,6 +94,47 @@ struct WorkerTable {
             }
         }
         return samples
+    }
+
+    /// `directory` opened component by component, never through a link, each component its
+    /// owner's or root's and writable by nobody else; nil otherwise.
+    private static func open(_ directory: PageDirectory) -> Int32? {
+        var current = Glibc.open(directory.base, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+        guard current >= 0 else { return nil }
+        // The base itself first, then each component below it.
+        for component in [nil] + directory.components.map(Optional.some) {
+            if let component {
+                let next = openat(current, component, O_DIRECTORY | O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
+                close(current)
+                guard next >= 0 else { return nil }
+                current = next
+            }
+            var status = stat()
+            guard fstat(current, &status) == 0, status.st_uid == directory.owner || status.st_uid == 0, status.st_mode & 0o022 == 0
+            else {
+                close(current)
+                return nil
+            }
+        }
+        return current
+    }
+
+    /// The names in the directory open as `descriptor`, sorted.
+    private static func names(in descriptor: Int32) -> [String] {
+        let copy = dup(descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return []
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        while let entry = readdir(stream), names.count <= maximumPages {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names.sorted()
     }
 
     /// The rows for `now`, with CPU use since `before` (matched by host and worker pid).

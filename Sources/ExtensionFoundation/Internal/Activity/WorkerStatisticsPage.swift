@@ -136,7 +136,12 @@ extension WorkerStatistics {
     /// link, a FIFO, another file). Read with one bounded `pread`: a page is another user's input
     /// when root reads it.
     package static func read(at path: String) -> (statistics: WorkerStatistics, owner: UInt32)? {
-        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        read(name: path, in: AT_FDCWD)
+    }
+
+    /// The page `name` in the directory open as `directory` (`openat`, no link followed).
+    package static func read(name: String, in directory: Int32) -> (statistics: WorkerStatistics, owner: UInt32)? {
+        let descriptor = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else { return nil }
         defer { close(descriptor) }
         var status = stat()
