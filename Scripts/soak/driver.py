@@ -10,8 +10,12 @@
 Invariants, checked all along and at the end (each breach is a violation, printed in full):
 - no host ends unless the driver killed it; every failure a host sees is a typed plugind.Error,
   and an echo comes back unchanged (host.py);
-- a good plugin is never reported crashed, exited, over a limit or quarantined: the deaths the
-  driver causes are not the plugin's (`workerKilled`, never a crash record);
+- a good plugin is never reported crashed, exited, over a limit, quarantined or timed out: the
+  deaths the driver causes are not the plugin's (`workerKilled`), and it provokes no timeout of a
+  good plugin, whose requests have the host's default deadline; with or without a CPU hog;
+- the crash log (`plugind quarantine list --json`, read every 30 s and at the end) holds no crash
+  record and no quarantine of a good plugin;
+- with --cpu-hog, the hog runs from start to end;
 - every CLI decision the model says is valid succeeds, every other one fails with a message, and
   none ends by a signal;
 - no zombie among a live host's descendants lasts 5 s; nothing a killed host started outlives it
@@ -21,7 +25,11 @@ Invariants, checked all along and at the end (each breach is a violation, printe
 - at the end, `plugind list --all --json` shows each plugin in the state the applied decisions
   give, and every live host's Monitor lists exactly the available ones.
 
+The summary also says whether a CPU hog ran and how busy the machine was: the load average over
+one minute and the CPU pressure ("some avg10" of /proc/pressure/cpu), sampled every second.
+
   driver.py --minutes N --bin DIR --work DIR [--hosts K] [--seed S] [--json FILE]
+            [--cpu-hog PGID --cpu-hog-command TEXT]
 """
 
 import argparse
@@ -48,11 +56,17 @@ HOSTILE = {
 }
 PLUGINS = {**GOOD, **HOSTILE}
 # What a good plugin may fail with while the driver works around it; anything else is its fault,
-# which it never is.
+# which it never is. Not `timedOut`, with or without a CPU hog: the driver kills (SIGKILL, which is
+# `workerKilled`) and never stops a worker, so it provokes no timeout of a good plugin, whose
+# requests have the host's default deadline (30 s) for echoes that take milliseconds, and whose
+# launches the default launch timeout (10 s). A timeout there is the host's deadline failing a
+# well-behaved plugin: the finding the hog is there to provoke. A fault added that does provoke
+# one (a SIGSTOP) must be allowed here by name.
 GOOD_MAY_FAIL_WITH = {
     "workerKilled", "notApproved", "disabledByOwner", "bundleChanged", "notFound", "invalidated", "connectionClosed",
-    "connectionRefused", "cancelled", "spawnFailed", "timedOut",
+    "connectionRefused", "cancelled", "spawnFailed",
 }
+CRASH_LOG_SECONDS = 30
 GROWTH_BOUNDS = {"descriptors": 16, "threads": 16, "residentKiB": 64 * 1024}
 WARM_UP_SECONDS = 60
 ZOMBIE_SECONDS = 5
@@ -171,6 +185,10 @@ class Model:
             self.installed[identifier] = None
 
 
+class Interrupted(Exception):
+    """SIGTERM: the soak is to end now (soak.sh sends it when it is itself ended)."""
+
+
 class Host:
     def __init__(self, index, environment, selector, seed):
         self.index = index
@@ -223,6 +241,12 @@ class Soak:
         self.commands = {}  # (pid, start) -> its command line, read while it ran
         self.orphan_checks = []  # (deadline, [(pid, start)], what)
         self.environment = self.make_environment()
+        self.load_samples = []  # the load average over one minute, every second
+        self.pressure_samples = []  # CPU pressure "some avg10", every second, where the kernel has it
+        self.hog_ended_after = None  # seconds into the soak, if the hog ended early
+        self.started = None
+        self.crash_log = {}  # identifier -> {"crashes": n, "quarantined": bool}, as last read
+        self.crash_log_reported = set()
 
     # --- set-up
 
@@ -394,6 +418,61 @@ class Soak:
         for _, left, what in due:
             self.check_gone(left, what, processes)
 
+    def sample_machine(self):
+        """How busy the machine is now, and whether the hog still runs."""
+        try:
+            with open("/proc/loadavg") as loadavg:
+                self.load_samples.append(float(loadavg.read().split()[0]))
+        except (OSError, ValueError, IndexError):
+            pass
+        try:
+            with open("/proc/pressure/cpu") as pressure:
+                for line in pressure:
+                    if line.startswith("some "):
+                        fields = dict(field.split("=", 1) for field in line.split()[1:] if "=" in field)
+                        self.pressure_samples.append(float(fields["avg10"]))
+        except (OSError, ValueError, KeyError):
+            pass
+        group = self.arguments.cpu_hog
+        if group is not None and self.hog_ended_after is None:
+            try:
+                os.killpg(group, 0)
+            except ProcessLookupError:
+                self.hog_ended_after = time.monotonic() - (self.started or time.monotonic())
+                self.violation("the CPU hog (process group %d) ended %d s into the soak: what follows ran without it" % (
+                    group, self.hog_ended_after))
+            except PermissionError:
+                pass
+
+    def check_crash_log(self):
+        """No crash record and no quarantine of a good plugin, as the owner's CLI reads the crash log."""
+        status, output, stderr = self.plugind("quarantine", "list", "--json")
+        if status != 0:
+            self.violation("plugind quarantine list --json failed (%d): %s" % (status, stderr.strip()))
+            return
+        try:
+            entries = json.loads(output)
+        except ValueError as error:
+            self.violation("plugind quarantine list --json printed no JSON (%s): %s" % (error, output[:200]))
+            return
+        self.crash_log = {}
+        for entry in entries:
+            identifier = entry.get("identifier")
+            crashes = entry.get("crashes") or []
+            self.crash_log[identifier] = {"crashes": len(crashes), "quarantined": bool(entry.get("quarantined"))}
+            if identifier not in GOOD:
+                continue
+            for crash in crashes:
+                key = (identifier, "crash", str(crash.get("time")), crash.get("reason"))
+                if key not in self.crash_log_reported:
+                    self.crash_log_reported.add(key)
+                    self.violation("the good plugin %s has a crash record (%s): %s" % (identifier, crash.get("time"), crash.get("reason")))
+            if entry.get("quarantined"):
+                key = (identifier, "quarantine", str(entry.get("since")))
+                if key not in self.crash_log_reported:
+                    self.crash_log_reported.add(key)
+                    self.violation("the good plugin %s is quarantined (since %s): %s" % (identifier, entry.get("since"), entry.get("reason")))
+
     def check_gone(self, left, what, processes):
         survivors = [pid for pid, start in left if processes.start.get(pid) == start and processes.state.get(pid) != "Z"]
         if survivors:
@@ -408,9 +487,9 @@ class Soak:
             self.decide("approve", identifier)
         for index in range(self.arguments.hosts):
             self.hosts.append(Host(index, self.environment, self.selector, self.rng.randrange(1 << 30)))
-        started = time.monotonic()
+        started = self.started = time.monotonic()
         deadline = started + minutes * 60
-        last_check = last_progress = started
+        last_check = last_progress = last_crash_log = started
         actions = [
             (30, lambda identifier: self.decide(self.rng.choice(("approve", "disable", "enable", "revoke")), identifier)),
             (12, lambda identifier: self.decide(self.rng.choice(("install-1", "install-2", "update-1", "update-2", "uninstall")), identifier)),
@@ -433,12 +512,30 @@ class Soak:
             if now - last_check >= 1:
                 last_check = now
                 self.check_processes()
+                self.sample_machine()
+            if now - last_crash_log >= CRASH_LOG_SECONDS:
+                last_crash_log = now
+                self.check_crash_log()
             if now - last_progress >= 30:
                 last_progress = now
-                log("%d of %d s: %d operations, %d faults, %d host rounds, %d violations" % (
+                log("%d of %d s: %d operations, %d faults, %d host rounds, %d violations, load average %s" % (
                     now - started, minutes * 60, self.counts.get("operations", 0), self.faults(), self.rounds(),
-                    len(self.violations)))
+                    len(self.violations), self.load_samples[-1] if self.load_samples else "?"))
+        self.sample_machine()
         self.finish()
+
+    def stop_hosts(self):
+        """Ends every host (SIGTERM: after its round in progress; SIGKILL 30 s later) and waits for it."""
+        for host in self.hosts:
+            host.killed = True
+            if host.process.poll() is None:
+                host.process.terminate()
+        for host in self.hosts:
+            try:
+                host.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                host.process.kill()
+                host.process.wait()
 
     def faults(self):
         return sum(value for key, value in self.counts.items() if key.startswith("faults."))
@@ -504,6 +601,8 @@ class Soak:
                 break
             self.read_hosts(0.2)
         self.check_gone(left, "the stopped hosts", Processes())
+        # Written by the hosts' recorders before they ended: complete now.
+        self.check_crash_log()
         for host in self.hosts:
             for line in (host.report or {}).get("violations", []):
                 self.violation("host %d: %s" % (host.index, line))
@@ -528,6 +627,32 @@ class Soak:
                 return message
         return "(no message kept)"
 
+    def busy_timeouts(self):
+        """Per plugin, the timeouts whose reason said the machine was busy."""
+        total = {}
+        for host in self.hosts + self.finished_hosts:
+            for identifier, number in ((host.report or {}).get("busyTimeouts") or {}).items():
+                total[identifier] = total.get(identifier, 0) + number
+        return total
+
+    def machine(self):
+        def spread(samples):
+            if not samples:
+                return None
+            return {"min": min(samples), "mean": round(sum(samples) / len(samples), 2), "max": max(samples), "samples": len(samples)}
+        try:
+            # With autogroup each session (each plugin worker starts one) shares the processors as one.
+            with open("/proc/sys/kernel/sched_autogroup_enabled") as autogroup:
+                autogroups = autogroup.read().strip() == "1"
+        except OSError:
+            autogroups = None
+        return {
+            "processors": os.cpu_count(),
+            "autogroupScheduling": autogroups,
+            "loadAverage1Minute": spread(self.load_samples),
+            "cpuPressureSome10Seconds": spread(self.pressure_samples),
+        }
+
     def check_good_outcomes(self):
         for identifier, outcomes in self.outcomes().items():
             if identifier not in GOOD:
@@ -548,6 +673,14 @@ class Soak:
             "faults": {key.split(".", 1)[1]: value for key, value in self.counts.items() if key.startswith("faults.")},
             "hostRounds": self.rounds(),
             "outcomes": self.outcomes(),
+            "busyMachineTimeouts": self.busy_timeouts(),
+            "crashLog": self.crash_log,
+            "cpuHog": {
+                "ran": self.arguments.cpu_hog is not None,
+                "command": self.arguments.cpu_hog_command,
+                "endedEarlyAfterSeconds": self.hog_ended_after,
+            },
+            "machine": self.machine(),
             "refusals": self.cli_failures,
             "firstHost": {
                 "afterFirstMinute": {key: first.baseline[key] for key in GROWTH_BOUNDS} if first.baseline else None,
@@ -567,18 +700,36 @@ def main():
     parser.add_argument("--hosts", type=int, default=3)
     parser.add_argument("--seed", type=int, default=int(time.time()))
     parser.add_argument("--json", help="also write the summary to this file")
+    parser.add_argument("--cpu-hog", type=int, metavar="PGID", help="the process group of a CPU hog that runs for the whole soak")
+    parser.add_argument("--cpu-hog-command", help="the hog's command line, for the summary")
     arguments = parser.parse_args()
     soak = Soak(arguments)
-    log("seed %d, %d hosts, %g minutes, in %s" % (arguments.seed, arguments.hosts, arguments.minutes, arguments.work))
-    soak.run()
+
+    def interrupt(*_):
+        raise Interrupted()
+
+    signal.signal(signal.SIGTERM, interrupt)
+    log("seed %d, %d hosts, %g minutes, in %s%s" % (
+        arguments.seed, arguments.hosts, arguments.minutes, arguments.work,
+        ", under a CPU hog (%s)" % (arguments.cpu_hog_command or "process group %d" % arguments.cpu_hog) if arguments.cpu_hog is not None else ""))
+    try:
+        soak.run()
+    except Interrupted:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        log("ended by SIGTERM: stopping the hosts; no summary")
+        soak.stop_hosts()
+        sys.exit(143)
     summary = soak.summary()
     text = json.dumps(summary, indent=2)
     print(text)
     if arguments.json:
         with open(arguments.json, "w") as file:
             file.write(text + "\n")
-    log("%d operations, %d faults, %d host rounds: %s" % (
+    load = summary["machine"]["loadAverage1Minute"]
+    log("%d operations, %d faults, %d host rounds, %s, load average %s on %s processors: %s" % (
         summary["operations"], soak.faults(), summary["hostRounds"],
+        "under a CPU hog" if arguments.cpu_hog is not None else "without a CPU hog",
+        "%.2f (%.2f to %.2f)" % (load["mean"], load["min"], load["max"]) if load else "unknown", summary["machine"]["processors"],
         "every invariant held" if not soak.violations else "%d violations" % len(soak.violations)))
     sys.exit(1 if soak.violations else 0)
 

@@ -123,6 +123,7 @@ extension WorkerChannel {
             termination.backtrace = backtrace
             termination.refusals = state.machine.refusals
             termination.lastRefusal = state.machine.lastRefusal.map(AppExtensionMessage.SandboxRefusal.init)
+            termination.processorWait = state.processorWait
             state.lifecycle = .ended(termination)
             let wasReady = state.ready != nil
             handshake = state.handshake

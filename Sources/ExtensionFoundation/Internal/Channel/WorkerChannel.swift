@@ -8,7 +8,7 @@ import Synchronization
 /// the descriptors and the process. Frames are queued on the `FrameWriter` in the order the
 /// protocol decided, under the lock; they are written, large copies made and continuations
 /// resumed after it is released. Reading runs on the `WorkerEventLoop` thread.
-final class WorkerChannel: EventLoopHandler {
+package final class WorkerChannel: EventLoopHandler {
     let pluginIdentifier: String
     let limits: ResourceLimits
     let process: WorkerProcess
@@ -88,6 +88,8 @@ final class WorkerChannel: EventLoopHandler {
         /// Responses read from the worker's shared region; the worker reuses it when this
         /// count, published in the region's header, reaches the number it placed there.
         var sharedResponsesRead: UInt64 = 0
+        /// The worker's waits for a processor, read when the host stopped it for a timeout.
+        var processorWait: ProcessorWait?
     }
 
     /// Where the worker's process is in its life, as the host sees it.
@@ -121,7 +123,7 @@ final class WorkerChannel: EventLoopHandler {
         }
     }
 
-    enum StopCause: Sendable, Equatable {
+    package enum StopCause: Sendable, Equatable {
         case protocolViolation(String)
         case unresponsive(requestID: UInt64, after: Duration)
         /// The plugin answered neither a connection in time nor its close within the grace.
@@ -277,7 +279,11 @@ final class WorkerChannel: EventLoopHandler {
         case .failure(let error): return completion(.failure(error))
         }
         let message = requestMessage(bytes, id: id, connection: connection, nestedIn: nil)
-        start(id, message, waiter: .callback { [self] reply in completion(reply.flatMap(responseBytes)) })
+        start(
+            id, message,
+            waiter: .callback { [self] reply in
+                completion(reply.flatMap(responseBytes).mapError { explainingTimeout($0, window: timeout) })
+            })
     }
 
     /// An id for a new request on `connection`, or why the channel cannot take one.
@@ -328,12 +334,16 @@ final class WorkerChannel: EventLoopHandler {
     ) async throws -> WorkerReply {
         let id = try reserveRequest(connection: connection, timeout: timeout).get()
         let message = makeMessage(id)
-        return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerReply, any Error>) in
-                start(id, message, waiter: .task(continuation))
+        do {
+            return try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerReply, any Error>) in
+                    start(id, message, waiter: .task(continuation))
+                }
+            } onCancel: {
+                decide { $0.abandon(id, because: .cancelled, now: .now) }
             }
-        } onCancel: {
-            decide { $0.abandon(id, because: .cancelled, now: .now) }
+        } catch let error as AppExtensionError where error.code == .timedOut {
+            throw explainingTimeout(error, window: timeout)
         }
     }
 
@@ -387,18 +397,22 @@ final class WorkerChannel: EventLoopHandler {
         let (id, effects) = try state.withLock { state in
             state.machine.openConnection(hasHandler: handler != nil, timeout: timeout, now: .now).mapError { unavailable($0, state) }
         }.get()
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                var actions = Actions()
-                state.withLock { state in
-                    state.connections[id] = continuation
-                    state.handlers[id] = handler
-                    collect(effects, into: &actions, state: &state)
+        do {
+            try await withTaskCancellationHandler {
+                try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+                    var actions = Actions()
+                    state.withLock { state in
+                        state.connections[id] = continuation
+                        state.handlers[id] = handler
+                        collect(effects, into: &actions, state: &state)
+                    }
+                    perform(actions)
                 }
-                perform(actions)
+            } onCancel: {
+                closeConnection(id)
             }
-        } onCancel: {
-            closeConnection(id)
+        } catch let error as AppExtensionError where error.code == .timedOut {
+            throw explainingTimeout(error, window: timeout)
         }
         return id
     }
@@ -526,7 +540,12 @@ final class WorkerChannel: EventLoopHandler {
             state.lifecycle = .stopping(cause)
             return true
         }
-        if first { kill() }
+        guard first else { return }
+        // For a timeout, the worker's waits for a processor, read while its threads are there.
+        if cause.timeoutWindow != nil, let wait = ProcessorWait.read(processIdentifier: processIdentifier) {
+            state.withLock { $0.processorWait = wait }
+        }
+        kill()
     }
 
     /// Kills the worker (on the loop thread, unless it is reaped by then).

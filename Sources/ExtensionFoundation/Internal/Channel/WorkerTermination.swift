@@ -17,6 +17,9 @@ struct WorkerTermination: Sendable {
     /// Calls the sandbox refused the plugin over the worker's life, and the last one.
     var refusals = 0
     var lastRefusal: AppExtensionMessage.SandboxRefusal?
+    /// How long the worker's threads had waited for a processor when the host stopped it for a
+    /// timeout (read just before the kill): whether the machine's load explains the timeout.
+    var processorWait: ProcessorWait?
 
     /// The end as the public API reports it. A fatal-signal report wins over the exit status: a
     /// worker that is pid 1 of its namespace cannot die of a signal it raised itself, so it exits
@@ -145,21 +148,24 @@ struct WorkerTermination: Sendable {
                 .timedOut,
                 plugin,
                 "left \(ByteCount(UInt64(bytes))) the host sent unread for \(DurationText(grace)) (the host stops reading a worker past its budget of \(ByteCount(UInt64(WorkerChannel.heldFrameBudget))) until it catches up); its worker was stopped"
+                    + busyMachine(grace)
             )
         case .unresponsiveConnection(_, let grace):
             return make(
                 .timedOut,
                 plugin,
                 "answered neither a connection in time nor its close within \(DurationText(grace)); its worker was killed"
+                    + busyMachine(grace)
             )
         case .unresponsive(_, let grace):
             return make(
                 .timedOut,
                 plugin,
-                "did not stop within \(DurationText(grace)) after a request was abandoned; its worker was killed"
+                "did not stop within \(DurationText(grace)) after a request was abandoned; its worker was killed" + busyMachine(grace)
             )
         case .launchTimedOut(let timeout):
-            return make(.timedOut, plugin, "did not finish loading within \(DurationText(timeout)); its worker was killed")
+            return make(
+                .timedOut, plugin, "did not finish loading within \(DurationText(timeout)); its worker was killed" + busyMachine(timeout))
         case .cancelledLaunch:
             return make(.cancelled, plugin, "the launch was cancelled")
         case .hostFailure(let detail):
@@ -167,6 +173,12 @@ struct WorkerTermination: Sendable {
         case .disabledByOwner(let reason):
             return make(.disabledByOwner, plugin, "\(reason); its process was ended")
         }
+    }
+
+    /// "; the machine was busy: …" when the worker's waits for a processor explain a timeout of
+    /// `window`; nothing otherwise.
+    private func busyMachine(_ window: Duration) -> String {
+        processorWait?.busyMachineSentence(timeout: window).map { "; \($0)" } ?? ""
     }
 
     private func faultDetail(_ signal: Int32) -> String {
