@@ -85,7 +85,7 @@ package struct BundleSignature: Codable, Sendable, Hashable {
         case .failure(let reason): return .invalid(reason, nil)
         case .success(let bytes): data = bytes
         }
-        guard let signature = try? JSONDecoder().decode(BundleSignature.self, from: data) else {
+        guard let signature = try? StrictJSONDecoder().decode(BundleSignature.self, from: data) else {
             return .invalid("\(BundleContents.signatureFileName) is not a plugind signature", nil)
         }
         return signature.check(digest: digest)

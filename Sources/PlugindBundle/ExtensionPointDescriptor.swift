@@ -105,7 +105,7 @@ package struct ExtensionPointDescriptor: Codable, Equatable, Sendable {
         guard data.count <= maximumFileBytes else { throw Problem(path: path, reason: "is larger than \(maximumFileBytes) bytes") }
         let descriptor: ExtensionPointDescriptor
         do {
-            descriptor = try JSONDecoder().decode(ExtensionPointDescriptor.self, from: data)
+            descriptor = try StrictJSONDecoder().decode(ExtensionPointDescriptor.self, from: data)
         } catch {
             throw Problem(path: path, reason: "is not an extension-point descriptor (\(error))")
         }

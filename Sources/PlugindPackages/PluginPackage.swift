@@ -207,7 +207,7 @@ package enum PluginPackage {
             throw Failure(
                 "\(path) carries no publisher signature; nothing was unpacked (sign the bundle with 'plugind sign' before 'plugind pack')")
         }
-        guard let decoded = try? JSONDecoder().decode(BundleSignature.self, from: Data(signature)) else {
+        guard let decoded = try? StrictJSONDecoder().decode(BundleSignature.self, from: signature) else {
             throw Failure("\(BundleContents.signatureFileName) in \(path) is not a plugind signature; nothing was unpacked")
         }
         let entries =

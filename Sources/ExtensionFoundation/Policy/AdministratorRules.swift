@@ -136,7 +136,7 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
         guard data.count <= 1 << 20 else { return refused("is larger than 1 MiB") }
         let rules: AdministratorRules
         do {
-            rules = try JSONDecoder().decode(AdministratorRules.self, from: data)
+            rules = try StrictJSONDecoder().decode(AdministratorRules.self, from: data)
         } catch {
             return refused("is malformed (\(error))")
         }

@@ -193,9 +193,5 @@ package struct CrashLog: Sendable {
         return encoder
     }
 
-    private static var decoder: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
-    }
+    private static let decoder = StrictJSONDecoder(dateDecodingStrategy: .iso8601)
 }

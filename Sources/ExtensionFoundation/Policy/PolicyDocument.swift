@@ -197,7 +197,7 @@ extension PolicyDocument {
     /// `decode(_:path:)` of the `Data` a file was read into, without copying it.
     static func decode(_ data: Data, path: String) -> Result<PolicyDocument, PolicyFileError> {
         do {
-            let document = try JSONDecoder().decode(PolicyDocument.self, from: data)
+            let document = try StrictJSONDecoder().decode(PolicyDocument.self, from: data)
             guard readableVersions.contains(document.version) else {
                 return .failure(
                     PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)"))
@@ -211,8 +211,8 @@ extension PolicyDocument {
     private static func describe(_ error: any Error) -> String {
         switch error {
         case DecodingError.dataCorrupted(let context):
-            let detail = (context.underlyingError as NSError?)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return detail ?? context.debugDescription
+            // Not JSON: the parser's problem, with its line and column.
+            return context.underlyingError.map { "\($0)" } ?? context.debugDescription
         case DecodingError.keyNotFound(let key, let context):
             return "missing key '\((context.codingPath + [key]).map(\.stringValue).joined(separator: "."))'"
         case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):

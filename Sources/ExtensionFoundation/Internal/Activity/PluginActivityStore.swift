@@ -1,4 +1,5 @@
 package import Foundation
+import PlugindBundle
 import PlugindSystem
 
 /// Each plugin's last activity for `plugind info`: when a worker of it last started, how many
@@ -104,11 +105,15 @@ package struct PluginActivityStore: Sendable {
     }
 
     package func record(of plugin: String) -> Record? {
-        guard let name = Self.fileName(plugin), let data = FileManager.default.contents(atPath: directory + "/" + name) else {
-            return nil
-        }
-        return try? JSONDecoder.iso8601.decode(Record.self, from: data)
+        // Any process of the user can replace the record: a regular file of a record's size only.
+        guard let name = Self.fileName(plugin),
+            let data = FileDescriptor.readRegularFile(directory + "/" + name, limit: Self.maximumRecordBytes).map({ Data($0) })
+        else { return nil }
+        return try? StrictJSONDecoder(dateDecodingStrategy: .iso8601).decode(Record.self, from: data)
     }
+
+    /// A record is a few hundred bytes; a larger file is not one.
+    static let maximumRecordBytes = 64 << 10
 
     /// Identifiers are reverse-DNS names; anything else (a path) gets no file.
     private static func fileName(_ plugin: String) -> String? {
@@ -142,13 +147,5 @@ extension JSONEncoder {
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
-    }
-}
-
-extension JSONDecoder {
-    static var iso8601: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return decoder
     }
 }

@@ -1,4 +1,5 @@
 package import Foundation
+import PlugindBundle
 import PlugindSystem
 
 /// The per-user log where no journal runs: JSON lines in two files under `<state>/logs`, each
@@ -75,7 +76,7 @@ package struct PluginLogFile: Sendable {
     /// The entry of one line; nil for one that is too long or does not parse.
     static func entry(_ line: Data) -> PluginLogEntry? {
         guard line.count <= maximumLineBytes else { return nil }
-        return try? JSONDecoder().decode(PluginLogEntry.self, from: line)
+        return try? StrictJSONDecoder().decode(PluginLogEntry.self, from: line)
     }
 
     /// The complete lines of `path` from byte `offset` on (but no more than `readLimit` before
