@@ -10,6 +10,7 @@
 #include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -118,6 +119,13 @@ static scmp_filter_ctx base_filter(void) {
     const uint64_t namespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                                 CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */;
     if (result == 0) result = deny_bits(filter, SCMP_SYS(clone), 0, namespaces);
+    // The parent-death signal stays SIGKILL: a plugin that clears it on every thread (running a
+    // signal handler of its own on the thread that waits) keeps its worker alive after its host is
+    // killed. SIGKILL may still be set, for the plugin's own children.
+    if (result == 0) {
+        result = libseccomp.rule_add(filter, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 2, SCMP_A0_32(SCMP_CMP_EQ, PR_SET_PDEATHSIG),
+                                     SCMP_A1_64(SCMP_CMP_NE, SIGKILL));
+    }
     // No setuid or setgid files: chmod and creation modes.
     const uint64_t set_id = S_ISUID | S_ISGID;
     if (result == 0) result = deny_bits(filter, SCMP_SYS(chmod), 1, set_id);

@@ -37,15 +37,19 @@ struct LauncherProcess: Sendable, Equatable {
             defer { null.close() }
             let record = try? ForkRecord.create()
             defer { record?.1.close() }
-            var request = SpawnRequest(
+            let request = SpawnRequest(
                 executablePath: executable,
                 arguments: [executable, "--launcher"],
                 environment: environment,
                 descriptors: [null, null, null, launcher] + (record.map { [$0.1] } ?? []),
                 options: [.dieWithParentThread]
             )
-            request.executableDescriptor = image
-            let process = try spawnProcess(request)
+            let process: SpawnedProcess
+            if let image {
+                process = try spawn(request, from: image)
+            } else {
+                process = try spawnProcess(request)
+            }
             do throws(SystemError) {
                 try host.setNonBlocking()
                 try loop.register(process.processDescriptor, events: Epoll.readable, handler: handler)
@@ -64,6 +68,23 @@ struct LauncherProcess: Sendable, Equatable {
         } catch {
             host.close()
             throw error
+        }
+    }
+
+    /// Spawns `request` from `image`. A worker of an ordinary user's host runs as the image's
+    /// owner and reaches it through /proc/self/exe, so it can change its mode: execute-only again
+    /// before each exec (a readable image makes the launcher dumpable until it says otherwise),
+    /// and by the path when the exec is refused all the same (the worker cleared the execute bits
+    /// again in between): no worker can make its host's later launches fail.
+    private static func spawn(_ request: SpawnRequest, from image: FileDescriptor) throws(SystemError) -> SpawnedProcess {
+        _ = plugind_shim_sealed_file_restrict_to_execution(image.rawValue)
+        var fromImage = request
+        fromImage.executableDescriptor = image
+        do throws(SystemError) {
+            return try spawnProcess(fromImage)
+        } catch {
+            guard error.errno == .permissionDenied else { throw error }
+            return try spawnProcess(request)
         }
     }
 
