@@ -88,6 +88,38 @@ static void report_setup_failure(int error, int fd) {
     (void)ignored;
 }
 
+/// Raises this process's OOM score adjustment to `target` when it is lower (the kernel lets any
+/// process raise its own). Async-signal-safe: no stdio. A vfork child's write changes only its
+/// own score, not that of the parent whose memory it shares. Returns 0 or an errno.
+static int raise_oom_score(int target) {
+    int descriptor = open("/proc/self/oom_score_adj", O_RDWR | O_CLOEXEC);
+    if (descriptor < 0) return errno;
+    char text[16];
+    ssize_t length = read(descriptor, text, sizeof text - 1);
+    int result = 0;
+    if (length <= 0) {
+        result = length < 0 ? errno : EIO;
+    } else {
+        int index = text[0] == '-' ? 1 : 0, value = 0;
+        for (; index < length && text[index] >= '0' && text[index] <= '9' && value < 10000; index++) {
+            value = value * 10 + (text[index] - '0');
+        }
+        if (text[0] == '-') value = -value;
+        if (value < target && target >= -1000 && target <= 1000) {
+            char digits[8];
+            int count = 0, magnitude = target < 0 ? -target : target;
+            do {
+                digits[sizeof digits - 1 - count++] = (char)('0' + magnitude % 10);
+                magnitude /= 10;
+            } while (magnitude != 0);
+            if (target < 0) digits[sizeof digits - 1 - count++] = '-';
+            if (pwrite(descriptor, digits + sizeof digits - count, (size_t)count, 0) != count) result = errno;
+        }
+    }
+    close(descriptor);
+    return result;
+}
+
 /// Resets what a new worker process must not inherit and gives it its session, identity in its
 /// user namespace and parent-death signal. With `mapped_by_parent`, the parent wrote the id maps
 /// (it is privileged and maps the child to an unprivileged id): the child waits for them on
@@ -131,6 +163,7 @@ static int prepare_process(const plugind_shim_spawn_request *request, const char
     if ((request->flags & PLUGIND_SHIM_SPAWN_DIE_WITH_PARENT) && prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) {
         return errno;
     }
+    if (request->flags & PLUGIND_SHIM_SPAWN_RAISE_OOM_SCORE) (void)raise_oom_score(request->oom_score_adj);
     if (chdir("/") != 0) return errno;
     return 0;
 }

@@ -18,6 +18,10 @@ package struct SpawnRequest: Sendable {
         /// For the pre-forked launcher only: see PLUGIND_SHIM_SPAWN_NO_ADVANCE_RESTRICTIONS.
         package static let noAdvanceRestrictions = Options(rawValue: PLUGIND_SHIM_SPAWN_NO_ADVANCE_RESTRICTIONS)
 
+        /// Spawns only: the child raises its OOM score adjustment to `oomScoreAdjustment` before
+        /// it execs (see PLUGIND_SHIM_SPAWN_RAISE_OOM_SCORE).
+        package static let raiseOOMScore = Options(rawValue: PLUGIND_SHIM_SPAWN_RAISE_OOM_SCORE)
+
         /// A network namespace of its own: for workers whose plugin was not granted the network.
         package static let newNetworkNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_NET_NAMESPACE)
 
@@ -40,6 +44,14 @@ package struct SpawnRequest: Sendable {
     /// Forks only: the address (in this process) where the kernel stores the child's pid as it
     /// creates it, or 0 (see `ForkRecord`). An address, not a pointer, so the request stays Sendable.
     package var childPIDAddress = 0
+    /// With `.raiseOOMScore`: the score the child raises itself to.
+    package var oomScoreAdjustment: Int32 = 0
+
+    /// The OOM score adjustment of launchers, spares and workers: half-way to the most
+    /// expendable (1000), above a host's usual 0, so that under memory pressure the kernel takes
+    /// a worker (or a launcher, which the host replaces) before the host, and the host's owner
+    /// can still rank processes above them.
+    package static let workerOOMScoreAdjustment: Int32 = 500
 
     package init(
         executablePath: String,
@@ -100,7 +112,8 @@ package func spawnProcess(_ request: SpawnRequest) throws(SystemError) -> Spawne
                 cgroup_files: nil,
                 cgroup_file_count: 0,
                 executable_descriptor: executable?.rawValue ?? -1,
-                record_child_pid: nil
+                record_child_pid: nil,
+                oom_score_adj: request.oomScoreAdjustment
             )
             return plugind_shim_spawn(&shimRequest, &pid, &pidfd)
         }
@@ -249,7 +262,8 @@ private func withShimRequest(
             cgroup_files: UnsafeRawPointer(cgroupFiles.pointer).assumingMemoryBound(to: UnsafePointer<CChar>?.self),
             cgroup_file_count: CInt(request.cgroupFiles.count),
             executable_descriptor: -1,
-            record_child_pid: UnsafeMutablePointer<Int32>(bitPattern: request.childPIDAddress)
+            record_child_pid: UnsafeMutablePointer<Int32>(bitPattern: request.childPIDAddress),
+            oom_score_adj: request.oomScoreAdjustment
         )
         return body(&shimRequest)
     }

@@ -55,6 +55,11 @@ extern "C" {
 
 /// The most descriptors a spawn request, or a message on a unix socket, may carry: the worker's
 /// five and up to 64 sealed files.
+/// Spawns only: the child raises its OOM score adjustment to `oom_score_adj` (when lower) before
+/// it execs, while it is still dumpable: an exec'd image that is not dumpable finds its
+/// `/proc/self/oom_score_adj` owned by root and cannot raise it itself, unless the caller is root.
+/// Best effort: a failure does not fail the spawn.
+#define PLUGIND_SHIM_SPAWN_RAISE_OOM_SCORE (1 << 9)
 #define PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS 80
 
 typedef struct plugind_shim_spawn_request {
@@ -90,6 +95,8 @@ typedef struct plugind_shim_spawn_request {
     /// so that a child is known to the host, its parent, even when the launcher is killed between
     /// the fork and its answer.
     int32_t *_Nullable record_child_pid;
+    /// See PLUGIND_SHIM_SPAWN_RAISE_OOM_SCORE (-1000 to 1000).
+    int oom_score_adj;
 } plugind_shim_spawn_request;
 
 /// Spawns a process with clone(CLONE_VM | CLONE_VFORK | CLONE_PIDFD): the child runs only

@@ -37,16 +37,12 @@ enum Launcher {
         case child(Int32)
     }
 
-    /// The OOM score adjustment of launchers, spares and workers: half-way to the most
-    /// expendable (1000), above the host's usual 0, so that the host's owner can still rank
-    /// processes above it.
-    static let oomScoreAdjustment: Int32 = 500
-
     static func run() -> Int32 {
         // Under memory pressure the kernel's OOM killer takes a worker (or a launcher, which the
-        // host replaces) before the host: every spare and worker inherits this score. While still
-        // dumpable, or the file would be root's. Best effort: a failure changes nothing else.
-        _ = plugind_confinement_raise_oom_score(Self.oomScoreAdjustment)
+        // host replaces) before the host: every spare and worker inherits this score. The host's
+        // spawn raised it already; a launcher started otherwise raises it here, while still
+        // dumpable (as root: an ordinary user's exec'd image finds the file root's). Best effort.
+        _ = plugind_confinement_raise_oom_score(SpawnRequest.workerOOMScoreAdjustment)
         // Not dumpable, so that the owner's other processes cannot ptrace it, and every spare and
         // worker it forks is born the same (see `prepare_forked_process`).
         guard plugind_confinement_set_not_dumpable() == 0 else { return 2 }

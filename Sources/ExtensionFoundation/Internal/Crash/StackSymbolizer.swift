@@ -104,10 +104,12 @@ enum StackSymbolizer {
             null.close()
             return nil
         }
-        let spawned = try? spawnProcess(
-            SpawnRequest(
-                executablePath: executable, arguments: [executable, "--symbolize"], environment: [],
-                descriptors: [input.readEnd, output.writeEnd, null], options: [.newSession]))
+        var request = SpawnRequest(
+            executablePath: executable, arguments: [executable, "--symbolize"], environment: [],
+            descriptors: [input.readEnd, output.writeEnd, null], options: [.newSession, .raiseOOMScore])
+        // The most expendable of all: it parses a plugin's DWARF, and may be given a lot of it.
+        request.oomScoreAdjustment = 1000
+        let spawned = try? spawnProcess(request)
         output.writeEnd.close()
         null.close()
         guard let spawned else { return nil }

@@ -37,13 +37,16 @@ struct LauncherProcess: Sendable, Equatable {
             defer { null.close() }
             let record = try? ForkRecord.create()
             defer { record?.1.close() }
-            let request = SpawnRequest(
+            var request = SpawnRequest(
                 executablePath: executable,
                 arguments: [executable, "--launcher"],
                 environment: environment,
                 descriptors: [null, null, null, launcher] + (record.map { [$0.1] } ?? []),
-                options: [.dieWithParentThread]
+                options: [.dieWithParentThread, .raiseOOMScore]
             )
+            // Raised before the exec: the launcher, exec'd not dumpable, cannot raise its own
+            // unless the host is root; every spare and worker it forks inherits it.
+            request.oomScoreAdjustment = SpawnRequest.workerOOMScoreAdjustment
             let process: SpawnedProcess
             if let image {
                 process = try spawn(request, from: image)
