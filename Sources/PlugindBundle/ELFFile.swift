@@ -1,4 +1,6 @@
 import Foundation
+import Glibc
+import PlugindSystem
 
 /// What plugind reads from a shared library without loading it: the ELF header (class, byte
 /// order, type, machine) and, for 64-bit little-endian files, the dynamic section (needed
@@ -121,13 +123,13 @@ package struct ELFFile: Sendable {
     /// Reads the first 64 bytes and checks that the file is a 64-bit little-endian shared library
     /// for this machine. Cheap enough for every catalog scan.
     package static func checkHeader(atPath path: String) throws(Problem) -> Header {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw .unreadable("cannot open \(path)") }
-        defer { try? handle.close() }
+        let file = try ELFOpenFile.open(path)
+        defer { file.descriptor.close() }
         let bytes: [UInt8]
         do {
-            bytes = [UInt8](try handle.read(upToCount: 64) ?? Data())
+            bytes = try file.descriptor.read(count: min(64, file.size), at: 0)
         } catch {
-            throw .unreadable(error.localizedDescription)
+            throw .unreadable("\(error)")
         }
         let header = try parseHeader(bytes)
         try validate(header)
@@ -156,30 +158,35 @@ package struct ELFFile: Sendable {
 
     // MARK: Whole file
 
-    /// Reads the whole file: header checks plus dynamic section and exported symbols.
+    /// Checks the header and reads the dynamic section, the exported symbols and the notes: only
+    /// those parts of the file, through `pread` (a file mapped instead would raise SIGBUS in the
+    /// reader if its owner truncated it meanwhile). A file that shrinks while it is read is
+    /// refused.
     package static func inspect(atPath path: String) throws(Problem) -> ELFFile {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped)
-        } catch {
-            throw .unreadable(error.localizedDescription)
-        }
-        let bytes = [UInt8](data)
-        let header = try parseHeader(bytes)
-        try validate(header)
-        return try inspect(bytes: bytes, header: header)
+        try inspect(atPath: path, afterOpening: {})
     }
 
-    /// The whole-file inspection of bytes already read; for `inspect(atPath:)` and the fuzzer.
+    /// `inspect(atPath:)`, running `afterOpening` once the file is open and its size known: the
+    /// tests change the file there.
+    static func inspect(atPath path: String, afterOpening: () -> Void) throws(Problem) -> ELFFile {
+        let file = try ELFOpenFile.open(path)
+        defer { file.descriptor.close() }
+        afterOpening()
+        let reader = ELFReader(file: ELFFilePages(descriptor: file.descriptor, size: file.size))
+        let header = try parseHeader(Array(try reader.bytes(at: 0, count: min(64, reader.count))))
+        try validate(header)
+        return try inspect(reader, header: header)
+    }
+
+    /// The whole-file inspection of bytes already read; for the fuzzer and the tests.
     package static func inspect(bytes: [UInt8]) throws(Problem) -> ELFFile {
         let header = try parseHeader(bytes)
         try validate(header)
-        return try inspect(bytes: bytes, header: header)
+        return try inspect(ELFReader(bytes: bytes), header: header)
     }
 
-    private static func inspect(bytes: [UInt8], header: Header) throws(Problem) -> ELFFile {
+    private static func inspect(_ reader: ELFReader, header: Header) throws(Problem) -> ELFFile {
         var file = ELFFile(header: header)
-        let reader = ELFReader(bytes: bytes)
         try file.readDynamicSection(reader)
         try file.readDynamicSymbols(reader)
         try file.readPluginNotes(reader)
@@ -211,11 +218,11 @@ package struct ELFFile: Sendable {
                 }
                 // Go's linker records its build id in a note named "Go": a library built by Go.
                 // (Go writes the name padded, "Go\0\0", as size 4.)
-                if nameSize == 3 || nameSize == 4, Array(reader.bytes[nameStart..<nameStart + 3]) == Array("Go\0".utf8) {
+                if nameSize == 3 || nameSize == 4, try reader.bytes(at: nameStart, count: 3).elementsEqual("Go\0".utf8) {
                     isBuiltByGo = true
                 }
-                if nameSize == Self.noteName.count, Array(reader.bytes[nameStart..<nameStart + nameSize]) == Self.noteName {
-                    pluginNotes.append((type, Array(reader.bytes[descriptionStart..<descriptionStart + descriptionSize])))
+                if nameSize == Self.noteName.count, try reader.bytes(at: nameStart, count: nameSize).elementsEqual(Self.noteName) {
+                    pluginNotes.append((type, Array(try reader.bytes(at: descriptionStart, count: descriptionSize))))
                     if type == Self.abiNoteType, descriptionSize == 4 { pluginABIVersion = try reader.u32(descriptionStart) }
                 }
                 offset = min(descriptionStart + ((descriptionSize + 3) & ~3), end)
@@ -280,10 +287,113 @@ package struct ELFFile: Sendable {
     }
 }
 
-/// Bounds-checked little-endian reads from a file's bytes. Every offset and size read from the
-/// file is checked against the file before it is used, with no arithmetic that could overflow.
+/// An open file the ELF reader reads: a regular file (not a FIFO, whose open or read would wait
+/// for a writer, nor a device) and its size when it was opened.
+struct ELFOpenFile {
+    let descriptor: FileDescriptor
+    let size: Int
+
+    static func open(_ path: String) throws(ELFFile.Problem) -> ELFOpenFile {
+        let descriptor: FileDescriptor
+        do {
+            descriptor = try FileDescriptor.open(path, [.readOnly, .nonBlocking])
+        } catch {
+            throw .unreadable("\(error)")
+        }
+        var status = stat()
+        guard fstat(descriptor.rawValue, &status) == 0, status.st_mode & S_IFMT == S_IFREG, status.st_size >= 0 else {
+            descriptor.close()
+            throw .unreadable("\(path) is not a regular file")
+        }
+        return ELFOpenFile(descriptor: descriptor, size: Int(status.st_size))
+    }
+}
+
+/// The pages of a file the reader asked for, each read once with `pread`: what the reader needs
+/// (headers, the dynamic section and its strings, the symbol tables, the notes), not the whole
+/// file. Not shared between threads: one inspection owns it.
+final class ELFFilePages {
+    static let pageSize = 64 << 10
+
+    private let descriptor: FileDescriptor
+    /// The file's size when it was opened: the reader checks every offset against it.
+    let size: Int
+    private var pages: [Int: [UInt8]] = [:]
+
+    init(descriptor: FileDescriptor, size: Int) {
+        self.descriptor = descriptor
+        self.size = size
+    }
+
+    /// Bytes `start..<start + count`, which the caller checked are inside the file.
+    func bytes(at start: Int, count: Int) throws(ELFFile.Problem) -> ArraySlice<UInt8> {
+        let first = start / Self.pageSize
+        let last = count == 0 ? first : (start + count - 1) / Self.pageSize
+        if first == last {
+            let page = try self.page(first)
+            let offset = start - first * Self.pageSize
+            guard offset + count <= page.count else { throw shrunk(to: first * Self.pageSize + page.count) }
+            return page[offset..<offset + count]
+        }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        for index in first...last {
+            let page = try self.page(index)
+            let pageStart = index * Self.pageSize
+            let from = max(start, pageStart) - pageStart
+            let to = min(start + count, pageStart + page.count) - pageStart
+            bytes += page[from..<to]
+        }
+        return bytes[...]
+    }
+
+    private func page(_ index: Int) throws(ELFFile.Problem) -> [UInt8] {
+        if let page = pages[index] { return page }
+        let start = index * Self.pageSize
+        let expected = min(Self.pageSize, size - start)
+        let page: [UInt8]
+        do {
+            page = try descriptor.read(count: expected, at: start)
+        } catch {
+            throw .unreadable("\(error)")
+        }
+        // A short read: the file was truncated since it was opened.
+        guard page.count == expected else { throw shrunk(to: start + page.count) }
+        pages[index] = page
+        return page
+    }
+
+    /// The refusal of a file found shorter than when it was opened (a read ended at `length`),
+    /// with its size now.
+    private func shrunk(to length: Int) -> ELFFile.Problem {
+        var status = stat()
+        let now = fstat(descriptor.rawValue, &status) == 0 ? Int(status.st_size) : length
+        return .unreadable("it shrank while it was read (\(size) bytes when it was opened, \(now) now)")
+    }
+}
+
+/// Bounds-checked little-endian reads from a file's bytes, in memory (the fuzzer's) or read from
+/// the file as they are asked for. Every offset and size read from the file is checked against
+/// the file before it is used, with no arithmetic that could overflow.
 struct ELFReader {
-    let bytes: [UInt8]
+    private enum Source {
+        case memory([UInt8])
+        case file(ELFFilePages)
+    }
+
+    private let source: Source
+    /// The file's size.
+    let count: Int
+
+    init(bytes: [UInt8]) {
+        source = .memory(bytes)
+        count = bytes.count
+    }
+
+    init(file: ELFFilePages) {
+        source = .file(file)
+        count = file.size
+    }
 
     struct Segment {
         var type: UInt32
@@ -303,24 +413,33 @@ struct ELFReader {
     static let maximumHeaders = 4096
 
     func check(_ offset: Int, _ count: Int) throws(ELFFile.Problem) {
-        guard offset >= 0, count >= 0, offset <= bytes.count, count <= bytes.count - offset else {
-            throw .malformed("reference to \(count) bytes at offset \(offset), beyond the end of the file (\(bytes.count) bytes)")
+        guard offset >= 0, count >= 0, offset <= self.count, count <= self.count - offset else {
+            throw .malformed("reference to \(count) bytes at offset \(offset), beyond the end of the file (\(self.count) bytes)")
+        }
+    }
+
+    /// The `count` bytes at `offset`, inside the file.
+    func bytes(at offset: Int, count: Int) throws(ELFFile.Problem) -> ArraySlice<UInt8> {
+        try check(offset, count)
+        switch source {
+        case .memory(let bytes): return bytes[offset..<offset + count]
+        case .file(let pages): return try pages.bytes(at: offset, count: count)
         }
     }
 
     /// `value` (+ `plus`) as an offset inside the file.
     func offset(_ value: UInt64, plus: UInt64 = 0) throws(ELFFile.Problem) -> Int {
         let (sum, overflow) = value.addingReportingOverflow(plus)
-        guard !overflow, sum <= UInt64(bytes.count) else {
-            throw .malformed("offset \(value)+\(plus) beyond the end of the file (\(bytes.count) bytes)")
+        guard !overflow, sum <= UInt64(count) else {
+            throw .malformed("offset \(value)+\(plus) beyond the end of the file (\(count) bytes)")
         }
         return Int(sum)
     }
 
     /// The end of `count` bytes from `start`, inside the file.
     func end(of start: Int, count: UInt64) throws(ELFFile.Problem) -> Int {
-        guard count <= UInt64(bytes.count - start) else {
-            throw .malformed("\(count) bytes at offset \(start) run past the end of the file (\(bytes.count) bytes)")
+        guard count <= UInt64(self.count - start) else {
+            throw .malformed("\(count) bytes at offset \(start) run past the end of the file (\(self.count) bytes)")
         }
         return start + Int(count)
     }
@@ -351,34 +470,34 @@ struct ELFReader {
     }
 
     func u8(_ offset: Int) throws(ELFFile.Problem) -> UInt8 {
-        try check(offset, 1)
-        return bytes[offset]
+        let bytes = try self.bytes(at: offset, count: 1)
+        return bytes[bytes.startIndex]
     }
 
     func u16(_ offset: Int) throws(ELFFile.Problem) -> UInt16 {
-        try check(offset, 2)
-        return UInt16(bytes[offset]) | UInt16(bytes[offset + 1]) << 8
+        UInt16(truncatingIfNeeded: try littleEndian(offset, 2))
     }
 
     func u32(_ offset: Int) throws(ELFFile.Problem) -> UInt32 {
-        try check(offset, 4)
-        var value: UInt32 = 0
-        for index in (0..<4).reversed() { value = value << 8 | UInt32(bytes[offset + index]) }
-        return value
+        UInt32(truncatingIfNeeded: try littleEndian(offset, 4))
     }
 
     func u64(_ offset: Int) throws(ELFFile.Problem) -> UInt64 {
-        try check(offset, 8)
+        try littleEndian(offset, 8)
+    }
+
+    /// The `width` bytes at `offset` as a little-endian number.
+    private func littleEndian(_ offset: Int, _ width: Int) throws(ELFFile.Problem) -> UInt64 {
         var value: UInt64 = 0
-        for index in (0..<8).reversed() { value = value << 8 | UInt64(bytes[offset + index]) }
+        for byte in try bytes(at: offset, count: width).reversed() { value = value << 8 | UInt64(byte) }
         return value
     }
 
     /// A NUL-terminated string of at most 4096 bytes.
     func string(_ offset: Int) throws(ELFFile.Problem) -> String {
         try check(offset, 0)
-        let limit = min(bytes.count, offset + 4096)
-        guard let end = bytes[offset..<limit].firstIndex(of: 0) else { throw .malformed("unterminated string") }
-        return String(decoding: bytes[offset..<end], as: UTF8.self)
+        let bytes = try self.bytes(at: offset, count: min(count - offset, 4096))
+        guard let end = bytes.firstIndex(of: 0) else { throw .malformed("unterminated string") }
+        return String(decoding: bytes[..<end], as: UTF8.self)
     }
 }

@@ -72,17 +72,26 @@ package enum PublisherKeys {
             }
         }
 
-        /// Reads a PEM "PUBLIC KEY" (or the public half of a PEM "PRIVATE KEY").
+        /// Reads a PEM "PUBLIC KEY" (or the public half of a PEM "PRIVATE KEY"). An encrypted
+        /// file is refused, not decrypted: plugind's keys are not encrypted.
         package init(pem: [UInt8]) throws(Failure) {
-            if let key = readPEM(pem, { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }) {
-                defer { EVP_PKEY_free(key) }
-                try self.init(raw: try rawPublicKey(of: key))
-            } else if let key = readPEM(pem, { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }) {
-                defer { EVP_PKEY_free(key) }
-                try self.init(raw: try rawPublicKey(of: key))
-            } else {
-                throw Failure("not a PEM Ed25519 public key (-----BEGIN PUBLIC KEY-----)")
+            var key: OpaquePointer?
+            var encrypted = false
+            for read in [readPublicKey, readPrivateKey] where key == nil {
+                switch readPEM(pem, read) {
+                case .key(let found): key = found
+                case .encrypted: encrypted = true
+                case .unreadable: break
+                }
             }
+            guard let key else {
+                throw Failure(
+                    encrypted
+                        ? "the key file is encrypted, and a publisher's public key is not: trust the public key the publisher hands out (the <file>.pub 'plugind keygen' writes)"
+                        : "not a PEM Ed25519 public key (-----BEGIN PUBLIC KEY-----)")
+            }
+            defer { EVP_PKEY_free(key) }
+            try self.init(raw: try rawPublicKey(of: key))
         }
     }
 
@@ -102,8 +111,14 @@ package enum PublisherKeys {
 
     /// Reads a PEM PKCS#8 Ed25519 private key.
     package static func privateKey(pem: [UInt8]) throws(Failure) -> PrivateKey {
-        guard let key = readPEM(pem, { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }) else {
-            throw Failure("not a PEM private key (-----BEGIN PRIVATE KEY-----)")
+        let key: OpaquePointer
+        switch readPEM(pem, readPrivateKey) {
+        case .key(let read): key = read
+        case .encrypted:
+            throw Failure(
+                "the key file is encrypted; plugind keys are not (write it decrypted, mode 0600, with 'openssl pkey -in <file> -out <new file>', or make one with 'plugind keygen')"
+            )
+        case .unreadable: throw Failure("not a PEM private key (-----BEGIN PRIVATE KEY-----)")
         }
         guard EVP_PKEY_get_id(key) == EVP_PKEY_ED25519 else {
             EVP_PKEY_free(key)
@@ -122,11 +137,46 @@ private func rawPublicKey(of key: OpaquePointer) throws(PublisherKeys.Failure) -
     return raw
 }
 
-private func readPEM(_ pem: [UInt8], _ read: (OpaquePointer) -> OpaquePointer?) -> OpaquePointer? {
+/// What a PEM read made of a file: a key, a key behind a pass phrase, or nothing it reads.
+private enum PEMRead {
+    case key(OpaquePointer)
+    case encrypted
+    case unreadable
+}
+
+/// Reads a key from `pem` with `read`, handing it the pass-phrase callback. Without a callback,
+/// OpenSSL asks for the pass phrase of an encrypted file on the terminal and waits for it: a
+/// script or a host would hang on a file another person handed over.
+private func readPEM(
+    _ pem: [UInt8], _ read: (_ bio: OpaquePointer, _ passPhraseAsked: UnsafeMutableRawPointer) -> OpaquePointer?
+) -> PEMRead {
     Libcrypto.prepare()
-    guard pem.count < 1 << 16, let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else { return nil }
+    guard pem.count < 1 << 16, let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+        return .unreadable
+    }
     defer { BIO_free(bio) }
-    return read(bio)
+    var asked = false
+    let key = withUnsafeMutableBytes(of: &asked) { flag in flag.baseAddress.flatMap { read(bio, $0) } }
+    if let key { return .key(key) }
+    return asked ? .encrypted : .unreadable
+}
+
+/// The pass-phrase callback of every PEM read: refuses (so that nothing is decrypted, and no
+/// key derivation a file asks for runs) and records, in the Bool `asked` points at, that the
+/// file wanted one.
+private func refusePassPhrase(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32, _ asked: UnsafeMutableRawPointer?
+) -> Int32 {
+    asked?.storeBytes(of: true, as: Bool.self)
+    return -1
+}
+
+private func readPublicKey(_ bio: OpaquePointer, _ passPhraseAsked: UnsafeMutableRawPointer) -> OpaquePointer? {
+    PEM_read_bio_PUBKEY(bio, nil, refusePassPhrase, passPhraseAsked)
+}
+
+private func readPrivateKey(_ bio: OpaquePointer, _ passPhraseAsked: UnsafeMutableRawPointer) -> OpaquePointer? {
+    PEM_read_bio_PrivateKey(bio, nil, refusePassPhrase, passPhraseAsked)
 }
 
 private func writePEM(_ write: (OpaquePointer) -> Int32) throws(PublisherKeys.Failure) -> String {

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import PlugindFuzzing
+import PlugindHostFuzzing
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindFuzzing
+import PlugindHostFuzzing
 import TestSupport
 import Testing
 

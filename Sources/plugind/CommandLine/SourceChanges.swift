@@ -8,29 +8,109 @@ final class SourceChanges: Sendable {
     /// Directories whose changes are the build's own, not the author's.
     static let ignored: Set<String> = ["build", ".build", "target", ".git"]
 
-    private let inotify: Inotify
-    private let watched: Locked<[Int32: String]>
+    /// How far one walk of a directory tree goes. Links to directories are followed (a project
+    /// may link sources from elsewhere), so a tree may hold itself (two links to `.` make the
+    /// paths below the project endless) or most of the disk (a link to `/`): the walk visits each
+    /// directory once, and stops at these bounds.
+    struct Limits: Sendable {
+        /// Directories below the walk's start.
+        var depth = 32
+        /// Directory entries read, the walk's cost (files and directories alike).
+        var entries = 65_536
+    }
 
-    init(watching root: String) throws(CommandFailure) {
+    /// What the walks so far did.
+    struct WalkStatistics: Equatable, Sendable {
+        /// Directory entries read.
+        var entries = 0
+        /// Directories watched (each directory once a walk, however many paths lead to it).
+        var directories = 0
+        /// Whether a walk stopped at a bound, leaving directories unwatched.
+        var limitReached = false
+    }
+
+    private let inotify: Inotify
+    private let limits: Limits
+    private let watched: Locked<[Int32: String]>
+    private let statistics = Locked(WalkStatistics())
+
+    init(watching root: String, limits: Limits = Limits()) throws(CommandFailure) {
         do {
             inotify = try Inotify()
         } catch {
             throw CommandFailure(message: "cannot watch \(root.inert) for changes: \(error)", status: .failure)
         }
+        self.limits = limits
         watched = Locked([:])
         add(root)
     }
 
-    /// Watches `directory` and every directory below it, but the ignored ones.
-    private func add(_ directory: String) {
+    /// What the walks so far did.
+    var walkStatistics: WalkStatistics { statistics.withLock { $0 } }
+
+    /// A directory as the walk remembers it: the same directory by any path (a link) is the
+    /// same pair.
+    private struct DirectoryIdentity: Hashable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    /// Watches `top` and every directory below it, but the ignored ones: each directory once,
+    /// however many links lead to it, within `limits`.
+    private func add(_ top: String) {
         let mask = Inotify.directoryChanges | UInt32(IN_MODIFY)
-        guard let watch = inotify.addWatch(directory, mask: mask) else { return }
-        watched.withLock { $0[watch] = directory }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where !Self.ignored.contains(name) {
-            var isDirectory: ObjCBool = false
-            let path = directory + "/" + name
-            if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue { add(path) }
+        var walk = WalkStatistics()
+        defer {
+            let walked = walk
+            statistics.withLock {
+                $0.entries += walked.entries
+                $0.directories += walked.directories
+                $0.limitReached = $0.limitReached || walked.limitReached
+            }
         }
+        guard let identity = Self.directoryIdentity(top) else { return }
+        var visited: Set<DirectoryIdentity> = [identity]
+        // Breadth first: the first path to reach a directory is its shallowest, so that the depth
+        // bound falls where the tree is deepest, not where a link happened to lead first.
+        var pending = [(path: top, depth: 0)]
+        var next = 0
+        while next < pending.count {
+            let (directory, depth) = pending[next]
+            next += 1
+            guard let watch = inotify.addWatch(directory, mask: mask) else { continue }
+            watched.withLock { $0[watch] = directory }
+            walk.directories += 1
+            guard let stream = opendir(directory) else { continue }
+            defer { closedir(stream) }
+            while let entry = readdir(stream) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                if name == "." || name == ".." { continue }
+                guard walk.entries < limits.entries else {
+                    walk.limitReached = true
+                    return
+                }
+                walk.entries += 1
+                // A regular file needs no stat: the entry's type says it is no directory.
+                let type = Int32(entry.pointee.d_type)
+                guard !Self.ignored.contains(name), type == Int32(DT_DIR) || type == Int32(DT_LNK) || type == Int32(DT_UNKNOWN),
+                    let identity = Self.directoryIdentity(directory + "/" + name), !visited.contains(identity)
+                else { continue }
+                guard depth < limits.depth else {
+                    walk.limitReached = true
+                    continue
+                }
+                visited.insert(identity)
+                pending.append((directory + "/" + name, depth + 1))
+            }
+        }
+    }
+
+    /// The identity of the directory at `path` (a link followed, as the watch follows it); nil
+    /// for anything else.
+    private static func directoryIdentity(_ path: String) -> DirectoryIdentity? {
+        var status = stat()
+        guard stat(path, &status) == 0, status.st_mode & S_IFMT == S_IFDIR else { return nil }
+        return DirectoryIdentity(device: UInt64(status.st_dev), inode: UInt64(status.st_ino))
     }
 
     /// Forgets the events so far: a build starting now sees every change made after this.

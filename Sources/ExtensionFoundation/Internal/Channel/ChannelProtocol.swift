@@ -1,8 +1,8 @@
 import PlugindSystem
-import PlugindWire
+package import PlugindWire
 
 /// What the worker answered to a request or a typed call.
-enum WorkerReply: Sendable, Equatable {
+package enum WorkerReply: Sendable, Equatable {
     case bytes([UInt8])
     case value(FunctionValue)
 }
@@ -21,7 +21,10 @@ enum WorkerReply: Sendable, Equatable {
 /// Longer than a file should be: its inputs share private bookkeeping (requests, abandoned
 /// requests, connections, asks and their budget) that files of their own would have to expose
 /// to the whole module.
-struct ChannelProtocol {
+///
+/// Its inputs and effects are `package` for the fuzz target that drives it as `WorkerChannel`
+/// does (`PlugindHostFuzzing`, which no shipped library links).
+package struct ChannelProtocol {
     enum Phase: Equatable {
         case handshaking
         case ready(Ready)
@@ -48,7 +51,7 @@ struct ChannelProtocol {
         case stackWait(UInt64)
     }
 
-    enum Effect {
+    package enum Effect {
         /// Writes a frame to the worker, in this order.
         case send(HostMessage)
         case completeRequest(UInt64, Result<WorkerReply, AppExtensionError>)
@@ -73,7 +76,7 @@ struct ChannelProtocol {
         case sharedResponse(UInt64, SharedMemoryLocation)
     }
 
-    enum Abandonment {
+    package enum Abandonment {
         case timedOut(Duration?)
         case cancelled
         case connectionClosed
@@ -152,7 +155,7 @@ struct ChannelProtocol {
     private var nextRequestID: UInt64 = 1
     private var nextConnectionID: UInt32 = 1
 
-    init(
+    package init(
         pluginIdentifier: String, hostIdentifier: String, maximumMessageBytes: UInt64, asksPerConnection: Int = 64,
         cancellationGracePeriod: Duration, askByteBudget: Int? = nil
     ) {
@@ -180,7 +183,7 @@ struct ChannelProtocol {
     }
 
     /// Fires, in the order of their deadlines, the timers due at `now`.
-    mutating func expire(now: ContinuousClock.Instant) -> [Effect] {
+    package mutating func expire(now: ContinuousClock.Instant) -> [Effect] {
         self.now = now
         var effects: [Effect] = []
         while let timer = deadlines.firstDue(at: now) { effects += timerFired(timer) }
@@ -208,7 +211,7 @@ struct ChannelProtocol {
     // MARK: Handshake
 
     /// The launch waits for the worker's `ready` from `now`, for at most `timeout`.
-    mutating func awaitReady(timeout: Duration, now: ContinuousClock.Instant) {
+    package mutating func awaitReady(timeout: Duration, now: ContinuousClock.Instant) {
         self.now = now
         guard phase == .handshaking else { return }
         launchTimeout = timeout
@@ -226,7 +229,7 @@ struct ChannelProtocol {
     // MARK: Requests
 
     /// Reserves an identifier for a request on `connection` (0: none, for typed calls).
-    mutating func reserveRequest(connection: UInt32, timeout: Duration?) -> Result<UInt64, AppExtensionError> {
+    package mutating func reserveRequest(connection: UInt32, timeout: Duration?) -> Result<UInt64, AppExtensionError> {
         guard case .ready = phase, !invalidated else { return .failure(notReady) }
         if connection != 0 {
             guard let open = connections[connection], open.state == .open else {
@@ -240,7 +243,7 @@ struct ChannelProtocol {
     }
 
     /// Sends a reserved request (`message` carries its identifier), now that its caller waits.
-    mutating func sendRequest(_ id: UInt64, _ message: HostMessage, now: ContinuousClock.Instant) -> [Effect] {
+    package mutating func sendRequest(_ id: UInt64, _ message: HostMessage, now: ContinuousClock.Instant) -> [Effect] {
         self.now = now
         guard var request = requests[id] else { return [.completeRequest(id, .failure(notReady))] }
         if case .cancelledEarly(let failure) = request.slot {
@@ -255,7 +258,7 @@ struct ChannelProtocol {
 
     /// Fails a request now and tells the worker to drop it; if the worker neither answers nor
     /// confirms within the grace period, it is judged stuck.
-    mutating func abandon(
+    package mutating func abandon(
         _ id: UInt64, because reason: Abandonment, stack: StackReport? = nil, now: ContinuousClock.Instant
     ) -> [Effect] {
         self.now = now
@@ -354,7 +357,7 @@ struct ChannelProtocol {
 
     /// Opens a connection; `completeConnection` follows when the plugin accepts or refuses it,
     /// or with `timedOut` when it has done neither within `timeout`.
-    mutating func openConnection(hasHandler: Bool, timeout: Duration, now: ContinuousClock.Instant) -> Result<
+    package mutating func openConnection(hasHandler: Bool, timeout: Duration, now: ContinuousClock.Instant) -> Result<
         (UInt32, [Effect]), AppExtensionError
     > {
         self.now = now
@@ -378,7 +381,7 @@ struct ChannelProtocol {
     }
 
     /// Closes a connection: its waiting requests fail, its asks stop, the plugin is told.
-    mutating func closeConnection(_ id: UInt32, now: ContinuousClock.Instant) -> [Effect] {
+    package mutating func closeConnection(_ id: UInt32, now: ContinuousClock.Instant) -> [Effect] {
         self.now = now
         guard let connection = connections.removeValue(forKey: id) else { return [] }
         var effects: [Effect] = []
@@ -429,7 +432,7 @@ struct ChannelProtocol {
 
     /// The host's handler finished: its answer goes to the plugin, unless the ask was cancelled or
     /// its connection closed meanwhile.
-    mutating func answerAsk(_ id: UInt64, _ result: Result<[UInt8], AskFailure>, maximumBytes: Int) -> [Effect] {
+    package mutating func answerAsk(_ id: UInt64, _ result: Result<[UInt8], AskFailure>, maximumBytes: Int) -> [Effect] {
         guard let connection = asks.removeValue(forKey: id) else { return [] }
         connections[connection]?.asks.remove(id)
         releasePayload(of: id)
@@ -451,7 +454,7 @@ struct ChannelProtocol {
 
     // MARK: What the worker sends
 
-    mutating func receive(_ message: WorkerMessage) -> [Effect] {
+    package mutating func receive(_ message: WorkerMessage) -> [Effect] {
         switch message {
         case .ready(let ready):
             return received(ready)
@@ -532,7 +535,7 @@ struct ChannelProtocol {
     }
 
     /// A response read from shared memory (nil: outside the region or over the limit).
-    mutating func complete(sharedResponse id: UInt64, bytes: [UInt8]?) -> [Effect] {
+    package mutating func complete(sharedResponse id: UInt64, bytes: [UInt8]?) -> [Effect] {
         guard let bytes else {
             return [.stop(.protocolViolation("response \(id) lies outside the shared-memory region or exceeds the message limit"))]
         }
@@ -560,7 +563,7 @@ struct ChannelProtocol {
 
     /// The host ends the process in an orderly way: everything waiting fails, the worker gets
     /// `shutdown`, and is killed if it has not exited after `grace`.
-    mutating func invalidate(grace: Duration, now: ContinuousClock.Instant) -> [Effect] {
+    package mutating func invalidate(grace: Duration, now: ContinuousClock.Instant) -> [Effect] {
         self.now = now
         guard !invalidated else { return [] }
         invalidated = true
@@ -573,7 +576,7 @@ struct ChannelProtocol {
     }
 
     /// The worker is gone: everything waiting fails with `failure`.
-    mutating func ended(failure: AppExtensionError) -> [Effect] {
+    package mutating func ended(failure: AppExtensionError) -> [Effect] {
         guard phase != .ended else { return [] }
         phase = .ended
         let effects = failEverything(with: failure, connectionError: failure)

@@ -1,3 +1,4 @@
+import ExtensionFoundation
 import Foundation
 
 /// The body of the policy-files fuzz target, shared with the test that replays its corpus: the
@@ -17,21 +18,21 @@ package enum PolicyFilesFuzzing {
 
     package static func run(_ input: [UInt8]) throws {
         guard let kind = input.first else { return }
-        let data = Data(input.dropFirst())
+        let contents = Array(input.dropFirst())
         if kind % 2 == 0 {
-            try checkPolicy(data)
+            try checkPolicy(contents)
         } else {
-            try checkRules(data)
+            try checkRules(contents)
         }
     }
 
-    private static func checkPolicy(_ data: Data) throws {
-        switch PolicyDocument.decode(data, path: policyPath) {
+    private static func checkPolicy(_ contents: [UInt8]) throws {
+        switch PolicyDocument.decode(contents, path: policyPath) {
         case .failure(let error):
             try expectExplained(error, path: policyPath)
         case .success(let document):
             let written = try document.encoded()
-            guard case .success(let reread) = PolicyDocument.decode(written, path: policyPath), reread == document else {
+            guard case .success(let reread) = PolicyDocument.decode(Array(written), path: policyPath), reread == document else {
                 throw InvariantViolation(
                     description:
                         "the policy read back is not the one written: \(document) became \(String(decoding: written, as: UTF8.self))")
@@ -39,8 +40,8 @@ package enum PolicyFilesFuzzing {
         }
     }
 
-    private static func checkRules(_ data: Data) throws {
-        switch AdministratorRules.decode(data, path: rulesPath) {
+    private static func checkRules(_ contents: [UInt8]) throws {
+        switch AdministratorRules.decode(contents, path: rulesPath) {
         case .failure(let error):
             try expectExplained(error, path: rulesPath)
         case .success(let rules):
@@ -48,7 +49,7 @@ package enum PolicyFilesFuzzing {
                 throw InvariantViolation(description: "accepted rule '\(rule.name)', which selects nothing")
             }
             let written = try JSONEncoder().encode(rules)
-            guard case .success(let reread) = AdministratorRules.decode(written, path: rulesPath), reread == rules else {
+            guard case .success(let reread) = AdministratorRules.decode(Array(written), path: rulesPath), reread == rules else {
                 throw InvariantViolation(description: "rules read back are not the ones written: \(rules)")
             }
         }

@@ -1,12 +1,11 @@
-import PlugindTypes
+import ExtensionFoundation
 import PlugindWire
 
 /// The body of the channel-protocol fuzz target and of the test that replays its corpus: whatever
 /// bytes a worker writes, interleaved with the host's own inputs (connections, requests, cancels,
 /// closes, answers to asks, the clock, invalidation), driven through the host's protocol state
-/// machine as `WorkerChannel` drives it. It lives beside the machine, whose types are the
-/// module's own: exposing them for one fuzz target would widen the module's surface more than
-/// this one entry point does.
+/// machine (`ChannelProtocol`, whose inputs and effects are `package` for it) as `WorkerChannel`
+/// drives it.
 ///
 /// What a hostile worker sends must never trap the host, complete a request or a connection
 /// twice, or leave one that never completes once the worker has ended.
