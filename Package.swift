@@ -193,7 +193,8 @@ let package = Package(
         // Fuzz targets (Scripts/fuzz.sh builds them with libFuzzer; normally they replay inputs).
         .target(name: "PlugindFuzzing", dependencies: ["PlugindWire", "PlugindBundle", "PlugindPackages"], swiftSettings: swiftSettings),
         // Fuzz targets of what hosts and the CLI read (statistics pages, the plugin log, activity
-        // records, the crash log, workers' reports): they need ExtensionFoundation's package API,
+        // records, the crash log, workers' reports, policy files) and of the host's protocol state
+        // machine: they need ExtensionFoundation's package API,
         // so they live here, linked by the fuzz executable and the tests only, never by a library
         // that ships.
         .target(
