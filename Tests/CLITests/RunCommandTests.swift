@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("plugind run", .serialized, .timeLimit(.minutes(3)))
+@Suite("plugind run", .serialized, .timeLimit(.minutes(5)))
 struct RunCommandTests {
     @Test("the C and the Swift text filters print the expected output")
     func textFilters() async throws {

@@ -150,7 +150,7 @@ struct MonitorTests {
     }
 }
 
-@Suite("Monitor engine", .serialized, .timeLimit(.minutes(1)))
+@Suite("Monitor engine", .serialized, .timeLimit(.minutes(3)))
 struct MonitorEngineTests {
     @Test("a manifest written into a directory that appeared empty is still noticed")
     func bundleCopiedInPieces() async throws {

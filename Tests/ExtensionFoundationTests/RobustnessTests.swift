@@ -9,7 +9,7 @@ import Testing
 @testable import ExtensionFoundation
 
 /// Defects a code review found, each a crash, hang or silent loss; each test failed before its fix.
-@Suite("Robustness: failures of the host's own machinery", .timeLimit(.minutes(1)))
+@Suite("Robustness: failures of the host's own machinery", .timeLimit(.minutes(5)))
 struct RobustnessTests {
     /// Records what the loop tells it.
     final class Recorder: EventLoopHandler {

@@ -10,7 +10,7 @@ import Testing
 /// The owner's approval holds the bytes it approved, and nothing a plugin or another user
 /// controls can make plugind load, verify or trust anything else. Each test is an attack the
 /// outside review found; each failed before the change that closed it.
-@Suite("Integrity: exactly the approved bytes, and nothing trusted that others control", .serialized, .timeLimit(.minutes(3)))
+@Suite("Integrity: exactly the approved bytes, and nothing trusted that others control", .serialized, .timeLimit(.minutes(5)))
 struct IntegrityTests {
     /// A plugin whose answer comes from a library of its own bundle, linked through $ORIGIN.
     static func dependentBundle(in root: String, name: String = "dependent.appex", answer: String) async throws -> String {
@@ -107,10 +107,12 @@ struct IntegrityTests {
 
         let running = Atomic(true)
         let swaps = Atomic(0)
+        let racerEnded = AsyncStream<Void>.makeStream()
         let racer = Thread {
             while running.load(ordering: .relaxed) {
                 if plugind_test_exchange(good, evil) == 0 { swaps.add(1, ordering: .relaxed) }
             }
+            racerEnded.continuation.finish()
         }
         racer.start()
         var answers: [String: Int] = [:]
@@ -125,7 +127,8 @@ struct IntegrityTests {
             }
         }
         running.store(false, ordering: .relaxed)
-        while !racer.isFinished { await Task.yield() }
+        // Its last exchange done: the count below is final.
+        for await _ in racerEnded.stream {}
         #expect(swaps.load(ordering: .relaxed) > 0)
         #expect(answers["ABC"] == nil, "the other bundle's code ran: \(answers)")
         // Every launch raced an exchange; most were refused (the bundle at the path was not the

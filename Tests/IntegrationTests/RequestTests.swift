@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("Requests through real workers", .serialized, .timeLimit(.minutes(2)))
+@Suite("Requests through real workers", .serialized, .timeLimit(.minutes(5)))
 struct RequestTests {
     @Test("the C and the Swift text filters answer the same")
     func textFilters() async throws {
@@ -123,7 +123,7 @@ struct RequestTests {
         defer { test.remove() }
         let process = try await test.launch(PluginFixture(library: "FaultyFlood"))
         let connection = try await process.makeConnection()
-        let answer = try await connection.send(Array("100".utf8), timeout: .seconds(60))
+        let answer = try await connection.send(Array("100".utf8), timeout: TestHost.requestBackstop)
         #expect(String(decoding: answer, as: UTF8.self) == "flooded 100 MiB")
         // The channel still works afterwards.
         #expect(try await connection.send(Array("0".utf8)) == Array("flooded 0 MiB".utf8))
@@ -175,7 +175,7 @@ struct RequestTests {
 /// Plugin threads call the host's callbacks while a request runs and after it returned. Run under
 /// ThreadSanitizer too (`swift test --sanitize=thread --filter ThreadedCallbacks`): the worker is
 /// then built with it, and anything it reports is in the worker's output, which this checks.
-@Suite("Callbacks from plugin threads", .serialized, .timeLimit(.minutes(2)))
+@Suite("Callbacks from plugin threads", .serialized, .timeLimit(.minutes(5)))
 struct ThreadedCallbackTests {
     @Test(
         "four threads log, post and report at once, and one that init started logs while the worker answers ready: every event arrives, the worker reports no race"

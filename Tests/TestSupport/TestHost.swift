@@ -26,9 +26,20 @@ package struct TestHost: Sendable {
         host.runtimeDirectory = directory.url("run/plugind")
         host.pluginLog = .file
         host.workerExecutable = URL(fileURLWithPath: try BuiltProducts.worker())
-        host.shutdownGracePeriod = .seconds(2)
-        host.cancellationGracePeriod = .milliseconds(500)
+        // Every deadline of the host is a backstop here, never a guess at how long a launch, an
+        // answer, a cancel or an exit takes: on a 2-core machine running every suite at once, one
+        // that takes milliseconds alone has taken over 20 seconds. A test of one of these
+        // deadlines (a plugin that hangs is timedOut, a worker that ignores a cancel is killed)
+        // sets it short itself.
+        host.launchTimeout = .seconds(120)
+        host.limits.requestTimeout = Self.requestBackstop
+        host.shutdownGracePeriod = .seconds(60)
+        host.cancellationGracePeriod = .seconds(60)
     }
+
+    /// The default deadline of this host's requests, and the one tests give explicitly to
+    /// requests that do heavy work: minutes, a backstop for a request that never ends.
+    package static let requestBackstop: Duration = .seconds(300)
 
     /// Environment for running the `plugind` executable against this host.
     package var environment: [String: String] {
