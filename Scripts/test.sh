@@ -173,6 +173,13 @@ stage_user_setup() {
     fi
     echo "$root" >"$work/user-root"
     echo "$tests" >"$work/user-tests"
+    # A home of its own for this run: the caches the tools keep there (SwiftPM's manifest cache
+    # for the nested package builds, clang's) must be the user's, never a directory another
+    # account left in a shared place such as /tmp.
+    mkdir "$work/home"
+    chown "$user" "$work/home"
+    chmod 0700 "$work/home"
+    chmod a+x "$work"
 }
 
 # The test binary as the user, in the directory user-setup chose. Exit status 69 is Swift
@@ -180,7 +187,7 @@ stage_user_setup() {
 as_user() {
     local status=0
     cd "$(cat "$work/user-root")"
-    runuser -u "$user" -- env HOME=/tmp PATH="$PATH" "$(cat "$work/user-tests")" --testing-library swift-testing \
+    runuser -u "$user" -- env HOME="$work/home" PATH="$PATH" "$(cat "$work/user-tests")" --testing-library swift-testing \
         "$@" "${arguments[@]}" || status=$?
     if [ "$status" -eq 69 ] && [ ${#arguments[@]} -gt 0 ]; then
         echo "test: no test of this stage matches the arguments" >&2
