@@ -273,7 +273,11 @@ static void exec_request(const plugind_shim_spawn_request *request) {
 
 static int spawn_child(void *argument) {
     spawn_context *context = argument;
-    int error = prepare_child(context->request, context->uid_map, context->gid_map, 0, -1);
+    // Not `prepare_child`: it makes the child not dumpable, and this child shares the caller's
+    // memory, whose dumpable flag that is (the host would become not dumpable at its first spawn,
+    // and every later child's own /proc files root's). The exec sets the new image's flag.
+    int error = prepare_process(context->request, context->uid_map, context->gid_map, 0, -1);
+    if (error == 0) error = install_descriptors(context->request);
     if (error == 0) {
         exec_request(context->request);
         error = errno;

@@ -25,6 +25,10 @@ struct OOMScoreTests {
         let host = try #require(Self.score(of: getpid()))
         let worker = try #require(Self.score(of: process.processIdentifier))
         #expect(worker >= max(host, Int(SpawnRequest.workerOOMScoreAdjustment)), "worker \(worker), host \(host)")
+        // The host stays dumpable after its spawns (a spawned child shares its memory, and so the
+        // flag): its /proc files stay its user's, which is how its later children raise theirs.
+        var status = stat()
+        #expect(stat("/proc/self/oom_score_adj", &status) == 0 && status.st_uid == geteuid(), "owner \(status.st_uid)")
         await process.invalidateAndWait()
     }
 }
