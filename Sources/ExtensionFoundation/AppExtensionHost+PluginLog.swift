@@ -7,7 +7,9 @@ extension AppExtensionHost {
         case automatic
         /// The system journal only (entries are lost while it does not run).
         case journal
-        /// The per-user log file under the state directory (`logs/plugins.log`, rotated at 1 MiB).
+        /// The per-user log files under the state directory (`logs/plugins.log` for plugins'
+        /// lines, `logs/events.log` for plugind's events and the owner's decisions, each rotated at
+        /// 1 MiB).
         case file
         /// Nothing is recorded; plugin log lines still reach `messages()`.
         case off

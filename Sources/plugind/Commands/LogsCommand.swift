@@ -24,7 +24,8 @@ struct LogsCommand: PlugindCommand {
             (SYSLOG_IDENTIFIER=plugind, with PLUGIND_PLUGIN, PLUGIND_PLUGIN_VERSION,
             PLUGIND_BUNDLE_DIGEST, PLUGIND_HOST, PLUGIND_HOST_EXECUTABLE, PLUGIND_HOST_PID,
             PLUGIND_WORKER_PID, PLUGIND_EVENT and PLUGIND_LEVEL; read with journalctl), else to
-            $XDG_STATE_HOME/plugind/logs/plugins.log, rotated at 1 MiB. PLUGIND_LOG chooses
+            $XDG_STATE_HOME/plugind/logs: plugins.log for what plugins say, events.log for
+            plugind's events and the owner's decisions, each rotated at 1 MiB. PLUGIND_LOG chooses
             (automatic, journal, file, off); PLUGIND_JOURNAL_NAMESPACE sends them to a journal
             namespace. A plugin's text is shown inert: control characters are escaped.
 
