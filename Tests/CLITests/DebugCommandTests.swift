@@ -58,9 +58,8 @@ struct DebugCommandTests {
         #expect(try await plugind("approve", echo.identifier, "--yes", in: test).status == 0)
         // A gdb whose safe-path is every directory (built or configured so): only the settings
         // plugind gives it stand between the bundle's scripts and the owner's account.
-        let gdb = test.directory.path + "/permissive-gdb"
-        try Data("#!/bin/sh\nexec /usr/bin/gdb -iex 'set auto-load safe-path /' \"$@\"\n".utf8).write(to: URL(fileURLWithPath: gdb))
-        chmod(gdb, 0o755)
+        let gdb = try await test.directory.executableFile(
+            "permissive-gdb", contents: "#!/bin/sh\nexec /usr/bin/gdb -iex 'set auto-load safe-path /' \"$@\"\n")
         // The fixture is sound: that gdb, opening the library itself, runs all three scripts.
         let control = try await CommandRunner.run(gdb, ["-batch", "-nx", library], environment: test.environment)
         let loaded = try FileManager.default.contentsOfDirectory(atPath: markers).sorted()

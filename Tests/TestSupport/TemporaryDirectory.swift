@@ -41,6 +41,20 @@ package struct TemporaryDirectory: Sendable {
         return file
     }
 
+    /// Writes an executable script `name` with `contents` and returns its path. The script is
+    /// written by `install`, a process of its own: a file this process wrote itself could still be
+    /// open for writing in a child another test forked meanwhile (until that child execs), and
+    /// executing it would fail with "Text file busy" on a busy machine.
+    package func executableFile(_ name: String, contents: String) async throws -> String {
+        let staging = path + "/." + name + ".staging"
+        try Data(contents.utf8).write(to: URL(fileURLWithPath: staging))
+        defer { unlink(staging) }
+        let file = path + "/" + name
+        let installed = try await CommandRunner.run("/usr/bin/install", ["-m", "755", staging, file], environment: [:])
+        guard installed.status == 0 else { throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: file]) }
+        return file
+    }
+
     package func remove() {
         try? FileManager.default.removeItem(atPath: path)
     }
