@@ -9,7 +9,7 @@ import Testing
 /// outside at each step of a launch. Each launch succeeds through another path or fails with an
 /// error that names plugind; no such death is recorded as the plugin's crash or counts toward a
 /// quarantine; every process killed is reaped.
-@Suite("Faults of plugind's own processes", .serialized, .timeLimit(.minutes(3)))
+@Suite("Faults of plugind's own processes", .serialized, .timeLimit(.minutes(10)))
 struct LauncherFaultTests {
     /// A host whose worker executable is a copy of its own, so that its launch pool is one no
     /// other suite's launch uses (and whose spares and primed worker only this test touches).
@@ -208,6 +208,202 @@ struct LauncherFaultTests {
         // The child the launcher never told the host of: still the host's child, never left a zombie.
         #expect(await Deadline.reaped(child, seconds: 20), "the launcher's child \(child) was left unreaped")
         try await host.expectNothingCounted("a launcher killed after its fork counted against the plugin")
+    }
+
+    /// How many launches the launcher storm makes, and how many must answer (95%).
+    static let stormLaunches = 402
+    static let stormAnswersRequired = 382
+
+    @Test(
+        "launchers killed every 50 ms (longer when a launcher takes longer to start) through 402 launches: at least 95% answer, the rest fail with spawnFailed naming plugind's launcher; nothing counted, nothing leaked"
+    )
+    func launcherStorm() async throws {
+        // In a process of its own: every launcher in it is this test's to kill, and its
+        // descriptors and children are counted without other suites' in the way. Exit statuses
+        // 40–48 name the check that failed; the child's last line says how many answered.
+        let report = ExitTestReport()
+        let result = await #expect(processExitsWith: .success) { [path = report.path as String] in
+            ExitTestReport.redirectStandardError(to: path)
+            ProcessInspection.ignoreInheritedDescriptors()
+            var test = try TestHost()
+            defer { test.remove() }
+            try test.install(PluginFixture(library: "Echo"))
+            let identifier = "org.plugind.tests.echo"
+            // Every other launch with confinement off, forked on the spot by a launcher (never a
+            // spare, never a primed worker); the others with every layer on, from a spare when
+            // one is ready, else a launcher too (the launchers that fork spares die as well).
+            let confined = try test.configuration(identifier)
+            test.host.confinement = .disabled
+            let open = try test.configuration(identifier)
+            // The storm's period: 50 ms, or one and a half times as long as a launcher takes to get
+            // ready on this machine now, if that is longer. A storm faster than a launcher can
+            // start leaves no launcher to fork from, and no retry could help short of giving up a
+            // layout of its own per worker; a loaded machine slows every launcher's start.
+            try await Self.launchEachKind(open, confined)
+            let period = try await Self.stormPeriod(open, confined)
+            // Each of both kinds once more, before the storm, as after it: the event loop's
+            // descriptors live for the process, the pool's are counted settled (its spares made
+            // again) and without a primed worker.
+            try await Self.launchEachKind(open, confined)
+            await LaunchPool.settleAll()
+            LaunchPool.discardPrimedAndWait()
+            await PluginActivityStore.waitForPendingUpdates()
+            let descriptorsBefore = ProcessInspection.openDescriptorKinds()
+
+            let storm = LauncherStorm(period: period)
+            storm.start()
+            var answered = 0
+            var failures: [String] = []
+            var workers: [Int32] = []
+            for index in 0..<Self.stormLaunches {
+                let byte = UInt8(index % 256)
+                do {
+                    let process = try await Deadline.wait("launch \(index)") {
+                        try await AppExtensionProcess(configuration: index.isMultiple(of: 2) ? open : confined)
+                    }
+                    workers.append(process.processIdentifier)
+                    let answer = try await Deadline.wait("the answer to launch \(index)") {
+                        try await process.makeConnection().send([byte])
+                    }
+                    guard answer == [byte] else { Self.fail(41, "launch \(index) answered \(answer)") }
+                    await process.invalidateAndWait()
+                    answered += 1
+                } catch let error as AppExtensionError {
+                    // The plugin is never named as the cause, and the launcher always is.
+                    guard error.code == .spawnFailed, error.pluginIdentifier == identifier,
+                        error.reason.contains("plugind's launcher"), error.reason.contains("the plugin is not at fault")
+                    else { Self.fail(42, "launch \(index) failed otherwise: \(error.code): \(error)") }
+                    failures.append(error.reason)
+                }
+            }
+            let killed = storm.stop()
+            let summary =
+                "answered \(answered) of \(Self.stormLaunches), \(failures.count) spawnFailed, \(killed) launchers killed, "
+                + "one every \(LauncherStorm.milliseconds(period)) ms"
+                + (failures.first.map { "; first failure: \($0)" } ?? "")
+            FileHandle.standardError.write(Data((summary + "\n").utf8))
+            // Also beside the report, which keeps a child's words only when it fails.
+            try? summary.write(toFile: path + ".count", atomically: false, encoding: .utf8)
+            guard killed > 0 else { Self.fail(43, "no launcher was ever killed: " + summary) }
+            guard answered >= Self.stormAnswersRequired else { Self.fail(44, "too few answers: " + summary) }
+
+            // Nothing counted against the plugin.
+            await CrashRecorder.waitForPendingRecords()
+            let log = try CrashLog(host: test.host).read().get()
+            guard log.plugins[identifier]?.crashes.isEmpty ?? true, log.plugins[identifier]?.quarantine == nil else {
+                Self.fail(45, "the launchers' deaths counted against the plugin: \(String(describing: log.plugins[identifier]))")
+            }
+            // The pool whole again (one launch of each kind without the storm), then nothing left
+            // behind: every worker reaped, no zombie, no descriptor more than before.
+            try await Self.launchEachKind(open, confined)
+            await LaunchPool.settleAll()
+            LaunchPool.discardPrimedAndWait()
+            await PluginActivityStore.waitForPendingUpdates()
+            for pid in workers + ProcessInspection.zombieChildren() {
+                guard await Deadline.reaped(pid) else { Self.fail(46, "process \(pid) was left unreaped") }
+            }
+            guard ProcessInspection.zombieChildren().isEmpty else { Self.fail(47, "zombies: \(ProcessInspection.zombieChildren())") }
+            ProcessInspection.exitIfDescriptorsChanged(since: descriptorsBefore, status: 48)
+        }
+        let said = report.take()
+        if result == nil { Issue.record("child said: \(said)") }
+        // The count is what this test measures: said, pass or fail (on standard error, unbuffered).
+        let count = report.path + ".count"
+        if let summary = try? String(contentsOfFile: count, encoding: .utf8) {
+            FileHandle.standardError.write(Data("launcher storm: \(summary)\n".utf8))
+        }
+        unlink(count)
+    }
+
+    static func fail(_ status: Int32, _ message: String) -> Never {
+        FileHandle.standardError.write(Data((message + "\n").utf8))
+        exit(status)
+    }
+
+    /// The pids of `pid` in each pid namespace it is in, outermost first (NSpid); nil once it
+    /// is gone.
+    static func namespacedPID(of pid: Int32) -> [Substring]? {
+        let status = ProcessInspection.readProcFile("/proc/\(pid)/status")
+        return status.split(separator: "\n").first { $0.hasPrefix("NSpid:") }?.split(separator: "\t").dropFirst().map { $0 }
+    }
+
+    /// One launch with confinement off, one with every layer on, each answering.
+    static func launchEachKind(_ configurations: AppExtensionProcess.Configuration...) async throws {
+        for configuration in configurations {
+            let process = try await Deadline.wait("a launch outside the storm") {
+                try await AppExtensionProcess(configuration: configuration)
+            }
+            guard let worker = Self.namespacedPID(of: process.processIdentifier), worker.count > 1 else {
+                Self.fail(40, "the worker is not in a pid namespace of its own, so launchers cannot be told from workers")
+            }
+            guard try await process.makeConnection().send([7]) == [7] else { Self.fail(41, "a launch outside the storm") }
+            await process.invalidateAndWait()
+        }
+    }
+
+    /// 50 ms, or one and a half times the longest time the pool's recent launchers took to get
+    /// ready, if that is longer; after three launches of each kind on launchers started anew
+    /// (every launcher killed before).
+    static func stormPeriod(_ configurations: AppExtensionProcess.Configuration...) async throws -> Duration {
+        for _ in 0..<3 {
+            for pid in LauncherStorm.killLaunchers() { _ = await Deadline.reaped(pid) }
+            for configuration in configurations { try await launchEachKind(configuration) }
+            await LaunchPool.settleAll()
+        }
+        let slowest = LaunchPool.recentLauncherStartTimes().max() ?? .zero
+        return max(.milliseconds(50), slowest * 3 / 2)
+    }
+
+    /// A thread that kills every launcher of this process every `period`: each child with
+    /// `--launcher` in its command line that is in this pid namespace only (workers and spares
+    /// carry the same command line but are pid 1 of their own). Each is signalled through a
+    /// pidfd opened before it is looked at, so a pid reaped and reused meanwhile is never hit.
+    final class LauncherStorm: Sendable {
+        private let state = Locked((stopping: false, killed: 0))
+        private let finished = DispatchSemaphore(value: 0)
+        private let period: Duration
+
+        init(period: Duration) {
+            self.period = period
+        }
+
+        func start() {
+            Thread { [self] in
+                while !state.withLock({ $0.stopping }) {
+                    let killed = Self.killLaunchers().count
+                    state.withLock { $0.killed += killed }
+                    // The storm's period, not a wait for anything.
+                    usleep(UInt32(clamping: Self.milliseconds(period) * 1000))
+                }
+                finished.signal()
+            }.start()
+        }
+
+        /// Stops the storm and returns how many launchers it killed.
+        func stop() -> Int {
+            state.withLock { $0.stopping = true }
+            finished.wait()
+            return state.withLock { $0.killed }
+        }
+
+        static func milliseconds(_ duration: Duration) -> Int64 {
+            duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        }
+
+        /// Kills every launcher of this process; returns their pids.
+        static func killLaunchers() -> [Int32] {
+            var killed: [Int32] = []
+            for pid in ProcessInspection.children(of: getpid()) {
+                guard let process = try? FileDescriptor.processDescriptor(for: pid) else { continue }
+                defer { process.close() }
+                guard LauncherFaultTests.namespacedPID(of: pid)?.count == 1,
+                    ProcessInspection.readProcFile("/proc/\(pid)/cmdline").split(separator: "\0").contains("--launcher"),
+                    (try? process.sendSignal(SignalNumber.kill)) != nil
+                else { continue }
+                killed.append(pid)
+            }
+            return killed
+        }
     }
 
     /// strace attached to `launcher`, killing it at its first `sendmsg` and tracing its forks to

@@ -1,4 +1,5 @@
 import CPlugindShims
+import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -79,7 +80,12 @@ extension LaunchPool {
     /// Lets a launcher go: its socket closed, it ends; its pidfd stays watched until it is reaped.
     /// On the loop thread.
     func retire(_ launcher: LauncherProcess) {
-        guard state.withLock({ $0.open.remove(launcher.serial) != nil }) else { return }
+        guard
+            state.withLock({ state in
+                state.ready.remove(launcher.serial)
+                return state.open.remove(launcher.serial) != nil
+            })
+        else { return }
         loop.deregister(launcher.socket)
         launcher.socket.close()
         let kept = state.withLock { state -> Bool in
@@ -94,10 +100,11 @@ extension LaunchPool {
     }
 
     /// Sends request `id` to `launcher` and records it, so that the answer (or the launcher's
-    /// end) is matched to it; the error when it could not be sent or the pool stopped. Whoever
-    /// waits for a request to that launcher (`awaitRequest`) hears of it.
+    /// end) is matched to it; the error when it could not be sent or the pool stopped
+    /// (`LauncherLost` when the launcher had gone: the request never reached it). Whoever waits
+    /// for a request to that launcher (`awaitRequest`) hears of it.
     func ask(_ launcher: LauncherProcess, request id: UInt32, options: SpawnRequest.Options, descriptors: [CInt], cgroupFiles: [String])
-        -> SystemError?
+        -> (any Error)?
     {
         let recorded = state.withLock { state -> Bool in
             guard !state.stopped else { return false }
@@ -115,8 +122,20 @@ extension LaunchPool {
             return nil
         }
         state.withLock { _ = $0.busy.removeValue(forKey: id) }
+        // A sequenced-packet send is whole or nothing: one refused for a peer that is gone never
+        // reached it.
+        if Self.peerGone.contains(error.errno) {
+            return LauncherLost(
+                launcher: launcher.process.processIdentifier, forkedWorker: false, fromOutside: true,
+                what: "had ended before it could be asked (\(error))")
+        }
         return error
     }
+
+    /// What `sendmsg` says when the other end of the socket is gone.
+    private static let peerGone: Set<Errno> = [
+        .brokenPipe, Errno(rawValue: ECONNRESET), Errno(rawValue: ECONNREFUSED), Errno(rawValue: ENOTCONN),
+    ]
 
     // MARK: Events
 
@@ -141,6 +160,9 @@ extension LaunchPool {
         while let message = LauncherMessage.receive(from: launcher.socket) {
             if message.isReadiness {
                 state.withLock { state in
+                    if state.open.contains(launcher.serial) { state.ready.insert(launcher.serial) }
+                    state.startTimes.append(ContinuousClock.now - launcher.started)
+                    if state.startTimes.count > Self.keptStartTimes { state.startTimes.removeFirst() }
                     if state.idle == launcher { state.idleReady = true }
                 }
                 resumeSettledWaiters()
@@ -199,12 +221,17 @@ extension LaunchPool {
         }
         guard let launcher = state.withLock({ $0.launcher(processDescriptor: descriptor) }) else { return false }
         receiveMessages(from: launcher)
+        // Reaped here, for how it ended: killed from outside, or on its own. (Retired below, its
+        // pidfd is closed on the next pass.) Before it said it was ready, it read no request.
+        let ending = try? launcher.process.processDescriptor.waitForProcessExit(noHang: true)
+        let killed = ending?.reason == .signaled(signal: SIGKILL, coreDumped: false)
+        let wasReady = state.withLock { $0.ready.contains(launcher.serial) }
         // No answer yet, and none will come.
         let (unanswered, spareLost, requests) = state.withLock { state in
             if state.idle == launcher { state.idle = nil }
             let requests = Array(state.busy.filter { $0.value == launcher }.keys)
             var spareLost = false
-            var unanswered: [CheckedContinuation<SpawnedProcess, any Error>] = []
+            var unanswered: [(request: UInt32, continuation: CheckedContinuation<SpawnedProcess, any Error>)] = []
             for request in requests {
                 state.busy[request] = nil
                 if state.spareRequest == request {
@@ -212,15 +239,19 @@ extension LaunchPool {
                     state.spareFailed = true
                     spareLost = true
                 }
-                if let continuation = state.pending.removeValue(forKey: request) { unanswered.append(continuation) }
+                if let continuation = state.pending.removeValue(forKey: request) { unanswered.append((request, continuation)) }
             }
             return (unanswered, spareLost, requests)
+        }
+        // Each launch learns whether the launcher had forked its worker (so whether it may try
+        // another launcher) from the fork record, final now that the launcher has ended.
+        let causes = unanswered.map {
+            ($0.continuation, LauncherLost.ended(launcher, request: $0.request, wasReady: wasReady, killed: killed))
         }
         for request in requests { reapLostChild(of: launcher, request: request) }
         // Retired before its pidfd is handled again, on the next pass: then it is reaped.
         if state.withLock({ $0.retired[descriptor] == nil }) { retire(launcher) }
-        let cause = SystemError("the launcher (pid \(launcher.process.processIdentifier)) ended before it answered", .noSuchProcess)
-        for continuation in unanswered { continuation.resume(throwing: cause) }
+        for (continuation, cause) in causes { continuation.resume(throwing: cause) }
         if spareLost || !unanswered.isEmpty { resumeSettledWaiters() }
         return true
     }

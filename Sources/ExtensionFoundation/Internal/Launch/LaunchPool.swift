@@ -47,6 +47,12 @@ package final class LaunchPool: EventLoopHandler {
         /// The idle launcher said it is ready (loaded and warmed up): until then its start-up
         /// competes with whatever the host does.
         var idleReady = false
+        /// The serials of launchers with open sockets that said they are ready. One that ends
+        /// before it did never read a request, so it forked no worker (`LauncherLost`).
+        var ready: Set<UInt64> = []
+        /// How long its most recent launchers took from their spawn to saying they are ready,
+        /// oldest first (at most `keptStartTimes`).
+        var startTimes: [Duration] = []
         /// A job that makes the idle launcher is scheduled.
         var makingIdle = false
         /// The launcher each request in flight went to.
@@ -265,6 +271,15 @@ package final class LaunchPool: EventLoopHandler {
     /// Returns once every running pool holds its full count of spares and nothing is on its way
     /// (or it has stopped), so that the descriptors and children this process holds are stable.
     /// For tests and benchmarks.
+    /// How long the recent launchers of every running pool took to get ready, from spawn to
+    /// readiness: what a load on the machine slows down first (the fault tests pace their
+    /// launcher kills by it).
+    package static func recentLauncherStartTimes() -> [Duration] {
+        runningPools().flatMap { pool in pool.state.withLock { $0.startTimes } }
+    }
+
+    static let keptStartTimes = 8
+
     package static func settleAll() async {
         for pool in runningPools() { await pool.settled() }
     }
@@ -362,6 +377,7 @@ package final class LaunchPool: EventLoopHandler {
             state.idle = nil
             state.busy.removeAll()
             state.retired.removeAll()
+            state.ready.removeAll()
             for launcher in launchers { state.open.remove(launcher.serial) }
             return stopped
         }

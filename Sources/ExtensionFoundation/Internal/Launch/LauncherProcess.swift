@@ -15,6 +15,8 @@ struct LauncherProcess: Sendable, Equatable {
     /// Where the launcher's forks record their children (nil if the page could not be made:
     /// then a launcher killed between a fork and its answer leaves that child unreaped).
     let forkRecord: ForkRecord?
+    /// When it was spawned: how long it took to say it is ready is kept by its pool.
+    let started: ContinuousClock.Instant
 
     private static let serials = Locked<UInt64>(0)
 
@@ -26,6 +28,7 @@ struct LauncherProcess: Sendable, Equatable {
     static func start(
         executable: String, image: FileDescriptor?, environment: [String], loop: WorkerEventLoop, handler: any EventLoopHandler
     ) throws(SystemError) -> LauncherProcess {
+        let started = ContinuousClock.now
         var hostEnd: CInt = -1
         var launcherEnd: CInt = -1
         try checkShim("socketpair", plugind_shim_socket_pair(&hostEnd, &launcherEnd))
@@ -67,7 +70,7 @@ struct LauncherProcess: Sendable, Equatable {
                 serial += 1
                 return serial
             }
-            return LauncherProcess(socket: host, process: process, serial: serial, forkRecord: record?.0)
+            return LauncherProcess(socket: host, process: process, serial: serial, forkRecord: record?.0, started: started)
         } catch {
             host.close()
             throw error

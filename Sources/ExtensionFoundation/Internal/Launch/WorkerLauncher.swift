@@ -12,12 +12,15 @@ enum WorkerLauncher {
     struct Launched {
         let channel: WorkerChannel
         let ready: Ready
-        /// Why the host's shared launch pool could not start this worker, when a launcher of its
-        /// own did instead: slower, never less safe, and said (`plugind run` prints it).
+        /// Why the first try could not start this worker, when a later one did (another launcher
+        /// of the shared pool, or a launcher of its own): slower, never less safe, and said
+        /// (`plugind run` prints it).
         let fallbackCause: String?
     }
 
     static func launch(_ plan: LaunchPlan) async throws -> Launched {
+        // The launch's deadline: no try starts after it.
+        let deadline = ContinuousClock.now + plan.launchTimeout
         let executable: String
         do {
             executable = try ExecutableLocator.worker.locate(explicit: plan.workerExecutable)
@@ -56,37 +59,54 @@ enum WorkerLauncher {
         let reservation = plan.load.confinement.permitsSpare ? pool?.reserveSpare() : nil
         defer { reservation?.release() }
         var attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop)
+        var retries = LaunchRetries(deadline: deadline)
+        // Why the first try failed, when a later one started the worker (`plugind run` says it).
         var fallbackCause: String?
         // A limit of the host's (its processes, descriptors, memory) named in the final error: the
         // owner can act on it, and it is never the plugin's doing.
         var exhausted: String?
-        if let forks = plan.launchStrategy.forks {
+        var path: LaunchRetries.Path = plan.launchStrategy.forks == nil ? .own : .shared
+        while true {
+            let failure: any Error
+            let choice: PoolChoice = plan.launchStrategy.forks.flatMap { path == .shared ? .shared($0) : nil } ?? .own
             do {
-                switch try await attempt.run(pool: .shared(forks), reservation: reservation) {
-                case .launched(let launched): return launched
+                // The reserved spare is for the first try only; a later one finds its own.
+                switch try await attempt.run(pool: choice, reservation: retries.tries == 1 ? reservation : nil) {
+                case .launched(let launched):
+                    return Launched(channel: launched.channel, ready: launched.ready, fallbackCause: fallbackCause)
                 case .failed(let cause):
-                    fallbackCause = "\(cause)"
-                    exhausted = (cause as? SystemError)?.exhaustedHostResource
+                    failure = cause
+                    exhausted = (cause as? SystemError)?.exhaustedHostResource ?? exhausted
                 }
             } catch let error as AppExtensionError where error.code == .workerKilled {
-                // The spare or the worker the shared launcher forked was killed before it was
-                // ready: a launcher of its own starts another, in a control group of its own
-                // (the dead worker's is removed with it).
-                fallbackCause = "the worker it started was killed from outside before it was ready"
-                attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop)
+                failure = error
             }
-        }
-        // Without the shared pool (or when it failed), a launcher of its own. With new pipes: a
-        // launcher that died mid-request may have forked a worker holding the old ones.
-        switch try await attempt.run(pool: .own, reservation: nil) {
-        case .launched(let launched):
-            return Launched(channel: launched.channel, ready: launched.ready, fallbackCause: fallbackCause)
-        case .failed(let cause):
-            attempt.cgroup?.remove()
-            let before = fallbackCause.map { "the shared launcher failed (\($0)), then " } ?? ""
-            let limit = ((cause as? SystemError)?.exhaustedHostResource ?? exhausted).map { "; " + $0 } ?? ""
-            throw AppExtensionError(
-                .spawnFailed, plugin: plan.pluginIdentifier, "cannot start \(executable): \(before)\(cause)\(limit)", underlying: cause)
+            let kind = LaunchRetries.Failure(failure)
+            switch retries.decide(after: kind, on: path, now: .now) {
+            case .tryAgain(let next):
+                fallbackCause =
+                    fallbackCause
+                    ?? (kind == .workerKilled ? "the worker it started was killed from outside before it was ready" : "\(failure)")
+                // A worker killed before it was ready takes its control group with it: the next
+                // try makes another. Any other try leaves the group to the next, and the next try
+                // makes new pipes: a launcher that died mid-request may have forked a worker
+                // holding the old ones.
+                if kind == .workerKilled { attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop) }
+                path = next
+            case .giveUp:
+                // A worker that was started and failed: its own error, never retried (it may be the
+                // plugin's crash).
+                if kind == .workerKilled || kind == .workerFailed { throw failure }
+                attempt.cgroup?.remove()
+                let limit = ((failure as? SystemError)?.exhaustedHostResource ?? exhausted).map { "; " + $0 } ?? ""
+                let tries = retries.tries
+                let reason =
+                    kind.isLauncherLost
+                    ? "cannot start \(executable): plugind's launcher died before the worker was started (\(failure)), "
+                        + "\(tries) \(tries == 1 ? "try" : "tries")\(limit); the plugin is not at fault"
+                    : "cannot start \(executable): \(fallbackCause.map { "the shared launcher failed (\($0)), then " } ?? "")\(failure)\(limit)"
+                throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, reason, underlying: failure)
+            }
         }
     }
 
