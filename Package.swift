@@ -153,7 +153,7 @@ let package = Package(
         // values, log levels): re-exported by ExtensionFoundation, so hosts import one module.
         .target(name: "PlugindTypes", swiftSettings: swiftSettings),
         .target(name: "PlugindWire", dependencies: ["PlugindSystem", "PlugindTypes"], swiftSettings: swiftSettings),
-        .target(name: "PlugindBundle", dependencies: ["PlugindSystem", "PlugindWire", "CCrypto"], swiftSettings: swiftSettings),
+        .target(name: "PlugindBundle", dependencies: ["PlugindSystem", "PlugindTypes", "CCrypto"], swiftSettings: swiftSettings),
         // Plugin packages (libarchive): for the CLI and the package fuzz target, kept out of libplugind.
         .target(
             name: "PlugindPackages", dependencies: ["PlugindBundle", "PlugindSystem", "PlugindWire", "CArchive"],
@@ -247,12 +247,12 @@ let package = Package(
         ),
         .testTarget(
             name: "PlugindSystemTests",
-            dependencies: ["PlugindSystem", "CPlugindShims"],
+            dependencies: ["PlugindSystem", "CPlugindShims", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "PlugindWorkerCoreTests",
-            dependencies: ["PlugindWorkerCore", "PlugindWire"],
+            dependencies: ["PlugindWorkerCore", "PlugindWire", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

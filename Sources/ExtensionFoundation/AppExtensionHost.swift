@@ -88,11 +88,12 @@ public struct AppExtensionHost: Sendable, Hashable {
         /// From a spare, or forked on the spot, by a pre-forked launcher (`plugind-worker
         /// --launcher`) that has the worker's runtime loaded already and forks that one worker:
         /// each worker gets an address-space layout, stack canary and hash seed of its own. The
-        /// next launcher is exec'd ahead, off the launch's path; each worker holds about 700 KiB of
-        /// memory of its own. The default.
+        /// next launcher is exec'd ahead, off the launch's path; each worker holds more memory of
+        /// its own than with `preforkedSharingLayout` (Documentation/Performance.md has both
+        /// figures). The default.
         case preforked
-        /// Like `preforked`, but one launcher per host forks every worker: about 330 KiB of unique
-        /// memory per worker, and launches in quick succession never wait for a launcher to start;
+        /// Like `preforked`, but one launcher per host forks every worker: less unique memory per
+        /// worker, and launches in quick succession never wait for a launcher to start;
         /// but every worker of the host shares the launcher's address-space layout, stack canary
         /// and hash seed, so a plugin learns where the code and data of the others are.
         case preforkedSharingLayout

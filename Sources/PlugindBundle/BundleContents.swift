@@ -106,7 +106,7 @@ package struct BundleContents: Sendable, Hashable {
         var status = stat()
         guard fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0, FileStatus(status) == self.directory else { return false }
         // Each entry's path below `directory` is written into one buffer on the stack: a string
-        // made per entry cost an allocation and its release, a tenth of a rescan (`perf`).
+        // made per entry costs an allocation and its release, a visible share of a rescan (`perf`).
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in
             guard let base = buffer.baseAddress else { return false }
             /// Copies `text` to `offset`; the offset after it, nil when it does not fit.

@@ -1,5 +1,5 @@
 import Foundation
-import PlugindWire
+import PlugindSystem
 
 /// The digest an approval (and a publisher's signature) pins: SHA-256 of a canonical listing of
 /// every entry of a bundle, one line each, sorted by path:

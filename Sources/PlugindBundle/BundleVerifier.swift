@@ -1,5 +1,5 @@
 import Foundation
-import PlugindWire
+import PlugindTypes
 
 /// One thing `plugind verify` found wrong, with how to fix it.
 package struct VerificationProblem: Sendable, Hashable, Encodable {

@@ -5,6 +5,10 @@ import PlugindSystem
 /// What plugind reads from a shared library without loading it: the ELF header (class, byte
 /// order, type, machine) and, for 64-bit little-endian files, the dynamic section (needed
 /// libraries, run paths, soname) and the exported dynamic symbols.
+///
+/// One file with the reading it needs (`ELFOpenFile`, `ELFFilePages`, `ELFReader`, below): they
+/// serve only this type and throw its `Problem`, and every bounds check the inspection trusts is
+/// read beside the code that trusts it.
 package struct ELFFile: Sendable {
     package enum Machine: Equatable, Sendable, CustomStringConvertible {
         case x8664, aarch64, i386, arm, riscv, powerpc64, s390x

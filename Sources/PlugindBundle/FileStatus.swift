@@ -1,6 +1,5 @@
 package import Glibc
 package import PlugindSystem
-package import PlugindWire
 
 /// What `stat(2)` says about a file, as plugind uses it: identity for caches and approval pins,
 /// ownership and mode for the "writable by others" check.
@@ -46,7 +45,7 @@ package struct FileStatus: Sendable, Hashable {
     /// Whether the sticky bit is set: in a directory, only an entry's owner may replace it.
     package var isSticky: Bool { mode & S_ISVTX != 0 }
 
-    init(identity: FileIdentity, mode: UInt32, owner: UInt32, group: UInt32) {
+    package init(identity: FileIdentity, mode: UInt32, owner: UInt32, group: UInt32) {
         self.identity = identity
         self.mode = mode
         self.owner = owner

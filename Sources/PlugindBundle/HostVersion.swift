@@ -1,4 +1,5 @@
-import PlugindWire
+import PlugindTypes
+
 
 /// A dotted version number ("1.2.0"), compared component by component.
 package struct HostVersion: Comparable, Sendable, CustomStringConvertible {

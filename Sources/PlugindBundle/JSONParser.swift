@@ -1,10 +1,10 @@
 /// A strict JSON (RFC 8259) reader of UTF-8 bytes into a `JSONValue`.
 ///
 /// Discovery reads every manifest under every search path; Foundation's `JSONDecoder`, driven
-/// through `Decodable` into a tree, spent about 25 µs on each (most of a first scan of 10,000
-/// bundles). This reader does the one thing a manifest needs in one pass over the bytes, and is
-/// stricter than the decoder where ambiguity could let two readers see different manifests:
-/// a key twice in one object, invalid UTF-8, a lone surrogate escape are refused.
+/// through `Decodable` into a tree, was most of a first scan's time. This reader does the one
+/// thing a manifest needs in one pass over the bytes, and is stricter than the decoder where
+/// ambiguity could let two readers see different manifests: a key twice in one object, invalid
+/// UTF-8, a lone surrogate escape are refused.
 package struct JSONParser {
     /// Deeper nesting than any manifest has; a hostile file of 256 KiB of `[` stops here, long
     /// before the parser's recursion could exhaust a thread's stack.

@@ -1,4 +1,4 @@
-package import PlugindWire
+package import PlugindTypes
 
 /// A plugin bundle's `manifest.json`, version 1, after validation.
 package struct Manifest: Equatable, Sendable {

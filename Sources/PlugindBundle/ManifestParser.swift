@@ -1,7 +1,7 @@
 package import Foundation
 import Glibc
 import PlugindSystem
-import PlugindWire
+import PlugindTypes
 
 /// Reads and strictly validates `manifest.json` (version 1). Missing keys and wrong types are
 /// errors that name the key and the file; unknown keys are warnings.

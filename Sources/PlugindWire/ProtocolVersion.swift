@@ -1,9 +1,3 @@
-/// plugind's release, the one version of every part of it (the CLI's `--version`, the worker's,
-/// the host version plugins compare `minimumHostVersion` with by default).
-package enum PlugindRelease {
-    package static let version = "0.1.0"
-}
-
 /// Versions and features of the conversation between host and worker.
 ///
 /// The host offers a range of protocol versions in `Hello`; the worker answers with the highest

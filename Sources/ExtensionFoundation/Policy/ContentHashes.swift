@@ -1,6 +1,6 @@
 package import PlugindBundle
-import PlugindSystem
-package import PlugindWire
+package import PlugindSystem
+import PlugindWire
 
 /// SHA-256 digests of files, remembered by file identity: a file whose identity (including its
 /// change time) is unchanged has unchanged bytes and is not hashed again.

@@ -1,7 +1,7 @@
 package import Foundation
 package import PlugindBundle
-import PlugindSystem
-package import PlugindWire
+package import PlugindSystem
+import PlugindWire
 
 /// Crashes of each plugin, kept in `crashes.json` in the host's state directory, and the
 /// quarantine that follows repeated ones. A quarantine holds until the library's bytes change or

@@ -1,6 +1,7 @@
 package import Foundation
 package import PlugindBundle
-package import PlugindWire
+package import PlugindSystem
+import PlugindWire
 
 /// The contents of a policy file (`policy.json`): the owner's (or administrator's) decision for
 /// each plugin identifier. Written only by the owner's tools (`plugind approve`, …), read by hosts.

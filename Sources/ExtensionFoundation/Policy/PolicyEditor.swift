@@ -1,5 +1,6 @@
 package import Foundation
 package import PlugindBundle
+import PlugindSystem
 import PlugindWire
 
 /// Changes the owner's (or, with write access, the administrator's) policy file. Used by the

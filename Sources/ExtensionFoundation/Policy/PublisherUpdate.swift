@@ -1,5 +1,6 @@
 import Foundation
 import PlugindBundle
+import PlugindSystem
 import PlugindWire
 
 extension Manifest.Limits {

@@ -1,6 +1,6 @@
 import Foundation
 package import PlugindBundle
-import PlugindSystem
+package import PlugindSystem
 package import PlugindWire
 
 /// A file a launch hands the worker as a sealed copy: the host reads it (beneath its bundle,
@@ -27,8 +27,9 @@ package struct SealedSource: Sendable, Hashable {
 /// Everything needed to start one worker for one plugin, derived from its catalog entry, its
 /// approval, the host's caps and the extension point: what the worker loads, the view it gets,
 /// the files it gets as sealed copies and the limits it runs under.
-/// Plans already made, by what they depend on: making one costs a launch about 80 µs (the
-/// dependency walk, the view). Bounded; a changed bundle, approval or host makes a new key.
+/// Plans already made, by what they depend on: making one (the dependency walk, the view) would
+/// otherwise be on every launch's path. Bounded; a changed bundle, approval or host makes a new
+/// key.
 private enum LaunchPlans {
     struct Key: Hashable {
         var entry: CatalogEntry
