@@ -1,6 +1,6 @@
 // libseccomp, loaded when a filter is compiled rather than linked: the pre-forked launcher
 // compiles every filter once and lets the library go before it forks, so that no spare or worker
-// maps it (its relocated data was 8 KiB of every worker's own memory). Loaded from the system
+// maps it (its relocated data would be every worker's own memory). Loaded from the system
 // (Debian's libseccomp2), so that its fixes reach plugind without a rebuild.
 #pragma once
 

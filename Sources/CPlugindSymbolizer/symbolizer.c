@@ -4,8 +4,8 @@
 // host named, then confines itself to reading them and writing its answer before it parses any.
 //
 // libdw is loaded here, when a report is symbolized, not linked into the worker executable: every
-// worker and launcher would otherwise map it and its compression libraries for nothing (64 KiB of
-// unique memory per worker with a layout of its own, and their loading in every launcher's start).
+// worker and launcher would otherwise map it and its compression libraries for nothing (unique
+// memory in every worker with a layout of its own, and their loading in every launcher's start).
 #include "plugind_symbolizer.h"
 
 #include "plugind_confinement.h"

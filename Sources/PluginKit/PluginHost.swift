@@ -185,7 +185,7 @@ public struct PluginConnection: Sendable {
             }
             // A thread of its own, started now, with a small stack (a plugin's thread limit and
             // address space are small). Dispatch's threads come only when its pool sees the
-            // others blocked, which took seconds under load: they are only the fallback.
+            // others blocked, which under load can take seconds: they are only the fallback.
             if !DedicatedThread.start(wait) { DispatchQueue(label: "org.plugind.pluginkit.ask").async(execute: wait) }
         }
         return try result.get()

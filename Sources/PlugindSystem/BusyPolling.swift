@@ -3,14 +3,15 @@ import Glibc
 
 /// Bounded busy polling: a thread that expects a message within microseconds polls for it, for
 /// at most `window`, before it sleeps. On a small virtual machine a sleeping thread woken from
-/// another processor takes 50–90 µs to run again, several times what a small request costs;
-/// a thread that is still polling takes it at once (a 64 B round trip unpinned: about 100 µs
-/// sleeping on both sides, 12–35 µs polling). Polling yields the processor on every turn and
-/// stops when a yield gave it away, and it is used only where it pays: where the process may run
-/// on more than one processor, and only while the host awaits at most `awaitedLimit` answers on
-/// its event loop — the host polls then, and marks the requests it sends
-/// (`FrameFlags.pollForNext`) so that a worker with one request thread polls too. Under load,
-/// polling threads took processors from the busy ones (throughput −25 to −50 % with 8–64 tasks).
+/// another processor takes tens of microseconds to run again, several times what a small
+/// request costs; a thread that is still polling takes it at once (Documentation/Performance.md,
+/// "Why the code is built this way", has the round trip with and without). Polling yields the
+/// processor on every turn and stops when a yield gave it away, and it is used only where it
+/// pays: where the process may run on more than one processor, and only while the host awaits
+/// at most `awaitedLimit` answers on its event loop — the host polls then, and marks the
+/// requests it sends (`FrameFlags.pollForNext`) so that a worker with one request thread polls
+/// too. Under load, polling threads would take processors from the busy ones and cost
+/// throughput.
 /// On a process confined to one processor, a caller that awaits its answer alone yields the
 /// processor between looks instead (`yieldsToPeer`).
 package enum BusyPolling {
@@ -23,7 +24,8 @@ package enum BusyPolling {
     /// Yields the processor between two polls; false when another thread took it meanwhile (the
     /// yield returned after `contendedYield`): the processors are busy, and polling would take
     /// them from work that needs them, so the caller stops polling and sleeps. Yielding alone
-    /// was not enough: with 16 workers on 2 processors, polling cost a third of the throughput.
+    /// is not enough: with many more workers than processors, polling that only yields still
+    /// takes processor time the busy workers need.
     package static func yieldUncontended() -> Bool {
         let before = MonotonicInstant.now
         sched_yield()
@@ -48,14 +50,14 @@ package enum BusyPolling {
     /// the processor between looks, before it sleeps (`yieldAndKeepLooking`). There, sleeping
     /// costs a third switch: the worker, then the host's event loop that reads the answer, then
     /// the caller; yielding lets the worker run at once and the caller read the answer itself when
-    /// the worker sleeps again — the two switches a raw pipe costs (64 B round trip on one
-    /// processor: 38 → 20 µs). Off with `PLUGIND_BUSY_POLLING=0`, as polling is.
+    /// the worker sleeps again — the two switches a raw pipe costs (Performance.md has the
+    /// round trip on one processor with and without). Off with `PLUGIND_BUSY_POLLING=0`, as
+    /// polling is.
     package static let yieldsToPeer = plugind_shim_allowed_processor_count() == 1 && isAllowed
 
     /// Whether polling is on: where this process may run on more than one processor (on one, a
     /// thread polling as here, until a yield gives the processor away, only delays the process
-    /// it waits for: a 64 B round trip on one processor went from 15 to 30 µs when that was
-    /// measured, over the pipes), unless the environment turns it off.
+    /// it waits for), unless the environment turns it off.
     package static let isWorthwhile = plugind_shim_allowed_processor_count() > 1 && isAllowed
 
     /// Unless the environment says `PLUGIND_BUSY_POLLING=0` (which a host passes on to its

@@ -2,8 +2,8 @@ import Glibc
 
 /// What the running process knows about where it is: its variables and its own executable.
 package enum ProcessEnvironment {
-    /// One variable, read on its own: the whole environment as a dictionary costs a launch
-    /// ~15 µs. Wraps `getenv(3)`.
+    /// One variable, read on its own: the whole environment as a dictionary would be built on a
+    /// launch's path for one value. Wraps `getenv(3)`.
     package static func value(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }

@@ -101,7 +101,7 @@ package struct PayloadReader {
         // Decoded with repair, then compared with the input: a repaired string is valid UTF-8,
         // so it never equals invalid input, and this refuses exactly what validating refuses.
         // `String(validating:as:)` is generic inside the standard library and looked up its
-        // metadata on every call: half of decoding the catalog store (`perf`).
+        // metadata on every call: a large share of decoding the catalog store (`perf`).
         let start = offset
         let decoded: String? = bytes.withUnsafeBufferPointer { all in
             let input = UnsafeBufferPointer(rebasing: all[start..<start + count])
@@ -130,7 +130,7 @@ package struct PayloadReader {
 
     /// The count that prefixes an array, checked as `readArray` checks it. For readers in other
     /// modules that build their arrays themselves: `readArray` is not specialized across modules
-    /// here, and looked up its array's generic metadata on every call (a quarter of decoding
+    /// here, and looked up its array's generic metadata on every call (a large share of decoding
     /// the catalog store, `perf`).
     package mutating func readCount() throws(WireError) -> Int {
         let count = Int(try readUInt32())

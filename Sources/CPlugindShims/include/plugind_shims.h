@@ -206,7 +206,7 @@ void plugind_shim_release_free_memory(void);
 int plugind_shim_release_unused_stack(unsigned room);
 
 /// Keeps every thread started from now on in the allocator's existing arenas (`M_ARENA_MAX`):
-/// each new arena is 8–12 KiB of a worker's own memory, and a worker serving one request at a
+/// each new arena is more of a worker's own memory, and a worker serving one request at a
 /// time has no contention for them to relieve.
 void plugind_shim_share_allocator_arenas(void);
 

@@ -10,6 +10,10 @@ import PlugindWire
 /// The layers, in the order they are applied: the private filesystem view (mount namespace),
 /// the end of every privilege (user namespace, no capabilities, a new session keyring), process
 /// attributes, resource limits, the seccomp filter, and Landlock as a second filesystem layer.
+///
+/// One file: `apply` is one sequence whose order the confinement depends on, and its layers are
+/// private steps of it, each next to the report it makes; Landlock's rules
+/// (`Confinement+Landlock.swift`) and the view (`WorkerView.swift`) have files of their own.
 enum Confinement {
     /// Layer names as reported in `Ready` and shown by `plugind info`.
     enum Layer {

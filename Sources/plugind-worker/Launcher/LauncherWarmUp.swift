@@ -5,8 +5,8 @@ import PlugindWire
 /// Work the pre-forked launcher does once before it forks, so that every worker inherits its
 /// results: the Swift runtime's metadata and protocol-conformance caches for the message types,
 /// string formatting, libffi's call preparation, the dynamic loader. Without it each forked worker
-/// would pay for them again (measured: ~0.3 ms of a ~1 ms launch). A spare runs it again after
-/// its fork: the page tables of the files it touches are not inherited.
+/// would pay for them again, on its launch's path. A spare runs it again after its fork: the
+/// page tables of the files it touches are not inherited.
 enum LauncherWarmUp {
     static func run() {
         let load = LoadConfiguration(

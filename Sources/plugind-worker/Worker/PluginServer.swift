@@ -12,6 +12,10 @@ import Synchronization
 /// plugin's asks wake the thread that asked, and a request nested in an ask runs on that thread.
 /// The bookkeeping is `WorkerCore`, a state machine without system calls, under one
 /// `ThreadCondition`; no plugin code runs and nothing is read or written while it is held.
+///
+/// One file: reading, the request threads, connections, cancellation and asks all work on
+/// `core` under `condition`, both private; files of their own would have to open them to the
+/// whole worker. The decisions themselves are `WorkerCore`'s, tested without threads.
 final class PluginServer: @unchecked Sendable {
     // @unchecked: the mutable state is `core`, guarded by `condition`; the rest is immutable
     // after `start`, or is the plugin's state pointer, which only plugin code touches.
@@ -199,8 +203,8 @@ final class PluginServer: @unchecked Sendable {
             guard let received = try transport.receive(pollingUntil: pollingUntil) else { return .end(status: 0, orderly: false) }
             frame = received
             // With more than one request thread the next request is read by a thread woken for it
-            // while this one runs (tens of µs away on another processor): polling there measured
-            // 10 % slower for a C++ kit plugin of concurrency 4, so such workers do not poll.
+            // while this one runs (a wake-up away on another processor): polling there only takes
+            // processor time from the threads that serve, so such workers do not poll.
             if concurrency == 1, frame.header.kind == .request || frame.header.kind == .call {
                 hostExpectsSoon.store(frame.header.flags.contains(.pollForNext) && BusyPolling.isWorthwhile, ordering: .relaxed)
             }

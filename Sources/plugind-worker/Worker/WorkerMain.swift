@@ -54,7 +54,7 @@ enum WorkerMain {
         installFatalSignalReport()
         // Before the next thread starts: one allocator arena for a worker whose manifest says it
         // serves one request at a time (or says nothing: a library that declares more then
-        // shares the arena too); each arena a thread makes is 8–12 KiB of the worker's own.
+        // shares the arena too); each arena a thread makes is memory of the worker's own.
         if hello.load.concurrency <= 1 { plugind_shim_share_allocator_arenas() }
         // `plugind debug` releases the worker with a signal to the process: every thread holds it.
         if hello.load.mode == .debug { _ = plugind_shim_debug_hold_release() }
@@ -96,7 +96,7 @@ enum WorkerMain {
         }
         return server.serve {
             // What setting up needed is freed, but stays this worker's own memory until it is
-            // given back: about 70 KiB a worker, and the stack the plugin's load and init used.
+            // given back: the heap setting up used, and the stack the plugin's load and init used.
             // While the other threads serve, so that neither the launch nor the first request waits.
             plugind_shim_release_free_memory()
             // Room for the serving calls (a request's decoding, the plugin's call, the answer).

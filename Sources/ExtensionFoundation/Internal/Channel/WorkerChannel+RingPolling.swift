@@ -9,9 +9,10 @@ import Synchronization
 /// so and the worker writes no wake-up to the pipe. Where the process may run on more than one
 /// processor it polls (`BusyPolling`); on one, it yields the processor between looks
 /// (`BusyPolling.yieldsToPeer`); and only a caller alone (`WorkerEventLoop.callerIsAlone`):
-/// a polling caller holds its thread, and tasks queued behind it wait. Allowed whenever no more
-/// than one answer was awaited, a load of 64 tasks over 4 workers ran two requests at a time,
-/// each caller polling while the other tasks waited for a thread (throughput −30 %, p99 ×5).
+/// a polling caller holds its thread, and tasks queued behind it wait. Were it allowed whenever
+/// no more than one answer is awaited, a load of many tasks over a few workers would run two
+/// requests at a time, each caller polling while the other tasks wait for a thread, and lose
+/// both throughput and tail latency.
 extension WorkerChannel {
     /// How long one caller must have been alone before it polls.
     static let aloneBeforePolling: Duration = .milliseconds(1)

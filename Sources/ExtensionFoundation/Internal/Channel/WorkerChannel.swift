@@ -8,6 +8,12 @@ import Synchronization
 /// the descriptors and the process. Frames are queued on the `FrameWriter` in the order the
 /// protocol decided, under the lock; they are written, large copies made and continuations
 /// resumed after it is released. Reading runs on the `WorkerEventLoop` thread.
+///
+/// Longer than a file should be: what stays here is the stored state and the operations callers
+/// await (the handshake, requests and calls, connections, the plugin's messages, the end), each
+/// an input to the protocol under the lock and its effects after, sharing private helpers
+/// (`reserveRequest`, `start`, …) that files of their own would have to open to the module. The
+/// worker's events, the effects, flow control and ring polling are in `WorkerChannel+*.swift`.
 package final class WorkerChannel: EventLoopHandler {
     let pluginIdentifier: String
     let limits: ResourceLimits
@@ -219,8 +225,9 @@ package final class WorkerChannel: EventLoopHandler {
         }
     }
 
-    /// How long `receiveHandshake` polls without sleeping: a C plugin's worker answers about
-    /// 0.35 ms after it has its descriptors; a longer spin would burn a processor under load.
+    /// How long `receiveHandshake` polls without sleeping: long enough for a C plugin's worker,
+    /// which answers soon after it has its descriptors; a longer spin would burn a processor
+    /// under load.
     static let handshakeSpin: Duration = .microseconds(500)
 
     // MARK: Handshake

@@ -58,8 +58,8 @@ struct WorkerTermination: Sendable {
     /// At the soft CPU limit the kernel sends SIGXCPU, which the worker reports. A plugin that
     /// blocks it is killed at the hard limit, a second later: SIGKILL nobody in the host sent,
     /// after at least 90 % of the limit in CPU time. Not 100 %: the kernel checks the limit
-    /// against tick-sampled time, while the exit's usage is the precise run time, which measured
-    /// 7–9 % lower for a worker sharing the CPU.
+    /// against tick-sampled time, while the exit's usage is the precise run time, which reads a
+    /// few percent lower for a worker sharing the CPU.
     private func reachedCPULimit(_ seconds: UInt64) -> Bool {
         if fatalReport?.signal == SignalNumber.cpuTimeLimit { return true }
         guard case .signaled(let signal, _) = exit.reason else { return false }

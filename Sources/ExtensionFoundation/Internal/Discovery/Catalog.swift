@@ -175,7 +175,7 @@ package final class Catalog: Sendable {
     ) -> Bool {
         // Every bundle found is in the cache (inspecting it put it there): as many entries as
         // found means there is nothing else, and a rescan of unchanged roots skips the walk over
-        // every entry (a tenth of a rescan of 10,000 bundles).
+        // every entry (a visible share of a rescan of many bundles).
         guard cache.withLock({ $0.count }) != foundCount else { return false }
         var livePaths = Set<String>(minimumCapacity: foundCount)
         for root in scanned {

@@ -17,7 +17,7 @@ struct CatalogStore {
     private static let formatVersion: UInt32 = 10
     /// Bundles per chunk.
     static let defaultChunkSize = 512
-    /// A store larger than this is not read (10,000 bundles take about 4 MB).
+    /// A store larger than this is not read: far larger than the store of any catalog of bundles.
     private static let maximumSize = 256 << 20
     /// Names resolved by soname depend on the loader's cache: a new one invalidates everything.
     private static let loaderCachePath = "/etc/ld.so.cache"

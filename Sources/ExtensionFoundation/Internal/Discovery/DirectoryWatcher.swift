@@ -134,7 +134,7 @@ final class DirectoryWatcher: EventLoopHandler {
 
     /// Stops watching: the descriptor leaves the loop on the loop thread, and is closed on
     /// another, because closing an inotify descriptor waits for the kernel's grace period
-    /// (measured: 17 ms), which would stall every worker's I/O.
+    /// (milliseconds), which would stall every worker's I/O.
     func close() {
         let wasOpen = state.withLock { state -> Bool in
             defer { state.closed = true }

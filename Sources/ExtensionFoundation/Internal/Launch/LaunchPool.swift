@@ -29,11 +29,12 @@ package final class LaunchPool: EventLoopHandler {
     /// How many children each launcher forks.
     enum Forks: Sendable {
         /// One: every worker has an address-space layout, stack canary and hash seed of its own,
-        /// and unique memory of its own (about 700 KiB); each costs the exec of a launcher, ahead.
+        /// and more unique memory than with `many` (Documentation/Performance.md has both); each
+        /// costs the exec of a launcher, ahead.
         case one
         /// Any number: the workers of one host share the launcher's layout, canary and hash seed
-        /// and most of its memory (about 330 KiB each), and launches in quick succession do not
-        /// wait for launchers to start.
+        /// and most of its memory, and launches in quick succession do not wait for launchers to
+        /// start.
         case many
     }
 
@@ -62,7 +63,8 @@ package final class LaunchPool: EventLoopHandler {
         var retired: [CInt: LauncherProcess] = [:]
         /// The serials of launchers whose socket is still open: each is let go exactly once,
         /// whichever comes first of its end, a request it could not be sent, its answer and the
-        /// pool's stop (two of them closed one socket twice when a launcher was killed mid-send).
+        /// pool's stop (two of them could close one socket twice when a launcher is killed
+        /// mid-send).
         var open: Set<UInt64> = []
         /// Never 0, which a launcher's readiness uses.
         var nextRequestID: UInt32 = 1
@@ -123,8 +125,8 @@ package final class LaunchPool: EventLoopHandler {
     let forks: Forks
     /// The execute-only copy launchers are exec'd from, if one could be made.
     let image: FileDescriptor?
-    /// The launchers' environment. Binding every symbol at exec spares the child the lazy
-    /// binding of its own (without it, a Swift plugin's launch measured about 0.1 ms longer).
+    /// The launchers' environment. Binding every symbol at exec spares each child the lazy
+    /// binding of its own, which would otherwise run on the launch's path.
     let environment = WorkerLauncher.environment() + ["LD_BIND_NOW=1"]
     let loop: WorkerEventLoop
     /// The host's mount table, watched: spares copy the host's tree when they get ready (see
@@ -260,10 +262,9 @@ package final class LaunchPool: EventLoopHandler {
     }
 
     /// How long after a launch the next spare (and, with `Forks.one`, the next launcher) is made.
-    /// Making a spare costs the kernel a few hundred microseconds of a processor (its network
-    /// namespace above all); right after a launch that competes with the first request the host
-    /// sends the new worker (measured: 200 µs more for it on this 2-core machine), a few
-    /// milliseconds later it does not.
+    /// Making a spare costs the kernel processor time (its network namespace above all); right
+    /// after a launch that competes with the first request the host sends the new worker, and
+    /// slows it on a machine with few processors; a few milliseconds later it does not.
     static let replenishDelay: Duration = .milliseconds(3)
 
     // MARK: Settling and stopping

@@ -5,7 +5,7 @@ import PlugindWire
 /// A launcher process (`plugind-worker --launcher`) and the host's end of its socket. The pool
 /// asks it for children; see `LaunchPool` for how many it forks. Two values are the same launcher
 /// when their serials are equal: a let-go launcher's socket number is reused by the next one made,
-/// so comparing sockets took the idle launcher for one that had just died.
+/// so comparing sockets would take the idle launcher for one that had just died.
 struct LauncherProcess: Sendable, Equatable {
     let socket: FileDescriptor
     let process: SpawnedProcess

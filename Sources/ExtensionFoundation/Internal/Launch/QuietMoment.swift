@@ -2,9 +2,9 @@
 /// `quiet` (no request, call or connection sent or answered, no answer awaited), or at
 /// `deadline` whatever happens.
 ///
-/// Priming the next worker right after a launch (its confinement and the plugin's `dlopen`,
-/// about half a millisecond of a processor) competed with the first request to the worker just
-/// launched: on two processors that request took 1.2–1.5 ms instead of 0.4 ms. A launch that
+/// Priming the next worker right after a launch (its confinement and the plugin's `dlopen`)
+/// competes for the processors with the first request to the worker just launched, and on a
+/// machine with few processors makes that request several times slower. A launch that
 /// comes before the moment does not wait for it: it takes the spare and loads the plugin itself,
 /// as a first launch does. No system calls: the pool feeds it the loop's traffic count and clock.
 struct QuietMoment: Sendable, Equatable {
