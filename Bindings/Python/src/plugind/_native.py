@@ -27,7 +27,7 @@ def _load() -> ctypes.CDLL:
         except OSError:
             continue
     raise ImportError(
-        "libplugind not found (tried %s): install the plugind-dev package, or set PLUGIND_LIBRARY "
+        "libplugind not found (tried %s): install the libplugind0 package, or set PLUGIND_LIBRARY "
         "to the path of libplugind.so" % ", ".join(tried or ["nothing"])
     )
 
