@@ -14,13 +14,15 @@ struct CommandOption: Sendable, Hashable {
     let help: String
     /// A short form, such as "-y".
     let short: String?
+    /// The values it takes, where its placeholder does not list them ("KEY").
+    var namedChoices: [String] = []
 
     static func flag(_ name: String, short: String? = nil, _ help: String) -> CommandOption {
         CommandOption(name: name, kind: .flag, help: help, short: short)
     }
 
-    static func value(_ name: String, _ placeholder: String, _ help: String) -> CommandOption {
-        CommandOption(name: name, kind: .value(placeholder: placeholder), help: help, short: nil)
+    static func value(_ name: String, _ placeholder: String, _ help: String, choices: [String] = []) -> CommandOption {
+        CommandOption(name: name, kind: .value(placeholder: placeholder), help: help, short: nil, namedChoices: choices)
     }
 
     /// The help row's label: "--name <value>", "-y, --yes".
@@ -30,6 +32,14 @@ struct CommandOption: Sendable, Hashable {
         case .flag: return short.map { "\($0), \(long)" } ?? long
         case .value(let placeholder): return "\(long) \(placeholder)"
         }
+    }
+
+    /// The values it takes, named or listed by its placeholder ("c|cpp|rust"): what completion
+    /// offers after it, instead of file names. Empty for flags and free values ("<file>").
+    var choices: [String] {
+        guard namedChoices.isEmpty else { return namedChoices }
+        guard case .value(let placeholder) = kind, placeholder.contains("|"), !placeholder.contains("<") else { return [] }
+        return placeholder.split(separator: "|").map(String.init)
     }
 
     /// How the usage line shows it: "[--name <value>]", "[--yes]".

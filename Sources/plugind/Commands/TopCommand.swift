@@ -7,7 +7,9 @@ import Glibc
 struct TopCommand: PlugindCommand {
     private enum Options {
         static let json = CommandOption.flag("json", "Print one snapshot as JSON and exit.")
-        static let sort = CommandOption.value("sort", "KEY", "Order by cpu (the default), memory, requests, plugin or uptime.")
+        static let sort = CommandOption.value(
+            "sort", "KEY", "Order by cpu (the default), memory, requests, plugin or uptime.",
+            choices: TopModel.SortKey.allCases.map(\.rawValue))
         static let plugin = CommandOption.value("plugin", "<id>", "Only workers of this plugin.")
     }
 
