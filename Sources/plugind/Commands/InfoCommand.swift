@@ -44,7 +44,7 @@ struct InfoCommand: PlugindCommand {
         let manifest = entry.manifest
         let details = await PluginDetails.gather(item, host: context.host, probe: probe)
         let (digest, approval) = (details.digest, details.approval)
-        let limits = EffectiveLimits(LaunchPlan(entry: entry, host: context.host, approval: approval))
+        let limits = EffectiveLimits(LaunchPlan(entry: entry, host: context.host, approval: approval), requested: manifest.limits)
         let enforcement = LimitEnforcement(permissions: approval?.permissions ?? manifest.permissions, host: context.host)
 
         if json {
@@ -99,8 +99,27 @@ struct EffectiveLimits: Encodable {
     var scratchBytes: UInt64
     /// The largest file it may write (in its grants or its scratch space).
     var fileBytes: UInt64
+    /// What the manifest asks for beyond what this host allows: the worker gets the host's cap.
+    var cappedByHost: [CappedLimit]
 
-    init(_ plan: LaunchPlan) {
+    /// A limit the manifest asks more of than the host allows.
+    struct CappedLimit: Encodable, Equatable {
+        /// The limit's name, as in the manifest ("memoryBytes").
+        var limit: String
+        var requested: UInt64
+        var allowed: UInt64
+
+        var summary: String {
+            switch limit {
+            case "memoryBytes", "maxMessageBytes", "scratchBytes":
+                "\(limit) asks for \(ByteCount(requested)), this host allows \(ByteCount(allowed))"
+            case "requestTimeoutMilliseconds": "\(limit) asks for \(requested) ms, this host allows \(allowed) ms"
+            default: "\(limit) asks for \(requested), this host allows \(allowed)"
+            }
+        }
+    }
+
+    init(_ plan: LaunchPlan, requested: Manifest.Limits) {
         let limits = plan.load.limits
         memoryBytes = limits.addressSpaceBytes
         cpuSeconds = limits.cpuSeconds
@@ -114,6 +133,16 @@ struct EffectiveLimits: Encodable {
         requestTimeoutMilliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
         maxMessageBytes = limits.maxMessageBytes
         fileBytes = limits.fileBytes
+        let effective: [(String, UInt64?, UInt64)] = [
+            ("memoryBytes", requested.memoryBytes, memoryBytes), ("cpuSeconds", requested.cpuSeconds, cpuSeconds),
+            ("openFiles", requested.openFiles, openFiles), ("threads", requested.threads, threads),
+            ("maxMessageBytes", requested.maxMessageBytes, maxMessageBytes),
+            ("requestTimeoutMilliseconds", requested.requestTimeoutMilliseconds, UInt64(clamping: requestTimeoutMilliseconds)),
+        ]
+        cappedByHost = effective.compactMap { name, asked, got in
+            guard let asked, asked > got else { return nil }
+            return CappedLimit(limit: name, requested: asked, allowed: got)
+        }
     }
 
     var summary: String {
@@ -121,6 +150,11 @@ struct EffectiveLimits: Encodable {
             + "request timeout \(Double(requestTimeoutMilliseconds) / 1000) s, message \(ByteCount(maxMessageBytes))"
             + (scratchBytes > 0 ? ", scratch \(ByteCount(scratchBytes))" : "")
             + (fileBytes > 0 ? ", files written \(ByteCount(fileBytes)) each" : "")
+    }
+
+    /// One line for the limits the host cut, or nil when it cut none.
+    var cappedSummary: String? {
+        cappedByHost.isEmpty ? nil : "capped by this host: " + cappedByHost.map(\.summary).joined(separator: "; ")
     }
 }
 

@@ -61,8 +61,10 @@ struct RunCommand: PlugindCommand {
                 context.console.err("warning: confinement layer '\(layer.name)' is unavailable on this machine: \(layer.detail)\n")
             }
             if let cause = process.launchFallbackCause {
-                context.console.err("note: \(identifier) was started by a launcher of its own: the shared launcher failed (\(cause))\n")
+                context.console.err("note: \(identifier) was started on a later try: the first failed (\(cause))\n")
             }
+            let limits = EffectiveLimits(LaunchPlan(entry: item.entry, host: host, approval: nil), requested: item.entry.manifest.limits)
+            if let capped = limits.cappedSummary { context.console.err("note: \(identifier): \(capped)\n") }
             let connection = try await process.connection(answering: answer)
             let display = quiet ? nil : ProgressDisplay(console: context.console)
             let messages = connection.messages()

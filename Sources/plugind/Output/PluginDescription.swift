@@ -60,8 +60,9 @@ enum PluginDescription {
         if geteuid() == 0 && !(permissions.read + permissions.write).isEmpty {
             lines.append("    (this host runs as root: the plugin runs as nobody, and reaches a granted path only as nobody may)")
         }
-        let limits = EffectiveLimits(LaunchPlan(entry: entry, host: host, approval: approval))
+        let limits = EffectiveLimits(LaunchPlan(entry: entry, host: host, approval: approval), requested: entry.manifest.limits)
         lines.append("  limits:          \(limits.summary)")
+        if let capped = limits.cappedSummary { lines.append("    \(capped)") }
         let enforcement = LimitEnforcement(permissions: permissions, host: host)
         lines.append("    memory:        \(enforcement.memory)")
         lines.append("    CPU:           \(enforcement.cpu)")
