@@ -316,6 +316,10 @@ package final class LaunchPool: EventLoopHandler {
         // after the events of their pass.
         _ = try? await loop.run {}
         replenish(options: WorkerLauncher.isolatingOptions())
+        // A settled pool has its idle launcher: one that ended while idle (killed from outside)
+        // is otherwise made again only by the next launch, and a launch a primed worker served
+        // takes none.
+        makeIdleLauncherLater()
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = state.withLock { state -> Bool in
                 if state.isSettled { return true }
