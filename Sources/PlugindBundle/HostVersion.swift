@@ -1,6 +1,5 @@
 import PlugindTypes
 
-
 /// A dotted version number ("1.2.0"), compared component by component.
 package struct HostVersion: Comparable, Sendable, CustomStringConvertible {
     package var components: [Int]

@@ -129,7 +129,6 @@ package enum LoadMode: UInt8, Sendable {
     case debug = 4
 }
 
-
 extension PayloadWriter {
     package mutating func write(_ identity: FileIdentity?) {
         write(identity != nil)
