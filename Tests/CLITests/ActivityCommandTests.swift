@@ -6,7 +6,7 @@ import Testing
 
 /// What running plugins do, as the owner sees it: `plugind logs` (the per-user file, and the
 /// journal where one can be started), `plugind top` and the last activity in `plugind info`.
-@Suite("plugind logs, top and the last activity", .timeLimit(.minutes(3)))
+@Suite("plugind logs, top and the last activity", .tags(.process, .root), .timeLimit(.minutes(3)))
 struct ActivityCommandTests {
     static var probe: PluginFixture { PluginFixture(library: "FaultyHostileProbe") }
     static let probeID = "org.plugind.tests.faultyhostileprobe"

@@ -7,7 +7,7 @@ import Testing
 /// `plugind browse` in a real terminal: tmux runs it, keys are sent with send-keys and the screen
 /// is read with capture-pane. Every wait is for something on the screen or for the process to
 /// end, with a deadline as a backstop.
-@Suite("plugind browse in a terminal", .serialized, .timeLimit(.minutes(5)))
+@Suite("plugind browse in a terminal", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct BrowseTests {
     /// The shell script the pane runs: the program with the test host's environment, then how it
     /// ended and whether the terminal's modes are as they were before it started.

@@ -1,11 +1,12 @@
 import CTerminal
+import TestSupport
 import Testing
 
 @testable import plugind
 
 /// The browser's keys and drawing, without a terminal: the model is fed entries and keys and
 /// returns what the command must do and the lines to draw.
-@Suite("plugind browse: the model behind the screen")
+@Suite("plugind browse: the model behind the screen", .tags(.unit))
 struct BrowserModelTests {
     static func entry(_ identifier: String, state: String = "unapproved", reason: String? = nil, isPlugin: Bool = true) -> BrowserEntry {
         BrowserEntry(

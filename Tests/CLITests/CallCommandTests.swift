@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("plugind call", .serialized, .timeLimit(.minutes(5)))
+@Suite("plugind call", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct CallCommandTests {
     func libraryFixture() throws -> PluginFixture {
         let path = BuiltProducts.packageRoot + "/ExamplePlugins/FunctionLibrary/manifest.json"

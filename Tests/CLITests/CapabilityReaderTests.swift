@@ -1,10 +1,11 @@
+import TestSupport
 import Testing
 
 @testable import plugind
 
 /// What `plugind bind` reads from a Swift extension's `Implementing { … }` without compiling it,
 /// and how it writes the result into a manifest and the library's note.
-@Suite("plugind bind: capabilities read from code")
+@Suite("plugind bind: capabilities read from code", .tags(.unit))
 struct CapabilityReaderTests {
     func read(_ code: String) throws(CodeBinding.Failure) -> [String] {
         try CapabilityReader([("Extension.swift", code)]).statedCapabilities()

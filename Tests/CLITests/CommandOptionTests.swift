@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import plugind
 
-@Suite("Command options: each declared once, and the usage lines agree with the declarations")
+@Suite("Command options: each declared once, and the usage lines agree with the declarations", .tags(.unit))
 struct CommandOptionTests {
     /// The long options a usage line names ("--point", "--json").
     private func optionsNamed(in usage: String) -> Set<String> {

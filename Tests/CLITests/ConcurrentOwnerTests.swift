@@ -8,7 +8,7 @@ import Testing
 /// and removing them) in parallel while a Monitor watches. No decision is lost to another
 /// process's write (the policy file's lock serialises the read-modify-write), and the Monitor
 /// converges to what the last decision of each plugin says, as does the next process.
-@Suite("Concurrent owners", .timeLimit(.minutes(5)))
+@Suite("Concurrent owners", .tags(.process), .timeLimit(.minutes(5)))
 struct ConcurrentOwnerTests {
     static let point = "org.plugind.tests.point"
 

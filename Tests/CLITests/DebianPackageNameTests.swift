@@ -1,10 +1,11 @@
+import TestSupport
 import Testing
 
 @testable import plugind
 
 /// `plugind pack --format deb`: the package name of an identifier, one-to-one and always one
 /// Debian accepts.
-@Suite("Debian package names of plugin identifiers")
+@Suite("Debian package names of plugin identifiers", .tags(.unit))
 struct DebianPackageNameTests {
     /// Debian policy 5.6.1: lower-case letters, digits, '+', '-' and '.', at least two, starting
     /// alphanumeric.

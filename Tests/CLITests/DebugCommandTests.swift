@@ -6,7 +6,7 @@ import Testing
 @testable import plugind
 
 /// `plugind debug`: gdb attached to a confined worker, stopped in the plugin's init.
-@Suite("plugind debug", .serialized, .timeLimit(.minutes(2)))
+@Suite("plugind debug", .tags(.process), .serialized, .timeLimit(.minutes(2)))
 struct DebugCommandTests {
     @Test("batch mode: gdb stops in the plugin's init with its backtrace, detaches, and the plugin then answers")
     func batch() async throws {

@@ -16,7 +16,10 @@ import Testing
 /// asserts that the layer is reported unavailable with its reason, that a host requiring every
 /// layer refuses to launch, and that what remains still holds, beside a well-behaved probe that
 /// must work under every layer.
-@Suite("Degraded kernels", .serialized, .timeLimit(.minutes(5)), .enabled(if: degradationSupported, "the outer filter is x86-64 BPF"))
+@Suite(
+    "Degraded kernels", .tags(.process, .root), .serialized, .timeLimit(.minutes(5)),
+    .enabled(if: degradationSupported, "the outer filter is x86-64 BPF")
+)
 struct DegradedKernelTests {
     /// `degrade MODE PROGRAM ARGS…`: runs PROGRAM with the kernel made to lack one layer.
     static let helperSource = #"""

@@ -7,7 +7,7 @@ import Testing
 
 /// `plugind dev`: a project built and run as it is, without installing or approving it; again
 /// after every change of its sources.
-@Suite("plugind dev: the author's loop", .serialized, .timeLimit(.minutes(3)))
+@Suite("plugind dev: the author's loop", .tags(.process, .root), .serialized, .timeLimit(.minutes(3)))
 struct DevCommandTests {
     /// A scaffolded project in `language`, in a directory of the test host.
     func project(_ name: String, language: String, in test: TestHost) async throws -> String {

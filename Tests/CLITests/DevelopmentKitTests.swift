@@ -5,7 +5,7 @@ import Testing
 
 // The time limit is a backstop: a scaffold's build (swift build, cargo, go) takes many minutes
 // on a loaded small machine.
-@Suite("Plugin development kit: new, build, verify, install, approve, run", .serialized, .timeLimit(.minutes(30)))
+@Suite("Plugin development kit: new, build, verify, install, approve, run", .tags(.process, .slow), .serialized, .timeLimit(.minutes(30)))
 struct DevelopmentKitTests {
     func make(_ directory: String, _ arguments: String...) async throws -> CommandRunner.Output {
         try await make(directory, arguments)
@@ -189,7 +189,7 @@ struct DevelopmentKitTests {
     }
 }
 
-@Suite("plugind verify", .serialized, .timeLimit(.minutes(2)))
+@Suite("plugind verify", .tags(.process), .serialized, .timeLimit(.minutes(2)))
 struct VerifyCommandTests {
     func bundle(_ test: TestHost, _ fixture: PluginFixture) throws -> String {
         try fixture.install(in: try test.directory.subdirectory("bundles"))
@@ -256,7 +256,7 @@ struct VerifyCommandTests {
 }
 
 // The time limit is a backstop: cargo and go builds take many minutes on a loaded small machine.
-@Suite("plugind verify on kits' bundles built wrong", .serialized, .timeLimit(.minutes(20)))
+@Suite("plugind verify on kits' bundles built wrong", .tags(.process, .slow), .serialized, .timeLimit(.minutes(20)))
 struct KitBuildMistakeTests {
     /// A bundle of `library` with a minimal manifest.
     func bundle(_ library: String, in test: TestHost) throws -> String {
@@ -306,7 +306,7 @@ struct KitBuildMistakeTests {
     }
 }
 
-@Suite("Progress under a terminal", .serialized, .timeLimit(.minutes(1)))
+@Suite("Progress under a terminal", .tags(.process), .serialized, .timeLimit(.minutes(1)))
 struct ProgressTerminalTests {
     @Test("plugind run draws a progress bar when stderr is a terminal")
     func progressBar() async throws {

@@ -9,7 +9,7 @@ import Testing
 /// stays as a reader sees it. Whole Swift host programs also run, against example plugins, in
 /// `SDKPackageTests` (they need a package to link).
 /// The time limit is a backstop: swiftc, cargo and go take many minutes on a loaded small machine.
-@Suite("Documentation snippets compile", .serialized, .timeLimit(.minutes(20)))
+@Suite("Documentation snippets compile", .tags(.process, .slow), .serialized, .timeLimit(.minutes(20)))
 struct DocumentationSnippetTests {
     struct Snippet: CustomStringConvertible {
         var file: String

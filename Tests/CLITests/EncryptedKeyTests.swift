@@ -6,7 +6,7 @@ import Testing
 /// An encrypted key file handed to `plugind sign` or `plugind trust add` in a terminal: OpenSSL
 /// asks for a pass phrase on the terminal unless it is told not to, so a script run in one would
 /// wait there for ever.
-@Suite("Encrypted key files in a terminal", .serialized, .timeLimit(.minutes(3)))
+@Suite("Encrypted key files in a terminal", .tags(.process), .serialized, .timeLimit(.minutes(3)))
 struct EncryptedKeyTests {
     @Test("sign and trust add refuse an encrypted key at once, naming the file, and ask for no pass phrase")
     func refusedWithoutPrompt() async throws {

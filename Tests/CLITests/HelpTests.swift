@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("plugind help and usage errors")
+@Suite("plugind help and usage errors", .tags(.process))
 struct HelpTests {
     @Test("plugind, -h, --help and help all print the overview to stdout and exit 0")
     func rootHelp() async throws {
@@ -98,7 +98,7 @@ struct HelpTests {
     }
 }
 
-@Suite("CLI reference")
+@Suite("CLI reference", .tags(.process))
 struct CLIReferenceTests {
     @Test("Documentation/CLI.md holds exactly what --help prints for every command")
     func referenceMatchesHelp() async throws {

@@ -8,7 +8,7 @@ import Testing
 /// A statistics page is a file any user writes into their own runtime directory, and root's
 /// `plugind top` reads every user's: counters chosen to overflow (answered 2^64−1 and failed 1)
 /// once trapped `top` for everyone.
-@Suite("plugind top reads hostile statistics pages without trapping", .timeLimit(.minutes(5)))
+@Suite("plugind top reads hostile statistics pages without trapping", .tags(.process), .timeLimit(.minutes(5)))
 struct HostileStatisticsPageTests {
     static func page(started: UInt64, answered: UInt64, failed: UInt64, memoryLimit: UInt64 = .max) -> WorkerStatistics {
         WorkerStatistics(

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import TestSupport
 import Testing
 
 @testable import plugind
@@ -7,7 +8,7 @@ import Testing
 /// `plugind logs` from the journal, without one: whose entries it asks journalctl for, and the uid
 /// it reads back. Any process can send an entry with plugind's fields; only the uid the journal
 /// stamps tells whose it is.
-@Suite("plugind logs: the journal match and the uid of an entry")
+@Suite("plugind logs: the journal match and the uid of an entry", .tags(.unit))
 struct LogsJournalMatchTests {
     static func command(_ arguments: [String]) throws -> LogsCommand {
         let description = LogsCommand.description

@@ -4,7 +4,7 @@ import Testing
 
 @testable import plugind
 
-@Suite("Manual pages and shell completions, from the command table")
+@Suite("Manual pages and shell completions, from the command table", .tags(.process))
 struct ManualAndCompletionTests {
     @Test("every subcommand's page carries its abstract, usage, every option and argument, and man renders it without a warning")
     func pagesFollowTheCommandTable() async throws {
@@ -92,6 +92,11 @@ struct ManualAndCompletionTests {
         #expect(try await bashCompletion(["plugind", "approve", "org.plugind.tests.e"], test: test) == ["org.plugind.tests.echo"])
         #expect(try await bashCompletion(["plugind", "quarantine", "clear", "org."], test: test) == ["org.plugind.tests.echo"])
         #expect(try await bashCompletion(["plugind", "help", "ru"], test: test) == ["run"])
+        // An option that lists its values completes them, not file names.
+        #expect(try await bashCompletion(["plugind", "new", "X", "--lang", ""], test: test) == ["c", "cpp", "rust", "go", "swift"])
+        #expect(try await bashCompletion(["plugind", "new", "X", "--lang", "c"], test: test) == ["c", "cpp"])
+        #expect(try await bashCompletion(["plugind", "pack", "B", "--format", ""], test: test) == ["plugin", "deb"])
+        #expect(try await bashCompletion(["plugind", "top", "--sort", "u"], test: test) == ["uptime"])
         let identifiers = try await plugind("completions", "--identifiers", in: test)
         #expect(identifiers.stdout == "org.plugind.tests.echo\n")
     }
@@ -107,6 +112,10 @@ struct ManualAndCompletionTests {
             let command = entry.description
             #expect(zsh.stdout.contains("_plugind_\(command.name)() {"))
             #expect(fish.stdout.contains("-n __fish_use_subcommand -a \(command.name) "))
+            for option in command.options where !option.choices.isEmpty {
+                #expect(zsh.stdout.contains(":value:(\(option.choices.joined(separator: " ")))"), "\(command.name) --\(option.name)")
+                #expect(fish.stdout.contains("-l \(option.name) -r -f -a '\(option.choices.joined(separator: " "))'"))
+            }
             for option in command.options {
                 #expect(zsh.stdout.contains("--\(option.name)"))
                 #expect(fish.stdout.contains("-n '__fish_seen_subcommand_from \(command.name)' -l \(option.name)"))

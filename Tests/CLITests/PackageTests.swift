@@ -5,7 +5,7 @@ import Testing
 
 /// Publisher keys, signatures and single-file packages: `keygen`, `sign`, `pack`, `install FILE`,
 /// and what `info` says of a signature.
-@Suite("Signed packages", .timeLimit(.minutes(5)))
+@Suite("Signed packages", .tags(.process), .timeLimit(.minutes(5)))
 struct PackageTests {
     /// A key pair in the test's directory; returns the private key's path.
     func keygen(_ test: TestHost, _ name: String = "publisher") async throws -> String {

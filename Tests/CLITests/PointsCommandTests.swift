@@ -5,7 +5,7 @@ import Testing
 
 /// Extension-point descriptors at a shell: `plugind points` declares and lists them; `list
 /// --all`, `verify` and `info` say which host a plugin is for, and when none is installed.
-@Suite("plugind points, and what list, verify and info make of them", .serialized, .timeLimit(.minutes(5)))
+@Suite("plugind points, and what list, verify and info make of them", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct PointsCommandTests {
     struct Declared: Decodable {
         var identifier: String

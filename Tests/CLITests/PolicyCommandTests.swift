@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("plugind list, approve, disable, enable, revoke", .serialized, .timeLimit(.minutes(5)))
+@Suite("plugind list, approve, disable, enable, revoke", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct PolicyCommandTests {
     struct ListDocument: Decodable {
         struct Plugin: Decodable {
@@ -174,7 +174,7 @@ struct PolicyCommandTests {
     }
 }
 
-@Suite("plugind quarantine", .serialized, .timeLimit(.minutes(5)))
+@Suite("plugind quarantine", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct QuarantineCommandTests {
     @Test("list shows the quarantine and its crashes; clear lifts it")
     func listAndClear() async throws {

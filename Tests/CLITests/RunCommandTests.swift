@@ -2,7 +2,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("plugind run", .serialized, .timeLimit(.minutes(5)))
+@Suite("plugind run", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct RunCommandTests {
     @Test("the C and the Swift text filters print the expected output")
     func textFilters() async throws {
@@ -157,6 +157,33 @@ struct RunCommandTests {
             "\(refused.stderr)")
         let info = try await plugind("info", probe.identifier, "--no-probe", in: test)
         #expect(info.stdout.contains("  sandbox refused: 1 call(s), last "), "\(info.stdout)")
+    }
+
+    @Test("a limit the manifest asks more of than the host allows is said: info (text and JSON) and run name it and the cap")
+    func cappedLimits() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let asked: UInt64 = 3 << 30
+        let echo = PluginFixture(library: "Echo", extra: ["limits": ["memoryBytes": asked, "openFiles": 100]])
+        try await installApproved(echo, in: test)
+        let info = try await plugind("info", echo.identifier, "--no-probe", in: test)
+        #expect(info.stdout.contains("    capped by this host: memoryBytes asks for 3 GiB, this host allows 1 GiB\n"), "\(info.stdout)")
+        #expect(!info.stdout.contains("openFiles asks"), "\(info.stdout)")
+        let json = try await plugind("info", echo.identifier, "--no-probe", "--json", in: test)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [String: Any])
+        let capped = try #require((document["limits"] as? [String: Any])?["cappedByHost"] as? [[String: Any]], "\(json.stdout)")
+        #expect(capped.count == 1, "\(capped)")
+        #expect(capped.first?["limit"] as? String == "memoryBytes")
+        #expect((capped.first?["requested"] as? NSNumber)?.uint64Value == asked)
+        #expect((capped.first?["allowed"] as? NSNumber)?.uint64Value == 1 << 30)
+        let run = try await plugind("run", echo.identifier, "x", in: test)
+        #expect(run.status == 0 && run.stdout == "x", "\(run.stderr)")
+        #expect(run.stderr.contains("note: \(echo.identifier): capped by this host: memoryBytes asks for 3 GiB"), "\(run.stderr)")
+        // Within the host's caps: nothing to say.
+        let plain = PluginFixture(library: "Echo", identifier: "org.plugind.tests.echo-plain")
+        try await installApproved(plain, in: test)
+        let quiet = try await plugind("run", plain.identifier, "x", in: test)
+        #expect(quiet.status == 0 && !quiet.stderr.contains("capped"), "\(quiet.stderr)")
     }
 
     @Test("progress shows as plain lines when stderr is not a terminal")

@@ -7,7 +7,7 @@ import Testing
 /// `AppExtension`, the host side calls the extensions' method through a connection.
 /// The time limit is a backstop: building plugind afresh as a dependency takes many minutes
 /// on a loaded small machine.
-@Suite("A third-party SDK in Apple's shape", .timeLimit(.minutes(30)))
+@Suite("A third-party SDK in Apple's shape", .tags(.process, .slow), .timeLimit(.minutes(30)))
 struct SDKPackageTests {
     /// Copies the fixture packages into `directory` with the path and identity of this plugind.
     func copyFixtures(to directory: String) throws -> String {

@@ -8,7 +8,7 @@ import Testing
 /// The walk of a project's directories that `plugind dev` watches: links to directories are
 /// followed, so a project may lead back into itself or anywhere; the walk visits each directory
 /// once and stops at its bounds. Assertions are on the entries the walk read, not on time.
-@Suite("plugind dev's walk of a project's sources", .timeLimit(.minutes(1)))
+@Suite("plugind dev's walk of a project's sources", .tags(.unit), .timeLimit(.minutes(1)))
 struct SourceChangesTests {
     /// A project: a Makefile, `src/main.c`, `src/lib/`, and a build output that is not walked.
     static func project(in directory: TemporaryDirectory) throws -> String {

@@ -12,7 +12,7 @@ import Testing
 /// shows for a page, which a fuzz target cannot link: every page that is read makes a row, sorted
 /// by every key, drawn as a table and written as JSON, without trapping, with in flight never
 /// above started and the plugin's strings inert.
-@Suite("Fuzz corpus replay: plugind top's rows from hostile statistics pages")
+@Suite("Fuzz corpus replay: plugind top's rows from hostile statistics pages", .tags(.unit))
 struct StatisticsPageCorpusTests {
     @Test("every page of the corpus makes a row top can sort, draw and print")
     func corpus() throws {

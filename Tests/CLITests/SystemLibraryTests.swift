@@ -7,7 +7,7 @@ import Testing
 /// would (most sonames are symlinks to a versioned file, in directories reached through `/lib`),
 /// checked against values known independently of this project; and the refusals of libraries
 /// reached through something another user could change.
-@Suite("system libraries named by soname", .serialized, .timeLimit(.minutes(5)))
+@Suite("system libraries named by soname", .tags(.process, .root), .serialized, .timeLimit(.minutes(5)))
 struct SystemLibraryTests {
     struct Call: Sendable {
         var function: String

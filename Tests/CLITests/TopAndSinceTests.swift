@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import plugind
 
-@Suite("plugind top's table and logs --since times, without a terminal")
+@Suite("plugind top's table and logs --since times, without a terminal", .tags(.unit))
 struct TopAndSinceTests {
     static func row(_ plugin: String, cpu: Double, memory: UInt64, answered: UInt64, host: Int32) -> WorkerTable.Row {
         WorkerTable.Row(

@@ -5,7 +5,7 @@ import Testing
 /// A host whose wall clock moves while a request waits (an administrator setting the date, NTP
 /// stepping it, a suspended laptop): a request's deadline is kept on the monotonic clock, so it
 /// neither fires early when the wall clock leaps forward nor never when it runs backwards.
-@Suite("A moved wall clock", .timeLimit(.minutes(5)))
+@Suite("A moved wall clock", .tags(.process), .timeLimit(.minutes(5)))
 struct WallClockFaultTests {
     /// Interposed (LD_PRELOAD) in the host only: from its first reading on, the wall clock runs
     /// WALL_CLOCK_RATE times as fast as real time (1000: an hour passes in 3.6 s; -1: it runs

@@ -6,7 +6,7 @@ import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("Catalog: discovery and diagnostics")
+@Suite("Catalog: discovery and diagnostics", .tags(.unit))
 struct CatalogTests {
     /// Installs `count` echo bundles, `org.plugind.tests.echo0` on, in `root`.
     func installEchoes(_ count: Int, in root: String) throws {

@@ -7,7 +7,7 @@ import Testing
 /// The channel-protocol fuzz target's corpus, replayed: what a worker wrote, interleaved with the
 /// host's inputs, never traps the host's state machine, completes nothing twice and leaves nothing
 /// waiting once the worker ended.
-@Suite("Fuzz corpus replay: the host's protocol state machine")
+@Suite("Fuzz corpus replay: the host's protocol state machine", .tags(.unit))
 struct ChannelProtocolFuzzTests {
     @Test("the seed conversations and every corpus input keep the machine's invariants")
     func corpus() throws {

@@ -1,4 +1,5 @@
 import PlugindWire
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
@@ -94,7 +95,7 @@ private struct Conversation {
     }
 }
 
-@Suite("Host protocol state machine, over an in-memory transport")
+@Suite("Host protocol state machine, over an in-memory transport", .tags(.unit))
 struct ChannelProtocolTests {
     @Test("a request cancelled before it was sent fails without a frame")
     func cancelBeforeSend() throws {
@@ -370,7 +371,7 @@ struct ChannelProtocolTests {
     }
 }
 
-@Suite("Host protocol deadlines, as data")
+@Suite("Host protocol deadlines, as data", .tags(.unit))
 struct ChannelProtocolDeadlineTests {
     @Test("deadlines are armed at now plus their duration; expire fires exactly those due, earliest first, and the next is known")
     func expireFiresWhatIsDue() throws {

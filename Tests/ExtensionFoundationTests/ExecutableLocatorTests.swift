@@ -1,9 +1,10 @@
 import Foundation
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("Executable locator: a host built anywhere finds an installed worker")
+@Suite("Executable locator: a host built anywhere finds an installed worker", .tags(.unit))
 struct ExecutableLocatorTests {
     @Test("a host in a build folder looks beside itself, then the installed libexec locations, then PATH")
     func buildFolderOrder() {

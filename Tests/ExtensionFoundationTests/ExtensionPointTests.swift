@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import TestSupport
 import Testing
 
 extension AppExtensionPoint {
@@ -24,7 +25,7 @@ extension AppExtensionPoint {
     }
 }
 
-@Suite("Extension point declarations")
+@Suite("Extension point declarations", .tags(.unit))
 struct ExtensionPointTests {
     @Test("a definition forms the full identifier from the host's")
     func identifiers() throws {

@@ -2,11 +2,12 @@ import CPlugindShims
 import Glibc
 import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("Frame writer: gathering writes through a pipe that fills")
+@Suite("Frame writer: gathering writes through a pipe that fills", .tags(.unit))
 struct FrameWriterTests {
     @Test("frames queued faster than the pipe takes them arrive whole and in order, across partial and gathered writes")
     func orderAcrossPartialWrites() throws {

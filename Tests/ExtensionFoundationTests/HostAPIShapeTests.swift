@@ -54,7 +54,7 @@ extension AppExtensionPoint {
 
 /// The parts of the host API whose meaning follows Apple's: the Scope default, identities that
 /// remember their host and point, the host's version, and the macOS 13 discovery calls.
-@Suite("The host API in Apple's shape", .timeLimit(.minutes(5)))
+@Suite("The host API in Apple's shape", .tags(.process), .timeLimit(.minutes(5)))
 struct HostAPIShapeTests {
     /// A host of identifier "org.plugind.tests" with an approved external Echo ("foreign") and
     /// a bundled one ("own"), both for "org.plugind.tests.point".

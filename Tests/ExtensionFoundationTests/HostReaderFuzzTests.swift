@@ -11,7 +11,7 @@ import Testing
 /// can write, replayed: statistics pages (`top`), the plugin log and journal entries (`logs`),
 /// activity records (`info`), the crash log (`crashes`, and every launch), workers' stack
 /// reports and sandbox refusals. Each keeps its target's invariants, never trapping.
-@Suite("Fuzz corpus replay: what hosts and the CLI read from plugins and other users")
+@Suite("Fuzz corpus replay: what hosts and the CLI read from plugins and other users", .tags(.unit))
 struct HostReaderFuzzTests {
     static let root = BuiltProducts.packageRoot + "/Fuzz/Corpus/"
 

@@ -1,9 +1,10 @@
 import PlugindSystem
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("Whether a launch tries another launcher")
+@Suite("Whether a launch tries another launcher", .tags(.unit))
 struct LaunchRetriesTests {
     let start = ContinuousClock.now
     let timeout = Duration.seconds(10)

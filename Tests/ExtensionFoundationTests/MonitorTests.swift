@@ -6,7 +6,7 @@ import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("AppExtensionPoint.Monitor", .serialized, .timeLimit(.minutes(2)))
+@Suite("AppExtensionPoint.Monitor", .tags(.unit), .serialized, .timeLimit(.minutes(2)))
 struct MonitorTests {
     /// Waits until `monitor.state` satisfies `condition`.
     func state(
@@ -150,7 +150,7 @@ struct MonitorTests {
     }
 }
 
-@Suite("Monitor engine", .serialized, .timeLimit(.minutes(3)))
+@Suite("Monitor engine", .tags(.unit), .serialized, .timeLimit(.minutes(3)))
 struct MonitorEngineTests {
     @Test("a manifest written into a directory that appeared empty is still noticed")
     func bundleCopiedInPieces() async throws {
@@ -188,7 +188,7 @@ final class UpdateCounter: Sendable {
     var count: Int { counted.withLock { $0 } }
 }
 
-@Suite("Directory watcher: plugind's own writes are no change")
+@Suite("Directory watcher: plugind's own writes are no change", .tags(.unit))
 struct DirectoryWatcherIgnoreTests {
     /// One inotify event record: watch descriptor, mask, cookie, name length, the name padded.
     func event(watch: Int32, name: String) -> [UInt8] {

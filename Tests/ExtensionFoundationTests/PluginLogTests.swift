@@ -4,7 +4,7 @@ import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("The plugin log: journal entries, the rate limit, statistics pages")
+@Suite("The plugin log: journal entries, the rate limit, statistics pages", .tags(.unit))
 struct PluginLogTests {
     static let entry = PluginLogEntry(
         time: 1_796_195_106_296_612, priority: 4, event: .log, message: "two\nlines\nPLUGIND_PLUGIN=evil", plugin: "org.example.x",

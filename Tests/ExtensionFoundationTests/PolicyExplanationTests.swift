@@ -1,10 +1,12 @@
 import Foundation
+import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("One explanation per policy decision")
+@Suite("One explanation per policy decision", .tags(.unit))
 struct PolicyExplanationTests {
     private let quarantine = CrashLog.Quarantine(
         since: Date(timeIntervalSince1970: 0), reason: "3 crashes in 5 min", librarySHA256: "",

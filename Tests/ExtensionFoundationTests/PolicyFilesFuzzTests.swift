@@ -5,7 +5,7 @@ import PlugindHostFuzzing
 import TestSupport
 import Testing
 
-@Suite("Policy-files fuzz corpus replay")
+@Suite("Policy-files fuzz corpus replay", .tags(.unit))
 struct PolicyFilesFuzzTests {
     @Test("every policy-files input is read or refused naming the file; what is read is written back unchanged")
     func replay() throws {

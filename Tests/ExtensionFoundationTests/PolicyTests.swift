@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("Owner approval policy", .serialized, .timeLimit(.minutes(5)))
+@Suite("Owner approval policy", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct PolicyTests {
     func item(_ test: TestHost, _ identifier: String) throws -> Inventory.Item {
         try #require(Inventory.take(host: test.host, catalog: Catalog()).item(identifier))

@@ -1,13 +1,14 @@
 import Foundation
 import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
 /// Whether a timeout says the machine was busy: a pure function of the worker's threads' waits for
 /// a processor, their ages and the machine's load, and the reading of those numbers from `/proc`.
-@Suite("A timeout the machine's load explains says so")
+@Suite("A timeout the machine's load explains says so", .tags(.unit))
 struct ProcessorWaitTests {
     typealias Thread = ProcessorWait.Thread
 

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("When a worker is primed after a launch")
+@Suite("When a worker is primed after a launch", .tags(.unit))
 struct QuietMomentTests {
     let start = ContinuousClock.now
     let quiet = Duration.microseconds(200)

@@ -1,11 +1,12 @@
 import Glibc
 import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("The host's side of the rings: the writer's lanes and what it reads from a worker that lies")
+@Suite("The host's side of the rings: the writer's lanes and what it reads from a worker that lies", .tags(.unit))
 struct RingChannelTests {
     private func sharedMemory() throws -> SharedMemory {
         let layout = SharedMemoryLayout(regionSize: 16 << 10)

@@ -9,7 +9,7 @@ import Testing
 @testable import ExtensionFoundation
 
 /// Defects a code review found, each a crash, hang or silent loss; each test failed before its fix.
-@Suite("Robustness: failures of the host's own machinery", .timeLimit(.minutes(5)))
+@Suite("Robustness: failures of the host's own machinery", .tags(.process), .timeLimit(.minutes(5)))
 struct RobustnessTests {
     /// Records what the loop tells it.
     final class Recorder: EventLoopHandler {
@@ -145,7 +145,7 @@ struct RobustnessTests {
     }
 }
 
-@Suite("Messages a reader has not taken yet are bounded")
+@Suite("Messages a reader has not taken yet are bounded", .tags(.unit))
 struct MessageBufferTests {
     @Test("a reader that falls behind loses the oldest first and learns how many")
     func dropsOldest() async {

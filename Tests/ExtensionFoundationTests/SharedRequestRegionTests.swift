@@ -1,9 +1,10 @@
 import ExtensionFoundation
 import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
-@Suite("The host's shared-memory region for requests")
+@Suite("The host's shared-memory region for requests", .tags(.unit))
 struct SharedRequestRegionTests {
     @Test("space is taken from the front and comes back only when every placed request is answered")
     func placement() throws {

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
-@Suite("Which files the host reads for a worker's stack report")
+@Suite("Which files the host reads for a worker's stack report", .tags(.unit))
 struct StackObjectFilesTests {
     private let files = StackObjectFiles(
         exact: [

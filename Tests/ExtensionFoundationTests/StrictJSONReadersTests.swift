@@ -2,11 +2,12 @@ import ExtensionFoundation
 import Foundation
 import PlugindBundle
 import PlugindFuzzing
+import PlugindSystem
 import PlugindWire
 import TestSupport
 import Testing
 
-@Suite("Strict JSON readers of policy files")
+@Suite("Strict JSON readers of policy files", .tags(.unit))
 struct StrictJSONReadersTests {
     let decoder = StrictJSONDecoder()
 

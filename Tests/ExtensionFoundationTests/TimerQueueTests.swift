@@ -1,7 +1,8 @@
 import ExtensionFoundation
+import TestSupport
 import Testing
 
-@Suite("Timer queue")
+@Suite("Timer queue", .tags(.unit))
 struct TimerQueueTests {
     @Test("timers fire in deadline order; cancelled ones never fire")
     func order() {

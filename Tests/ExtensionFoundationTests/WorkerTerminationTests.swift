@@ -1,11 +1,12 @@
 import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
 
 /// What a launch that failed before `ready` tells the host, for each reason the worker can give.
-@Suite("A launch's failure, as the worker reported it")
+@Suite("A launch's failure, as the worker reported it", .tags(.unit))
 struct WorkerTerminationTests {
     func launchError(_ failure: LoadFailure) -> AppExtensionError {
         WorkerTermination(

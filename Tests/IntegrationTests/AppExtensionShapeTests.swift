@@ -6,7 +6,7 @@ import Testing
 
 /// Extensions written in Apple's shape (`AppExtension`, `ConnectionHandler`, a connection's
 /// `requestHandler`), run by the real worker: SwiftExtensionProbe and the Swift greeter.
-@Suite("Extensions in Apple's shape", .timeLimit(.minutes(5)))
+@Suite("Extensions in Apple's shape", .tags(.process), .timeLimit(.minutes(5)))
 struct AppExtensionShapeTests {
     func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 

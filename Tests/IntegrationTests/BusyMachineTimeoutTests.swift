@@ -7,7 +7,7 @@ import Testing
 /// the machine's load while the test runs, which no test controls: each accepts the reason with or
 /// without the sentence and checks that it is well-formed either way (the decision itself is
 /// `ProcessorWaitTests`'s, on numbers).
-@Suite("Timeouts of real workers and the machine's load", .serialized, .timeLimit(.minutes(10)))
+@Suite("Timeouts of real workers and the machine's load", .tags(.process), .serialized, .timeLimit(.minutes(10)))
 struct BusyMachineTimeoutTests {
     /// `reason` is `plain`, or `plain` and the sentence that the worker waited for a processor.
     static func expectWellFormed(_ reason: String?, plain: String, window: String, sourceLocation: SourceLocation = #_sourceLocation) {

@@ -63,7 +63,10 @@ private final class HandlerProbe: Sendable {
     }
 }
 
-@Suite("Connections: the plugin asks the host, accepts or refuses, runs requests at once", .serialized, .timeLimit(.minutes(5)))
+@Suite(
+    "Connections: the plugin asks the host, accepts or refuses, runs requests at once",
+    .tags(.process), .serialized, .timeLimit(.minutes(5))
+)
 struct ConnectionTests {
     static let probe = "org.plugind.tests.conversationprobe"
 

@@ -6,7 +6,7 @@ import Testing
 
 /// One faulty example plugin per behaviour; each test asserts the exact outcome: the host lives,
 /// the right typed error, the worker and its children gone.
-@Suite("Fault isolation and confinement", .serialized, .timeLimit(.minutes(10)))
+@Suite("Fault isolation and confinement", .tags(.process, .root), .serialized, .timeLimit(.minutes(10)))
 struct FaultIsolationTests {
     /// Launches `fixture`, runs `request`, and returns the error it must fail with.
     func failure(

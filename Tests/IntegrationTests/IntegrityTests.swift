@@ -10,7 +10,10 @@ import Testing
 /// The owner's approval holds the bytes it approved, and nothing a plugin or another user
 /// controls can make plugind load, verify or trust anything else. Each test is an attack the
 /// outside review found; each failed before the change that closed it.
-@Suite("Integrity: exactly the approved bytes, and nothing trusted that others control", .serialized, .timeLimit(.minutes(5)))
+@Suite(
+    "Integrity: exactly the approved bytes, and nothing trusted that others control",
+    .tags(.process), .serialized, .timeLimit(.minutes(5))
+)
 struct IntegrityTests {
     /// A plugin whose answer comes from a library of its own bundle, linked through $ORIGIN.
     static func dependentBundle(in root: String, name: String = "dependent.appex", answer: String) async throws -> String {

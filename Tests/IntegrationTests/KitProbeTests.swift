@@ -11,7 +11,7 @@ import Testing
 /// host as an error value while the worker keeps serving.
 /// The time limit is a backstop: the probes' cargo and go builds take many minutes on a loaded
 /// small machine.
-@Suite("Plugin kits: C++, Rust, Go", .serialized, .timeLimit(.minutes(20)))
+@Suite("Plugin kits: C++, Rust, Go", .tags(.process, .slow), .serialized, .timeLimit(.minutes(20)))
 struct KitProbeTests {
     func text(_ bytes: [UInt8]) -> String { String(decoding: bytes, as: UTF8.self) }
 

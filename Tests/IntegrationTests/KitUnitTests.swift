@@ -7,7 +7,7 @@ import Testing
 /// layouts against the header, panic messages, errors) and the Go package's `go test`.
 /// The time limit is a backstop: cargo test and go test build first, for many minutes on a
 /// loaded small machine.
-@Suite("The plugin kits' own unit tests", .serialized, .timeLimit(.minutes(20)))
+@Suite("The plugin kits' own unit tests", .tags(.process, .slow), .serialized, .timeLimit(.minutes(20)))
 struct KitUnitTests {
     @Test(
         "the C++ kit: answers, asks, the binding note, exceptions and oversized answers through a fake host", arguments: ["c++17", "c++20"])

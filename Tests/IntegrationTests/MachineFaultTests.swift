@@ -9,7 +9,7 @@ import Testing
 /// Faults of the machine around a running worker: a worker stopped by someone else mid-request.
 /// Deadlines are kept on the monotonic clock, so a stopped (or starved) worker still meets its
 /// request's deadline, and the host's own threads never wait on it.
-@Suite("Faults of the machine around a worker", .timeLimit(.minutes(5)))
+@Suite("Faults of the machine around a worker", .tags(.process, .root), .timeLimit(.minutes(5)))
 struct MachineFaultTests {
     /// The parent of `pid`, from /proc; nil once it is gone.
     static func parent(of pid: Int32) -> Int32? {

@@ -8,7 +8,7 @@ import Testing
 /// launcher, exec'd not dumpable, cannot raise its own score unless the host is root (its
 /// `/proc/self/oom_score_adj` is then root's): the host's spawn raises it before the exec, so an
 /// ordinary user's workers rank above their host as root's do.
-@Suite("Workers rank above their host for the OOM killer", .serialized, .timeLimit(.minutes(5)))
+@Suite("Workers rank above their host for the OOM killer", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct OOMScoreTests {
     static func score(of pid: Int32) -> Int? {
         Int(ProcessInspection.readProcFile("/proc/\(pid)/oom_score_adj").trimmingCharacters(in: .whitespacesAndNewlines))

@@ -9,7 +9,7 @@ import Testing
 /// A host confined to one processor (`taskset -c 0`, a container with one CPU): its callers do
 /// not poll, they yield the processor to the worker that owes them an answer and read the answer
 /// themselves (`BusyPolling.yieldsToPeer`).
-@Suite("A host confined to one processor", .timeLimit(.minutes(2)))
+@Suite("A host confined to one processor", .tags(.process), .timeLimit(.minutes(2)))
 struct OneProcessorTests {
     /// Confines every thread of this process to the first processor it may use; what it starts
     /// from now on inherits that. False when that could not be done.

@@ -8,7 +8,7 @@ import Testing
 /// The owner's log is where the owner looks after something went wrong: no plugin may empty it.
 /// Reproduces the review's attack with the per-user log file (every machine without journald):
 /// three launches of a plugin logging 130 lines of 8 KiB each, within the line rate.
-@Suite("A plugin cannot push the owner's history out of the log", .serialized, .timeLimit(.minutes(10)))
+@Suite("A plugin cannot push the owner's history out of the log", .tags(.process), .serialized, .timeLimit(.minutes(10)))
 struct PluginLogBudgetTests {
     @Test(
         "three launches logging 130 lines of 8 KiB keep the owner's approval and plugind's events, and the plugin's lines within its budget"

@@ -5,7 +5,7 @@ import PlugindSystem
 import TestSupport
 import Testing
 
-@Suite("Worker lifecycle and failures", .serialized, .timeLimit(.minutes(10)))
+@Suite("Worker lifecycle and failures", .tags(.process, .root), .serialized, .timeLimit(.minutes(10)))
 struct ProcessLifecycleTests {
     /// Launches and ends `configuration`'s plugin until a worker is primed for its next launch
     /// (one is when a spare is ready after the launch), and returns that worker's pid.

@@ -3,7 +3,7 @@ import PlugindWire
 import TestSupport
 import Testing
 
-@Suite("Protocol versions: a host and a worker of different plugind versions")
+@Suite("Protocol versions: a host and a worker of different plugind versions", .tags(.process))
 struct ProtocolVersionTests {
     @Test("a worker offered only protocols it does not speak refuses, naming both ranges, and exits")
     func workerRefusesAnotherProtocol() async throws {

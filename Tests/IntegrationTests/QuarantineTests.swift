@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("Quarantine after repeated crashes", .serialized, .timeLimit(.minutes(5)))
+@Suite("Quarantine after repeated crashes", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct QuarantineTests {
     func crashOnce(_ test: TestHost, _ identifier: String) async throws {
         let process = try await AppExtensionProcess(configuration: try test.configuration(identifier))

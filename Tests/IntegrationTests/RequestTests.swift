@@ -3,7 +3,7 @@ import Foundation
 import TestSupport
 import Testing
 
-@Suite("Requests through real workers", .serialized, .timeLimit(.minutes(5)))
+@Suite("Requests through real workers", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct RequestTests {
     @Test("the C and the Swift text filters answer the same")
     func textFilters() async throws {
@@ -175,7 +175,7 @@ struct RequestTests {
 /// Plugin threads call the host's callbacks while a request runs and after it returned. Run under
 /// ThreadSanitizer too (`swift test --sanitize=thread --filter ThreadedCallbacks`): the worker is
 /// then built with it, and anything it reports is in the worker's output, which this checks.
-@Suite("Callbacks from plugin threads", .serialized, .timeLimit(.minutes(5)))
+@Suite("Callbacks from plugin threads", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct ThreadedCallbackTests {
     @Test(
         "four threads log, post and report at once, and one that init started logs while the worker answers ready: every event arrives, the worker reports no race"

@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// What the sandbox refused the plugin, reported to the host with the layer that said no.
-@Suite("Sandbox refusals, reported", .serialized, .timeLimit(.minutes(5)))
+@Suite("Sandbox refusals, reported", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct SandboxRefusalTests {
     /// Sends each request to a probe without permissions and returns the answers and the refusals
     /// its connection heard.

@@ -9,7 +9,7 @@ import Testing
 /// A plugin with hostile intent and no permissions tries every way out the outside review found
 /// (and those found since). Each test checks both the refusal inside the plugin (the errno it
 /// got) and, from outside, the absence of any effect. Runs as root and as an ordinary user.
-@Suite("Security: what a hostile plugin can reach", .serialized, .timeLimit(.minutes(5)))
+@Suite("Security: what a hostile plugin can reach", .tags(.process, .root), .serialized, .timeLimit(.minutes(5)))
 struct SecurityTests {
     /// A running probe: each call sends one vector and returns the plugin's answer.
     struct Probe {
@@ -548,7 +548,7 @@ struct SecurityTests {
 /// Limits that cover a plugin as a whole: with the `processes` permission, its children, memfds
 /// and shared memory count too, where a control group can be made (as root here); elsewhere the
 /// permission's per-process limits are what the owner approved, and `plugind info` says so.
-@Suite("Security: limits that cover every process of a plugin", .serialized, .timeLimit(.minutes(5)))
+@Suite("Security: limits that cover every process of a plugin", .tags(.process, .root), .serialized, .timeLimit(.minutes(5)))
 struct WholePluginLimitTests {
     static var processes: [String: Any] { ["processes": true] }
 
@@ -609,7 +609,7 @@ struct WholePluginLimitTests {
     }
 }
 
-@Suite("A host that reads messages slowly holds a bounded amount", .serialized, .timeLimit(.minutes(5)))
+@Suite("A host that reads messages slowly holds a bounded amount", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct SlowReaderTests {
     @Test("256 events of 1 MiB to a reader that reads nothing until the end: at most the budget is kept")
     func slowReader() async throws {

@@ -3,7 +3,7 @@ import PlugindWire
 import TestSupport
 import Testing
 
-@Suite("Large messages through shared memory", .serialized, .timeLimit(.minutes(5)))
+@Suite("Large messages through shared memory", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct SharedMemoryTests {
     /// Bytes that differ from request to request (xorshift), so that a mix-up shows.
     static func pattern(_ count: Int, seed: UInt64) -> [UInt8] {

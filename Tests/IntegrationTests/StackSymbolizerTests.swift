@@ -5,7 +5,7 @@ import Testing
 
 /// `plugind-worker --symbolize`, which parses a plugin's files for the host: it names what it
 /// can, never blocks on what is not a regular file, and can do nothing else once it parses.
-@Suite("The stack symbolizer", .timeLimit(.minutes(5)))
+@Suite("The stack symbolizer", .tags(.process), .timeLimit(.minutes(5)))
 struct StackSymbolizerTests {
     private func symbolize(_ request: String) async throws -> CommandRunner.Output {
         try await CommandRunner.run(try BuiltProducts.worker(), ["--symbolize"], environment: [:], input: Array(request.utf8))

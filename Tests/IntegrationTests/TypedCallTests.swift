@@ -4,7 +4,7 @@ import Glibc
 import TestSupport
 import Testing
 
-@Suite("Typed calls through libffi", .serialized, .timeLimit(.minutes(5)))
+@Suite("Typed calls through libffi", .tags(.process), .serialized, .timeLimit(.minutes(5)))
 struct TypedCallTests {
     static func manifestFunctions() throws -> [[String: Any]] {
         let path = BuiltProducts.packageRoot + "/ExamplePlugins/FunctionLibrary/manifest.json"

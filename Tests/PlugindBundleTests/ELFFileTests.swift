@@ -5,7 +5,7 @@ import Testing
 
 @testable import PlugindBundle
 
-@Suite("ELF inspection without loading", .timeLimit(.minutes(1)))
+@Suite("ELF inspection without loading", .tags(.unit), .timeLimit(.minutes(1)))
 struct ELFFileTests {
     @Test("an example plugin is a 64-bit shared object for this machine, exporting its entry point")
     func examplePlugin() throws {

@@ -1,8 +1,9 @@
 import Foundation
 import PlugindBundle
+import TestSupport
 import Testing
 
-@Suite("Strict JSON reader")
+@Suite("Strict JSON reader", .tags(.unit))
 struct JSONParserTests {
     func parse(_ text: String) throws(JSONParser.Failure) -> JSONValue {
         try JSONValue.parse(Data(text.utf8))

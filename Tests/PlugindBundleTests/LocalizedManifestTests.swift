@@ -1,8 +1,9 @@
 import Foundation
 import PlugindBundle
+import TestSupport
 import Testing
 
-@Suite("Localized names and descriptions")
+@Suite("Localized names and descriptions", .tags(.unit))
 struct LocalizedManifestTests {
     func manifest(_ extra: [String: Any]) throws(ManifestError) -> Manifest {
         var object = ManifestParserTests.valid
@@ -63,7 +64,7 @@ struct LocalizedManifestTests {
     }
 }
 
-@Suite("Extension point version ranges")
+@Suite("Extension point version ranges", .tags(.unit))
 struct PointVersionRangeTests {
     func parse(_ range: Any) throws(ManifestError) -> PointVersionRange? {
         var object = ManifestParserTests.valid

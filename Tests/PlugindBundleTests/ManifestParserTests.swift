@@ -1,9 +1,10 @@
 import Foundation
 import PlugindBundle
 import PlugindWire
+import TestSupport
 import Testing
 
-@Suite("Manifest v1 validation")
+@Suite("Manifest v1 validation", .tags(.unit))
 struct ManifestParserTests {
     static var valid: [String: Any] {
         [

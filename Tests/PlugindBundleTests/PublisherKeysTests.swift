@@ -5,7 +5,7 @@ import Testing
 
 /// Publishers' key files as plugind reads them: `plugind sign --key` (a private key) and
 /// `plugind trust add` (a public key, or the public half of a private key).
-@Suite("Publisher key files")
+@Suite("Publisher key files", .tags(.unit))
 struct PublisherKeysTests {
     /// An Ed25519 private key encrypted with the pass phrase "x" (`openssl genpkey -algorithm
     /// ed25519 -aes256 -pass pass:x`), from the publisher-key fuzz corpus (its first byte picks

@@ -1,8 +1,9 @@
 import Foundation
 import PlugindBundle
+import TestSupport
 import Testing
 
-@Suite("Strict JSON decoder")
+@Suite("Strict JSON decoder", .tags(.unit))
 struct StrictJSONDecoderTests {
     let decoder = StrictJSONDecoder()
 

@@ -1,11 +1,11 @@
 import Foundation
 import Glibc
 import PlugindBundle
-import PlugindWire
+import PlugindSystem
 import TestSupport
 import Testing
 
-@Suite("libraries outside a bundle: followed only through what no other user can change")
+@Suite("libraries outside a bundle: followed only through what no other user can change", .tags(.unit, .root))
 struct TrustedLibraryPathTests {
     @Test("a soname symlink in a directory reached through /lib resolves to the versioned file")
     func sonameSymlink() throws {

@@ -2,9 +2,10 @@ import CPlugindShims
 import Foundation
 import Glibc
 import PlugindSystem
+import TestSupport
 import Testing
 
-@Suite("PlugindSystem: the seam to the kernel")
+@Suite("PlugindSystem: the seam to the kernel", .tags(.unit))
 struct PlugindSystemTests {
     private func temporaryDirectory() throws -> String {
         var template = Array((NSTemporaryDirectory() + "/plugind-system.XXXXXX").utf8CString)

@@ -1,10 +1,11 @@
 import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
 /// What each side reads, decided once for host and worker: a pipe (here, bytes handed in) and
 /// then the peer's ring (here, shared memory of this process), with no system call.
-@Suite("FrameSource: pipe, then ring, and what may travel where")
+@Suite("FrameSource: pipe, then ring, and what may travel where", .tags(.unit))
 struct FrameSourceTests {
     struct Ring {
         var producer: SharedRingProducer

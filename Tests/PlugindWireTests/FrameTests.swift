@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import PlugindWire
 
-@Suite("Frame header and decoder")
+@Suite("Frame header and decoder", .tags(.unit))
 struct FrameTests {
     @Test("every kind survives a header round trip", arguments: FrameKind.allCases)
     func headerRoundTrip(kind: FrameKind) throws {

@@ -4,7 +4,7 @@ import PlugindFuzzing
 import TestSupport
 import Testing
 
-@Suite("Fuzz corpus replay")
+@Suite("Fuzz corpus replay", .tags(.unit))
 struct FuzzCorpusTests {
     static let root = BuiltProducts.packageRoot + "/Fuzz/Corpus"
 

@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import PlugindWire
 
-@Suite("Message codec")
+@Suite("Message codec", .tags(.unit))
 struct MessageCodecTests {
     static let load = LoadConfiguration(
         pluginIdentifier: "org.example.plugin",

@@ -1,9 +1,10 @@
 import Glibc
 import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
-@Suite("Pipe transport: the worker's frame reader")
+@Suite("Pipe transport: the worker's frame reader", .tags(.unit))
 struct PipeTransportTests {
     /// Writes `bytes` to `descriptor` whole (the pipe holds them all).
     private func write(_ bytes: [UInt8], to descriptor: FileDescriptor) {

@@ -2,9 +2,10 @@ import Foundation
 import Glibc
 import PlugindSystem
 import PlugindWire
+import TestSupport
 import Testing
 
-@Suite("Shared memory: layout, locations, frames and the mapping")
+@Suite("Shared memory: layout, locations, frames and the mapping", .tags(.unit))
 struct SharedMemoryTests {
     @Test("shared requests and responses round-trip and carry only their location")
     func frames() throws {

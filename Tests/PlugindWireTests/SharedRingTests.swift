@@ -5,7 +5,7 @@ import PlugindWire
 import TestSupport
 import Testing
 
-@Suite("Shared rings: the byte stream, its wake-ups, and a peer that lies about positions")
+@Suite("Shared rings: the byte stream, its wake-ups, and a peer that lies about positions", .tags(.unit))
 struct SharedRingTests {
     /// Two mappings of one memfd: the two processes' views of the same memory.
     private func sharedPair() throws -> (SharedMemory, SharedMemory) {
@@ -127,7 +127,7 @@ struct SharedRingTests {
     }
 }
 
-@Suite("Pipe transport over the rings: the worker's side")
+@Suite("Pipe transport over the rings: the worker's side", .tags(.unit))
 struct PipeTransportRingTests {
     private struct Setup {
         let toWorker: PlugindSystem.Pipe

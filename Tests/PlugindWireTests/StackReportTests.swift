@@ -1,8 +1,9 @@
+import TestSupport
 import Testing
 
 @testable import PlugindWire
 
-@Suite("Stack reports from the worker")
+@Suite("Stack reports from the worker", .tags(.unit))
 struct StackReportTests {
     private let report = StackReport(
         reason: .fatalSignal, truncated: true,

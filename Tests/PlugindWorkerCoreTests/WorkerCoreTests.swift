@@ -1,6 +1,7 @@
 import Glibc
 import PlugindWire
 import PlugindWorkerCore
+import TestSupport
 import Testing
 
 /// The worker's bookkeeping, driven without threads or a plugin: the host's messages go through
@@ -50,7 +51,7 @@ private struct Conversation {
     }
 }
 
-@Suite("Worker core: the worker's bookkeeping, over an in-memory transport")
+@Suite("Worker core: the worker's bookkeeping, over an in-memory transport", .tags(.unit))
 struct WorkerCoreTests {
     @Test("threads take turns: one reads; a request it read runs on it when there is room; the rest queue in order")
     func turns() throws {
