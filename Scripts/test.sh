@@ -18,10 +18,16 @@
 #                       (Tests/Packaging/packaging-test.sh: it installs and removes them here)
 #
 #   Scripts/test.sh [SWIFT-TEST-ARGUMENTS]      e.g. Scripts/test.sh --filter SecurityTests
+#   Scripts/test.sh --quick [SWIFT-TEST-ARGUMENTS]
 #
 # Arguments go to every test stage (`swift test`, and the test binary as the user); with
 # arguments, packaging is skipped, as a filtered run asks for particular suites.
-# Documentation/Testing.md describes the stages.
+#
+# --quick builds (`swift build --build-tests`: no setup, no lint, warnings not made errors) and
+# runs the unit tier alone, in seconds: the suites tagged `unit`, which start no process and use
+# nothing only root has (Tests/TestSupport/TestTags.swift). It exits with `swift test`'s status.
+# Arguments after it go to `swift test`: a --skip narrows the tier, a --filter would add to it.
+# Documentation/Testing.md describes the stages and the tiers.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,7 +47,7 @@ NESTED_BUILD_SUITES=(
 
 case "${1:-}" in
     -h | --help)
-        sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
 esac
@@ -207,6 +213,45 @@ stage_user_nested_builds() {
 stage_packaging() {
     Tests/Packaging/packaging-test.sh
 }
+
+# The unit tier's suites, as an anchored --filter. Swift Testing 6.3 filters by name only (a tag
+# filter, `--filter tag:unit`, came in a later version), so the tier is what the test binary says
+# is tagged `unit`: its listing as an event stream carries each suite's tags (the field `_tags`,
+# experimental, written in stream version 0). Read from the binary, not the sources, so that it is
+# exactly what was built.
+unit_filter() {
+    local tests listing suites
+    tests=$(test_binary)
+    listing=$work/list.jsonl
+    "$tests" --testing-library swift-testing --list-tests --event-stream-version 0 --event-stream-output-path "$listing" >/dev/null
+    if ! grep -q '"_tags":\[' "$listing"; then
+        echo "test: the test binary lists no tags (this Swift Testing does not write _tags): --quick cannot find the unit tier" >&2
+        return 1
+    fi
+    suites=$(grep '"kind":"suite"' "$listing" | grep '"_tags":\[[^]]*"\.unit"' |
+        sed -n 's/.*[{,]"id":"\([^"]*\)".*/\1/p' | sed 's/\./\\./g' | paste -sd'|' -)
+    if [ -z "$suites" ]; then
+        echo "test: no suite is tagged unit" >&2
+        return 1
+    fi
+    echo "test: the unit tier: $(tr '|' '\n' <<<"$suites" | wc -l) suites" >&2
+    echo "^(${suites})(/|\$)"
+}
+
+# --quick: the build and the unit tier, nothing else, and `swift test`'s status.
+run_quick() {
+    local filter start=$SECONDS status=0
+    swift build --build-tests 2>&1 | { grep -v '^\[[0-9]*/[0-9]*\]' || true; }
+    filter=$(unit_filter)
+    swift test --skip-build --filter "$filter" "$@" || status=$?
+    echo "test: the unit tier $([ "$status" -eq 0 ] && echo passed || echo "FAILED (exit status $status)") in $((SECONDS - start)) seconds with the build" >&2
+    exit "$status"
+}
+
+if [ "${1:-}" = --quick ]; then
+    shift
+    run_quick "$@"
+fi
 
 arguments=("$@")
 

@@ -1,5 +1,5 @@
 package import PlugindBundle
-package import PlugindSystem
+import PlugindSystem
 package import PlugindWire
 
 // The binary form of an inspected bundle, for the catalog cache kept on disk: reading it back is
