@@ -281,6 +281,14 @@ extension LaunchPool {
     /// The host's mounts changed: the spares' copies of its tree are out of date, so they are
     /// replaced (a plugin or grant on a new mount would otherwise not be found, or be found as
     /// the directory the mount covers), and so is the primed worker, which built its view then.
+    /// Whether the host's mounts changed since the mount table was last asked (by the loop's
+    /// wait or by this), without waiting. On the loop thread.
+    func mountTableChanged() -> Bool {
+        guard let mountTable else { return false }
+        var entry = pollfd(fd: mountTable.rawValue, events: Int16(POLLPRI), revents: 0)
+        return poll(&entry, 1, 0) == 1 && entry.revents & Int16(POLLPRI) != 0
+    }
+
     func mountsChanged() {
         var outdated = state.withLock { state -> SpareSlots in
             state.mountGeneration += 1

@@ -312,9 +312,11 @@ package final class LaunchPool: EventLoopHandler {
     }
 
     func settled() async {
-        // What the loop has been told already (a change of mounts) is handled first: jobs run
-        // after the events of their pass.
-        _ = try? await loop.run {}
+        // A change of mounts made before this call is handled first. Jobs run after the events of
+        // their pass, but a job queued while the loop is in a pass runs after events collected
+        // before the mount: so the mount table is asked on the loop thread as well. (Asking
+        // consumes the change, which the loop would then not see: whoever asks handles it.)
+        _ = try? await loop.run { if self.mountTableChanged() { self.mountsChanged() } }
         replenish(options: WorkerLauncher.isolatingOptions())
         // A settled pool has its idle launcher: one that ended while idle (killed from outside)
         // is otherwise made again only by the next launch, and a launch a primed worker served
