@@ -11,7 +11,7 @@ import Testing
 /// again succeeds. strace's syscall tampering (`--inject`) is the seam: nothing in plugind knows.
 @Suite(
     "Owner decisions survive a kill at every step and a failing file system",
-    .tags(.process, .root), .serialized, .timeLimit(.minutes(6)),
+    .tags(.process, .root, .slow), .serialized, .timeLimit(.minutes(6)),
     .enabled(if: ExternalToolCheck.available("strace"), "needs strace (Debian's strace), which Scripts/setup.sh installs")
 )
 struct OwnerDecisionFaultTests {

@@ -7,7 +7,7 @@ import Testing
 /// C host would be, runs each scenario against real workers; this checks what it printed. One
 /// scenario at a time: each is an AddressSanitizer build and run, whose leak check at exit is
 /// CPU-heavy; nine at once on two cores starved the suites running beside them.
-@Suite("libplugind: a C host", .tags(.process), .serialized, .timeLimit(.minutes(5)))
+@Suite("libplugind: a C host", .tags(.process, .slow), .serialized, .timeLimit(.minutes(5)))
 struct HostLibraryTests {
     /// The C test host, built once per test into the test's directory.
     func buildHost(in test: TestHost) async throws -> String {

@@ -9,7 +9,7 @@ import Testing
 /// outside at each step of a launch. Each launch succeeds through another path or fails with an
 /// error that names plugind; no such death is recorded as the plugin's crash or counts toward a
 /// quarantine; every process killed is reaped.
-@Suite("Faults of plugind's own processes", .tags(.process, .root), .serialized, .timeLimit(.minutes(10)))
+@Suite("Faults of plugind's own processes", .tags(.process, .root, .slow), .serialized, .timeLimit(.minutes(10)))
 struct LauncherFaultTests {
     /// A host whose worker executable is a copy of its own, so that its launch pool is one no
     /// other suite's launch uses (and whose spares and primed worker only this test touches).
