@@ -13,7 +13,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 Scripts/setup.sh debhelper lintian fakeroot dpkg-dev
-version=$(sed -n 's/.*static let version = "\(.*\)".*/\1/p' Sources/PlugindWire/ProtocolVersion.swift)
+release_file=Sources/PlugindTypes/PlugindRelease.swift
+version=$(sed -n 's/.*static let version = "\(.*\)".*/\1/p' "$release_file")
+if [ -z "$version" ]; then
+    echo "package: no 'static let version = \"…\"' in $release_file: where is plugind's release version?" >&2
+    exit 1
+fi
 changelog=$(dpkg-parsechangelog -l Packaging/debian/changelog -S Version)
 if [ "$version" != "$changelog" ]; then
     echo "package: plugind is version $version but Packaging/debian/changelog's newest entry is $changelog; add an entry (dch -v $version)" >&2
