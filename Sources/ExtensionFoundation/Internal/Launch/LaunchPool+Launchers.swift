@@ -33,10 +33,7 @@ extension LaunchPool {
             return kept
         }
         let idle = state.withLock { state -> LauncherProcess? in
-            defer {
-                state.idle = nil
-                state.idleReady = false
-            }
+            defer { state.idle = nil }
             return state.idle
         }
         defer { makeIdleLauncherLater() }
@@ -65,7 +62,6 @@ extension LaunchPool {
             state.makingIdle = false
             guard let made, !state.stopped, state.idle == nil else { return made }
             state.idle = made
-            state.idleReady = false
             return nil
         }
         if let unneeded { retire(unneeded) }
@@ -163,7 +159,6 @@ extension LaunchPool {
                     if state.open.contains(launcher.serial) { state.ready.insert(launcher.serial) }
                     state.startTimes.append(ContinuousClock.now - launcher.started)
                     if state.startTimes.count > Self.keptStartTimes { state.startTimes.removeFirst() }
-                    if state.idle == launcher { state.idleReady = true }
                 }
                 resumeSettledWaiters()
                 continue

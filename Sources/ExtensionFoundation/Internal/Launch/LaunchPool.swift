@@ -45,12 +45,12 @@ package final class LaunchPool: EventLoopHandler {
         /// The launcher the next request goes to, exec'd ahead (nil while one is being made, or
         /// when making one failed: the next request makes one then).
         var idle: LauncherProcess?
-        /// The idle launcher said it is ready (loaded and warmed up): until then its start-up
-        /// competes with whatever the host does.
-        var idleReady = false
         /// The serials of launchers with open sockets that said they are ready. One that ends
         /// before it did never read a request, so it forked no worker (`LauncherLost`).
         var ready: Set<UInt64> = []
+        /// The idle launcher said it is ready (loaded and warmed up): until then its start-up
+        /// competes with whatever the host does.
+        var idleReady: Bool { idle.map { ready.contains($0.serial) } ?? false }
         /// How long its most recent launchers took from their spawn to saying they are ready,
         /// oldest first (at most `keptStartTimes`).
         var startTimes: [Duration] = []
