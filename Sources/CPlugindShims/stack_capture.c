@@ -88,6 +88,55 @@ static void put(uint8_t **cursor, uint64_t value, size_t width) {
     *cursor += width;
 }
 
+// The length of the well-formed UTF-8 sequence at `text` (Unicode's table 3-7: no overlong
+// forms, no surrogates, nothing past U+10FFFF) within `available` bytes, or 0.
+static size_t utf8_sequence(const uint8_t *text, size_t available) {
+    uint8_t lead = text[0];
+    size_t length;
+    uint8_t low = 0x80, high = 0xBF;
+    if (lead < 0x80) return 1;
+    if (lead >= 0xC2 && lead <= 0xDF) {
+        length = 2;
+    } else if (lead >= 0xE0 && lead <= 0xEF) {
+        length = 3;
+        if (lead == 0xE0) low = 0xA0;
+        if (lead == 0xED) high = 0x9F;
+    } else if (lead >= 0xF0 && lead <= 0xF4) {
+        length = 4;
+        if (lead == 0xF0) low = 0x90;
+        if (lead == 0xF4) high = 0x8F;
+    } else {
+        return 0;
+    }
+    if (available < length) return 0;
+    if (text[1] < low || text[1] > high) return 0;
+    for (size_t index = 2; index < length; index++) {
+        if (text[index] < 0x80 || text[index] > 0xBF) return 0;
+    }
+    return length;
+}
+
+size_t plugind_shim_stack_object_path(const char *name, uint8_t *output, size_t capacity) {
+    const uint8_t *text = (const uint8_t *)name;
+    size_t length = strnlen(name, capacity);
+    // strnlen stopped short of the NUL: the byte at `length` is still the string's.
+    int cut = length == capacity && name[length] != '\0';
+    size_t written = 0;
+    while (written < length) {
+        size_t sequence = utf8_sequence(text + written, length - written);
+        if (sequence == 0) {
+            // A character the cut splits is left out; any other byte that begins no character
+            // stands as '?', since the host refuses a path that is not UTF-8.
+            if (cut && text[written] >= 0xC2 && written + 4 > length) break;
+            output[written++] = '?';
+            continue;
+        }
+        memcpy(output + written, text + written, sequence);
+        written += sequence;
+    }
+    return written;
+}
+
 static uintptr_t interrupted_address(const void *context) {
 #if defined(__x86_64__)
     return (uintptr_t)((const ucontext_t *)context)->uc_mcontext.gregs[REG_RIP];
@@ -167,12 +216,11 @@ size_t plugind_shim_encode_stack(uint8_t reason, const void *context, uint8_t *o
     size_t written_modules = 0;
     for (size_t module = 0; module < module_count; module++) {
         const char *name = maps[module]->l_name != NULL ? maps[module]->l_name : "";
-        size_t length = strnlen(name, max_path);
-        if ((size_t)(end - cursor) < 18 + length + (size_t)frame_count * 9) break;
+        if ((size_t)(end - cursor) < 18 + strnlen(name, max_path) + (size_t)frame_count * 9) break;
         put(&cursor, (uint64_t)maps[module]->l_addr, 8);
         put(&cursor, (uint64_t)starts[module], 8);
+        size_t length = plugind_shim_stack_object_path(name, cursor + 2, max_path);
         put(&cursor, length, 2);
-        memcpy(cursor, name, length);
         cursor += length;
         written_modules++;
     }

@@ -93,7 +93,11 @@ package struct BundleSignature: Codable, Sendable, Hashable {
 
     /// Whether this signature is a valid signature of a bundle whose digest is `digest`.
     package func check(digest: String) -> Status {
-        guard format == 1, algorithm == "ed25519" else { return .invalid("unknown signature format \(format) / \(algorithm)", nil) }
+        // The signature file is the publisher's: its strings reach the reason escaped, so that
+        // none adds a line to what the owner reads.
+        guard format == 1, algorithm == "ed25519" else {
+            return .invalid("unknown signature format \(format) / \(InertText.escape(algorithm))", nil)
+        }
         guard let raw = Data(base64Encoded: publicKey), let key = try? PublisherKeys.PublicKey(raw: [UInt8](raw)) else {
             return .invalid("the signature's public key is malformed", nil)
         }
@@ -103,8 +107,10 @@ package struct BundleSignature: Codable, Sendable, Hashable {
             return .invalid("the signature does not match its key", key)
         }
         if let expires {
-            guard let end = Self.endOfDay(expires) else { return .invalid("the signature's expiry '\(expires)' is not a date", key) }
-            if end <= Date() { return .invalid("the signature expired on \(expires)", key) }
+            guard let end = Self.endOfDay(expires) else {
+                return .invalid("the signature's expiry '\(InertText.escape(expires))' is not a date", key)
+            }
+            if end <= Date() { return .invalid("the signature expired on \(InertText.escape(expires))", key) }
         }
         guard bundleDigest == digest else {
             return .invalid("the bundle changed after it was signed (a file was changed, added or removed)", key)

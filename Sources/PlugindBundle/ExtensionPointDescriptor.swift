@@ -78,7 +78,7 @@ package struct ExtensionPointDescriptor: Codable, Equatable, Sendable {
     package func install(in directory: String) throws(Problem) -> String {
         let path = directory + "/" + Self.fileName(of: identifier)
         let bytes = try validated(at: path).encoded()
-        if FileManager.default.contents(atPath: path).map({ [UInt8]($0) == bytes }) == true { return path }
+        if (try? FileDescriptor.readRegularFile(path, limit: Self.maximumFileBytes)) == bytes { return path }
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
@@ -94,18 +94,22 @@ package struct ExtensionPointDescriptor: Codable, Equatable, Sendable {
 
     /// Reads the descriptor at `path`.
     package static func read(atPath path: String) throws(Problem) -> ExtensionPointDescriptor {
-        guard let handle = FileHandle(forReadingAtPath: path) else { throw Problem(path: path, reason: "cannot be opened") }
-        defer { try? handle.close() }
-        let data: Data
-        do {
-            data = try handle.read(upToCount: maximumFileBytes + 1) ?? Data()
+        try read(path, in: AT_FDCWD, named: path)
+    }
+
+    /// Reads the descriptor `file`, relative to the directory open as `directory` (`AT_FDCWD`:
+    /// none), which problems call `path`. A descriptor's directory is its installer's: a regular
+    /// file of at most `maximumFileBytes` is read, never through a link, never waiting on a FIFO.
+    static func read(_ file: String, in directory: CInt, named path: String) throws(Problem) -> ExtensionPointDescriptor {
+        let bytes: [UInt8]
+        do throws(RegularFileReadError) {
+            bytes = try FileDescriptor.readRegularFile(file, in: directory, limit: maximumFileBytes)
         } catch {
-            throw Problem(path: path, reason: error.localizedDescription)
+            throw Problem(path: path, reason: error.description)
         }
-        guard data.count <= maximumFileBytes else { throw Problem(path: path, reason: "is larger than \(maximumFileBytes) bytes") }
         let descriptor: ExtensionPointDescriptor
         do {
-            descriptor = try StrictJSONDecoder().decode(ExtensionPointDescriptor.self, from: data)
+            descriptor = try StrictJSONDecoder().decode(ExtensionPointDescriptor.self, from: Data(bytes))
         } catch {
             throw Problem(path: path, reason: "is not an extension-point descriptor (\(error))")
         }
@@ -134,15 +138,32 @@ package struct DeclaredExtensionPoints: Sendable {
 
     package subscript(identifier: String) -> Declaration? { declarations[identifier] }
 
+    /// The most entries of one extension-points directory looked at: a host installs one file per
+    /// point, and a directory of more is not read (its installer is told), so that a directory
+    /// grown without end costs a listing nothing.
+    package static let maximumDirectoryEntries = 4096
+
     /// Reads every `*.json` of `directories`; a missing directory is no problem.
     package static func load(from directories: [String]) -> DeclaredExtensionPoints {
         var declared = DeclaredExtensionPoints()
         for directory in directories {
-            guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { continue }
+            // Following a link to the directory is the installer's choice; O_DIRECTORY refuses a
+            // FIFO without waiting on it.
+            let opened = open(directory, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
+            guard opened >= 0 else { continue }
+            defer { close(opened) }
+            guard let names = names(in: opened) else {
+                declared.problems.append(
+                    ExtensionPointDescriptor.Problem(
+                        path: directory,
+                        reason: "holds more than \(maximumDirectoryEntries) entries, so none of its descriptors were read; "
+                            + "a host installs one file per point"))
+                continue
+            }
             for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
                 let path = directory + "/" + name
                 do {
-                    let descriptor = try ExtensionPointDescriptor.read(atPath: path)
+                    let descriptor = try ExtensionPointDescriptor.read(name, in: opened, named: path)
                     if declared.declarations[descriptor.identifier] == nil {
                         declared.declarations[descriptor.identifier] = Declaration(descriptor: descriptor, path: path)
                     }
@@ -152,5 +173,29 @@ package struct DeclaredExtensionPoints: Sendable {
             }
         }
         return declared
+    }
+
+    /// The names in the directory open as `descriptor`, or nil when there are more than
+    /// `maximumDirectoryEntries`. A name that is not UTF-8 is left out: it is no identifier's
+    /// file, and repaired it would name another.
+    private static func names(in descriptor: CInt) -> [String]? {
+        let copy = dup(descriptor)
+        guard copy >= 0, let stream = fdopendir(copy) else {
+            if copy >= 0 { close(copy) }
+            return []
+        }
+        defer { closedir(stream) }
+        var names: [String] = []
+        var seen = 0
+        while let entry = readdir(stream) {
+            // "." and ".." besides the entries.
+            seen += 1
+            guard seen <= maximumDirectoryEntries + 2 else { return nil }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(validating: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if let name, name != "." && name != ".." { names.append(name) }
+        }
+        return names
     }
 }

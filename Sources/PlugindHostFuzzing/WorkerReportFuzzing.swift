@@ -10,9 +10,9 @@ import PlugindWire
 /// crashes` and kept in the crash log. Odd: a refusal of the sandbox, which becomes an
 /// `AppExtensionMessage.SandboxRefusal`, a sentence, and an entry of the plugin log. A payload
 /// must decode or be refused with a `WireError`; one that decodes must encode back to its bytes
-/// (a stack report's object paths after their repair to UTF-8),
-/// name only the objects it carries, show inert, and make a log entry that the journal and the
-/// log file record as exactly its own fields. The host names frames from its own copies of the
+/// (an object path that is not UTF-8 is refused, never repaired), name only the objects it
+/// carries, show inert, and make a log entry that the journal and the log file record as exactly
+/// its own fields. The host names frames from its own copies of the
 /// objects in `StackSymbolizer`, internal to ExtensionFoundation; the frames here are what it
 /// makes of a report before it names them (object and offset).
 package enum WorkerReportFuzzing {
@@ -41,14 +41,8 @@ package enum WorkerReportFuzzing {
         guard case .stackReport(_, let report) = message else {
             throw InvariantViolation(description: "a stack report decoded as \(message)")
         }
-        // Object paths are decoded with repair (a path on Linux is any bytes): a report whose
-        // paths are not UTF-8 encodes to their repaired form, which decodes to the same report.
-        if report.encoded != payload {
-            guard (try? StackReport(payload: report.encoded)) == report,
-                report.modules.contains(where: { $0.path.unicodeScalars.contains("\u{FFFD}") })
-            else {
-                throw InvariantViolation(description: "a stack report does not encode back to its bytes")
-            }
+        guard report.encoded == payload else {
+            throw InvariantViolation(description: "a stack report does not encode back to its bytes")
         }
         guard report.frames.count <= StackReport.maximumFrames, report.modules.count <= StackReport.maximumModules,
             report.modules.allSatisfy({ $0.path.utf8.count <= StackReport.maximumPathLength })

@@ -2,11 +2,11 @@
 /// addresses of its frames and the loaded objects they lie in, unsymbolized. The host names the
 /// functions from its own copies of the objects; nothing here is believed beyond its bounds: a
 /// hostile worker may send any bytes, and a module path is only a key the host looks up among
-/// the files it gave the worker.
+/// the files it gave the worker. Every report decodes to one that encodes back to its bytes.
 ///
 /// Payload (little-endian): reason u8, flags u8 (1: truncated), module count u8, frame count u8;
-/// per module its load bias u64, start address u64, path length u16 and path; per frame its
-/// address u64 and module index u8 (0xFF: in no loaded object).
+/// per module its load bias u64, start address u64, path length u16 and path (UTF-8); per frame
+/// its address u64 and module index u8 (0xFF: in no loaded object).
 package struct StackReport: Equatable, Sendable {
     package enum Reason: UInt8, Sendable {
         /// The faulting thread, from the fatal-signal handler.
@@ -83,7 +83,13 @@ package struct StackReport: Equatable, Sendable {
             var bytes: [UInt8] = []
             for _ in 0..<length { bytes.append(try reader.readUInt8()) }
             guard !bytes.contains(0) else { throw .malformedPayload("a stack report's object path holds a NUL byte") }
-            modules.append(Module(path: String(decoding: bytes, as: UTF8.self), loadBias: bias, start: start))
+            // Repaired, a path would stand for other bytes than it came as (and grow past the
+            // bound): the worker sends UTF-8 (`plugind_shim_stack_object_path`), so only a
+            // hostile one sends anything else.
+            guard let path = String(validating: bytes, as: UTF8.self) else {
+                throw .malformedPayload("a stack report's object path is not UTF-8")
+            }
+            modules.append(Module(path: path, loadBias: bias, start: start))
         }
         var frames: [Frame] = []
         for _ in 0..<frameCount {

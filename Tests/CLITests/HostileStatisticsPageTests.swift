@@ -77,4 +77,26 @@ struct HostileStatisticsPageTests {
         #expect(table.status == 0, "\(table.stderr)")
         #expect(table.stdout.contains("org.hostile.page"), "\(table.stdout)")
     }
+
+    @Test("a sample reads at most 4,096 pages, however many a user writes; a FIFO among them is passed over at once")
+    func boundedSample() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let page = Data(Self.page(started: 1, answered: 1, failed: 0).encoded)
+        func directory(_ name: String, pages: Int) throws -> WorkerTable.PageDirectory {
+            let path = try scratch.subdirectory(name)
+            for index in 0..<pages {
+                #expect(FileManager.default.createFile(atPath: path + "/\(index)" + WorkerStatisticsLayout.fileSuffix, contents: page))
+            }
+            return WorkerTable.PageDirectory(base: path, components: [], owner: geteuid())
+        }
+        let crowded = try directory("crowded", pages: WorkerTable.maximumPages + 10)
+        #expect(WorkerTable.sample([crowded]).count == WorkerTable.maximumPages)
+
+        let few = try directory("few", pages: 1)
+        let fifo = few.base + "/fifo" + WorkerStatisticsLayout.fileSuffix
+        try HostileFile.makeFIFO(at: fifo)
+        let samples = try await HostileFile.readPromptly("a sample to be taken", unblocking: [fifo]) { WorkerTable.sample([few]).count }
+        #expect(samples == 1)
+    }
 }

@@ -1,5 +1,7 @@
 import ExtensionFoundation
 import Foundation
+import Glibc
+import PlugindBundle
 import TestSupport
 import Testing
 
@@ -102,5 +104,58 @@ struct ExtensionPointTests {
         #expect(host.stateDirectory.path == "/st/plugind")
         #expect(host.administratorPolicyDirectory.path == "/etc/plugind")
         #expect(host.userPluginsDirectory.path == "/home/u/.local/share/plugind/plugins")
+    }
+
+    @Test("descriptors that are a FIFO, a link or larger than 64 KiB are refused at once, each naming why; the others are read")
+    func hostileDescriptors() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let directory = try scratch.subdirectory("points")
+        let elsewhere = try scratch.subdirectory("elsewhere")
+        func descriptor(_ identifier: String) -> ExtensionPointDescriptor {
+            ExtensionPointDescriptor(
+                identifier: identifier, host: "org.example.host", scope: "none", enhancedSecurity: false, description: nil, version: nil)
+        }
+        try descriptor("org.example.host.kept").install(in: directory)
+        let linked = try descriptor("org.example.host.linked").install(in: elsewhere)
+        #expect(symlink(linked, directory + "/org.example.host.linked.json") == 0)
+        #expect(symlink("/dev/zero", directory + "/org.example.host.zero.json") == 0)
+        let fifo = directory + "/org.example.host.fifo.json"
+        try HostileFile.makeFIFO(at: fifo)
+        try HostileFile.makeSparse(
+            at: directory + "/org.example.host.large.json", size: ExtensionPointDescriptor.maximumFileBytes + 1)
+
+        let loaded = try await HostileFile.readPromptly("the descriptors to be read", unblocking: [fifo]) {
+            DeclaredExtensionPoints.load(from: [directory])
+        }
+        #expect(loaded.declarations.keys.sorted() == ["org.example.host.kept"])
+        let reasons = Dictionary(uniqueKeysWithValues: loaded.problems.map { ($0.path, $0.reason) })
+        #expect(reasons[fifo] == "is a FIFO, not a regular file", "\(reasons)")
+        #expect(reasons[directory + "/org.example.host.linked.json"]?.hasPrefix("is a symbolic link") == true, "\(reasons)")
+        #expect(reasons[directory + "/org.example.host.zero.json"]?.hasPrefix("is a symbolic link") == true, "\(reasons)")
+        #expect(reasons[directory + "/org.example.host.large.json"] == "is larger than 64 KiB, the most read of it", "\(reasons)")
+        #expect(loaded.problems.count == 4)
+        #expect(throws: ExtensionPointDescriptor.Problem.self) { try ExtensionPointDescriptor.read(atPath: fifo) }
+    }
+
+    @Test("a directory of more entries than a host installs is not read, and says so")
+    func crowdedDirectory() throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let directory = try scratch.subdirectory("points")
+        try ExtensionPointDescriptor(
+            identifier: "org.example.host.kept", host: "org.example.host", scope: "none", enhancedSecurity: false, description: nil,
+            version: nil
+        ).install(in: directory)
+        #expect(DeclaredExtensionPoints.load(from: [directory])["org.example.host.kept"] != nil)
+        for index in 0..<DeclaredExtensionPoints.maximumDirectoryEntries {
+            let made = open(directory + "/filler-\(index)", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            try #require(made >= 0)
+            close(made)
+        }
+        let loaded = DeclaredExtensionPoints.load(from: [directory])
+        #expect(loaded.declarations.isEmpty)
+        #expect(loaded.problems.map(\.path) == [directory])
+        #expect(loaded.problems.first?.reason.hasPrefix("holds more than 4096 entries") == true)
     }
 }

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import Glibc
 import PlugindFuzzing
 import PlugindHostFuzzing
 import PlugindSystem
@@ -60,6 +61,58 @@ struct HostReaderFuzzTests {
     @Test("activity records: read or ignored, whatever their counts and dates")
     func activityRecords() {
         replay("activity-record", atLeast: 4, ActivityRecordFuzzing.run)
+    }
+
+    @Test("an activity record that is a FIFO, a link or larger than a record is not read, and the read returns at once")
+    func hostileActivityRecords() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let directory = try scratch.subdirectory("activity")
+        let store = PluginActivityStore(directory: directory)
+        let record = Array(#"{"launches":3,"requestsAnswered":2,"requestsFailed":1}"#.utf8)
+        try AtomicFile.replace(directory + "/org.example.kept.json", with: record)
+        try AtomicFile.replace(scratch.path + "/elsewhere.json", with: record)
+        #expect(symlink(scratch.path + "/elsewhere.json", directory + "/org.example.linked.json") == 0)
+        #expect(symlink("/dev/zero", directory + "/org.example.zero.json") == 0)
+        let fifo = directory + "/org.example.fifo.json"
+        try HostileFile.makeFIFO(at: fifo)
+        try HostileFile.makeSparse(at: directory + "/org.example.large.json", size: (64 << 10) + 1)
+
+        let read = try await HostileFile.readPromptly("the records to be read", unblocking: [fifo]) {
+            ["kept", "linked", "zero", "fifo", "large"].map { store.record(of: "org.example." + $0)?.launches }
+        }
+        #expect(read == [3, nil, nil, nil, nil])
+    }
+
+    @Test("a crash log that is a FIFO or larger than any log plugind writes is refused at once, failing closed")
+    func hostileCrashLogs() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        func host(_ name: String) throws -> AppExtensionHost {
+            var host = AppExtensionHost(identifier: "org.example.host", environment: ["HOME": scratch.path])
+            host.stateDirectory = URL(fileURLWithPath: try scratch.subdirectory(name))
+            return host
+        }
+        let fifoHost = try host("fifo")
+        let largeHost = try host("large")
+        let fifo = fifoHost.stateDirectory.appendingPathComponent(CrashLog.fileName).path
+        try HostileFile.makeFIFO(at: fifo)
+        let large = largeHost.stateDirectory.appendingPathComponent(CrashLog.fileName).path
+        try HostileFile.makeSparse(at: large, size: CrashLog.maximumFileBytes + 1)
+
+        let problems = try await HostileFile.readPromptly("the crash logs to be read", unblocking: [fifo]) {
+            [fifoHost, largeHost].map { host -> String? in
+                guard case .failure(let problem) = CrashLog(host: host).read() else { return nil }
+                CrashLog(host: host).recordRefusals(identifier: "org.example.plugin", count: 1, last: "open")
+                return problem.description
+            }
+        }
+        #expect(problems[0]?.hasPrefix("the crash log \(fifo) is a FIFO, not a regular file; until it is fixed every plugin") == true)
+        #expect(problems[1]?.hasPrefix("the crash log \(large) is larger than 64 MiB, the most read of it;") == true)
+        // Neither was written: a log that cannot be read keeps its quarantines.
+        var status = stat()
+        #expect(lstat(fifo, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
+        #expect(stat(large, &status) == 0 && Int(status.st_size) == CrashLog.maximumFileBytes + 1)
     }
 
     @Test("the crash log: read or refused naming it, never written when refused, and refusals added at any count")

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import Glibc
 import TestSupport
 import Testing
 
@@ -98,6 +99,46 @@ struct PolicyTests {
         let aside = try #require(try editor.moveCorruptStoreAside())
         #expect(try Data(contentsOf: URL(fileURLWithPath: aside)) == truncated)
         #expect(!FileManager.default.fileExists(atPath: policy))
+    }
+
+    @Test("a policy or rules file that is a FIFO or larger than hosts read is refused at once, naming it; the editor leaves it untouched")
+    func hostilePolicyFiles() async throws {
+        let scratch = try TemporaryDirectory()
+        defer { scratch.remove() }
+        let fifoPolicy = try scratch.subdirectory("fifo") + "/" + PolicyDocument.fileName
+        let largePolicy = try scratch.subdirectory("large") + "/" + PolicyDocument.fileName
+        let fifoRules = try scratch.subdirectory("fifo-rules")
+        let largeRules = try scratch.subdirectory("large-rules")
+        try HostileFile.makeFIFO(at: fifoPolicy)
+        try HostileFile.makeFIFO(at: fifoRules + "/" + AdministratorRules.fileName)
+        try HostileFile.makeSparse(at: largePolicy, size: PolicyDocument.maximumFileBytes + 1)
+        try HostileFile.makeSparse(at: largeRules + "/" + AdministratorRules.fileName, size: (1 << 20) + 1)
+
+        let fifos = [fifoPolicy, fifoRules + "/" + AdministratorRules.fileName]
+        let reasons = try await HostileFile.readPromptly("the policy files to be read", unblocking: fifos) {
+            func reason<Value>(_ result: Result<Value, PolicyFileError>) -> String? {
+                guard case .failure(let error) = result else { return nil }
+                return error.description
+            }
+            var editorError: String?
+            do {
+                try PolicyEditor(directory: URL(fileURLWithPath: fifoPolicy).deletingLastPathComponent()).revoke("org.example.plugin")
+            } catch {
+                editorError = String(describing: error)
+            }
+            return [
+                reason(PolicyDocument.load(from: fifoPolicy)), reason(PolicyDocument.load(from: largePolicy)),
+                reason(AdministratorRules.load(from: fifoRules)), reason(AdministratorRules.load(from: largeRules)), editorError,
+            ]
+        }
+        #expect(reasons[0] == "policy file \(fifoPolicy) is a FIFO, not a regular file")
+        #expect(reasons[1] == "policy file \(largePolicy) is larger than 16 MiB, the most read of it")
+        #expect(reasons[2] == "policy file \(fifoRules)/rules.json is a FIFO, not a regular file")
+        #expect(reasons[3] == "policy file \(largeRules)/rules.json is larger than 1 MiB, the most read of it")
+        let untouched = "policy file \(fifoPolicy) is a FIFO, not a regular file; it was left untouched"
+        #expect(reasons[4]?.hasPrefix(untouched) == true, "\(reasons)")
+        var status = stat()
+        #expect(lstat(fifoPolicy, &status) == 0 && status.st_mode & S_IFMT == S_IFIFO)
     }
 
     @Test("AppExtensionProcess refuses an identity that is not, or no longer, approved and enabled")

@@ -1,3 +1,4 @@
+import CPlugindShims
 import TestSupport
 import Testing
 
@@ -31,5 +32,30 @@ struct StackObjectFilesTests {
             #expect(files.hostPath(forWorkerPath: path) == nil, "\(path)")
         }
         #expect(StackObjectFiles.none.hostPath(forWorkerPath: "") == nil)
+    }
+
+    @Test("the worker sends each object's path as UTF-8, cut on a character: the host refuses any other, so none is lost")
+    func workerPathsAreUTF8() {
+        func sent(_ path: [UInt8], capacity: Int = Int(PLUGIND_SHIM_STACK_MAX_PATH)) -> [UInt8] {
+            var output = [UInt8](repeating: 0, count: capacity)
+            let count = (path + [0]).withUnsafeBufferPointer { name in
+                name.withMemoryRebound(to: CChar.self) { plugind_shim_stack_object_path($0.baseAddress!, &output, capacity) }
+            }
+            return Array(output.prefix(count))
+        }
+        let plain = Array("/usr/lib/x86_64-linux-gnu/libé€😀.so".utf8)
+        #expect(sent(plain) == plain)
+        // Bytes that begin no character (a stray byte, a surrogate, an overlong slash) stand as '?'.
+        #expect(sent(Array("/a".utf8) + [0xFF] + Array("b".utf8)) == Array("/a?b".utf8))
+        #expect(sent([0x2F, 0xED, 0xA0, 0x80]) == Array("/???".utf8))
+        #expect(sent([0x2F, 0xC0, 0xAF]) == Array("/??".utf8))
+        // A cut inside a character leaves the character out; a cut between characters keeps all.
+        let long = Array("/lib/".utf8) + [UInt8](repeating: 0x61, count: 153) + Array("€x".utf8)
+        #expect(sent(long) == Array(long.prefix(158)))
+        #expect(sent(Array(long.prefix(161))) == Array(long.prefix(158)))
+        #expect(sent(Array(long.prefix(158))) == Array(long.prefix(158)))
+        for path in [plain, Array("/a".utf8) + [0xFF], long] {
+            #expect(String(validating: sent(path), as: UTF8.self) != nil, "\(path)")
+        }
     }
 }

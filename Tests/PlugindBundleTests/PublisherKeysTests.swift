@@ -38,4 +38,22 @@ struct PublisherKeysTests {
         let trust = #expect(throws: PublisherKeys.Failure.self) { try PublisherKeys.PublicKey(pem: garbage) }
         #expect(trust?.description == "not a PEM Ed25519 public key (-----BEGIN PUBLIC KEY-----)")
     }
+
+    @Test("the strings of a signature file reach the reason it does not hold escaped: none adds a line or moves the cursor")
+    func signatureStringsInert() throws {
+        let key = try PublisherKeys.privateKey(pem: Array(try PublisherKeys.generate().privatePEM.utf8))
+        let digest = String(repeating: "ab", count: 32)
+        let expiry = "2099-12-31\nsignature valid\u{1B}[2K"
+        let expiring = try BundleSignature.sign(digest: digest, with: key, expires: expiry)
+        var algorithm = try BundleSignature.sign(digest: digest, with: key)
+        algorithm.algorithm = "ed25519\n(signature valid)"
+        for signature in [expiring, algorithm] {
+            guard case .invalid(let reason, _) = signature.check(digest: digest) else {
+                Issue.record("\(signature) holds")
+                continue
+            }
+            #expect(!reason.contains("\n") && !reason.contains("\u{1B}"), "\(reason)")
+            #expect(reason.contains("\\n"), "\(reason)")
+        }
+    }
 }

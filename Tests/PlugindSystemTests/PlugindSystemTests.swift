@@ -157,6 +157,38 @@ struct PlugindSystemTests {
         let count = try buffer.withUnsafeMutableBytes { try pipe.readEnd.read(into: $0) }
         #expect(count == 3 && buffer == [1, 2, 3])
     }
+
+    @Test("readRegularFile reads a regular file within its limit; a link, a FIFO, a device or a larger one is refused at once")
+    func boundedRegularFile() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try AtomicFile.replace(directory + "/record", with: Array("{}".utf8))
+        try HostileFile.makeFIFO(at: directory + "/fifo")
+        try HostileFile.makeSparse(at: directory + "/large", size: 4097)
+        #expect(symlink(directory + "/record", directory + "/link") == 0)
+        #expect(symlink("/dev/zero", directory + "/zero") == 0)
+
+        let outcomes = try await HostileFile.readPromptly("the reads to return", unblocking: [directory + "/fifo"]) {
+            ["record", "fifo", "large", "link", "zero", "missing"].map { name -> Result<[UInt8], RegularFileReadError> in
+                Result { () throws(RegularFileReadError) in try FileDescriptor.readRegularFile(directory + "/" + name, limit: 4096) }
+            }
+        }
+        #expect(outcomes[0] == .success(Array("{}".utf8)))
+        #expect(outcomes[1] == .failure(.notRegular("a FIFO")))
+        #expect(outcomes[2] == .failure(.tooLarge(limit: 4096)))
+        #expect(outcomes[3] == .failure(.symbolicLink))
+        #expect(outcomes[4] == .failure(.symbolicLink))
+        #expect(outcomes[5] == .failure(.absent))
+        // Relative to a directory, and following links where the caller vetted them.
+        let opened = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        defer { close(opened) }
+        #expect(try FileDescriptor.readRegularFile("link", in: opened, limit: 2, followingLinks: true) == Array("{}".utf8))
+        #expect(throws: RegularFileReadError.notRegular("a character device")) {
+            try FileDescriptor.readRegularFile(directory + "/zero", limit: 4096, followingLinks: true)
+        }
+        #expect(throws: RegularFileReadError.notRegular("a directory")) { try FileDescriptor.readRegularFile(directory, limit: 4096) }
+        #expect(throws: RegularFileReadError.tooLarge(limit: 1)) { try FileDescriptor.readRegularFile(directory + "/record", limit: 1) }
+    }
 }
 
 /// A value that cannot be copied.

@@ -125,6 +125,25 @@ struct SharedRingTests {
             #expect(throws: SharedRingError.self) { try buffer.withUnsafeBytes { try producer.append($0) } }
         }
     }
+
+    @Test("a reader that moves its position back while bytes wait unpublished leaves no room, never a negative count")
+    func roomNeverNegative() throws {
+        let (writerView, readerView) = try sharedPair()
+        var producer = SharedRingProducer(memory: writerView, layout: layout)
+        var consumer = SharedRingConsumer(memory: readerView, layout: layout)
+        let block = [UInt8](repeating: 0xCD, count: layout.capacity)
+        #expect(try block.withUnsafeBytes { try producer.append($0) } == layout.capacity)
+        producer.publish()
+        var buffer = [UInt8](repeating: 0, count: 100)
+        #expect(try buffer.withUnsafeMutableBytes { try consumer.read(into: $0) } == 100)
+        #expect(try block.withUnsafeBytes { try producer.append(UnsafeRawBufferPointer(rebasing: $0[..<100])) } == 100)
+        // Still within a ring's length behind the writer's published position, so not a lie the
+        // position check catches; but 50 of the 100 bytes waiting unpublished no longer fit.
+        readerView.storeCounter(50, at: layout.wordsOffset + 64)
+        #expect(try producer.room() == 0)
+        #expect(try block.withUnsafeBytes { try producer.append($0) } == 0)
+        #expect(try producer.announceWaitingForRoom() == false)
+    }
 }
 
 @Suite("Pipe transport over the rings: the worker's side", .tags(.unit))

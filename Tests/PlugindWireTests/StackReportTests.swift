@@ -40,4 +40,23 @@ struct StackReportTests {
             #expect(throws: WireError.self) { try StackReport(payload: bytes) }
         }
     }
+
+    @Test("an object path that is not UTF-8 is refused, never repaired: every report encodes back to the bytes it came as")
+    func objectPathsAreUTF8() throws {
+        func report(path: [UInt8]) -> [UInt8] {
+            // Reason, flags, one object, one frame; the object's bias and start, its path; the frame.
+            [0, 0, 1, 1] + [UInt8](repeating: 0, count: 16) + [UInt8(path.count), 0] + path + [UInt8](repeating: 0, count: 8) + [0]
+        }
+        // Bytes of no character, a surrogate, an overlong slash, a character cut short; and at the
+        // bound, a path that repaired would be three times as long.
+        let hostile: [[UInt8]] = [
+            Array("/lib/a".utf8) + [0xFF], [0xED, 0xA0, 0x80], [0xC0, 0xAF], Array("/lib/".utf8) + [0xE2, 0x82],
+            [UInt8](repeating: 0x80, count: StackReport.maximumPathLength),
+        ]
+        for path in hostile {
+            #expect(throws: WireError.self, "\(path)") { try StackReport(payload: report(path: path)) }
+        }
+        let plain = report(path: Array("/usr/lib/libé.so".utf8))
+        #expect(try StackReport(payload: plain).encoded == plain)
+    }
 }

@@ -250,10 +250,18 @@ void plugind_shim_report_fatal_signal(int signal_number, siginfo_t *_Nonnull inf
 /// identifier): reserved by the worker; a plugin that takes it over only loses the reports.
 #define PLUGIND_SHIM_STACK_SIGNAL (SIGRTMAX - 3)
 
+/// Copies into `output` at most `capacity` bytes of the loaded object's path `name` as UTF-8, as
+/// a stack report carries it: a byte that begins no well-formed character becomes '?', and a
+/// character that the cut at `capacity` splits is left out. Returns the bytes written. The
+/// host refuses a report whose paths are not UTF-8, and a repaired path would stand for other
+/// bytes. Async-signal-safe.
+size_t plugind_shim_stack_object_path(const char *_Nonnull name, uint8_t *_Nonnull output, size_t capacity);
+
 /// Encodes the calling thread's stack, interrupted at `context` (a signal handler's ucontext;
 /// NULL: from the caller), into `output`: reason u8, flags u8 (1: truncated), module count u8,
-/// frame count u8; per module its load bias u64, start address u64, path length u16 and path;
-/// per frame its address u64 and module index u8 (0xFF: in no loaded object). Frame 0 is the
+/// frame count u8; per module its load bias u64, start address u64, path length u16 and path
+/// (as `plugind_shim_stack_object_path` gives it); per frame its address u64 and module index u8
+/// (0xFF: in no loaded object). Frame 0 is the
 /// interrupted address, the others return addresses. Returns the bytes written.
 /// Async-signal-safe once `plugind_shim_stack_capture_prepare` ran.
 size_t plugind_shim_encode_stack(uint8_t reason, const void *_Nullable context, uint8_t *_Nonnull output,

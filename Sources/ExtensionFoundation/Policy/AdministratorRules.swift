@@ -112,15 +112,23 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
     private static let decoded = DecodedFileCache<Result<AdministratorRules, PolicyFileError>>()
 
     private static func decode(_ path: String) -> DecodedFileCache<Result<AdministratorRules, PolicyFileError>>.Decoded {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
+        let bytes: [UInt8]
+        do throws(RegularFileReadError) {
+            // Bounded before it is read, not after: a FIFO or a file grown without end must not
+            // stop every launch. TrustedPath vetted the links on the way.
+            bytes = try FileDescriptor.readRegularFile(path, limit: maximumFileBytes, followingLinks: true)
+        } catch .absent {
+            return .contents(.success(AdministratorRules()))
+        } catch .unreadable(let error) {
+            return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error)")))
         } catch {
-            if !FileManager.default.fileExists(atPath: path) { return .contents(.success(AdministratorRules())) }
-            return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)")))
+            return .contents(.failure(PolicyFileError(path: path, reason: error.description)))
         }
-        return .contents(decode(data, path: path))
+        return .contents(decode(Data(bytes), path: path))
     }
+
+    /// The most of the rules read: rules are a few lines each.
+    static let maximumFileBytes = 1 << 20
 
     /// The rules in `bytes`, read from `path` (which errors name): what `load` makes of a file's
     /// bytes, and what the policy-files fuzz target feeds.
@@ -133,7 +141,7 @@ package struct AdministratorRules: Codable, Sendable, Equatable {
         func refused(_ reason: String) -> Result<AdministratorRules, PolicyFileError> {
             .failure(PolicyFileError(path: path, reason: reason))
         }
-        guard data.count <= 1 << 20 else { return refused("is larger than 1 MiB") }
+        guard data.count <= maximumFileBytes else { return refused("is larger than \(ByteCount(maximumFileBytes))") }
         let rules: AdministratorRules
         do {
             rules = try StrictJSONDecoder().decode(AdministratorRules.self, from: data)

@@ -42,6 +42,13 @@ package struct CrashLog: Sendable {
     /// Crashes kept per plugin, whatever their age: the quarantine counts those of its window.
     package static let keptCrashes = 10
 
+    /// The most of the log read: the user's own file (`TrustedPath`), but read at every launch,
+    /// so a FIFO or a file grown without end must not stop the host. A plugin's entry is at most
+    /// about 1.5 MiB (10 crashes of 2 KiB of output and 64 frames with names of 1 KiB), usually
+    /// a few KiB; a crash that would take the log past this is not recorded (`updateEntry`),
+    /// since a log hosts refuse quarantines every plugin.
+    package static let maximumFileBytes = 64 << 20
+
     package struct Quarantine: Codable, Sendable {
         package var since: Date
         package var reason: String
@@ -74,13 +81,19 @@ package struct CrashLog: Sendable {
             return .failure(Problem(path: path, reason: "cannot be trusted: \(problem)"))
         }
         return Self.decoded.value(at: path) { path in
-            guard let data = FileManager.default.contents(atPath: path) else {
-                // Absent is an empty log; present but unreadable must not hide a quarantine.
-                return FileManager.default.fileExists(atPath: path)
-                    ? .unreadable(.failure(Problem(path: path, reason: "cannot be read"))) : .contents(.success(Document()))
+            let bytes: [UInt8]
+            do throws(RegularFileReadError) {
+                bytes = try FileDescriptor.readRegularFile(path, limit: Self.maximumFileBytes, followingLinks: true)
+            } catch .absent {
+                return .contents(.success(Document()))
+            } catch .unreadable(let error) {
+                // Present but unreadable must not hide a quarantine.
+                return .unreadable(.failure(Problem(path: path, reason: "cannot be read (\(error))")))
+            } catch {
+                return .contents(.failure(Problem(path: path, reason: error.description)))
             }
             do {
-                return .contents(.success(try Self.decoder.decode(Document.self, from: data)))
+                return .contents(.success(try Self.decoder.decode(Document.self, from: Data(bytes))))
             } catch {
                 return .contents(.failure(Problem(path: path, reason: "is corrupt")))
             }
@@ -166,12 +179,16 @@ package struct CrashLog: Sendable {
     @discardableResult
     private func updateEntry<Result>(of identifier: String, _ change: (inout PluginCrashes) -> Result) -> Result? {
         guard TrustedPath.problem(path) == nil else { return nil }
-        return try? LockedFileUpdate.update(path) { existing -> (data: Data?, result: Result) in
+        return try? LockedFileUpdate.update(path, limit: Self.maximumFileBytes) { existing -> (data: Data?, result: Result) in
             var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
             var entry = document.plugins[identifier] ?? PluginCrashes()
             let result = change(&entry)
             document.plugins[identifier] = entry
-            return (try Self.encoder.encode(document), result)
+            let encoded = try Self.encoder.encode(document)
+            guard encoded.count <= Self.maximumFileBytes else {
+                throw LockedFileUpdate.Failure(path: path, reason: "would grow past \(ByteCount(Self.maximumFileBytes))")
+            }
+            return (encoded, result)
         }
     }
 
@@ -179,7 +196,7 @@ package struct CrashLog: Sendable {
     /// Throws `Problem` when the log cannot be used (it is left untouched).
     package func clear(_ identifier: String) throws -> Bool {
         if case .failure(let problem) = read() { throw problem }
-        return try LockedFileUpdate.update(path) { existing -> (data: Data?, result: Bool) in
+        return try LockedFileUpdate.update(path, limit: Self.maximumFileBytes) { existing -> (data: Data?, result: Bool) in
             var document = try existing.map { try Self.decoder.decode(Document.self, from: $0) } ?? Document()
             guard document.plugins.removeValue(forKey: identifier) != nil else { return (nil, false) }
             return (try Self.encoder.encode(document), true)

@@ -1,7 +1,7 @@
 package import Foundation
 import Glibc
 // flock and open of the lock file: the policy files' lock protocol lives here, not in PlugindSystem.
-import PlugindSystem
+package import PlugindSystem
 
 /// Read-modify-write of a small file shared between processes: an exclusive `flock` on a
 /// companion lock file serialises writers, and the new contents replace the old atomically
@@ -14,11 +14,22 @@ package enum LockedFileUpdate {
         package var description: String { "\(path): \(reason)" }
     }
 
-    /// Runs `body` holding the lock for `path`; writes the data it returns, if any. A file
+    /// The file that was there could not be read as one of at most the update's limit: a FIFO,
+    /// a device, a file too large, or one the system refused. Nothing was written.
+    package struct Unreadable: Error, Sendable, CustomStringConvertible {
+        package var path: String
+        package var reason: RegularFileReadError
+        package var description: String { "\(path) \(reason)" }
+    }
+
+    /// Runs `body` holding the lock for `path`, with the file's contents (nil: none) when it is a
+    /// regular file of at most `limit` bytes (links followed: the callers vetted them with
+    /// `TrustedPath`), else throws `Unreadable`; writes the data `body` returns, if any. A file
     /// `readableByEveryone` (the administrator's policy, which every user's plugind reads) is
     /// written 0644 in a directory made 0755; anything else is the owner's alone (0600, 0700).
     package static func update<Result>(
         _ path: String,
+        limit: Int,
         readableByEveryone: Bool = false,
         _ body: (Data?) throws -> (data: Data?, result: Result)
     ) throws -> Result {
@@ -37,7 +48,14 @@ package enum LockedFileUpdate {
             guard errno == EINTR else { throw Failure(path: lockPath, reason: "flock: \(String(cString: strerror(errno)))") }
         }
         removeStaleTemporaries(of: path)
-        let existing = FileManager.default.contents(atPath: path)
+        let existing: Data?
+        do throws(RegularFileReadError) {
+            existing = Data(try FileDescriptor.readRegularFile(path, limit: limit, followingLinks: true))
+        } catch .absent {
+            existing = nil
+        } catch {
+            throw Unreadable(path: path, reason: error)
+        }
         let (data, result) = try body(existing)
         if let data { try replace(path, with: data, mode: readableByEveryone ? 0o644 : 0o600) }
         return result

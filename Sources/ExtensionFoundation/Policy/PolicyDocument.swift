@@ -11,6 +11,12 @@ package struct PolicyDocument: Codable, Sendable, Equatable {
     /// approvals reported outdated.
     package static let currentVersion = 2
     static let readableVersions = 1...2
+    /// The most of a policy file read: a file the owner (or administrator) alone can write, but
+    /// which hosts read at every launch, so a FIFO or a file grown without end must not stop
+    /// them. Generous, because an approval pins every file of its bundle: about 400 bytes a file,
+    /// so a bundle of 1,024 files takes 400 KiB and forty of them fit. The editor writes no
+    /// more than this (`PolicyEditor.EditError.tooLarge`).
+    package static let maximumFileBytes = 16 << 20
 
     package var version: Int = PolicyDocument.currentVersion
     package var plugins: [String: PluginPolicy] = [:]
@@ -177,16 +183,18 @@ extension PolicyDocument {
     private static let decoded = DecodedFileCache<Result<PolicyDocument, PolicyFileError>>()
 
     private static func decode(_ path: String) -> DecodedFileCache<Result<PolicyDocument, PolicyFileError>>.Decoded {
-        let data: Data
-        do {
-            data = try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch CocoaError.fileReadNoSuchFile {
+        let bytes: [UInt8]
+        do throws(RegularFileReadError) {
+            // TrustedPath vetted the links on the way (an administrator may link /etc's policy).
+            bytes = try FileDescriptor.readRegularFile(path, limit: maximumFileBytes, followingLinks: true)
+        } catch .absent {
             return .contents(.success(PolicyDocument()))
+        } catch .unreadable(let error) {
+            return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error)")))
         } catch {
-            if !FileManager.default.fileExists(atPath: path) { return .contents(.success(PolicyDocument())) }
-            return .unreadable(.failure(PolicyFileError(path: path, reason: "cannot be read: \(error.localizedDescription)")))
+            return .contents(.failure(PolicyFileError(path: path, reason: error.description)))
         }
-        return .contents(decode(data, path: path))
+        return .contents(decode(Data(bytes), path: path))
     }
 
     /// The policy in `bytes`, read from `path` (which errors name): what `load` makes of a file's

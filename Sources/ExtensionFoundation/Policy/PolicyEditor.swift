@@ -15,6 +15,9 @@ package struct PolicyEditor: Sendable {
         case neverApproved(String)
         case notInPolicy(String)
         case hashing(String)
+        /// The policy would grow past what hosts read (`PolicyDocument.maximumFileBytes`); nothing
+        /// was written.
+        case tooLarge(path: String, bytes: Int)
         case io(String)
 
         package var description: String {
@@ -29,6 +32,8 @@ package struct PolicyEditor: Sendable {
                 "\(identifier) has no entry in the policy"
             case .hashing(let reason):
                 "cannot hash the plugin's files: \(reason)"
+            case .tooLarge(let path, let bytes):
+                "policy file \(path) would grow to \(ByteCount(bytes)), past the \(ByteCount(PolicyDocument.maximumFileBytes)) hosts read; nothing was written. Revoke plugins you no longer use ('plugind revoke <identifier>') and try again"
             case .io(let reason):
                 reason
             }
@@ -190,7 +195,8 @@ package struct PolicyEditor: Sendable {
 
     private func modify(_ change: (inout PolicyDocument) throws(EditError) -> Void) throws(EditError) {
         do {
-            try LockedFileUpdate.update(path, readableByEveryone: readableByEveryone) { existing -> (data: Data?, result: Void) in
+            try LockedFileUpdate.update(path, limit: PolicyDocument.maximumFileBytes, readableByEveryone: readableByEveryone) {
+                existing -> (data: Data?, result: Void) in
                 var document = PolicyDocument()
                 // Approving into a file others can change would approve nothing of worth.
                 if let problem = TrustedPath.problem(path) {
@@ -205,10 +211,16 @@ package struct PolicyEditor: Sendable {
                 }
                 try change(&document)
                 document.version = PolicyDocument.currentVersion
-                return (try document.encoded(), ())
+                let encoded = try document.encoded()
+                // A file hosts would refuse would unapprove every plugin at the next launch.
+                guard encoded.count <= PolicyDocument.maximumFileBytes else { throw EditError.tooLarge(path: path, bytes: encoded.count) }
+                return (encoded, ())
             }
         } catch let error as EditError {
             throw error
+        } catch let error as LockedFileUpdate.Unreadable {
+            // A FIFO or an oversized file where the policy goes: as a corrupt one, left untouched.
+            throw .corruptStore(PolicyFileError(path: error.path, reason: error.reason.description))
         } catch {
             throw .io(String(describing: error))
         }

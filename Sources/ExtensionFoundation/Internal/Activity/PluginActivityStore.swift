@@ -107,9 +107,9 @@ package struct PluginActivityStore: Sendable {
     package func record(of plugin: String) -> Record? {
         // Any process of the user can replace the record: a regular file of a record's size only.
         guard let name = Self.fileName(plugin),
-            let data = FileDescriptor.readRegularFile(directory + "/" + name, limit: Self.maximumRecordBytes).map({ Data($0) })
+            let bytes = try? FileDescriptor.readRegularFile(directory + "/" + name, limit: Self.maximumRecordBytes)
         else { return nil }
-        return try? StrictJSONDecoder(dateDecodingStrategy: .iso8601).decode(Record.self, from: data)
+        return try? StrictJSONDecoder(dateDecodingStrategy: .iso8601).decode(Record.self, from: Data(bytes))
     }
 
     /// A record is a few hundred bytes; a larger file is not one.
