@@ -26,9 +26,11 @@ extension AppExtensionProcess {
             entry: entry, host: host, approval: approval, requiresEnhancedSecurity: configuration.requiresEnhancedSecurity)
         plan.load.mode = .debug
         plan.workerStarted = workerStarted
-        let launched = try await WorkerLauncher.launch(plan)
-        let session = WorkerSession(launched, plan: plan, entry: entry, host: host, key: nil)
-        WorkerSessions.track(session)
+        let runtime = PlugindRuntime.current
+        try runtime.checkRunning(for: entry.identifier)
+        let launched = try await WorkerLauncher.launch(plan, in: runtime)
+        let session = WorkerSession(launched, plan: plan, entry: entry, host: host, key: nil, runtime: runtime)
+        runtime.track(session)
         guard let claim = session.claim(onInterruption: configuration.onInterruption) else {
             throw AppExtensionError(.workerExited, plugin: entry.identifier, "its worker ended as it started")
         }

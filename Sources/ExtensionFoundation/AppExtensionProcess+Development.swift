@@ -17,8 +17,10 @@ extension AppExtensionProcess {
             bundle: inspected, root: SearchRoot(path: (path as NSString).deletingLastPathComponent, isBundledWithHost: false))
         // No approval: the grants the manifest asks for are resolved now, as for a bundled plugin.
         let plan = LaunchPlan(entry: entry, host: host)
-        let launched = try await WorkerLauncher.launch(plan)
-        let session = WorkerSession(launched, plan: plan, entry: entry, host: host, key: nil)
+        let runtime = PlugindRuntime.current
+        try runtime.checkRunning(for: entry.identifier)
+        let launched = try await WorkerLauncher.launch(plan, in: runtime)
+        let session = WorkerSession(launched, plan: plan, entry: entry, host: host, key: nil, runtime: runtime)
         guard let claim = session.claim(onInterruption: {}) else {
             throw AppExtensionError(.workerExited, plugin: entry.identifier, "its worker ended as it started")
         }

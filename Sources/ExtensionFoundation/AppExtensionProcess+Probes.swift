@@ -36,7 +36,7 @@ extension AppExtensionProcess {
     {
         var plan = LaunchPlan(entry: entry, host: host, permissions: withoutPermissions ? Manifest.Permissions() : nil)
         plan.load.mode = mode
-        let launched = try await WorkerLauncher.launch(plan)
+        let launched = try await WorkerLauncher.launch(plan, in: .current)
         launched.channel.invalidate(grace: plan.shutdownGracePeriod)
         _ = await launched.channel.termination()
         return launched.ready

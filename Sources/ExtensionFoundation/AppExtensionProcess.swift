@@ -114,6 +114,8 @@ public final class AppExtensionProcess: Sendable {
     /// The worker session for `configuration` and this handle's claim on it.
     private static func attach(_ configuration: Configuration) async throws -> (WorkerSession, Int) {
         let host = configuration.host
+        let runtime = PlugindRuntime.current
+        try runtime.checkRunning(for: configuration.appExtensionIdentity.bundleIdentifier)
         // Taken before the policy is checked: if the files are the same after the launch, no
         // disable can have landed during it.
         let policyBefore = PolicyEnforcement.Fingerprint(host: host)
@@ -128,13 +130,13 @@ public final class AppExtensionProcess: Sendable {
         let launch: () async throws -> WorkerSession = {
             try await Self.launch(
                 entry: entry, approval: approval, host: host, requiresEnhancedSecurity: requiresEnhancedSecurity, key: key,
-                policyBefore: policyBefore)
+                policyBefore: policyBefore, runtime: runtime)
         }
         // A shared worker may end between the attach and the claim; then attach (or launch) again.
         for _ in 0..<3 {
             let session: WorkerSession
             if let key {
-                session = try await WorkerSessions.session(for: key, launch: launch)
+                session = try await runtime.sessions.session(for: key, launch: launch)
             } else {
                 session = try await launch()
             }
@@ -145,19 +147,20 @@ public final class AppExtensionProcess: Sendable {
 
     private static func launch(
         entry: CatalogEntry, approval: Approval?, host: AppExtensionHost, requiresEnhancedSecurity: Bool, key: WorkerSession.Key?,
-        policyBefore: PolicyEnforcement.Fingerprint
+        policyBefore: PolicyEnforcement.Fingerprint, runtime: PlugindRuntime
     ) async throws -> WorkerSession {
-        let plan = LaunchPlan.cached(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
+        let plan = runtime.launchPlans.plan(
+            entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
         let launched: WorkerLauncher.Launched
         do {
-            launched = try await WorkerLauncher.launch(plan)
+            launched = try await WorkerLauncher.launch(plan, in: runtime)
         } catch let error as AppExtensionError {
             CrashRecorder.recordLaunchFailure(error, entry: entry, host: host)
             throw error
         }
-        let session = WorkerSession(launched, plan: plan, entry: entry, host: host, key: key)
+        let session = WorkerSession(launched, plan: plan, entry: entry, host: host, key: key, runtime: runtime)
         CrashRecorder.watch(launched.channel, entry: entry, host: host)
-        WorkerSessions.track(session)
+        runtime.track(session)
         // The policy was checked before the launch, and enforcement watches it from `track` on: a
         // disable, revoke or quarantine that landed in between (a plugin's init may take as long as
         // the launch timeout) is caught here, before the process answers anything. Unchanged

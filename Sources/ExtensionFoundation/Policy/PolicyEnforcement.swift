@@ -3,93 +3,98 @@ import PlugindSystem
 import PlugindWire
 
 /// Ends running workers the moment the owner (or the administrator) disables or revokes their
-/// plugin, or it is quarantined: the policy and crash-log directories of every host with running
-/// workers are watched, and each change checks those workers against the policy as it now is.
-/// New bytes on disk end nothing: a running worker keeps running what was approved when it
-/// started, and the next launch sees the change.
-enum PolicyEnforcement {
+/// plugin, or it is quarantined. While a host configuration has running workers, enforcement
+/// subscribes to its discovery engine (`DiscoveryEngine`), whose one watcher already follows the
+/// policy and state directories for the monitors: each change it scans for is a check of those
+/// workers against the policy as it now is. New bytes on disk end nothing: a running worker keeps
+/// running what was approved when it started, and the next launch sees the change. One per
+/// runtime (`PlugindRuntime`), over its sessions.
+final class PolicyEnforcement: Sendable {
+    private struct Subscription {
+        let engine: DiscoveryEngine
+        let token: Int
+
+        func cancel() { engine.unsubscribe(token) }
+    }
+
     private struct Watch {
-        /// One watcher for every host, made once: closing an inotify instance waits for the
-        /// kernel's grace period, too slow to do for every last worker of a host.
-        var watcher: DirectoryWatcher?
         /// Running sessions, by host.
         var sessions: [AppExtensionHost: Int] = [:]
-        /// Hosts whose last session ended lately, newest last: their directories stay watched, so
-        /// that a host launching and ending workers one at a time does not add and remove the
-        /// same watches every time.
+        /// The hosts followed: those with running sessions and the idle ones.
+        var subscriptions: [AppExtensionHost: Subscription] = [:]
+        /// Hosts whose last session ended lately, newest last: they stay followed, so that a host
+        /// launching and ending workers one at a time does not start and close a watcher (whose
+        /// inotify instance waits for the kernel's grace period to close) every time.
         var idle: [AppExtensionHost] = []
+        var stopped = false
 
-        static let idleHostsWatched = 8
-
-        var watchedHosts: [AppExtensionHost] { Array(sessions.keys) + idle }
-
-        var paths: Set<String> {
-            Set(watchedHosts.flatMap { [$0.policyDirectory.path, $0.administratorPolicyDirectory.path, $0.stateDirectory.path] })
-        }
-
-        var ignored: [(directory: String, namePrefix: String)] {
-            watchedHosts.flatMap { DiscoveryEngine.ignoredFiles(host: $0) }
-        }
+        static let idleHostsFollowed = 8
     }
 
-    private static let watch = Locked(Watch())
+    private let watch = Locked(Watch())
+    private let sessions: WorkerSessions
+    private let discoveryEngines: Locked<[AppExtensionHost: DiscoveryEngine]>
 
-    /// Starts watching `host`'s policy for a new running session; balanced by `ended`.
-    static func started(_ session: WorkerSession) {
-        let (needsWatcher, watchedAlready) = watch.withLock { watch -> (Bool, Bool) in
-            let watchedAlready = watch.sessions[session.host] != nil || watch.idle.contains(session.host)
-            watch.sessions[session.host, default: 0] += 1
-            watch.idle.removeAll { $0 == session.host }
-            return (watch.watcher == nil || watch.watcher?.isClosed == true, watchedAlready)
+    init(sessions: WorkerSessions, discoveryEngines: Locked<[AppExtensionHost: DiscoveryEngine]>) {
+        self.sessions = sessions
+        self.discoveryEngines = discoveryEngines
+    }
+
+    /// Follows `host`'s policy for a new running session; balanced by `ended`. The watch is in
+    /// place when this returns: a change from then on is seen.
+    func started(_ session: WorkerSession) {
+        let host = session.host
+        let followed = watch.withLock { watch -> Bool in
+            watch.sessions[host, default: 0] += 1
+            watch.idle.removeAll { $0 == host }
+            return watch.subscriptions[host] != nil || watch.stopped
         }
-        if needsWatcher, let loop = try? WorkerEventLoop.shared(),
-            let made = try? DirectoryWatcher(loop: loop, onChange: { Task.detached { checkAll() } })
-        {
-            let surplus = watch.withLock { watch -> DirectoryWatcher? in
-                guard watch.watcher == nil || watch.watcher?.isClosed == true else { return made }
-                watch.watcher = made
-                return nil
-            }
-            surplus?.close()
+        guard !followed else { return }
+        let (engine, token) = DiscoveryEngine.subscribe(host: host, registry: discoveryEngines) { [weak self] _ in self?.check(host) }
+        let made = Subscription(engine: engine, token: token)
+        let surplus = watch.withLock { watch -> Subscription? in
+            guard watch.subscriptions[host] == nil, !watch.stopped else { return made }
+            watch.subscriptions[host] = made
+            return nil
         }
+        guard surplus == nil else { return made.cancel() }
         // Without a watcher (no event loop, no inotify), the policy is still checked at every
         // launch; only running workers go unchecked.
-        if needsWatcher || !watchedAlready { updateWatches() }
+        try? engine.startWatchingWithoutScan()
     }
 
-    /// A session of `host` ended; the host's directories are no longer watched once its last did.
-    static func ended(_ session: WorkerSession) {
-        let changed = watch.withLock { watch -> Bool in
+    /// A session of `host` ended; the host is no longer followed once its last did and
+    /// `idleHostsFollowed` others ended after it.
+    func ended(_ session: WorkerSession) {
+        let dropped = watch.withLock { watch -> Subscription? in
             watch.sessions[session.host, default: 1] -= 1
-            guard watch.sessions[session.host] ?? 0 <= 0 else { return false }
+            guard watch.sessions[session.host] ?? 0 <= 0 else { return nil }
             watch.sessions[session.host] = nil
             watch.idle.append(session.host)
-            guard watch.idle.count > Watch.idleHostsWatched else { return false }
-            watch.idle.removeFirst()
-            return true
+            guard watch.idle.count > Watch.idleHostsFollowed else { return nil }
+            return watch.subscriptions.removeValue(forKey: watch.idle.removeFirst())
         }
-        if changed { updateWatches() }
+        dropped?.cancel()
     }
 
-    private static func updateWatches() {
-        let (watcher, paths, ignored) = watch.withLock { ($0.watcher, $0.paths, $0.ignored) }
-        watcher?.watch(paths, ignoring: ignored)
-    }
-
-    /// A change in some watched directory: every host with running workers checks its own.
-    private static func checkAll() {
-        let hosts = watch.withLock { Array($0.sessions.keys) }
-        for host in hosts { check(host) }
+    /// Follows nothing any more (the runtime shuts down).
+    func stop() {
+        let subscriptions = watch.withLock { watch in
+            watch.stopped = true
+            defer { watch.subscriptions.removeAll() }
+            return Array(watch.subscriptions.values)
+        }
+        for subscription in subscriptions { subscription.cancel() }
     }
 
     /// Checks every running worker of `host` against the policy as it is now.
-    static func check(_ host: AppExtensionHost) {
-        let sessions = WorkerSessions.running(host: host)
+    func check(_ host: AppExtensionHost) {
+        let sessions = sessions.running(host: host)
         guard !sessions.isEmpty else { return }
         let policy = PolicySnapshot.read(for: host)
         let crashLog = CrashLog(host: host)
         for session in sessions {
-            if let reason = revocation(of: session.entry, policy: policy, crashLog: crashLog) {
+            if let reason = Self.revocation(of: session.entry, policy: policy, crashLog: crashLog) {
                 session.channel.stop(.disabledByOwner(reason))
             }
         }

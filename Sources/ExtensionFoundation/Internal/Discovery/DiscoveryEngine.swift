@@ -16,9 +16,9 @@ final class DiscoveryEngine: Sendable {
     private let host: AppExtensionHost
     private let queue = DispatchQueue(label: "plugind.discovery", qos: .utility)
     private let makeWatcher: WatcherFactory
-    /// Whether this engine is the host's shared one (`shared(for:)`), which leaves the registry
-    /// with its last subscriber.
-    private let isShared: Bool
+    /// The registry of the runtime this engine is shared in (`subscribe(host:in:_:)`), which it
+    /// leaves with its last subscriber; nil for an engine of its own.
+    private let registry: Locked<[AppExtensionHost: DiscoveryEngine]>?
 
     private struct State {
         var watcher: DirectoryWatcher?
@@ -35,14 +35,14 @@ final class DiscoveryEngine: Sendable {
 
     private let state = Locked(State())
 
-    /// The shared engines, by host configuration.
-    private static let engines = Locked<[AppExtensionHost: DiscoveryEngine]>([:])
-
-    /// Subscribes `onInventory` to the engine of `host`, made on first use; it lives while it
-    /// has subscribers. Returns the engine and the subscriber's token.
-    static func subscribe(host: AppExtensionHost, _ onInventory: @escaping @Sendable (Inventory) -> Void) -> (DiscoveryEngine, Int) {
-        engines.withLock { engines in
-            let engine = engines[host] ?? DiscoveryEngine(host: host, makeWatcher: defaultWatcher(host: host), isShared: true)
+    /// Subscribes `onInventory` to the engine of `host` in `registry` (a runtime's), made on
+    /// first use; it lives while it has subscribers. Returns the engine and the subscriber's token.
+    static func subscribe(
+        host: AppExtensionHost, registry: Locked<[AppExtensionHost: DiscoveryEngine]>,
+        _ onInventory: @escaping @Sendable (Inventory) -> Void
+    ) -> (DiscoveryEngine, Int) {
+        registry.withLock { engines in
+            let engine = engines[host] ?? DiscoveryEngine(host: host, makeWatcher: defaultWatcher(host: host), registry: registry)
             engines[host] = engine
             return (engine, engine.subscribe(onInventory))
         }
@@ -50,13 +50,13 @@ final class DiscoveryEngine: Sendable {
 
     /// An engine of its own, with a watcher from `makeWatcher` (tests make it fail).
     convenience init(host: AppExtensionHost, makeWatcher: @escaping WatcherFactory) {
-        self.init(host: host, makeWatcher: makeWatcher, isShared: false)
+        self.init(host: host, makeWatcher: makeWatcher, registry: nil)
     }
 
-    private init(host: AppExtensionHost, makeWatcher: @escaping WatcherFactory, isShared: Bool) {
+    private init(host: AppExtensionHost, makeWatcher: @escaping WatcherFactory, registry: Locked<[AppExtensionHost: DiscoveryEngine]>?) {
         self.host = host
         self.makeWatcher = makeWatcher
-        self.isShared = isShared
+        self.registry = registry
     }
 
     private static func defaultWatcher(host: AppExtensionHost) -> WatcherFactory {
@@ -88,13 +88,23 @@ final class DiscoveryEngine: Sendable {
     /// that nobody subscribes to a shared engine that is stopping.
     func unsubscribe(_ token: Int) {
         let removal =
-            isShared
-            ? Self.engines.withLock { engines -> Removal in
+            registry?.withLock { engines -> Removal in
                 let removal = removeSubscriber(token)
                 if case .last = removal, engines[host] === self { engines[host] = nil }
                 return removal
-            } : removeSubscriber(token)
+            } ?? removeSubscriber(token)
         if case .last(let watcher) = removal { watcher?.close() }
+    }
+
+    /// Stops the engine whatever its subscribers (its runtime shuts down): no more scans, the
+    /// watcher closed. Subscribers keep the last inventory they had.
+    func stop() {
+        let watcher = state.withLock { state -> DirectoryWatcher? in
+            state.stopped = true
+            defer { state.watcher = nil }
+            return state.watcher
+        }
+        watcher?.close()
     }
 
     private enum Removal {
@@ -154,6 +164,16 @@ final class DiscoveryEngine: Sendable {
                 throw AppExtensionError(
                     .configurationError, plugin: nil, "cannot watch the plugin directories: \(error)", underlying: error)
             }
+        }
+    }
+
+    /// Watches what a scan would, without scanning: for a subscriber that needs the changes from
+    /// now on but not the inventory as it is (the policy's enforcement, on a launch's path).
+    func startWatchingWithoutScan() throws {
+        try startWatching()
+        // A watcher that watches already was set by a scan, which may have added paths of its own.
+        if let watcher = state.withLock({ $0.watcher }), watcher.watchedPaths.isEmpty {
+            watcher.watch(Self.watchedBeforeScan(host: host))
         }
     }
 

@@ -8,8 +8,9 @@ package final class MonitorEngine: Sendable {
     private let token: Int
     private let callback = Locked<(@Sendable (Inventory) -> Void)?>(nil)
 
-    package init(host: AppExtensionHost) {
-        (engine, token) = DiscoveryEngine.subscribe(host: host, Self.forward(to: callback))
+    /// A subscription to the engine of `host` in `runtime` (the calling task's).
+    package init(host: AppExtensionHost, runtime: PlugindRuntime = .current) {
+        (engine, token) = DiscoveryEngine.subscribe(host: host, registry: runtime.discoveryEngines, Self.forward(to: callback))
     }
 
     /// A subscription to an engine of its own, whose watcher comes from `makeWatcher` (tests make

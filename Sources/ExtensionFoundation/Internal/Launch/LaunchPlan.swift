@@ -27,39 +27,7 @@ package struct SealedSource: Sendable, Hashable {
 /// Everything needed to start one worker for one plugin, derived from its catalog entry, its
 /// approval, the host's caps and the extension point: what the worker loads, the view it gets,
 /// the files it gets as sealed copies and the limits it runs under.
-/// Plans already made, by what they depend on: making one (the dependency walk, the view) would
-/// otherwise be on every launch's path. Bounded; a changed bundle, approval or host makes a new
-/// key.
-private enum LaunchPlans {
-    struct Key: Hashable {
-        var entry: CatalogEntry
-        var host: AppExtensionHost
-        var approval: Approval?
-        var requiresEnhancedSecurity: Bool
-    }
-
-    static let cache = Locked<[Key: LaunchPlan]>([:])
-    static let capacity = 64
-}
-
 package struct LaunchPlan: Sendable {
-    /// The plan for a launch of `entry`, made once per bundle, approval and host.
-    package static func cached(
-        entry: CatalogEntry, host: AppExtensionHost, approval: Approval?, requiresEnhancedSecurity: Bool
-    ) -> LaunchPlan {
-        let key = LaunchPlans.Key(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
-        if let known = LaunchPlans.cache.withLock({ $0[key] }) { return known }
-        let plan = LaunchPlan(entry: entry, host: host, approval: approval, requiresEnhancedSecurity: requiresEnhancedSecurity)
-        // A plan made while the host could not read what it needed (out of descriptors, say) is
-        // used once and made again next time, never kept as the plugin's lasting refusal.
-        guard plan.isSettled else { return plan }
-        LaunchPlans.cache.withLock { cache in
-            if cache.count >= LaunchPlans.capacity { cache.removeAll() }
-            cache[key] = plan
-        }
-        return plan
-    }
-
     let pluginIdentifier: String
     /// Whether this plan holds for as long as the files it was made from are unchanged (see
     /// `DependencyDirectories.directories(of:)`).

@@ -296,6 +296,16 @@ extension LaunchPool {
         if let primed = state.withLock({ $0.primed.take() }) { end(primed) }
     }
 
+    /// The pids of this pool's spares and its primed worker.
+    var spareProcessIdentifiers: [Int32] {
+        state.withLock { $0.spares.processIdentifiers + [$0.primed?.worker.process.processIdentifier].compactMap { $0 } }
+    }
+
+    /// The pids of this pool's launchers, idle and busy.
+    var launcherProcessIdentifiers: [Int32] {
+        state.withLock { [$0.idle?.process.processIdentifier].compactMap { $0 } + $0.busy.values.map(\.process.processIdentifier) }
+    }
+
     /// The pids of the spares the shared pool of `executable` holds: for tests that kill one.
     package static func spareProcessIdentifiers(executable: String) -> [Int32] {
         running(executable: executable, forks: .one)?.state.withLock { $0.spares.processIdentifiers } ?? []

@@ -135,23 +135,23 @@ package final class LaunchPool: EventLoopHandler {
     let mountTable: FileDescriptor?
     let state = Locked(State())
 
-    /// Running shared pools, by executable and how many children their launchers fork.
-    private static let pools = Locked<[String: LaunchPool]>([:])
-
-    static func runningPools() -> [LaunchPool] {
-        pools.withLock { Array($0.values) }
+    /// The pools `runtime` shares, by executable and how many children their launchers fork.
+    static func runningPools(in runtime: PlugindRuntime = .current) -> [LaunchPool] {
+        runtime.launchPools.withLock { Array($0.values) }
     }
 
     private static func key(_ executable: String, _ forks: Forks) -> String { "\(forks) \(executable)" }
 
-    /// The running shared pool for `executable`, if there is one.
-    static func running(executable: String, forks: Forks) -> LaunchPool? {
-        pools.withLock { $0[key(executable, forks)] }.flatMap { $0.isStopped ? nil : $0 }
+    /// The running shared pool for `executable` in `runtime`, if there is one.
+    static func running(executable: String, forks: Forks, in runtime: PlugindRuntime = .current) -> LaunchPool? {
+        runtime.launchPools.withLock { $0[key(executable, forks)] }.flatMap { $0.isStopped ? nil : $0 }
     }
 
-    /// The running shared pool for `executable`, started if there is none (or it stopped).
-    static func shared(executable: String, forks: Forks, loop: WorkerEventLoop) async throws -> LaunchPool {
+    /// The running shared pool for `executable` in `runtime`, started if there is none (or it
+    /// stopped).
+    static func shared(executable: String, forks: Forks, loop: WorkerEventLoop, in runtime: PlugindRuntime) async throws -> LaunchPool {
         let key = key(executable, forks)
+        let pools = runtime.launchPools
         if let running = pools.withLock({ $0[key] }), !running.isStopped { return running }
         let started = try await startPrivate(executable: executable, forks: forks, loop: loop)
         return pools.withLock { pools in
@@ -269,18 +269,18 @@ package final class LaunchPool: EventLoopHandler {
 
     // MARK: Settling and stopping
 
-    /// Returns once every running pool holds its full count of spares and nothing is on its way
-    /// (or it has stopped), so that the descriptors and children this process holds are stable.
-    /// For tests and benchmarks.
-    /// How long the recent launchers of every running pool took to get ready, from spawn to
-    /// readiness: what a load on the machine slows down first (the fault tests pace their
-    /// launcher kills by it).
+    /// How long the recent launchers of every running pool of the current runtime took to get
+    /// ready, from spawn to readiness: what a load on the machine slows down first (the fault
+    /// tests pace their launcher kills by it).
     package static func recentLauncherStartTimes() -> [Duration] {
         runningPools().flatMap { pool in pool.state.withLock { $0.startTimes } }
     }
 
     static let keptStartTimes = 8
 
+    /// Returns once every running pool of the current runtime holds its full count of spares and
+    /// nothing is on its way (or it has stopped), so that the descriptors and children this
+    /// process holds are stable. For tests and benchmarks.
     package static func settleAll() async {
         for pool in runningPools() { await pool.settled() }
     }

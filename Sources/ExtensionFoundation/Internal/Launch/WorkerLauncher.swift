@@ -18,7 +18,8 @@ enum WorkerLauncher {
         let fallbackCause: String?
     }
 
-    static func launch(_ plan: LaunchPlan) async throws -> Launched {
+    /// Launches `plan` with the launch pools of `runtime`.
+    static func launch(_ plan: LaunchPlan, in runtime: PlugindRuntime) async throws -> Launched {
         // The launch's deadline: no try starts after it.
         let deadline = ContinuousClock.now + plan.launchTimeout
         let executable: String
@@ -39,7 +40,7 @@ enum WorkerLauncher {
         } catch {
             throw AppExtensionError(.spawnFailed, plugin: plan.pluginIdentifier, "cannot start the event loop: \(error)", underlying: error)
         }
-        let pool = plan.launchStrategy.forks.flatMap { LaunchPool.running(executable: executable, forks: $0) }
+        let pool = plan.launchStrategy.forks.flatMap { LaunchPool.running(executable: executable, forks: $0, in: runtime) }
         // A worker confined for this very plan waits already (see `PrimedWorker`): this launch,
         // whose policy check has passed, is its go.
         if let pool, let primed = pool.takePrimed(for: plan), let launched = try await launch(plan, primed: primed, pool: pool) {
@@ -58,7 +59,7 @@ enum WorkerLauncher {
         // the pipes and the shared memory below are made.
         let reservation = plan.load.confinement.permitsSpare ? pool?.reserveSpare() : nil
         defer { reservation?.release() }
-        var attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop)
+        var attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop, runtime: runtime)
         var retries = LaunchRetries(deadline: deadline)
         // Why the first try failed, when a later one started the worker (`plugind run` says it).
         var fallbackCause: String?
@@ -91,7 +92,9 @@ enum WorkerLauncher {
                 // try makes another. Any other try leaves the group to the next, and the next try
                 // makes new pipes: a launcher that died mid-request may have forked a worker
                 // holding the old ones.
-                if kind == .workerKilled { attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop) }
+                if kind == .workerKilled {
+                    attempt = try Attempt(plan: plan, executable: executable, sealed: sealed, loop: loop, runtime: runtime)
+                }
                 path = next
             case .giveUp:
                 // A worker that was started and failed: its own error, never retried (it may be the
@@ -136,12 +139,14 @@ enum WorkerLauncher {
         /// attempt.
         let cgroup: WorkerCgroup?
         let loop: WorkerEventLoop
+        let runtime: PlugindRuntime
 
-        init(plan: LaunchPlan, executable: String, sealed: [FileDescriptor], loop: WorkerEventLoop) throws {
+        init(plan: LaunchPlan, executable: String, sealed: [FileDescriptor], loop: WorkerEventLoop, runtime: PlugindRuntime) throws {
             self.plan = plan
             self.executable = executable
             self.sealed = sealed
             self.loop = loop
+            self.runtime = runtime
             guard plan.load.confinement.allowsProcesses, let cgroups = WorkerCgroups.available(delegated: plan.cgroupDirectory) else {
                 cgroup = nil
                 return
@@ -221,7 +226,7 @@ enum WorkerLauncher {
             #else
                 switch choice {
                 case .shared(let forks):
-                    let pool = try await LaunchPool.shared(executable: executable, forks: forks, loop: loop)
+                    let pool = try await LaunchPool.shared(executable: executable, forks: forks, loop: loop, in: runtime)
                     let started = try await pool.start(descriptors: descriptors, options: options, cgroup: cgroup, reservation: reservation)
                     return (started, pool)
                 case .own:

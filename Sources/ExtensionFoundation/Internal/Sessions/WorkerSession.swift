@@ -17,6 +17,8 @@ final class WorkerSession: Sendable {
     let host: AppExtensionHost
     /// Where the session is registered for sharing; nil for a dedicated worker.
     let key: Key?
+    /// The runtime that launched it, which it leaves when it ends.
+    let runtime: PlugindRuntime
 
     /// Identifies the worker a new handle may attach to: the same host configuration, the same
     /// bundle (the same files, by identity) under the same approval.
@@ -36,7 +38,10 @@ final class WorkerSession: Sendable {
 
     private let claims = Locked(Claims())
 
-    init(_ launched: WorkerLauncher.Launched, plan: LaunchPlan, entry: CatalogEntry, host: AppExtensionHost, key: Key?) {
+    init(
+        _ launched: WorkerLauncher.Launched, plan: LaunchPlan, entry: CatalogEntry, host: AppExtensionHost, key: Key?,
+        runtime: PlugindRuntime
+    ) {
         self.channel = launched.channel
         self.ready = launched.ready
         self.launchFallbackCause = launched.fallbackCause
@@ -44,6 +49,7 @@ final class WorkerSession: Sendable {
         self.entry = entry
         self.host = host
         self.key = key
+        self.runtime = runtime
         launched.channel.setInterruptionHandler { [weak self] in self?.interrupted() }
     }
 
@@ -68,7 +74,7 @@ final class WorkerSession: Sendable {
             return true
         }
         if last {
-            WorkerSessions.forget(self)
+            runtime.forget(self)
             channel.invalidate(grace: plan.shutdownGracePeriod)
         }
         return last
@@ -85,7 +91,7 @@ final class WorkerSession: Sendable {
             defer { claims.handlers.removeAll() }
             return claims.handlers.keys.sorted().compactMap { claims.handlers[$0] }
         }
-        WorkerSessions.forget(self)
+        runtime.forget(self)
         for handler in handlers { handler() }
     }
 }

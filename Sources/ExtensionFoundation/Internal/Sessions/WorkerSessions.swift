@@ -1,8 +1,9 @@
 import PlugindSystem
 
-/// The shared workers of this host process, by what they run. A launch for a key another launch
-/// is already making waits for that one instead of starting a second worker.
-enum WorkerSessions {
+/// The workers of a runtime (`PlugindRuntime.sessions`): the shared ones by what they run, and
+/// every running one for the policy checks. A launch for a key another launch is already making
+/// waits for that one instead of starting a second worker.
+final class WorkerSessions: Sendable {
     private final class WeakSession: Sendable {
         weak let session: WorkerSession?
         init(_ session: WorkerSession) { self.session = session }
@@ -16,17 +17,16 @@ enum WorkerSessions {
         var tracked: [ObjectIdentifier: WeakSession] = [:]
     }
 
-    /// Follows a new session (shared or dedicated) until it ends.
-    static func track(_ session: WorkerSession) {
-        registry.withLock { $0.tracked[ObjectIdentifier(session)] = WeakSession(session) }
-        PolicyEnforcement.started(session)
-    }
+    private let registry = Locked(Registry())
 
-    private static let registry = Locked(Registry())
+    /// Follows a new session (shared or dedicated) until it ends.
+    func track(_ session: WorkerSession) {
+        registry.withLock { $0.tracked[ObjectIdentifier(session)] = WeakSession(session) }
+    }
 
     /// The running session for `key`, or the one `launch` makes (once, however many callers ask
     /// at the same time: the first launches, in its own task, the others wait for it).
-    static func session(
+    func session(
         for key: WorkerSession.Key,
         launch: () async throws -> WorkerSession
     ) async throws -> WorkerSession {
@@ -77,22 +77,27 @@ enum WorkerSessions {
     }
 
     /// Every session of `host` that is still running.
-    static func running(host: AppExtensionHost) -> [WorkerSession] {
+    func running(host: AppExtensionHost) -> [WorkerSession] {
+        all().filter { $0.host == host }
+    }
+
+    /// Every session that is still running.
+    func all() -> [WorkerSession] {
         registry.withLock { registry in
             registry.tracked = registry.tracked.filter { $0.value.session != nil }
-            return registry.tracked.values.compactMap(\.session).filter { $0.host == host && $0.isUsable }
+            return registry.tracked.values.compactMap(\.session).filter(\.isUsable)
         }
     }
 
-    /// A session that ended, or whose last claim was released: no handle attaches to it any more.
-    static func forget(_ session: WorkerSession) {
-        let wasTracked = registry.withLock { registry -> Bool in
+    /// A session that ended, or whose last claim was released: no handle attaches to it any
+    /// more. True when it was tracked until now.
+    func forget(_ session: WorkerSession) -> Bool {
+        registry.withLock { registry -> Bool in
             let wasTracked = registry.tracked.removeValue(forKey: ObjectIdentifier(session)) != nil
             if let key = session.key, registry.sessions[key]?.session === session || registry.sessions[key]?.session == nil {
                 registry.sessions[key] = nil
             }
             return wasTracked
         }
-        if wasTracked { PolicyEnforcement.ended(session) }
     }
 }
