@@ -344,14 +344,20 @@ run 300 dpkg -i "$deb" "$lib" "$dev" >/dev/null
 [ -f /usr/lib/plugind/plugins/org.example.upper/manifest.json ] || fail "reinstalling plugind removed a packaged plugin"
 [ "$(as_user plugind run org.example.upper kept)" = "KEPT" ] || fail "the administrator's trust did not survive reinstalling plugind"
 
-step "removal keeps the administrator's files; purge removes only what the packages made"
+step "removal keeps the administrator's files; purge removes what plugind wrote there, not what the administrator did"
 run 120 dpkg -r plugind-plugin-org.example.upper >/dev/null
 [ -e /usr/lib/plugind/plugins/org.example.upper ] && fail "removing the plugin package left its bundle"
+[ -f /etc/plugind/policy.json ] || fail "the administrator's policy.json is missing before removal"
+touch /etc/plugind/policy.json.Xy12Zq # what an interrupted write of the policy leaves
 run 120 dpkg -r plugind-dev libplugind0 plugind >/dev/null
 [ -f /etc/plugind/rules.json ] || fail "removing plugind deleted /etc/plugind/rules.json"
+[ -f /etc/plugind/policy.json ] || fail "removing plugind deleted the administrator's policy.json"
+# Purged after a removal, when dpkg knows the package only by its configuration files.
 run 120 dpkg -P plugind-dev libplugind0 plugind >/dev/null
-[ -f /etc/plugind/rules.json ] || fail "purging plugind deleted the administrator's rules.json"
-[ -f /etc/plugind/policy.json ] || fail "purging plugind deleted the administrator's policy.json"
+for made in policy.json policy.json.lock policy.json.Xy12Zq; do
+    [ -e "/etc/plugind/$made" ] && fail "purging plugind left /etc/plugind/$made"
+done
+[ -f /etc/plugind/rules.json ] || fail "purging plugind deleted the administrator's own rules.json"
 remove_administrator_files
 rmdir /etc/plugind
 while IFS= read -r path; do
