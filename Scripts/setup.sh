@@ -9,8 +9,9 @@
 #   pkg-config      (SwiftPM finds the libraries through it)
 #   dpkg-dev        ('plugind pack --format deb' asks its dpkg-shlibdeps for a plugin's Depends)
 #   python3-pytest  (the Python package's tests, and Debian's python3 that runs them)
-#   python3-pip, python3-setuptools, python3-wheel
-#                   (the tests install the Python package with pip, offline)
+#   python3-pip, python3-setuptools, python3-wheel, python3-venv
+#                   (the tests install the Python package with pip, offline, in a virtual
+#                   environment too)
 #   valgrind        (the packaging test runs the C host on the installed libplugind under it)
 #   libasan8        (GCC's AddressSanitizer: the C host tests run under it, leak check included)
 #   libsqlite3-0    (a system library the tests call by soname, beside zlib1g, libssl3's
@@ -31,7 +32,7 @@
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel valgrind libasan8 libsqlite3-0 libglib2.0-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go "$@"; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel python3-venv valgrind libasan8 libsqlite3-0 libglib2.0-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

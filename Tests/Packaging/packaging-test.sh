@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The Debian packages from build to removal, on this machine (Scripts/test.sh runs it as root):
-# builds plugind, libplugind0 and plugind-dev (Scripts/package.sh), checks their file lists and
+# builds plugind, libplugind0, plugind-dev and python3-plugind (Scripts/package.sh), checks their file lists and
 # lintian's verdict, installs them with dpkg, and then, with no plugind variables set: runs the CLI as root
 # and as an ordinary user, reads 'man plugind', completes 'plugind ap<TAB>' in bash, builds a C
 # plugin with pkg-config in a directory outside the tree, packs it with 'plugind pack --format
-# deb' and installs that, runs a C host built with 'pkg-config plugind' and the Python package on the
-# installed libplugind, builds the README's host snippet as a package of its own outside the
+# deb' and installs that, runs a C host built with 'pkg-config plugind' and, from python3-plugind alone,
+# a Python host, builds the README's host snippet as a package of its own outside the
 # tree and runs it as the user; checks that removing and purging keep the administrator's files
 # and leave nothing of the packages behind; and installs into a prefix with Scripts/install.sh
 # and removes exactly that. Skipped (with a message) when not root, or when plugind is already
@@ -30,7 +30,7 @@ chmod 0755 "$work"
 # What this test puts in /etc/plugind as the administrator would (the packages never do).
 remove_administrator_files() { rm -f /etc/plugind/policy.json /etc/plugind/policy.json.lock /etc/plugind/rules.json; }
 cleanup() {
-    dpkg -P plugind-plugin-org.example.upper plugind-dev libplugind0 plugind >/dev/null 2>&1 || true
+    dpkg -P plugind-plugin-org.example.upper python3-plugind plugind-dev libplugind0 plugind >/dev/null 2>&1 || true
     remove_administrator_files
     rmdir /etc/plugind 2>/dev/null || true
     rm -rf "$work"
@@ -64,6 +64,7 @@ run 1500 Scripts/package.sh >/dev/null
 deb=$(ls .build/packages/plugind_*_"$(dpkg --print-architecture)".deb)
 dev=$(ls .build/packages/plugind-dev_*_"$(dpkg --print-architecture)".deb)
 lib=$(ls .build/packages/libplugind0_*_"$(dpkg --print-architecture)".deb)
+python_deb=$(ls .build/packages/python3-plugind_*_all.deb)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 version=$(dpkg-deb -f "$deb" Version)
 
@@ -96,16 +97,22 @@ dpkg-deb -c "$dev" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/ex
 printf '%s\n' "./usr/lib/$multiarch/libplugind.so.$version" "./usr/lib/$multiarch/libplugind.so.0" \
     ./usr/share/doc/libplugind0/changelog.gz ./usr/share/doc/libplugind0/copyright | sort > "$work/expected-lib"
 dpkg-deb -c "$lib" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-lib" - || fail "the files of $lib differ"
+for file in __init__.py _errors.py _native.py py.typed; do echo "./usr/lib/python3/dist-packages/plugind/$file"; done \
+    | cat - <(printf '%s\n' ./usr/share/doc/python3-plugind/changelog.gz ./usr/share/doc/python3-plugind/copyright) | sort > "$work/expected-python"
+dpkg-deb -c "$python_deb" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-python" - || fail "the files of $python_deb differ"
+python_depends=$(dpkg-deb -f "$python_deb" Depends)
+[[ $python_depends == *"libplugind0 (>= $version)"* && $python_depends == *python3* ]] \
+    || fail "python3-plugind's Depends lacks libplugind0 or python3: $python_depends"
 depends=$(dpkg-deb -f "$deb" Depends)
 [[ $depends == *libseccomp2* ]] || fail "Depends lacks libseccomp2: $depends"
 [[ $depends == *swift* ]] && fail "Depends names a Swift runtime: the runtime must be linked statically"
 
 step "lintian"
-run 600 lintian --fail-on error "$deb" "$dev" "$lib" >/dev/null
+run 600 lintian --fail-on error "$deb" "$dev" "$lib" "$python_deb" >/dev/null
 
 step "dpkg -i"
-run 300 dpkg -i "$deb" "$lib" "$dev" >/dev/null
-dpkg -L plugind libplugind0 plugind-dev | grep -v '^/\.$' | sort -u > "$work/installed"
+run 300 dpkg -i "$deb" "$lib" "$dev" "$python_deb" >/dev/null
+dpkg -L plugind libplugind0 plugind-dev python3-plugind | grep -v '^/\.$' | sort -u > "$work/installed"
 [ -x /usr/libexec/plugind/plugind-worker ] || fail "no worker in /usr/libexec/plugind"
 libraries=$(ldd /usr/bin/plugind /usr/libexec/plugind/plugind-worker "/usr/lib/$multiarch/libplugind.so.0")
 [[ $libraries == *swift* ]] && fail "the installed binaries load a Swift library: $libraries"
@@ -311,9 +318,20 @@ elif [ "$status" -ne 0 ]; then
     fail "AddressSanitizer reports errors or leaks in: host_test send (attempt $attempt): $(grep -v -e 'root region' -e 'failed to intercept' -e '^==[0-9]*==T[0-9]' "$work/asan.log")"
 fi
 [[ $sanitized == "reply HELLO"* ]] || fail "the sanitized C host's send printed '$sanitized'"
-python=$(as_user env PYTHONPATH="$checkout/Bindings/Python/src" PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c \
-    'import plugind; m = plugind.Monitor("local.texthost.text-filters"); p = plugind.Process(m.identities[0]); print(p.connect().send(b"py").decode()); p.close()')
-[ "$python" = "PY" ] || fail "the Python package on the installed libplugind printed '$python'"
+# python3-plugind alone: no PYTHONPATH, no pip, no source tree, as an ordinary user.
+python=$(as_user env PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c \
+    'import plugind; m = plugind.Monitor("local.texthost.text-filters"); p = plugind.Process(m.identities[0]); print(plugind.__file__, p.connect().send(b"py").decode()); p.close()')
+[ "$python" = "/usr/lib/python3/dist-packages/plugind/__init__.py PY" ] || fail "python3-plugind on the installed libplugind printed '$python'"
+# The pip path in a virtual environment, as the Python README says Debian 12 needs it: offline,
+# from a copy of the package's source the user owns (setuptools writes beside the sources).
+cp -r Bindings/Python "$home/python-source"
+chown -R "$user" "$home/python-source"
+as_user /usr/bin/python3 -m venv --system-site-packages "$home/venv" >/dev/null
+as_user "$home/venv/bin/pip" install --no-build-isolation --no-index "$home/python-source" >/dev/null
+venv_python=$(as_user env PYTHONDONTWRITEBYTECODE=1 "$home/venv/bin/python" -c \
+    'import plugind; p = plugind.Process(plugind.Monitor("local.texthost.text-filters").identities[0]); print(plugind.__file__, p.connect().send(b"venv").decode()); p.close()')
+[[ $venv_python == "$home/venv/lib/python3"*"/site-packages/plugind/__init__.py VENV" ]] \
+    || fail "the package pip installed in a virtual environment printed '$venv_python'"
 
 step "the README's host snippet, a package of its own outside the tree"
 host=$work/texthost
@@ -339,7 +357,7 @@ output=$(as_user "$host/.build/debug/texthost")
 
 step "installing over the installed version keeps policy, approvals and plugins"
 echo '{"formatVersion": 1, "rules": []}' > /etc/plugind/rules.json
-run 300 dpkg -i "$deb" "$lib" "$dev" >/dev/null
+run 300 dpkg -i "$deb" "$lib" "$dev" "$python_deb" >/dev/null
 [ -f /etc/plugind/rules.json ] || fail "reinstalling plugind deleted /etc/plugind/rules.json"
 [ -f /usr/lib/plugind/plugins/org.example.upper/manifest.json ] || fail "reinstalling plugind removed a packaged plugin"
 [ "$(as_user plugind run org.example.upper kept)" = "KEPT" ] || fail "the administrator's trust did not survive reinstalling plugind"
@@ -349,11 +367,11 @@ run 120 dpkg -r plugind-plugin-org.example.upper >/dev/null
 [ -e /usr/lib/plugind/plugins/org.example.upper ] && fail "removing the plugin package left its bundle"
 [ -f /etc/plugind/policy.json ] || fail "the administrator's policy.json is missing before removal"
 touch /etc/plugind/policy.json.Xy12Zq # what an interrupted write of the policy leaves
-run 120 dpkg -r plugind-dev libplugind0 plugind >/dev/null
+run 120 dpkg -r python3-plugind plugind-dev libplugind0 plugind >/dev/null
 [ -f /etc/plugind/rules.json ] || fail "removing plugind deleted /etc/plugind/rules.json"
 [ -f /etc/plugind/policy.json ] || fail "removing plugind deleted the administrator's policy.json"
 # Purged after a removal, when dpkg knows the package only by its configuration files.
-run 120 dpkg -P plugind-dev libplugind0 plugind >/dev/null
+run 120 dpkg -P python3-plugind plugind-dev libplugind0 plugind >/dev/null
 for made in policy.json policy.json.lock policy.json.Xy12Zq; do
     [ -e "/etc/plugind/$made" ] && fail "purging plugind left /etc/plugind/$made"
 done
