@@ -150,68 +150,8 @@ struct MonitorTests {
     }
 }
 
-@Suite("Monitor engine", .tags(.unit), .serialized, .timeLimit(.minutes(3)))
-struct MonitorEngineTests {
-    @Test("a manifest written into a directory that appeared empty is still noticed")
-    func bundleCopiedInPieces() async throws {
-        let test = try TestHost(identifier: "org.plugind.tests")
-        defer { test.remove() }
-        let engine = MonitorEngine(host: test.host)
-        defer { engine.stop() }
-        let (inventories, continuation) = AsyncStream.makeStream(of: Inventory.self)
-        engine.onInventory = { continuation.yield($0) }
-        try await engine.refreshNow()
-        // The bundle's directory first, empty, as `cp -r` or an unpacking installer makes it.
-        let identifier = PluginFixture(library: "Echo").identifier
-        let root = test.bundledRoot
-        let bundle = root + "/\(identifier).appex"
-        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: false)
-        let identifiers = try await Deadline.wait("the monitor to follow the bundle") {
-            var filled = false
-            for await inventory in inventories {
-                if !filled && engine.watchedPaths.contains(bundle) {
-                    // Only now its contents: no event on the root announces them.
-                    try PluginFixture(library: "Echo").install(in: root)
-                    filled = true
-                }
-                if filled && !inventory.items.isEmpty { return inventory.items.map(\.entry.identifier) }
-            }
-            return []
-        }
-        #expect(identifiers == [identifier])
-    }
-}
-
 final class UpdateCounter: Sendable {
     private let counted = Locked(0)
     func record(_ state: AppExtensionPoint.Monitor.State) { counted.withLock { $0 += 1 } }
     var count: Int { counted.withLock { $0 } }
-}
-
-@Suite("Directory watcher: plugind's own writes are no change", .tags(.unit))
-struct DirectoryWatcherIgnoreTests {
-    /// One inotify event record: watch descriptor, mask, cookie, name length, the name padded.
-    func event(watch: Int32, name: String) -> [UInt8] {
-        var nameBytes = Array(name.utf8) + [0]
-        while nameBytes.count % 16 != 0 { nameBytes.append(0) }
-        var record: [UInt8] = []
-        withUnsafeBytes(of: watch.littleEndian) { record += $0 }
-        withUnsafeBytes(of: UInt32(0x100).littleEndian) { record += $0 }
-        withUnsafeBytes(of: UInt32(0).littleEndian) { record += $0 }
-        withUnsafeBytes(of: UInt32(nameBytes.count).littleEndian) { record += $0 }
-        return record + nameBytes
-    }
-
-    @Test("events for the catalog cache and its temporary files in the state directory are ignored; any other event is not")
-    func ignores() {
-        let directories: [Int32: String] = [1: "/state", 2: "/plugins"]
-        let ignored = [(directory: "/state", namePrefix: "catalog.cache")]
-        let own = event(watch: 1, name: "catalog.cache.Ab12Cd") + event(watch: 1, name: "catalog.cache")
-        #expect(DirectoryWatcher.onlyIgnored(own[...], directories: directories, ignored: ignored))
-        #expect(
-            !DirectoryWatcher.onlyIgnored((own + event(watch: 1, name: "crashes.json"))[...], directories: directories, ignored: ignored))
-        #expect(!DirectoryWatcher.onlyIgnored(event(watch: 2, name: "catalog.cache")[...], directories: directories, ignored: ignored))
-        // An event on the directory itself names no file: a change.
-        #expect(!DirectoryWatcher.onlyIgnored(event(watch: 1, name: "")[...], directories: directories, ignored: ignored))
-    }
 }
