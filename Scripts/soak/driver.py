@@ -451,9 +451,9 @@ class Soak:
             self.violation("plugind quarantine list --json failed (%d): %s" % (status, stderr.strip()))
             return
         try:
-            entries = json.loads(output)
-        except ValueError as error:
-            self.violation("plugind quarantine list --json printed no JSON (%s): %s" % (error, output[:200]))
+            entries = json.loads(output)["plugins"]
+        except (ValueError, KeyError, TypeError) as error:
+            self.violation("plugind quarantine list --json printed no document with plugins (%s): %s" % (error, output[:200]))
             return
         self.crash_log = {}
         for entry in entries:

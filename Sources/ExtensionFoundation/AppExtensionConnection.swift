@@ -115,39 +115,64 @@ public final class AppExtensionConnection: Sendable {
         return try JSONDecoder().decode(Response.self, from: Data(response))
     }
 
-    /// Calls a function the plugin's manifest declares, with arguments of the declared types.
+    /// Calls a function the plugin's manifest declares, with arguments of the declared types,
+    /// and returns the function's value (`callWithOutputs` also returns its out values and errno).
     ///
     /// - Throws: `AppExtensionError`: `unknownFunction`; `invalidArguments` for a wrong count or
     ///   type (checked before anything is sent); `workerCrashed` when the function crashes; the
-    ///   same errors as `send` otherwise.
+    ///   same errors as `callWithOutputs` and `send` otherwise.
     public func call(_ function: String, arguments: [FunctionValue] = [], timeout: Duration? = nil) async throws -> FunctionValue {
+        try await callWithOutputs(function, arguments: arguments, timeout: timeout).value
+    }
+
+    /// Calls a function the plugin's manifest declares and returns its value, the values its
+    /// `out` and `inout` arguments were left with (by argument name), and `errno` where the
+    /// declaration asks for it.
+    ///
+    /// `arguments` are the declaration's inputs in order (`FunctionSignature.inputs`): every
+    /// argument but `NULL`, `out` pointers and `out` buffers, and the counts of `in` buffers
+    /// (their lengths). An `inout` pointer takes the value it points to on entry; an `in` or
+    /// `inout` buffer takes `.bytes`; a length argument (`"count": "*len"`) takes the capacity.
+    ///
+    /// Nothing the library returns is trusted: a length beyond the capacity given, or outputs
+    /// that are not what the declaration says, fail the call with `protocolViolation`, naming the
+    /// function and the argument, and stop the worker (its memory may be damaged); the host reads
+    /// nothing past a capacity.
+    ///
+    /// - Throws: `AppExtensionError`: `unknownFunction`; `invalidArguments` for a wrong count or
+    ///   type, a buffer whose length does not fit its count, or out buffers larger than the
+    ///   message limit (all checked before anything is sent); `protocolViolation` as above;
+    ///   `workerCrashed` when the function crashes; the same errors as `send` otherwise.
+    public func callWithOutputs(
+        _ function: String, arguments: [FunctionValue] = [], timeout: Duration? = nil
+    ) async throws -> FunctionResult {
         let functions = process.functions
         guard let index = functions.firstIndex(where: { $0.name == function }) else {
             let known = functions.isEmpty ? "it declares none" : "it declares " + functions.map(\.name).joined(separator: ", ")
             throw AppExtensionError(.unknownFunction, plugin: pluginIdentifier, "has no function '\(function)' in its manifest (\(known))")
         }
         let signature = functions[index]
-        guard arguments.count == signature.arguments.count else {
+        let bound: FunctionArguments
+        do {
+            bound = try signature.bind(arguments)
+        } catch {
+            throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, error.message)
+        }
+        let limit = process.plan.load.limits.maxMessageBytes
+        guard UInt64(bound.outputCapacity) <= limit else {
             throw AppExtensionError(
-                .invalidArguments,
-                plugin: pluginIdentifier,
-                "\(signature) takes \(signature.arguments.count) argument(s), got \(arguments.count)"
-            )
+                .invalidArguments, plugin: pluginIdentifier,
+                "the out buffers of \(signature.name) would hold \(bound.outputCapacity) bytes, more than the message limit of \(limit)")
         }
-        for (position, (argument, declared)) in zip(arguments, signature.arguments).enumerated() where argument.type != declared {
-            throw AppExtensionError(
-                .invalidArguments,
-                plugin: pluginIdentifier,
-                "argument \(position + 1) of \(signature) must be \(declared), got \(argument.type)"
-            )
+        let reply = try await channel.call(function: UInt32(index), arguments: arguments, timeout: timeout ?? process.defaultRequestTimeout)
+        do {
+            return try signature.result(value: reply.value, outputs: reply.outputs, errorNumber: reply.errorNumber, arguments: bound)
+        } catch {
+            // The library wrote what its declaration rules out: its worker is not to be trusted.
+            let reason = "\(error.message); the worker was stopped"
+            channel.stop(.protocolViolation(reason))
+            throw AppExtensionError(.protocolViolation, plugin: pluginIdentifier, reason)
         }
-        for (position, argument) in arguments.enumerated() {
-            if case .string(let text) = argument, text.utf8.contains(0) {
-                throw AppExtensionError(
-                    .invalidArguments, plugin: pluginIdentifier, "argument \(position + 1) of \(signature) contains a NUL byte")
-            }
-        }
-        return try await channel.call(function: UInt32(index), arguments: arguments, timeout: timeout ?? process.defaultRequestTimeout)
     }
 
     /// Events, progress reports and log lines the plugin sends unprompted, from now until the

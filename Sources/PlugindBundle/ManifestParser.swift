@@ -39,7 +39,8 @@ package enum ManifestParser {
         return (1...maximumCapabilityLength).contains(bytes.count)
             && bytes.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
     }
-    static let functionKeys: Set<String> = ["name", "arguments", "returns"]
+    static let functionKeys: Set<String> = ["name", "arguments", "returns", "errno"]
+    static let argumentKeys: Set<String> = ["name", "type", "to", "direction", "element", "count"]
 
     /// Parses manifest bytes; `file` names the source in every message.
     package static func parse(_ data: Data, file: String) throws(ManifestError) -> Result {
@@ -110,8 +111,8 @@ package enum ManifestParser {
 }
 
 /// Walks one JSON object, turning type mismatches into `ManifestError`s with full key paths and
-/// collecting unknown keys as warnings.
-private struct ObjectReader {
+/// collecting unknown keys as warnings. (Function declarations: ManifestParser+Functions.swift.)
+struct ObjectReader {
     let file: String
     let path: String
     let members: [String: JSONValue]
@@ -328,54 +329,6 @@ private struct ObjectReader {
             translations[tag] = translation
         }
         return translations
-    }
-
-    private mutating func readFunctions() throws(ManifestError) -> [FunctionSignature] {
-        guard let value = members["functions"] else { return [] }
-        guard case .array(let elements) = value else {
-            throw error("functions", "must be an array of function declarations, found \(value.typeName)")
-        }
-        guard elements.count <= ManifestParser.maximumListCount else {
-            throw error("functions", "declares \(elements.count) functions; at most \(ManifestParser.maximumListCount) are allowed")
-        }
-        var functions: [FunctionSignature] = []
-        var seen: Set<String> = []
-        for (index, element) in elements.enumerated() {
-            var entry = ObjectReader(file: file, path: keyPath("functions[\(index)]"), value: element)
-            try entry.requireObject()
-            entry.warnUnknownKeys(ManifestParser.functionKeys)
-            warnings += entry.warnings
-            let name = try entry.requiredString("name")
-            guard ManifestParser.isCIdentifier(name) else {
-                throw entry.error("name", "must be a C identifier, found '\(name)'")
-            }
-            guard seen.insert(name).inserted else { throw entry.error("name", "declares '\(name)' a second time") }
-            guard let argumentNames = try entry.stringArray("arguments") else {
-                throw entry.error("arguments", "is missing (an array of type names, possibly empty)")
-            }
-            var arguments: [FunctionValueType] = []
-            for (position, typeName) in argumentNames.enumerated() {
-                let key = "arguments[\(position)]"
-                guard let type = FunctionValueType(rawValue: typeName) else {
-                    throw entry.error(key, "names unknown type '\(typeName)' (\(Self.typeList))")
-                }
-                guard type.isValidArgument else { throw entry.error(key, "cannot be void") }
-                arguments.append(type)
-            }
-            let returnName = try entry.requiredString("returns")
-            guard let returns = FunctionValueType(rawValue: returnName) else {
-                throw entry.error("returns", "names unknown type '\(returnName)' (\(Self.typeList))")
-            }
-            guard returns.isValidReturn else {
-                throw entry.error("returns", "cannot be bytes (a C function cannot return a length)")
-            }
-            functions.append(FunctionSignature(name: name, arguments: arguments, returns: returns))
-        }
-        return functions
-    }
-
-    private static var typeList: String {
-        "one of " + FunctionValueType.allCases.map(\.rawValue).joined(separator: ", ")
     }
 
     private mutating func readLimits() throws(ManifestError) -> Manifest.Limits {

@@ -1,5 +1,6 @@
 public import CPlugindHostAPI
 import ExtensionFoundation
+import Glibc
 
 /// `plugind_value` ↔ `FunctionValue`. A C value carries its own tag, but callers in other
 /// languages know numbers, not C widths (Python's int, a C `long`): an argument is taken as the
@@ -107,44 +108,38 @@ enum TypedValue {
     }
 }
 
-@_cdecl("plugind_process_call")
-public func plugindProcessCall(
+/// A call's arguments from C: the process, the function and the values converted to the
+/// declared types; or the error to report.
+private func preparedCall(
     _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
-    _ timeout: UInt32, _ result: UnsafeMutablePointer<plugind_value>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
-) -> CInt {
+    hasResult: Bool
+) -> Result<(process: HostProcess, function: String, values: [FunctionValue]), HostError> {
     guard let process = HandleRegistry.shared.object(process, as: HostProcess.self) else {
-        HostError.invalidArgument("not a plugind process (NULL, or already released)").report(to: error)
-        return -1
+        return .failure(.invalidArgument("not a plugind process (NULL, or already released)"))
     }
-    guard let function = text(name), let result else {
-        HostError.invalidArgument("the function's name and the result must not be NULL").report(to: error)
-        return -1
+    guard let function = text(name), hasResult else {
+        return .failure(.invalidArgument("the function's name and the result must not be NULL"))
     }
     guard count == 0 || arguments != nil else {
-        HostError.invalidArgument("arguments is NULL with a count of \(count)").report(to: error)
-        return -1
+        return .failure(.invalidArgument("arguments is NULL with a count of \(count)"))
     }
     var given: [TypedValue.Given] = []
     for index in 0..<count {
         guard let arguments else { break }
         switch TypedValue.given(arguments[index], index: index) {
         case .success(let value): given.append(value)
-        case .failure(let failure):
-            failure.report(to: error)
-            return -1
+        case .failure(let failure): return .failure(failure)
         }
     }
-    // Converted to the declared types; an unknown function or a wrong count is left to the host
-    // API, whose errors name them.
+    // Converted to the declared types (the declaration's inputs); an unknown function or a
+    // wrong count is left to the host API, whose errors name them.
     var values: [FunctionValue] = []
     let declared = process.process.functions.first { $0.name == function }
     for (index, value) in given.enumerated() {
         guard let declared, declared.arguments.count == given.count else { break }
         switch TypedValue.convert(value, to: declared.arguments[index], index: index) {
         case .success(let converted): values.append(converted)
-        case .failure(let failure):
-            failure.report(to: error)
-            return -1
+        case .failure(let failure): return .failure(failure)
         }
     }
     if values.count != given.count {
@@ -159,16 +154,102 @@ public func plugindProcessCall(
             }
         }
     }
-    let arguments = values
+    return .success((process, function, values))
+}
+
+@_cdecl("plugind_process_call")
+public func plugindProcessCall(
+    _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
+    _ timeout: UInt32, _ result: UnsafeMutablePointer<plugind_value>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
+    let prepared: (process: HostProcess, function: String, values: [FunctionValue])
+    switch preparedCall(process, name, arguments, count, hasResult: result != nil) {
+    case .success(let call): prepared = call
+    case .failure(let failure):
+        failure.report(to: error)
+        return -1
+    }
     let called = BlockingCall.run {
-        try await process.connectionForCalls().call(function, arguments: arguments, timeout: requestTimeout(timeout))
+        try await prepared.process.connectionForCalls().call(
+            prepared.function, arguments: prepared.values, timeout: requestTimeout(timeout))
     }
     switch called {
     case .success(let value):
-        result.pointee = TypedValue.encode(value)
+        result?.pointee = TypedValue.encode(value)
         return 0
     case .failure(let failure):
         HostError(failure).report(to: error)
         return -1
+    }
+}
+
+@_cdecl("plugind_process_call_outputs")
+public func plugindProcessCallOutputs(
+    _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
+    _ timeout: UInt32, _ result: UnsafeMutablePointer<plugind_call_result>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
+    let prepared: (process: HostProcess, function: String, values: [FunctionValue])
+    switch preparedCall(process, name, arguments, count, hasResult: result != nil) {
+    case .success(let call): prepared = call
+    case .failure(let failure):
+        failure.report(to: error)
+        return -1
+    }
+    let called = BlockingCall.run {
+        try await prepared.process.connectionForCalls().callWithOutputs(
+            prepared.function, arguments: prepared.values, timeout: requestTimeout(timeout))
+    }
+    switch called {
+    case .success(let value):
+        result?.pointee = CallResultStorage.encode(value)
+        return 0
+    case .failure(let failure):
+        HostError(failure).report(to: error)
+        return -1
+    }
+}
+
+@_cdecl("plugind_call_result_free")
+public func plugindCallResultFree(_ result: UnsafeMutablePointer<plugind_call_result>?) {
+    guard let result else { return }
+    CallResultStorage.free(result.pointee)
+    result.pointee = plugind_call_result()
+}
+
+/// `plugind_call_result` ↔ `FunctionResult`: every string, byte buffer, name and the outputs
+/// array are `malloc` copies that `plugind_call_result_free` frees.
+enum CallResultStorage {
+    static func encode(_ result: FunctionResult) -> plugind_call_result {
+        var encoded = plugind_call_result()
+        encoded.value = TypedValue.encode(result.value)
+        if !result.outputs.isEmpty,
+            let outputs = calloc(result.outputs.count, MemoryLayout<plugind_output>.stride)?.assumingMemoryBound(to: plugind_output.self)
+        {
+            for (index, output) in result.outputs.enumerated() {
+                outputs[index].name = UnsafePointer(strdup(output.name))
+                outputs[index].value = TypedValue.encode(output.value)
+            }
+            encoded.outputs = outputs
+            encoded.output_count = result.outputs.count
+        }
+        encoded.has_errno = result.errorNumber == nil ? 0 : 1
+        encoded.error_number = result.errorNumber ?? 0
+        return encoded
+    }
+
+    static func free(_ result: plugind_call_result) {
+        freeValue(result.value)
+        if let outputs = result.outputs {
+            for index in 0..<result.output_count {
+                Glibc.free(UnsafeMutablePointer(mutating: outputs[index].name))
+                freeValue(outputs[index].value)
+            }
+            Glibc.free(outputs)
+        }
+    }
+
+    private static func freeValue(_ value: plugind_value) {
+        guard value.type == PLUGIND_TYPE_STRING || value.type == PLUGIND_TYPE_BYTES else { return }
+        Glibc.free(UnsafeMutablePointer(mutating: value.payload.data.bytes))
     }
 }

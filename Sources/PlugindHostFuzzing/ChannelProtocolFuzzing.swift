@@ -204,7 +204,7 @@ package enum ChannelProtocolFuzzing {
                 + worker([.stackReport(requestID: 1, StackReport(reason: .requested, modules: [], frames: []))]) + [4, 200],
             // A refused connection, a typed call answered, a cancel confirmed, invalidation.
             worker([ready]) + open + worker([.connectionRefused(1, reason: "busy")]) + [1, 0, 0, 0]
-                + worker([.callResult(id: 1, .int64(5))]) + [1, 0, 0, 0, 2, 1] + worker([.cancelled(id: 2)]) + [8],
+                + worker([.callResult(id: 1, FunctionCallReply(.int64(5)))]) + [1, 0, 0, 0, 2, 1] + worker([.cancelled(id: 2)]) + [8],
             // A response in shared memory, read back.
             worker([ready]) + open + worker([.connectionAccepted(1)]) + request
                 + worker([.sharedResponse(id: 1, SharedMemoryLocation(offset: 0, length: 4))]) + [7, 0, 1, 2, 3, 4, 5, 6, 7, 8],

@@ -15,6 +15,31 @@ public enum FunctionValueType: String, CaseIterable, Hashable, Sendable, CustomS
 
     /// Whether the type may be returned (`bytes` may not: a C function cannot return a length).
     public var isValidReturn: Bool { self != .bytes }
+
+    /// Whether the type is one of the integers (not `bool`).
+    public var isInteger: Bool {
+        switch self {
+        case .int8, .uint8, .int16, .uint16, .int32, .uint32, .int64, .uint64: true
+        default: false
+        }
+    }
+
+    /// Whether a pointer may point to the type and a buffer may hold it: `bool`, an integer,
+    /// `float` or `double`.
+    public var isScalar: Bool {
+        isInteger || self == .bool || self == .float || self == .double
+    }
+
+    /// The size of one value in C, in bytes (a pointer's for `string` and `bytes`, 0 for `void`).
+    public var byteWidth: Int {
+        switch self {
+        case .void: 0
+        case .bool, .int8, .uint8: 1
+        case .int16, .uint16: 2
+        case .int32, .uint32, .float: 4
+        case .int64, .uint64, .double, .string, .bytes: 8
+        }
+    }
 }
 
 /// A value passed to or returned from a manifest-declared C function.
@@ -74,22 +99,382 @@ public enum FunctionValue: Hashable, Sendable, CustomStringConvertible {
         case .bytes(let value): value.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
         }
     }
+
+    /// An integer value as a count: nil for a negative number and for every other type.
+    public var asCount: UInt64? {
+        switch self {
+        case .int8(let value): UInt64(exactly: value)
+        case .uint8(let value): UInt64(value)
+        case .int16(let value): UInt64(exactly: value)
+        case .uint16(let value): UInt64(value)
+        case .int32(let value): UInt64(exactly: value)
+        case .uint32(let value): UInt64(value)
+        case .int64(let value): UInt64(exactly: value)
+        case .uint64(let value): value
+        default: nil
+        }
+    }
+
+    /// `count` as a value of the integer `type`, or nil when the type cannot hold it.
+    public static func integer(_ count: UInt64, as type: FunctionValueType) -> FunctionValue? {
+        switch type {
+        case .int8: Int8(exactly: count).map(FunctionValue.int8)
+        case .uint8: UInt8(exactly: count).map(FunctionValue.uint8)
+        case .int16: Int16(exactly: count).map(FunctionValue.int16)
+        case .uint16: UInt16(exactly: count).map(FunctionValue.uint16)
+        case .int32: Int32(exactly: count).map(FunctionValue.int32)
+        case .uint32: UInt32(exactly: count).map(FunctionValue.uint32)
+        case .int64: Int64(exactly: count).map(FunctionValue.int64)
+        case .uint64: .uint64(count)
+        default: nil
+        }
+    }
+
+    /// The zero of a scalar `type` (what an out pointer holds before the call); nil for the
+    /// types that are not scalars.
+    public static func zero(of type: FunctionValueType) -> FunctionValue? {
+        switch type {
+        case .bool: .bool(false)
+        case .float: .float(0)
+        case .double: .double(0)
+        default: integer(0, as: type)
+        }
+    }
+}
+
+/// Which way the data behind a pointer argument goes.
+public enum FunctionDirection: String, CaseIterable, Hashable, Sendable, CustomStringConvertible {
+    /// The function reads it: the caller passes the value.
+    case `in`
+    /// The function writes it: the call's result returns it.
+    case out
+    /// Both: the caller passes the value, the result returns what the function left there.
+    case `inout`
+
+    public var description: String { rawValue }
+
+    /// Whether the caller passes a value (`in`, `inout`).
+    public var isInput: Bool { self != .out }
+    /// Whether the result returns a value (`out`, `inout`).
+    public var isOutput: Bool { self != .in }
+}
+
+/// A buffer argument: one C pointer to `count` elements of a scalar type.
+public struct FunctionBuffer: Hashable, Sendable {
+    /// How many elements the buffer holds.
+    public enum Count: Hashable, Sendable {
+        /// Always this many.
+        case constant(UInt64)
+        /// As many as the integer argument at this index (0-based) says. When an `in` or `inout`
+        /// buffer names it, the caller does not pass that argument: it is the buffer's length.
+        case argument(Int)
+        /// As many as the integer an `inout` pointer argument at this index points to: on entry
+        /// the capacity the caller gives, on return the number the function used (never trusted
+        /// beyond the capacity).
+        case length(Int)
+    }
+
+    public var direction: FunctionDirection
+    /// The type of one element (`uint8` for a plain byte buffer).
+    public var element: FunctionValueType
+    public var count: Count
+
+    public init(direction: FunctionDirection, element: FunctionValueType = .uint8, count: Count) {
+        self.direction = direction
+        self.element = element
+        self.count = count
+    }
+}
+
+/// One C parameter of a declared function.
+public struct FunctionParameter: Hashable, Sendable {
+    /// What the parameter is in C.
+    public enum Kind: Hashable, Sendable {
+        /// A value the caller passes: a scalar, a string, or `bytes` (two C parameters).
+        case value(FunctionValueType)
+        /// A pointer to one scalar (`int *`): the caller passes the value for `in` and `inout`,
+        /// the result returns it for `out` and `inout`.
+        case pointer(FunctionValueType, FunctionDirection)
+        /// A pointer to a buffer of elements.
+        case buffer(FunctionBuffer)
+        /// `NULL`, always: the caller passes nothing.
+        case null
+    }
+
+    /// The name the manifest gives it (required for pointers and buffers); nil when unnamed.
+    public var name: String?
+    public var kind: Kind
+
+    public init(_ kind: Kind, name: String? = nil) {
+        self.kind = kind
+        self.name = name
+    }
+}
+
+/// Why a function declaration is refused: the function, the argument (when one is at fault) and
+/// the problem.
+public struct FunctionDeclarationError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var function: String
+    /// The 0-based index of the argument at fault, if one is.
+    public var parameter: Int?
+    /// The argument as messages name it: `'dest'`, or `argument 2` when it has no name.
+    public var argument: String?
+    public var problem: String
+
+    public init(function: String, parameter: Int?, argument: String?, problem: String) {
+        self.function = function
+        self.parameter = parameter
+        self.argument = argument
+        self.problem = problem
+    }
+
+    public var description: String {
+        if let argument { return "\(argument) of \(function) \(problem)" }
+        return "\(function) \(problem)"
+    }
+}
+
+/// Why a call's arguments do not fit the declaration; the message names the function and the
+/// argument. Found before anything reaches the library.
+public struct FunctionCallError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var message: String
+
+    public init(_ message: String) {
+        self.message = message
+    }
+
+    public var description: String { message }
+}
+
+/// Why a call's result cannot be trusted: the library (or its worker) returned what the
+/// declaration rules out, such as an out length beyond the capacity given.
+public struct FunctionResultError: Error, Hashable, Sendable, CustomStringConvertible {
+    public var function: String
+    /// The argument at fault (its name), if one is.
+    public var argument: String?
+    public var message: String
+
+    public init(function: String, argument: String?, message: String) {
+        self.function = function
+        self.argument = argument
+        self.message = message
+    }
+
+    public var description: String { message }
 }
 
 /// The C signature of a function a manifest declares.
 public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     public var name: String
-    public var arguments: [FunctionValueType]
+    /// One entry per C parameter (a `bytes` value stands for two).
+    public var parameters: [FunctionParameter]
     public var returns: FunctionValueType
+    /// Whether the result reports `errno` as the function left it (0 before the call).
+    public var reportsErrno: Bool
 
+    /// The most parameters a declaration may have.
+    public static let maximumParameters = 64
+    /// The largest buffer a declaration may size by a constant, and any call may ask for.
+    public static let maximumBufferBytes: UInt64 = 1 << 32
+
+    /// A signature of plain values, as a manifest's type names declare it.
     public init(name: String, arguments: [FunctionValueType], returns: FunctionValueType) {
-        self.name = name
-        self.arguments = arguments
-        self.returns = returns
+        self.init(name: name, parameters: arguments.map { FunctionParameter(.value($0)) }, returns: returns)
     }
 
-    /// `name(int32, string) -> double`
+    public init(name: String, parameters: [FunctionParameter], returns: FunctionValueType, reportsErrno: Bool = false) {
+        self.name = name
+        self.parameters = parameters
+        self.returns = returns
+        self.reportsErrno = reportsErrno
+    }
+
+    /// A value the caller passes: for the C parameter at `parameter`, of `type` (`bytes` for a
+    /// buffer's contents, the pointee's type for a pointer).
+    public struct Input: Hashable, Sendable {
+        public var parameter: Int
+        public var type: FunctionValueType
+    }
+
+    /// A value the result returns: the scalar an `out`/`inout` pointer points to, or the bytes of
+    /// an `out`/`inout` buffer.
+    public struct Output: Hashable, Sendable {
+        public var parameter: Int
+        public var name: String
+        public var type: FunctionValueType
+    }
+
+    /// The values a caller passes, in order: every parameter but `NULL`, `out` pointers, `out`
+    /// buffers, and the counts of `in`/`inout` buffers (their lengths).
+    public var inputs: [Input] {
+        let derived = derivedCounts
+        return parameters.indices.compactMap { index -> Input? in
+            switch parameters[index].kind {
+            case .value(let type): derived.contains(index) ? nil : Input(parameter: index, type: type)
+            case .pointer(let type, let direction): direction.isInput ? Input(parameter: index, type: type) : nil
+            case .buffer(let buffer): buffer.direction.isInput ? Input(parameter: index, type: .bytes) : nil
+            case .null: nil
+            }
+        }
+    }
+
+    /// The values a result returns besides the function's own, in parameter order.
+    public var outputs: [Output] {
+        parameters.indices.compactMap { index -> Output? in
+            let name = parameters[index].name ?? "argument \(index + 1)"
+            switch parameters[index].kind {
+            case .pointer(let type, let direction): return direction.isOutput ? Output(parameter: index, name: name, type: type) : nil
+            case .buffer(let buffer): return buffer.direction.isOutput ? Output(parameter: index, name: name, type: .bytes) : nil
+            case .value, .null: return nil
+            }
+        }
+    }
+
+    /// The types of the values a caller passes, in order (`inputs`).
+    public var arguments: [FunctionValueType] { inputs.map(\.type) }
+
+    /// Parameters the caller does not pass because they count an `in` or `inout` buffer.
+    public var derivedCounts: Set<Int> {
+        var derived: Set<Int> = []
+        for parameter in parameters {
+            if case .buffer(let buffer) = parameter.kind, buffer.direction.isInput, case .argument(let index) = buffer.count {
+                derived.insert(index)
+            }
+        }
+        return derived
+    }
+
+    /// The parameter at `index` as messages name it: `'dest'`, or `argument 2` when unnamed.
+    public func label(ofParameter index: Int) -> String {
+        guard parameters.indices.contains(index) else { return "argument \(index + 1)" }
+        return parameters[index].name.map { "'\($0)'" } ?? "argument \(index + 1)"
+    }
+
+    /// `name(int32, string) -> double`; other kinds as C would write them:
+    /// `compress(out uint8 dest[*destLen], inout uint64 *destLen, in uint8 source[sourceLen], uint64 sourceLen) -> int32`.
     public var description: String {
-        "\(name)(\(arguments.map(\.rawValue).joined(separator: ", "))) -> \(returns.rawValue)"
+        let list = parameters.indices.map(parameterDescription).joined(separator: ", ")
+        return "\(name)(\(list)) -> \(returns.rawValue)" + (reportsErrno ? ", errno" : "")
+    }
+
+    private func parameterDescription(_ index: Int) -> String {
+        let parameter = parameters[index]
+        switch parameter.kind {
+        case .value(let type):
+            return parameter.name.map { "\(type) \($0)" } ?? type.rawValue
+        case .pointer(let type, let direction):
+            return "\(direction) \(type) *\(parameter.name ?? "")"
+        case .buffer(let buffer):
+            let count: String
+            switch buffer.count {
+            case .constant(let value): count = String(value)
+            case .argument(let other): count = referenceName(other)
+            case .length(let other): count = "*" + referenceName(other)
+            }
+            return "\(buffer.direction) \(buffer.element) \(parameter.name ?? "")[\(count)]"
+        case .null:
+            return "NULL"
+        }
+    }
+
+    private func referenceName(_ index: Int) -> String {
+        guard parameters.indices.contains(index) else { return "argument \(index + 1)" }
+        return parameters[index].name ?? "argument \(index + 1)"
+    }
+}
+
+// MARK: - Checking a declaration
+
+extension FunctionSignature {
+    /// Checks that the declaration is consistent: types where they may stand, names on pointers
+    /// and buffers, and every buffer's count referring to an argument that can count it.
+    ///
+    /// - Throws: `FunctionDeclarationError` naming the function and the argument.
+    public func validate() throws(FunctionDeclarationError) {
+        func refuse(_ index: Int?, _ problem: String) -> FunctionDeclarationError {
+            FunctionDeclarationError(function: name, parameter: index, argument: index.map(label(ofParameter:)), problem: problem)
+        }
+        guard Self.isCIdentifier(name) else { throw refuse(nil, "is not a C identifier") }
+        guard parameters.count <= Self.maximumParameters else {
+            throw refuse(nil, "has \(parameters.count) arguments; at most \(Self.maximumParameters) are allowed")
+        }
+        guard returns.isValidReturn else { throw refuse(nil, "cannot return bytes (a C function cannot return a length)") }
+        var names: Set<String> = []
+        var lengthUsers: [Int: Int] = [:]
+        for (index, parameter) in parameters.enumerated() {
+            if let name = parameter.name {
+                guard Self.isCIdentifier(name) else { throw refuse(index, "has a name that is not a C identifier") }
+                guard names.insert(name).inserted else { throw refuse(index, "repeats the name of an earlier argument") }
+            }
+            switch parameter.kind {
+            case .value(let type):
+                guard type.isValidArgument else { throw refuse(index, "cannot be void") }
+            case .pointer(let type, _):
+                guard parameter.name != nil else { throw refuse(index, "is a pointer and needs a name") }
+                guard type.isScalar else {
+                    throw refuse(index, "points to \(type); a pointer points to a scalar (bool, an integer, float or double)")
+                }
+            case .buffer(let buffer):
+                guard parameter.name != nil else { throw refuse(index, "is a buffer and needs a name") }
+                guard buffer.element.isScalar else {
+                    throw refuse(index, "holds \(buffer.element); a buffer holds scalars (bool, integers, float or double)")
+                }
+                switch buffer.count {
+                case .constant(let count):
+                    let width = UInt64(buffer.element.byteWidth)
+                    guard count > 0, count <= Self.maximumBufferBytes / width else {
+                        throw refuse(index, "has a constant count of \(count); it must be 1 to \(Self.maximumBufferBytes / width)")
+                    }
+                case .argument(let other):
+                    guard parameters.indices.contains(other), other != index else {
+                        throw refuse(index, "is counted by argument \(other + 1), which \(name) does not have")
+                    }
+                    guard case .value(let type) = parameters[other].kind, type.isInteger else {
+                        throw refuse(
+                            index,
+                            "is counted by \(label(ofParameter: other)), which is not an integer argument passed by value"
+                                + Self.lengthHint(parameters[other].kind, name: parameters[other].name))
+                    }
+                case .length(let other):
+                    guard parameters.indices.contains(other), other != index else {
+                        throw refuse(index, "is counted by argument \(other + 1), which \(name) does not have")
+                    }
+                    guard case .pointer(let type, .inout) = parameters[other].kind, type.isInteger else {
+                        throw refuse(
+                            index,
+                            "is counted by *\(referenceName(other)), but \(label(ofParameter: other)) is not an inout pointer to an integer (capacity in, length used out)"
+                        )
+                    }
+                    guard buffer.direction != .in else {
+                        throw refuse(
+                            index,
+                            "is an in buffer counted by *\(referenceName(other)); the length a function reports back counts an out or inout buffer (count an in buffer by a value argument or a constant)"
+                        )
+                    }
+                    if let earlier = lengthUsers[other] {
+                        throw refuse(
+                            index,
+                            "is counted by *\(referenceName(other)), which already counts \(label(ofParameter: earlier)); a length argument counts one buffer"
+                        )
+                    }
+                    lengthUsers[other] = index
+                }
+            case .null:
+                break
+            }
+        }
+    }
+
+    private static func lengthHint(_ kind: FunctionParameter.Kind, name: String?) -> String {
+        guard case .pointer(let type, .inout) = kind, type.isInteger, let name else { return "" }
+        return " (to count by the value it points to, write '*\(name)')"
+    }
+
+    /// A C identifier: letters, digits and `_`, not starting with a digit.
+    public static func isCIdentifier(_ text: String) -> Bool {
+        guard let first = text.utf8.first, !(first >= 0x30 && first <= 0x39) else { return false }
+        return text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x5F
+        }
     }
 }

@@ -40,7 +40,7 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     case response = 0x83
     /// The plugin answered with an error code and message (`PluginFailure`).
     case failure = 0x84
-    /// The value a typed call returned (`FunctionValue`).
+    /// What a typed call returned (`FunctionCallReply`: its value, outputs and errno).
     case callResult = 0x85
     /// A typed call was refused before the function ran (message string).
     case callFailed = 0x86

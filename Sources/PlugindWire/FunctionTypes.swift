@@ -31,6 +31,60 @@ extension FunctionValueType {
     }
 }
 
+extension FunctionDirection {
+    package var wireCode: UInt8 {
+        switch self {
+        case .in: 0
+        case .out: 1
+        case .inout: 2
+        }
+    }
+
+    package init(wireCode: UInt8) throws(WireError) {
+        switch wireCode {
+        case 0: self = .in
+        case 1: self = .out
+        case 2: self = .inout
+        default: throw .malformedPayload("unknown pointer direction \(wireCode)")
+        }
+    }
+}
+
+/// What the worker returns for a typed call, before the host has checked any of it: the
+/// function's value, one value per declared output (`FunctionSignature.outputs`, in order) and
+/// `errno` when declared. `FunctionSignature.result(value:outputs:errorNumber:arguments:)` turns
+/// it into a `FunctionResult`, or refuses it.
+package struct FunctionCallReply: Hashable, Sendable {
+    package var value: FunctionValue
+    package var outputs: [FunctionValue]
+    package var errorNumber: Int32?
+
+    package init(_ value: FunctionValue, outputs: [FunctionValue] = [], errorNumber: Int32? = nil) {
+        self.value = value
+        self.outputs = outputs
+        self.errorNumber = errorNumber
+    }
+}
+
+// Parameter kinds and buffer counts on the wire.
+private enum ParameterCode {
+    static let value: UInt8 = 0
+    static let pointer: UInt8 = 1
+    static let buffer: UInt8 = 2
+    static let null: UInt8 = 3
+}
+
+private enum CountCode {
+    static let constant: UInt8 = 0
+    static let argument: UInt8 = 1
+    static let length: UInt8 = 2
+}
+
+private enum SignatureFlags {
+    static let reportsErrno: UInt8 = 1
+    static let all: UInt8 = reportsErrno
+}
+
 extension PayloadWriter {
     package mutating func write(_ value: FunctionValue) {
         write(value.type.wireCode)
@@ -52,10 +106,47 @@ extension PayloadWriter {
         }
     }
 
+    /// name, parameters (name, kind and its fields), return type, flags.
     package mutating func write(_ signature: FunctionSignature) {
         write(signature.name)
-        write(bytes: signature.arguments.map(\.wireCode))
+        write(signature.parameters) { writer, parameter in
+            writer.write(parameter.name ?? "")
+            switch parameter.kind {
+            case .value(let type):
+                writer.write(ParameterCode.value)
+                writer.write(type.wireCode)
+            case .pointer(let type, let direction):
+                writer.write(ParameterCode.pointer)
+                writer.write(type.wireCode)
+                writer.write(direction.wireCode)
+            case .buffer(let buffer):
+                writer.write(ParameterCode.buffer)
+                writer.write(buffer.direction.wireCode)
+                writer.write(buffer.element.wireCode)
+                switch buffer.count {
+                case .constant(let count):
+                    writer.write(CountCode.constant)
+                    writer.write(count)
+                case .argument(let index):
+                    writer.write(CountCode.argument)
+                    writer.write(UInt32(truncatingIfNeeded: index))
+                case .length(let index):
+                    writer.write(CountCode.length)
+                    writer.write(UInt32(truncatingIfNeeded: index))
+                }
+            case .null:
+                writer.write(ParameterCode.null)
+            }
+        }
         write(signature.returns.wireCode)
+        write(signature.reportsErrno ? SignatureFlags.reportsErrno : 0)
+    }
+
+    package mutating func write(_ reply: FunctionCallReply) {
+        write(reply.value)
+        write(reply.outputs) { $0.write($1) }
+        write(reply.errorNumber != nil)
+        write(reply.errorNumber ?? 0)
     }
 }
 
@@ -79,11 +170,66 @@ extension PayloadReader {
         }
     }
 
+    /// A signature, checked as a manifest's is (`FunctionSignature.validate`): a worker never
+    /// holds a declaration the manifest parser would have refused.
     package mutating func readFunctionSignature() throws(WireError) -> FunctionSignature {
         let name = try readString()
-        var arguments: [FunctionValueType] = []
-        for code in try readBytes() { arguments.append(try FunctionValueType(wireCode: code)) }
+        let count = try readCount()
+        guard count <= FunctionSignature.maximumParameters else {
+            throw .malformedPayload("function \(name) has \(count) parameters; at most \(FunctionSignature.maximumParameters) are allowed")
+        }
+        var parameters: [FunctionParameter] = []
+        for _ in 0..<count { parameters.append(try readFunctionParameter()) }
         let returns = try FunctionValueType(wireCode: readUInt8())
-        return FunctionSignature(name: name, arguments: arguments, returns: returns)
+        let flags = try readUInt8()
+        guard flags & ~SignatureFlags.all == 0 else { throw .malformedPayload("function \(name) has unknown flags \(flags)") }
+        let signature = FunctionSignature(
+            name: name, parameters: parameters, returns: returns, reportsErrno: flags & SignatureFlags.reportsErrno != 0)
+        do {
+            try signature.validate()
+        } catch {
+            throw .malformedPayload("declaration refused: \(error)")
+        }
+        return signature
+    }
+
+    private mutating func readFunctionParameter() throws(WireError) -> FunctionParameter {
+        let name = try readString()
+        let kind: FunctionParameter.Kind
+        switch try readUInt8() {
+        case ParameterCode.value:
+            kind = .value(try FunctionValueType(wireCode: readUInt8()))
+        case ParameterCode.pointer:
+            kind = .pointer(try FunctionValueType(wireCode: readUInt8()), try FunctionDirection(wireCode: readUInt8()))
+        case ParameterCode.buffer:
+            let direction = try FunctionDirection(wireCode: readUInt8())
+            let element = try FunctionValueType(wireCode: readUInt8())
+            let count: FunctionBuffer.Count
+            switch try readUInt8() {
+            case CountCode.constant: count = .constant(try readUInt64())
+            case CountCode.argument: count = .argument(Int(try readUInt32()))
+            case CountCode.length: count = .length(Int(try readUInt32()))
+            case let code: throw .malformedPayload("unknown buffer count kind \(code)")
+            }
+            kind = .buffer(FunctionBuffer(direction: direction, element: element, count: count))
+        case ParameterCode.null:
+            kind = .null
+        case let code:
+            throw .malformedPayload("unknown parameter kind \(code)")
+        }
+        return FunctionParameter(kind, name: name.isEmpty ? nil : name)
+    }
+
+    package mutating func readFunctionCallReply() throws(WireError) -> FunctionCallReply {
+        let value = try readFunctionValue()
+        let count = try readCount()
+        guard count <= FunctionSignature.maximumParameters else {
+            throw .malformedPayload("a call result with \(count) outputs; a function has at most \(FunctionSignature.maximumParameters)")
+        }
+        var outputs: [FunctionValue] = []
+        for _ in 0..<count { outputs.append(try readFunctionValue()) }
+        let hasErrorNumber = try readBool()
+        let errorNumber = try readInt32()
+        return FunctionCallReply(value, outputs: outputs, errorNumber: hasErrorNumber ? errorNumber : nil)
     }
 }

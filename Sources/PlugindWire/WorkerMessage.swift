@@ -6,7 +6,7 @@ package enum WorkerMessage: Equatable, Sendable {
     /// A response whose bytes lie in the worker's shared-memory region.
     case sharedResponse(id: UInt64, SharedMemoryLocation)
     case failure(id: UInt64, PluginFailure)
-    case callResult(id: UInt64, FunctionValue)
+    case callResult(id: UInt64, FunctionCallReply)
     case callFailed(id: UInt64, message: String)
     case cancelled(id: UInt64)
     case event(requestID: UInt64, bytes: [UInt8])
@@ -59,10 +59,10 @@ package enum WorkerMessage: Equatable, Sendable {
             requestID = id
             writer.write(failure.code)
             writer.write(failure.message)
-        case .callResult(let id, let value):
+        case .callResult(let id, let reply):
             kind = .callResult
             requestID = id
-            writer.write(value)
+            writer.write(reply)
         case .callFailed(let id, let message):
             kind = .callFailed
             requestID = id
@@ -173,7 +173,7 @@ package enum WorkerMessage: Equatable, Sendable {
         case .failure:
             self = .failure(id: id, PluginFailure(code: try reader.readInt32(), message: try reader.readString()))
         case .callResult:
-            self = .callResult(id: id, try reader.readFunctionValue())
+            self = .callResult(id: id, try reader.readFunctionCallReply())
         case .callFailed:
             self = .callFailed(id: id, message: try reader.readString())
         case .cancelled:

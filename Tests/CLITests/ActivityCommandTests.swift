@@ -334,7 +334,8 @@ struct ActivityCommandTests {
         let snapshot = try await Deadline.wait("both workers in top") { () -> [UInt8] in
             while true {
                 let output = try await plugind(["top", "--json"], in: test)
-                let rows = (try? JSONSerialization.jsonObject(with: Data(output.standardOutput)) as? [[String: Any]]) ?? []
+                let document = try? JSONSerialization.jsonObject(with: Data(output.standardOutput)) as? [String: Any]
+                let rows = document?["workers"] as? [[String: Any]] ?? []
                 if rows.contains(where: { $0["plugin"] as? String == hangID && $0["requestsInFlight"] as? Int == 1 }),
                     rows.contains(where: { $0["plugin"] as? String == Self.probeID })
                 {
@@ -343,7 +344,7 @@ struct ActivityCommandTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
         }
-        let rows = try #require(try JSONSerialization.jsonObject(with: Data(snapshot)) as? [[String: Any]])
+        let rows = try #require((try JSONSerialization.jsonObject(with: Data(snapshot)) as? [String: Any])?["workers"] as? [[String: Any]])
         let mine = try #require(rows.first { $0["plugin"] as? String == Self.probe.identifier })
         #expect(mine["hostPID"] as? Int == Int(getpid()) && mine["workerPID"] as? Int == Int(process.processIdentifier))
         // The unknown vector is the plugin's error: a failed request.

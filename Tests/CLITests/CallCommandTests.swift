@@ -25,6 +25,7 @@ struct CallCommandTests {
         #expect(try await plugind("call", id, "count_call", in: test).stdout == "")
         let json = try await plugind("call", id, "identity_uint64", "18446744073709551615", "--json", in: test)
         #expect(json.stdout.contains("\"value\" : 18446744073709551615"))
+        #expect(json.stdout.contains("\"formatVersion\" : 1"))
         let nan = try await plugind("call", id, "identity_float", "nan", "--json", in: test)
         #expect(nan.stdout.contains("\"value\" : \"nan\""))
     }

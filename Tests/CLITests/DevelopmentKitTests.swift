@@ -247,7 +247,8 @@ struct VerifyCommandTests {
             ))
 
         let json = try await plugind("verify", good, missingSymbol, "--json", in: test)
-        let reports = try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [[String: Any]] ?? []
+        let document = try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [String: Any]
+        let reports = document?["reports"] as? [[String: Any]] ?? []
         #expect(reports.map { $0["ok"] as? Bool } == [true, false])
         let problems = reports[1]["problems"] as? [[String: Any]] ?? []
         #expect(problems.first?["check"] as? String == "entry-point")

@@ -82,7 +82,8 @@ struct OwnerDecisionFaultTests {
             observe: { test in
                 // The fingerprints trusted (not when: a second run trusts later).
                 let trusted = try await plugind("trust", "list", "--json", in: test)
-                let entries = (try? JSONSerialization.jsonObject(with: Data(trusted.standardOutput)) as? [[String: Any]]) ?? []
+                let document = try? JSONSerialization.jsonObject(with: Data(trusted.standardOutput)) as? [String: Any]
+                let entries = document?["publishers"] as? [[String: Any]] ?? []
                 return "\(trusted.status) \(entries.map { "\($0["fingerprint"] ?? "?")" }.sorted()) \(try await listed(test))"
             }),
         Decision(

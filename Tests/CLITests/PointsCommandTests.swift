@@ -17,6 +17,12 @@ struct PointsCommandTests {
         var path: String
     }
 
+    /// `points list --json`.
+    struct DeclaredPoints: Decodable {
+        var formatVersion: Int
+        var points: [Declared]
+    }
+
     struct Listed: Decodable {
         struct Plugin: Decodable {
             var identifier: String
@@ -38,7 +44,8 @@ struct PointsCommandTests {
         let path = test.host.extensionPointDirectories[0].path + "/org.plugind.tests.filters.json"
         #expect(added.stderr.contains("Declared org.plugind.tests.filters for org.plugind.tests in \(path)"))
         let listed = try JSONDecoder().decode(
-            [Declared].self, from: Data(try await plugind("points", "list", "--json", in: test).standardOutput))
+            DeclaredPoints.self, from: Data(try await plugind("points", "list", "--json", in: test).standardOutput)
+        ).points
         #expect(listed.count == 1)
         #expect(listed.first?.host == "org.plugind.tests" && listed.first?.scope == "none" && listed.first?.version == "2.1")
         #expect(listed.first?.description == "Filters for text" && listed.first?.path == path)

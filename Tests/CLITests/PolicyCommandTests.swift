@@ -192,7 +192,9 @@ struct QuarantineCommandTests {
         #expect(list.stdout.contains("\(fixture.identifier)  quarantined since"))
         #expect(list.stdout.contains("crashed with SIGABRT"))
         let json = try await plugind("quarantine", "list", "--json", in: test)
-        #expect(json.stdout.contains("\"quarantined\" : true"))
+        let quarantine = try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [String: Any]
+        let entry = (quarantine?["plugins"] as? [[String: Any]])?.first { $0["identifier"] as? String == fixture.identifier }
+        #expect(entry?["quarantined"] as? Bool == true, "\(json.stdout)")
         let all = try await plugind("list", "--all", in: test)
         #expect(all.stdout.contains("\(fixture.identifier)  1.0.0  FaultyAbort  [org.plugind.tests.point]  quarantined"))
         #expect(try await plugind("quarantine", "clear", fixture.identifier, in: test).status == 0)

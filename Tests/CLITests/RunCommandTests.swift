@@ -116,7 +116,8 @@ struct RunCommandTests {
         #expect(crashes.stdout.contains("\(crash.identifier)  1 crash(es)\n"), "\(crashes.stdout)")
         #expect(crashes.stdout.contains("crashed with SIGSEGV at address 0x0\n    #0 dereference_null_for_request+0x"), "\(crashes.stdout)")
         let crashesJSON = try await plugind("crashes", "--json", in: test)
-        let entries = try JSONSerialization.jsonObject(with: Data(crashesJSON.stdout.utf8)) as? [[String: Any]]
+        let document = try JSONSerialization.jsonObject(with: Data(crashesJSON.stdout.utf8)) as? [String: Any]
+        let entries = document?["plugins"] as? [[String: Any]]
         let recorded = entries?.first { $0["identifier"] as? String == crash.identifier }?["crashes"] as? [[String: Any]]
         let frames = recorded?.first?["backtrace"] as? [[String: Any]]
         #expect(frames?.first?["function"] as? String == "dereference_null_for_request", "\(crashesJSON.stdout)")

@@ -67,7 +67,7 @@ struct MessageCodecTests {
         .loadFailed(LoadFailure(kind: .abiMismatch, message: "built for ABI 999", pluginCode: 0)),
         .response(id: 1, bytes: Array("answer".utf8)),
         .failure(id: 2, PluginFailure(code: 42, message: "no")),
-        .callResult(id: 3, .int16(-3)),
+        .callResult(id: 3, FunctionCallReply(.int16(-3))),
         .callFailed(id: 4, message: "wrong count"),
         .cancelled(id: 5),
         .event(requestID: 6, bytes: [9]),

@@ -46,7 +46,7 @@ enum LauncherWarmUp {
                 )
             ),
             .response(id: 1, bytes: [1]), .sharedResponse(id: 1, SharedMemoryLocation(offset: 0, length: 1)),
-            .failure(id: 1, PluginFailure(code: 1, message: "m")), .callResult(id: 2, .double(1)),
+            .failure(id: 1, PluginFailure(code: 1, message: "m")), .callResult(id: 2, FunctionCallReply(.double(1))),
             .cancelled(id: 3), .progress(requestID: 1, completed: 1, total: 2), .log(level: .info, message: "l"),
             .loadFailed(LoadFailure(kind: .symbolMissing, message: "m")),
             .connectionAccepted(1), .ask(id: 1, connection: 1, bytes: [1]),

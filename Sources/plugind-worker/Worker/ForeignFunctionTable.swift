@@ -4,7 +4,7 @@ import PlugindWire
 
 /// The manifest-declared functions of a plugin, each resolved and with its libffi call interface
 /// prepared once at load. Part of the worker's loader: it calls into plugin code through raw
-/// pointers.
+/// pointers (`ForeignCallFrame` holds a call's C memory).
 struct ForeignFunctionTable {
     private struct Entry {
         let signature: FunctionSignature
@@ -13,8 +13,12 @@ struct ForeignFunctionTable {
     }
 
     private let entries: [Entry]
+    /// `__errno_location` as the library sees it: the worker's libc's for a library that needs
+    /// it, the library's own when it is a libc (a sealed copy of libc.so.6 is a second libc, with
+    /// an errno of its own).
+    private let errnoLocation: (@convention(c) () -> UnsafeMutablePointer<Int32>?)?
 
-    /// Why a call was refused before the function ran.
+    /// Why a call was refused before the function ran, or its result could not be sent.
     struct Refusal: Error {
         let message: String
     }
@@ -29,7 +33,7 @@ struct ForeignFunctionTable {
                     message: "function '\(signature.name)' declared in the manifest is not exported by \(path)"
                 )
             }
-            let parameterTypes = signature.arguments.flatMap(Self.parameterTypes(for:))
+            let parameterTypes = signature.parameters.flatMap { Self.parameterTypes(for: $0.kind) }
             let types = UnsafeMutablePointer<UnsafeMutablePointer<ffi_type>?>.allocate(capacity: max(parameterTypes.count, 1))
             for (index, type) in parameterTypes.enumerated() { types[index] = type }
             let interface = UnsafeMutablePointer<ffi_cif>.allocate(capacity: 1)
@@ -49,44 +53,73 @@ struct ForeignFunctionTable {
             entries.append(Entry(signature: signature, function: function, interface: interface))
         }
         self.entries = entries
+        errnoLocation = dlsym(library, "__errno_location").map {
+            unsafeBitCast($0, to: (@convention(c) () -> UnsafeMutablePointer<Int32>?).self)
+        }
     }
 
-    /// Checks the arguments against the declaration, then calls the function.
-    func call(_ index: UInt32, arguments: [FunctionValue]) -> Result<FunctionValue, Refusal> {
+    /// Where the library's `errno` is for the calling thread.
+    private func errnoPointer() -> UnsafeMutablePointer<Int32>? {
+        if let errnoLocation { return errnoLocation() }
+        return __errno_location()
+    }
+
+    /// Checks the arguments against the declaration, then calls the function and collects its
+    /// outputs: never more of a buffer than its capacity, whatever length the function reports.
+    ///
+    /// - Parameter maximumBytes: the most bytes the outputs may hold together (the message limit).
+    func call(_ index: UInt32, arguments: [FunctionValue], maximumBytes: Int) -> Result<FunctionCallReply, Refusal> {
         guard Int(index) < entries.count else {
             return .failure(Refusal(message: "no function with index \(index) (the manifest declares \(entries.count))"))
         }
         let entry = entries[Int(index)]
         let signature = entry.signature
-        guard arguments.count == signature.arguments.count else {
+        let bound: FunctionArguments
+        do {
+            bound = try signature.bind(arguments)
+        } catch {
+            return .failure(Refusal(message: error.message))
+        }
+        guard bound.outputCapacity <= maximumBytes else {
             return .failure(
-                Refusal(message: "\(signature.name) takes \(signature.arguments.count) arguments, got \(arguments.count)")
-            )
+                Refusal(
+                    message:
+                        "the out buffers of \(signature.name) would hold \(bound.outputCapacity) bytes, more than the message limit of \(maximumBytes)"
+                ))
         }
-        for (position, (argument, declared)) in zip(arguments, signature.arguments).enumerated()
-        where argument.type != declared {
-            return .failure(
-                Refusal(message: "argument \(position + 1) of \(signature.name) must be \(declared), got \(argument.type)")
-            )
+        guard let frame = ForeignCallFrame(signature: signature, arguments: bound) else {
+            return .failure(Refusal(message: "no memory for the arguments of \(signature.name)"))
         }
-        for (position, argument) in arguments.enumerated() {
-            if case .string(let text) = argument, text.utf8.contains(0) {
-                return .failure(Refusal(message: "argument \(position + 1) of \(signature.name) contains a NUL byte"))
-            }
-        }
+        defer { frame.release() }
 
-        let storage = ArgumentStorage(arguments)
-        defer { storage.release() }
         var result = (UInt64(0), UInt64(0))
+        let errorLocation = signature.reportsErrno ? errnoPointer() : nil
         withUnsafeMutableBytes(of: &result) { returnBuffer in
+            errorLocation?.pointee = 0
             ffi_call(
                 entry.interface,
                 unsafeBitCast(entry.function, to: (@convention(c) () -> Void).self),
                 returnBuffer.baseAddress,
-                storage.values
+                frame.values
             )
         }
-        return Self.decodeReturn(result, as: signature.returns, function: signature.name)
+        let errorNumber = errorLocation?.pointee ?? 0
+        let value: FunctionValue
+        switch Self.decodeReturn(result, as: signature.returns, function: signature.name) {
+        case .success(let decoded): value = decoded
+        case .failure(let refusal): return .failure(refusal)
+        }
+        let outputs = frame.outputs()
+        let outputBytes = outputs.reduce(0) { total, output in
+            if case .bytes(let bytes) = output { return total + bytes.count }
+            return total + 16
+        }
+        guard outputBytes <= maximumBytes else {
+            return .failure(
+                Refusal(
+                    message: "the outputs of \(signature.name) are \(outputBytes) bytes, more than the message limit of \(maximumBytes)"))
+        }
+        return .success(FunctionCallReply(value, outputs: outputs, errorNumber: signature.reportsErrno ? errorNumber : nil))
     }
 
     private static func decodeReturn(
@@ -119,10 +152,13 @@ struct ForeignFunctionTable {
         }
     }
 
-    private static func parameterTypes(for type: FunctionValueType) -> [UnsafeMutablePointer<ffi_type>?] {
-        switch type {
-        case .bytes: [plugind_ffi_type_pointer(), plugind_ffi_type_uint64()]
-        default: [returnType(for: type)]
+    /// The libffi types of one declared parameter: two for `bytes` (pointer and length), one
+    /// pointer for pointers, buffers and NULL.
+    static func parameterTypes(for kind: FunctionParameter.Kind) -> [UnsafeMutablePointer<ffi_type>?] {
+        switch kind {
+        case .value(.bytes): [plugind_ffi_type_pointer(), plugind_ffi_type_uint64()]
+        case .value(let type): [returnType(for: type)]
+        case .pointer, .buffer, .null: [plugind_ffi_type_pointer()]
         }
     }
 
@@ -141,68 +177,5 @@ struct ForeignFunctionTable {
         case .double: plugind_ffi_type_double()
         case .string, .bytes: plugind_ffi_type_pointer()
         }
-    }
-}
-
-/// C storage for one call's arguments: a slot per C parameter and the array of pointers to the
-/// slots that `ffi_call` takes. Strings and byte buffers are copied into malloc'd memory that
-/// stays put for the duration of the call.
-private struct ArgumentStorage {
-    let values: UnsafeMutablePointer<UnsafeMutableRawPointer?>
-    private let slots: UnsafeMutableRawPointer
-    private let count: Int
-    private var ownedBuffers: [UnsafeMutableRawPointer] = []
-
-    private static let slotSize = 16
-
-    init(_ arguments: [FunctionValue]) {
-        let parameterCount = arguments.reduce(0) { $0 + ($1.type == .bytes ? 2 : 1) }
-        count = max(parameterCount, 1)
-        values = .allocate(capacity: count)
-        slots = .allocate(byteCount: count * Self.slotSize, alignment: 16)
-        var index = 0
-        for argument in arguments {
-            let slot = slots + index * Self.slotSize
-            values[index] = slot
-            index += 1
-            switch argument {
-            case .void: break
-            case .bool(let value): slot.storeBytes(of: value ? 1 : 0, as: UInt8.self)
-            case .int8(let value): slot.storeBytes(of: value, as: Int8.self)
-            case .uint8(let value): slot.storeBytes(of: value, as: UInt8.self)
-            case .int16(let value): slot.storeBytes(of: value, as: Int16.self)
-            case .uint16(let value): slot.storeBytes(of: value, as: UInt16.self)
-            case .int32(let value): slot.storeBytes(of: value, as: Int32.self)
-            case .uint32(let value): slot.storeBytes(of: value, as: UInt32.self)
-            case .int64(let value): slot.storeBytes(of: value, as: Int64.self)
-            case .uint64(let value): slot.storeBytes(of: value, as: UInt64.self)
-            case .float(let value): slot.storeBytes(of: value, as: Float.self)
-            case .double(let value): slot.storeBytes(of: value, as: Double.self)
-            case .string(let value):
-                let copy = strdup(value)
-                if let copy { ownedBuffers.append(UnsafeMutableRawPointer(copy)) }
-                slot.storeBytes(of: UnsafeMutableRawPointer(copy), as: UnsafeMutableRawPointer?.self)
-            case .bytes(let value):
-                // A non-NULL pointer even for an empty buffer, as C callers expect.
-                let copy = malloc(max(value.count, 1))
-                if let copy {
-                    ownedBuffers.append(copy)
-                    value.withUnsafeBytes { source in
-                        if let base = source.baseAddress { copy.copyMemory(from: base, byteCount: value.count) }
-                    }
-                }
-                slot.storeBytes(of: copy, as: UnsafeMutableRawPointer?.self)
-                let lengthSlot = slots + index * Self.slotSize
-                lengthSlot.storeBytes(of: UInt64(value.count), as: UInt64.self)
-                values[index] = lengthSlot
-                index += 1
-            }
-        }
-    }
-
-    func release() {
-        for buffer in ownedBuffers { free(buffer) }
-        values.deallocate()
-        slots.deallocate()
     }
 }

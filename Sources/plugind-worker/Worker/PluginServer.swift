@@ -258,8 +258,8 @@ final class PluginServer: @unchecked Sendable {
             end(id, connection: connection)
         case .call(let id, let function, let arguments):
             guard begin(id, connection: 0) != nil else { return }
-            switch plugin.functions.call(function, arguments: arguments) {
-            case .success(let value): send(.callResult(id: id, value))
+            switch plugin.functions.call(function, arguments: arguments, maximumBytes: Int(clamping: load.limits.maxMessageBytes)) {
+            case .success(let reply): send(.callResult(id: id, reply))
             case .failure(let refusal): send(.callFailed(id: id, message: refusal.message))
             }
             end(id, connection: 0)

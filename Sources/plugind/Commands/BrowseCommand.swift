@@ -73,7 +73,11 @@ struct BrowseCommand: PlugindCommand {
         let problems = inventory.problems.filter { problem in
             points.isEmpty || problem.extensionPointIdentifier.map(points.contains) ?? true
         }
-        context.console.out(ListCommand.text(items: items, problems: problems, all: true, declared: context.host.declaredExtensionPoints))
+        let policy = PolicySnapshot.read(for: context.host)
+        context.console.out(
+            ListCommand.text(
+                items: items, problems: problems, all: true, declared: context.host.declaredExtensionPoints,
+                trust: { PublisherTrust.of($0, policy: policy) }))
         return .success
     }
 }

@@ -19,7 +19,11 @@ struct CallCommand: PlugindCommand {
             Each argument is parsed as the type the manifest declares: bool (true/false), int8 …
             uint64 (decimal or 0x hex, range-checked), float and double (also nan, inf, -inf),
             string (as given), bytes (hexadecimal, or @FILE for a file's contents, @- for stdin).
-            'plugind info ID' lists the functions and their signatures.
+            An in or inout buffer takes bytes; an inout pointer the value it points to; a
+            length (a buffer counted by *len) the capacity. NULL, out pointers, out buffers and
+            the counts of in buffers take none. The value the function returns is printed
+            first, then each out value as NAME: VALUE (buffers in hexadecimal) and errno
+            where declared. 'plugind info ID' lists the functions and their signatures.
             """,
         arguments: [
             ("<id>", "The plugin's identifier."),
@@ -66,16 +70,24 @@ struct CallCommand: PlugindCommand {
                 throw UsageError(message: "argument \(position + 1) of \(signature): \(error.message)", command: "call")
             }
         }
+        // Buffer lengths against their counts, before any worker starts.
+        do {
+            _ = try signature.bind(values)
+        } catch {
+            throw UsageError(message: error.message, command: "call")
+        }
         var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: context.host), onInterruption: {})
         configuration.host = context.host
         let result = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
-            try await process.makeConnection().call(function, arguments: values, timeout: timeout)
+            try await process.makeConnection().callWithOutputs(function, arguments: values, timeout: timeout)
         }
         if json {
-            try context.console.json(
-                CallResult(function: signature.description, returns: signature.returns.rawValue, value: JSONScalar(result)))
-        } else if signature.returns != .void {
-            context.console.out("\(result)\n")
+            try context.console.json(CallResult(signature: signature, result: result))
+        } else {
+            var text = signature.returns != .void ? "\(result.value)\n" : ""
+            for output in result.outputs { text += "\(output.name): \(output.value)\n" }
+            if let errorNumber = result.errorNumber { text += "errno: \(errorNumber)\n" }
+            context.console.out(text)
         }
         return .success
     }
@@ -219,8 +231,23 @@ enum JSONScalar: Encodable {
     }
 }
 
-struct CallResult: Encodable {
+/// `plugind call --json`. `outputs` (each out value by argument name) and `errno` are there
+/// only when the function declares them.
+struct CallResult: JSONDocument {
+    static let formatVersion = 1
     var function: String
     var returns: String
     var value: JSONScalar
+    var outputs: [String: JSONScalar]?
+    var errno: Int32?
+
+    init(signature: FunctionSignature, result: FunctionResult) {
+        function = signature.description
+        returns = signature.returns.rawValue
+        value = JSONScalar(result.value)
+        if !signature.outputs.isEmpty {
+            outputs = Dictionary(result.outputs.map { ($0.name, JSONScalar($0.value)) }) { first, _ in first }
+        }
+        errno = result.errorNumber
+    }
 }

@@ -6,7 +6,7 @@ import PlugindBundle
 struct CrashesCommand: PlugindCommand {
     /// Its options, each declared once.
     private enum Options {
-        static let json = CommandOption.flag("json", "Print JSON for scripts.")
+        static let json = CommandOption.flag("json", "Print JSON for scripts (each plugin's crashes under \"plugins\").")
     }
 
     static let description = CommandDescription(
@@ -42,7 +42,7 @@ struct CrashesCommand: PlugindCommand {
             !$0.value.crashes.isEmpty && (identifier == nil || $0.key == identifier)
         }
         if json {
-            try context.console.json(plugins.map { CrashesEntry(identifier: $0.key, record: $0.value) })
+            try context.console.json(CrashesDocument(plugins: plugins.map { CrashesEntry(identifier: $0.key, record: $0.value) }))
             return .success
         }
         guard !plugins.isEmpty else {
@@ -66,6 +66,12 @@ struct CrashesCommand: PlugindCommand {
         }
         return .success
     }
+}
+
+/// `plugind crashes --json`: each plugin's crashes, by identifier.
+struct CrashesDocument: JSONDocument {
+    static let formatVersion = 1
+    var plugins: [CrashesEntry]
 }
 
 /// One plugin's crashes, as `plugind crashes --json` prints them.

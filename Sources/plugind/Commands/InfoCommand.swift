@@ -57,7 +57,9 @@ struct InfoCommand: PlugindCommand {
                 }
             try context.console.json(
                 InfoDocument(
-                    plugin: ListDocument(items: [item], problems: [], declared: context.host.declaredExtensionPoints).plugins[0],
+                    plugin: ListDocument(
+                        items: [item], problems: [], declared: context.host.declaredExtensionPoints, trust: { _ in details.trust }
+                    ).plugins[0],
                     bundleDigest: digest?.digest,
                     publisherKey: publisherKey,
                     signature: signatureState,
@@ -158,7 +160,9 @@ struct EffectiveLimits: Encodable {
     }
 }
 
-struct InfoDocument: Encodable {
+struct InfoDocument: JSONDocument {
+    static let formatVersion = 2
+
     struct Layer: Encodable {
         var layer: String
         var state: String
@@ -174,7 +178,6 @@ struct InfoDocument: Encodable {
         var target: String?
     }
 
-    var formatVersion = 2
     var plugin: ListDocument.Plugin
     var bundleDigest: String?
     /// The publisher's key fingerprint and whether the signature holds: "valid", "invalid"

@@ -23,7 +23,7 @@ struct ListCommand: PlugindCommand {
             reason. --capability keeps the plugins whose manifest states the capability (a Swift
             extension's 'Implementing { … }'): 'plugind list --capability text/markdown' lists what
             can handle Markdown, without running any plugin. The --json format is documented in
-            Documentation/CLI.md.
+            CLI.md, installed in /usr/share/doc/plugind.
             """,
         options: [Options.point, Options.capability, Options.all, Options.json]
     )
@@ -54,11 +54,13 @@ struct ListCommand: PlugindCommand {
         let problems =
             all
             ? inventory.problems.filter { point == nil || $0.extensionPointIdentifier == nil || $0.extensionPointIdentifier == point } : []
+        let policy = PolicySnapshot.read(for: context.host)
+        let trust = { (item: Inventory.Item) in PublisherTrust.of(item, policy: policy) }
         if json {
-            try context.console.json(ListDocument(items: items, problems: problems, declared: declared))
+            try context.console.json(ListDocument(items: items, problems: problems, declared: declared, trust: trust))
             return .success
         }
-        context.console.out(Self.text(items: items, problems: problems, all: all, declared: declared))
+        context.console.out(Self.text(items: items, problems: problems, all: all, declared: declared, trust: trust))
         if !all {
             let hidden = inventory.items.count(where: { !$0.isAvailable }) + inventory.problems.count
             if hidden > 0 {
@@ -71,8 +73,12 @@ struct ListCommand: PlugindCommand {
 
 extension ListCommand {
     /// The text of `list` (and of `browse` without a terminal): a line per plugin, and with `all`
-    /// its state and the reason it is unavailable, then the bundles that were rejected.
-    static func text(items: [Inventory.Item], problems: [AppExtensionDiagnostic], all: Bool, declared: DeclaredExtensionPoints) -> String {
+    /// its state and the reason it is unavailable, or the publisher's trust or the rule that made
+    /// it available (`trust`), then the bundles that were rejected.
+    static func text(
+        items: [Inventory.Item], problems: [AppExtensionDiagnostic], all: Bool, declared: DeclaredExtensionPoints,
+        trust: (Inventory.Item) -> PublisherTrust?
+    ) -> String {
         var text = ""
         if items.isEmpty && problems.isEmpty {
             text += all ? "No plugins found.\n" : "No available plugins.\n"
@@ -83,7 +89,7 @@ extension ListCommand {
                 "\(manifest.identifier.inert)  \(manifest.version.inert)  \(manifest.localizedName(for: .current).inert)  [\(manifest.extensionPoint.inert)]"
             let declaration = PointDeclaration(of: manifest, in: declared)
             text += all ? "  \(declaration.isCompatible ? item.stateCode : "incompatible-point-version")\n" : "\n"
-            if all, let reason = item.diagnostic?.message ?? item.allowedBy {
+            if all, let reason = item.diagnostic?.message ?? trust(item)?.sentence(allowedBy: item.allowedBy) ?? item.allowedBy {
                 text += "    \(reason.inert)\n"
             }
             if all, declaration.host == nil || !declaration.isCompatible {
@@ -99,7 +105,9 @@ extension ListCommand {
 
 /// `plugind list --json`, format version 1. Field names and state words are stable; new fields
 /// may be added.
-struct ListDocument: Encodable {
+struct ListDocument: JSONDocument {
+    static let formatVersion = 1
+
     struct Plugin: Encodable {
         var identifier: String
         var name: String
@@ -117,6 +125,9 @@ struct ListDocument: Encodable {
         var reason: String?
         /// The administrator's rule that made it available, when one did.
         var allowedBy: String?
+        /// The publisher key whose trust made it available, when one did: the owner's or the
+        /// administrator's (`plugind trust`), or an allow rule that names the key (`rule`).
+        var trustedPublisher: PublisherTrust?
         /// The installed host that declares its extension point (`plugind points list`), if any.
         var declaredBy: String?
         var bundledWithHost: Bool
@@ -140,11 +151,14 @@ struct ListDocument: Encodable {
         var message: String
     }
 
-    var formatVersion = 1
     var plugins: [Plugin]
     var problems: [Problem]
 
-    init(items: [Inventory.Item], problems: [AppExtensionDiagnostic], declared: DeclaredExtensionPoints) {
+    /// `trust`: the publisher's trust that makes an item available (`PublisherTrust.of`).
+    init(
+        items: [Inventory.Item], problems: [AppExtensionDiagnostic], declared: DeclaredExtensionPoints,
+        trust: (Inventory.Item) -> PublisherTrust?
+    ) {
         plugins = items.map { item in
             let manifest = item.entry.manifest
             let declaration = PointDeclaration(of: manifest, in: declared)
@@ -161,6 +175,7 @@ struct ListDocument: Encodable {
                 state: declaration.isCompatible ? item.stateCode : "incompatible-point-version",
                 reason: declaration.isCompatible ? item.diagnostic?.message : declaration.sentence,
                 allowedBy: item.allowedBy,
+                trustedPublisher: trust(item),
                 declaredBy: declaration.host,
                 bundledWithHost: item.entry.root.isBundledWithHost,
                 functions: manifest.functions.map(\.description),

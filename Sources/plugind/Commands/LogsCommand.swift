@@ -103,7 +103,8 @@ struct LogsCommand: PlugindCommand {
 
     /// An entry of `--json`: its fields, and the name of its uid (`user`) where the journal
     /// stamped one.
-    private struct ShownEntry: Encodable {
+    private struct ShownEntry: JSONDocument {
+        static let formatVersion = 1
         var entry: PluginLogEntry
         var user: String?
 

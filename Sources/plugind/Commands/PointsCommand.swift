@@ -7,7 +7,7 @@ import PlugindBundle
 struct PointsCommand: PlugindCommand {
     /// Its options, each declared once.
     private enum Options {
-        static let json = CommandOption.flag("json", "Print JSON for scripts (list).")
+        static let json = CommandOption.flag("json", "Print JSON for scripts (list; the points under \"points\").")
         static let host = CommandOption.value("host", "<id>", "The declaring host (add; default: the identifier without its last part).")
         static let scope = CommandOption.value(
             "scope", "<scope>", "application (only the host's own plugins, the default) or none (also approved ones) (add).")
@@ -92,6 +92,12 @@ struct PointsCommand: PlugindCommand {
         var path: String
     }
 
+    /// `plugind points list --json`: the declared points, by identifier.
+    struct Document: JSONDocument {
+        static let formatVersion = 1
+        var points: [Entry]
+    }
+
     func run(_ context: CommandContext) async throws -> ExitStatus {
         switch action {
         case .list:
@@ -105,7 +111,7 @@ struct PointsCommand: PlugindCommand {
             }
             for problem in declared.problems { context.console.err("warning: \(problem.description.inert)\n") }
             if json {
-                try context.console.json(entries)
+                try context.console.json(Document(points: entries))
             } else if entries.isEmpty {
                 context.console.out("No installed host declares an extension point.\n")
             } else {

@@ -6,7 +6,7 @@ import PlugindBundle
 struct QuarantineCommand: PlugindCommand {
     /// Its options, each declared once.
     private enum Options {
-        static let json = CommandOption.flag("json", "Print JSON (with list).")
+        static let json = CommandOption.flag("json", "Print JSON (with list; the plugins under \"plugins\").")
     }
 
     static let description = CommandDescription(
@@ -81,19 +81,18 @@ struct QuarantineCommand: PlugindCommand {
             }
             let plugins = document.plugins.sorted { $0.key < $1.key }.filter { !$0.value.crashes.isEmpty || $0.value.quarantine != nil }
             if json {
-                try context.console.json(
-                    plugins.map { identifier, record in
-                        QuarantineEntry(
-                            identifier: identifier,
-                            quarantined: record.quarantine != nil,
-                            since: record.quarantine?.since,
-                            reason: record.quarantine?.reason,
-                            crashes: record.crashes.map {
-                                .init(time: $0.time, reason: $0.reason, output: $0.output, librarySHA256: $0.librarySHA256)
-                            }
-                        )
-                    }
-                )
+                let entries = plugins.map { identifier, record in
+                    QuarantineEntry(
+                        identifier: identifier,
+                        quarantined: record.quarantine != nil,
+                        since: record.quarantine?.since,
+                        reason: record.quarantine?.reason,
+                        crashes: record.crashes.map {
+                            .init(time: $0.time, reason: $0.reason, output: $0.output, librarySHA256: $0.librarySHA256)
+                        }
+                    )
+                }
+                try context.console.json(QuarantineDocument(plugins: entries))
                 return .success
             }
             if plugins.isEmpty { context.console.out("No crash records.\n") }
@@ -114,6 +113,13 @@ struct QuarantineCommand: PlugindCommand {
     }
 }
 
+/// `plugind quarantine list --json`: the plugins with crashes or a quarantine, by identifier.
+struct QuarantineDocument: JSONDocument {
+    static let formatVersion = 1
+    var plugins: [QuarantineEntry]
+}
+
+/// One plugin's quarantine and recent crashes.
 struct QuarantineEntry: Encodable {
     struct Crash: Encodable {
         var time: Date

@@ -6,7 +6,7 @@ import Glibc
 /// `plugind top`: the running workers, with what each costs and serves, updated every second.
 struct TopCommand: PlugindCommand {
     private enum Options {
-        static let json = CommandOption.flag("json", "Print one snapshot as JSON and exit.")
+        static let json = CommandOption.flag("json", "Print one snapshot as JSON (its rows under \"workers\") and exit.")
         static let sort = CommandOption.value(
             "sort", "KEY", "Order by cpu (the default), memory, requests, plugin or uptime.",
             choices: TopModel.SortKey.allCases.map(\.rawValue))
@@ -58,7 +58,7 @@ struct TopCommand: PlugindCommand {
             var model = TopModel(sort: sort)
             model.rows = filtered(WorkerTable.rows(WorkerTable.sample(directories), since: first))
             if json {
-                try context.console.json(model.sortedRows)
+                try context.console.json(Snapshot(workers: model.sortedRows))
             } else {
                 for line in model.tableLines(showUser: geteuid() == 0) { context.console.out(line + "\n") }
                 if model.rows.isEmpty { context.console.out("No plugin workers are running.\n") }
@@ -86,6 +86,12 @@ struct TopCommand: PlugindCommand {
 
     private func filtered(_ rows: [WorkerTable.Row]) -> [WorkerTable.Row] {
         rows.filter { plugin == nil || $0.plugin == plugin }
+    }
+
+    /// `plugind top --json`: one snapshot, a row per worker.
+    struct Snapshot: JSONDocument {
+        static let formatVersion = 1
+        var workers: [WorkerTable.Row]
     }
 }
 

@@ -6,7 +6,7 @@ import PlugindBundle
 struct TrustCommand: PlugindCommand {
     /// Its options, each declared once.
     private enum Options {
-        static let json = CommandOption.flag("json", "Print JSON for scripts (list).")
+        static let json = CommandOption.flag("json", "Print JSON for scripts (list; the publishers under \"publishers\").")
         static let administrator = CommandOption.flag(
             "administrator", "Change the administrator's policy ($PLUGIND_ADMIN_POLICY_DIR) instead of yours.")
     }
@@ -61,6 +61,12 @@ struct TrustCommand: PlugindCommand {
         var administrator: Bool
     }
 
+    /// `plugind trust list --json`: the owner's trusted publishers, then the administrator's.
+    struct Document: JSONDocument {
+        static let formatVersion = 1
+        var publishers: [Entry]
+    }
+
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let editor = PolicyEditor(for: context.host, administrator: administrator)
         switch action {
@@ -106,7 +112,7 @@ struct TrustCommand: PlugindCommand {
                 }
             }
             if json {
-                try context.console.json(entries)
+                try context.console.json(Document(publishers: entries))
             } else if entries.isEmpty {
                 context.console.out("No trusted publishers.\n")
             } else {

@@ -8,7 +8,7 @@ struct VerifyCommand: PlugindCommand {
     /// Its options, each declared once.
     private enum Options {
         static let load = CommandOption.flag("load", "Also load the library in a worker with no permissions (runs its constructors).")
-        static let json = CommandOption.flag("json", "Print JSON for scripts.")
+        static let json = CommandOption.flag("json", "Print JSON for scripts (a report per bundle, under \"reports\").")
     }
 
     static let description = CommandDescription(
@@ -49,6 +49,12 @@ struct VerifyCommand: PlugindCommand {
         var warnings: [String]
     }
 
+    /// `plugind verify --json`: a report per bundle, in the order given.
+    struct Document: JSONDocument {
+        static let formatVersion = 1
+        var reports: [Report]
+    }
+
     func run(_ context: CommandContext) async throws -> ExitStatus {
         var reports: [Report] = []
         let resolver = LibraryResolver()
@@ -81,7 +87,7 @@ struct VerifyCommand: PlugindCommand {
             )
         }
         if json {
-            try context.console.json(reports)
+            try context.console.json(Document(reports: reports))
         } else {
             for report in reports {
                 let name = report.identifier.map { "\($0.inert) (\(report.bundle.inert))" } ?? report.bundle.inert

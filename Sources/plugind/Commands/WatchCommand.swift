@@ -17,8 +17,8 @@ struct WatchCommand: PlugindCommand {
         discussion: """
             Starts with the current plugins, then follows installs, removals, approvals, disables,
             changed bytes and quarantines until interrupted. With --json, one JSON object per line:
-            {"event": "present"|"added"|"changed"|"removed", "identifier", "extensionPoint",
-            "state", "previousState", "reason"}.
+            {"formatVersion", "event": "present"|"added"|"changed"|"removed", "identifier",
+            "extensionPoint", "state", "previousState", "reason"}.
             """,
         options: [Options.point, Options.json]
     )
@@ -32,7 +32,10 @@ struct WatchCommand: PlugindCommand {
         json = arguments.flag(Options.json)
     }
 
-    struct Change: Encodable {
+    /// A line of `watch --json`.
+    struct Change: JSONDocument {
+        static let formatVersion = 1
+
         var event: String
         var identifier: String
         var extensionPoint: String

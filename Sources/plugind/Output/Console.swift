@@ -37,14 +37,14 @@ struct Console {
         try FileDescriptor.standardOutput.writeAll(bytes)
     }
 
-    /// Pretty, key-sorted JSON on stdout, one document.
-    func json<Value: Encodable>(_ value: Value) throws {
-        try writeJSON(value, formatting: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+    /// Pretty, key-sorted JSON on stdout, one document, with its `formatVersion`.
+    func json<Document: JSONDocument>(_ document: Document) throws {
+        try writeJSON(VersionedJSON(document: document), formatting: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
     }
 
-    /// Compact JSON on one line (for streams such as `watch --json`).
-    func jsonLine<Value: Encodable>(_ value: Value) throws {
-        try writeJSON(value, formatting: [.sortedKeys, .withoutEscapingSlashes])
+    /// Compact JSON on one line, with its `formatVersion` (for streams such as `watch --json`).
+    func jsonLine<Document: JSONDocument>(_ document: Document) throws {
+        try writeJSON(VersionedJSON(document: document), formatting: [.sortedKeys, .withoutEscapingSlashes])
     }
 
     /// JSON keeps the data: C0 controls are escaped by the encoder, and what it leaves as it is

@@ -8,6 +8,8 @@ struct PluginDetails {
     let item: Inventory.Item
     let digest: BundleDigest?
     let approval: Approval?
+    /// The publisher's trust that makes it available, when that is why.
+    let trust: PublisherTrust?
     /// The confinement layers a worker verified on this machine, when one was asked to.
     let layers: [AppExtensionProcess.ConfinementLayer]
     let probeError: String?
@@ -31,8 +33,10 @@ struct PluginDetails {
                 probeError = "\(error)"
             }
         }
+        let policy = PolicySnapshot.read(for: host)
         return PluginDetails(
-            item: item, digest: digest, approval: PolicySnapshot.read(for: host).approval(for: entry), layers: layers,
+            item: item, digest: digest, approval: policy.approval(for: entry), trust: PublisherTrust.of(item, policy: policy),
+            layers: layers,
             probeError: probeError, probed: probe, crashes: CrashLog(host: host).read().map { $0.plugins[entry.identifier] },
             activity: PluginActivityStore(host: host).record(of: entry.identifier))
     }
@@ -41,7 +45,7 @@ struct PluginDetails {
     func lines(host: AppExtensionHost) -> [String] {
         let manifest = item.entry.manifest
         var lines = PluginDescription.lines(entry: item.entry, digest: digest, host: host, approval: approval)
-        let why = item.diagnostic?.message ?? item.allowedBy
+        let why = item.diagnostic?.message ?? trust?.sentence(allowedBy: item.allowedBy) ?? item.allowedBy
         lines.insert("  state:           \(item.stateCode)" + (why.map { " (\($0.inert))" } ?? ""), at: 2)
         for warning in item.entry.bundle.warnings { lines.append("  warning:         \(warning.inert)") }
         if manifest.functions.isEmpty {

@@ -25,9 +25,9 @@ from typing import AsyncIterator, Callable, List, Optional, Union
 
 from . import _errors
 from ._errors import *  # noqa: F401,F403  (the exception classes are part of the API)
-from ._native import ASK_HANDLER, INTERRUPTION_HANDLER, SEND_COMPLETION, TYPES, Value, library
+from ._native import ASK_HANDLER, INTERRUPTION_HANDLER, SEND_COMPLETION, TYPES, CallResult, Value, library
 
-__all__ = ["Monitor", "Identity", "Process", "Connection", "Ask"] + _errors.__all__
+__all__ = ["Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs"] + _errors.__all__
 
 _SCOPES = {"application": 0, "none": 1}
 
@@ -92,6 +92,66 @@ def _milliseconds(timeout: Optional[float]) -> int:
     if timeout <= 0:
         raise InvalidArgumentError("timeout must be positive, or None for the plugin's own deadline")  # noqa: F405
     return max(1, int(timeout * 1000))
+
+
+def _values(arguments):
+    """The plugind_values of a call's Python arguments, and the buffers they point into (keep
+    them alive until the call returns)."""
+    values = (Value * max(1, len(arguments)))()
+    keep = []
+    for index, argument in enumerate(arguments):
+        value = values[index]
+        if isinstance(argument, bool):
+            value.type, value.payload.integer = TYPES["bool"], int(argument)
+        elif isinstance(argument, int):
+            if argument > 2**63 - 1:
+                value.type, value.payload.unsigned_integer = TYPES["uint64"], argument
+            else:
+                value.type, value.payload.integer = TYPES["int64"], argument
+        elif isinstance(argument, float):
+            value.type, value.payload.real = TYPES["double"], argument
+        elif isinstance(argument, (str, bytes)):
+            data = argument.encode() if isinstance(argument, str) else argument
+            buffer = _buffer(data)
+            keep.append(buffer)
+            value.type = TYPES["string"] if isinstance(argument, str) else TYPES["bytes"]
+            value.payload.data.bytes = ctypes.cast(buffer, ctypes.POINTER(ctypes.c_uint8))
+            value.payload.data.length = len(data)
+        else:
+            raise InvalidArgumentError("argument %d: %r is not a bool, int, float, str or bytes" % (index, argument))  # noqa: F405
+    return values, keep
+
+
+def _python_value(value: Value):
+    """A plugind_value as a Python value (None for void); strings and bytes are copied, not freed."""
+    kind = value.type
+    if kind == TYPES["void"]:
+        return None
+    if kind == TYPES["bool"]:
+        return bool(value.payload.integer)
+    if kind in (TYPES["uint8"], TYPES["uint16"], TYPES["uint32"], TYPES["uint64"]):
+        return value.payload.unsigned_integer
+    if kind in (TYPES["int8"], TYPES["int16"], TYPES["int32"], TYPES["int64"]):
+        return value.payload.integer
+    if kind in (TYPES["float"], TYPES["double"]):
+        return value.payload.real
+    data = ctypes.string_at(value.payload.data.bytes, value.payload.data.length) if value.payload.data.length else b""
+    return data.decode() if kind == TYPES["string"] else data
+
+
+class CallOutputs:
+    """What `Process.call_with_outputs` returns: `value` (the function's), `outputs` (each out or
+    inout argument's value by name) and `errno` (None unless declared)."""
+
+    __slots__ = ("value", "outputs", "errno")
+
+    def __init__(self, value, outputs, errno):
+        self.value = value
+        self.outputs = outputs
+        self.errno = errno
+
+    def __repr__(self) -> str:
+        return "CallOutputs(value=%r, outputs=%r, errno=%r)" % (self.value, self.outputs, self.errno)
 
 
 class Identity:
@@ -340,28 +400,7 @@ class Process:
         """Calls a function the plugin's manifest declares; arguments are converted to the declared
         types (an int out of the declared range raises CallError). Returns the result as a Python
         value (None for void)."""
-        values = (Value * max(1, len(arguments)))()
-        keep = []
-        for index, argument in enumerate(arguments):
-            value = values[index]
-            if isinstance(argument, bool):
-                value.type, value.payload.integer = TYPES["bool"], int(argument)
-            elif isinstance(argument, int):
-                if argument > 2**63 - 1:
-                    value.type, value.payload.unsigned_integer = TYPES["uint64"], argument
-                else:
-                    value.type, value.payload.integer = TYPES["int64"], argument
-            elif isinstance(argument, float):
-                value.type, value.payload.real = TYPES["double"], argument
-            elif isinstance(argument, (str, bytes)):
-                data = argument.encode() if isinstance(argument, str) else argument
-                buffer = _buffer(data)
-                keep.append(buffer)
-                value.type = TYPES["string"] if isinstance(argument, str) else TYPES["bytes"]
-                value.payload.data.bytes = ctypes.cast(buffer, ctypes.POINTER(ctypes.c_uint8))
-                value.payload.data.length = len(data)
-            else:
-                raise InvalidArgumentError("argument %d: %r is not a bool, int, float, str or bytes" % (index, argument))  # noqa: F405
+        values, keep = _values(arguments)
         result = Value()
         error = ctypes.c_void_p()
         if library.plugind_process_call(
@@ -369,20 +408,42 @@ class Process:
             ctypes.byref(error)
         ) != 0:
             _errors.raise_if(error)
-        kind = result.type
-        if kind == TYPES["void"]:
-            return None
-        if kind == TYPES["bool"]:
-            return bool(result.payload.integer)
-        if kind in (TYPES["uint8"], TYPES["uint16"], TYPES["uint32"], TYPES["uint64"]):
-            return result.payload.unsigned_integer
-        if kind in (TYPES["int8"], TYPES["int16"], TYPES["int32"], TYPES["int64"]):
-            return result.payload.integer
-        if kind in (TYPES["float"], TYPES["double"]):
-            return result.payload.real
-        data = ctypes.string_at(result.payload.data.bytes, result.payload.data.length)
-        library.plugind_bytes_free(result.payload.data.bytes)
-        return data.decode() if kind == TYPES["string"] else data
+        del keep
+        converted = _python_value(result)
+        if result.type in (TYPES["string"], TYPES["bytes"]):
+            library.plugind_bytes_free(result.payload.data.bytes)
+        return converted
+
+    def call_with_outputs(
+        self, name: str, *arguments: Union[bool, int, float, str, bytes], timeout: Optional[float] = None
+    ) -> "CallOutputs":
+        """Calls a function whose declaration has out or inout pointers and buffers, or errno.
+        `arguments` are the declaration's inputs in order: every argument but NULL, out pointers,
+        out buffers and the counts of in buffers (taken from the buffers' lengths); bytes for an in
+        or inout buffer, the value for an inout pointer, the capacity for a length ("*len").
+        Returns the function's value, each out value by argument name (buffers as bytes, as many
+        as the function used) and errno where declared. A library that reports a length beyond the
+        capacity it was given raises CrashedError (protocolViolation), naming the function and the
+        argument; its worker is stopped."""
+        values, keep = _values(arguments)
+        result = CallResult()
+        error = ctypes.c_void_p()
+        if library.plugind_process_call_outputs(
+            self._handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result),
+            ctypes.byref(error)
+        ) != 0:
+            _errors.raise_if(error)
+        del keep
+        try:
+            outputs = {
+                result.outputs[index].name.decode(): _python_value(result.outputs[index].value)
+                for index in range(result.output_count)
+            }
+            return CallOutputs(
+                _python_value(result.value), outputs, result.error_number if result.has_errno else None
+            )
+        finally:
+            library.plugind_call_result_free(ctypes.byref(result))
 
     def close(self) -> None:
         """Ends the process."""

@@ -10,7 +10,7 @@ import ctypes
 import ctypes.util
 import os
 
-__all__ = ["library", "Value", "ASK_HANDLER", "INTERRUPTION_HANDLER", "SEND_COMPLETION", "TYPES"]
+__all__ = ["library", "Value", "CallResult", "ASK_HANDLER", "INTERRUPTION_HANDLER", "SEND_COMPLETION", "TYPES"]
 
 
 def _load() -> ctypes.CDLL:
@@ -61,6 +61,24 @@ class Value(ctypes.Structure):
     """plugind_value: one argument or result of a typed call."""
 
     _fields_ = [("type", ctypes.c_int), ("payload", _Payload)]
+
+
+class Output(ctypes.Structure):
+    """plugind_output: a value a call returns through an out or inout argument."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("value", Value)]
+
+
+class CallResult(ctypes.Structure):
+    """plugind_call_result: what plugind_process_call_outputs returns."""
+
+    _fields_ = [
+        ("value", Value),
+        ("output_count", ctypes.c_size_t),
+        ("outputs", ctypes.POINTER(Output)),
+        ("has_errno", ctypes.c_int),
+        ("error_number", ctypes.c_int),
+    ]
 
 
 # plugind_type, by name.
@@ -144,3 +162,15 @@ _declare(
     ctypes.POINTER(Value),
     _error_out,
 )
+_declare(
+    "plugind_process_call_outputs",
+    ctypes.c_int,
+    _handle,
+    ctypes.c_char_p,
+    ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    ctypes.POINTER(CallResult),
+    _error_out,
+)
+_declare("plugind_call_result_free", None, ctypes.POINTER(CallResult))

@@ -281,6 +281,39 @@ int plugind_process_call(
     plugind_process *process, const char *name, const plugind_value *arguments, size_t count, uint32_t timeout_ms,
     plugind_value *result, plugind_error **error);
 
+/* A value a call returns through an out or inout argument of its declaration: the argument's name,
+ * and the scalar a pointer was left with or the bytes of a buffer (as many as the function used,
+ * checked against the capacity given). */
+typedef struct plugind_output {
+    const char *name;
+    plugind_value value;
+} plugind_output;
+
+/* What plugind_process_call_outputs returns: the function's value, its outputs in the order of the
+ * arguments, and errno as the function left it when the declaration asks for it (has_errno 1). */
+typedef struct plugind_call_result {
+    plugind_value value;
+    size_t output_count;
+    plugind_output *outputs;
+    int has_errno;
+    int error_number;
+} plugind_call_result;
+
+/* plugind_process_call for functions with out and inout arguments or errno. `arguments` are the
+ * declaration's inputs in order: every argument but NULL, out pointers, out buffers and the counts
+ * of in buffers (the host sets those from the buffers' lengths); an in or inout buffer is
+ * PLUGIND_TYPE_BYTES, an inout pointer the value it points to, a length ("count": "*len") the
+ * capacity. On success fills *result, which the caller frees with plugind_call_result_free. A
+ * library that reports a length beyond the capacity it was given fails the call with
+ * PLUGIND_ERROR_PROTOCOL_VIOLATION, naming the function and the argument, and its worker is
+ * stopped. Blocking. */
+int plugind_process_call_outputs(
+    plugind_process *process, const char *name, const plugind_value *arguments, size_t count, uint32_t timeout_ms,
+    plugind_call_result *result, plugind_error **error);
+
+/* Frees the strings, bytes, names and outputs of *result and zeroes it. NULL is ignored. */
+void plugind_call_result_free(plugind_call_result *result);
+
 #ifdef __cplusplus
 }
 #endif

@@ -4,7 +4,7 @@ package import PlugindWire
 /// What the worker answered to a request or a typed call.
 package enum WorkerReply: Sendable, Equatable {
     case bytes([UInt8])
-    case value(FunctionValue)
+    case value(FunctionCallReply)
 }
 
 /// The host's side of the conversation with one worker, as a state machine with no system calls:
@@ -466,8 +466,8 @@ package struct ChannelProtocol {
             // The bytes are read outside, then handed back through `complete(sharedResponse:)`.
             if abandoned.contains(id) || requests[id] != nil { return [.sharedResponse(id, location)] }
             return complete(id, .success(.bytes([])))
-        case .callResult(let id, let value):
-            return complete(id, .success(.value(value)))
+        case .callResult(let id, let reply):
+            return complete(id, .success(.value(reply)))
         case .failure(let id, let failure):
             return complete(id, .failure(pluginFailureError(failure)))
         case .callFailed(let id, let message):

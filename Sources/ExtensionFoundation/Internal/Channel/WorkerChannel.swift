@@ -323,8 +323,8 @@ package final class WorkerChannel: EventLoopHandler {
         return .success(response)
     }
 
-    /// Calls the manifest-declared function at `index`.
-    func call(function index: UInt32, arguments: [FunctionValue], timeout: Duration?) async throws -> FunctionValue {
+    /// Calls the manifest-declared function at `index`; what the worker returned is unchecked.
+    func call(function index: UInt32, arguments: [FunctionValue], timeout: Duration?) async throws -> FunctionCallReply {
         let reply = try await perform(connection: 0, timeout: timeout) { id in
             .call(id: id, function: index, arguments: arguments)
         }

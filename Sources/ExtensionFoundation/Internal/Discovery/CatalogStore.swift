@@ -13,8 +13,9 @@ struct CatalogStore {
     static let fileName = "catalog.cache"
     private static let magic = Array("PLGDCAT".utf8) + [0]
     /// Bumped whenever the layout of a stored bundle changes. 8: bundles in chunks, each decoded
-    /// on its own (a new process decodes them on every processor).
-    private static let formatVersion: UInt32 = 10
+    /// on its own (a new process decodes them on every processor). 11: function declarations with
+    /// pointers, buffers, NULL and errno.
+    private static let formatVersion: UInt32 = 11
     /// Bundles per chunk.
     static let defaultChunkSize = 512
     /// A store larger than this is not read: far larger than the store of any catalog of bundles.

@@ -1,0 +1,60 @@
+"""Typed calls with out values, buffers and errno, from Python. CallOutputsHostTests (Swift)
+installs and approves the zlib example and a libc bundle and runs this file with:
+
+  PLUGIND_TEST_ZLIB_POINT   the zlib example (compress, uncompress, compressBound)
+  PLUGIND_TEST_LIBC_POINT   libc.so.6: strtol with NULL and errno, rand_r with an inout seed
+
+Without them (the suite of the other plugins) these tests are skipped.
+"""
+
+import os
+import zlib
+
+import pytest
+
+import plugind
+
+DEADLINE = 20
+
+pytestmark = pytest.mark.skipif(
+    "PLUGIND_TEST_ZLIB_POINT" not in os.environ, reason="run by CallOutputsHostTests, which installs the bundles"
+)
+
+
+def only(name):
+    monitor = plugind.Monitor(os.environ["PLUGIND_TEST_%s_POINT" % name])
+    assert len(monitor.identities) == 1, monitor.identities
+    identity = monitor.identities[0]
+    monitor.close()
+    return identity
+
+
+def test_zlib_round_trip_checked_by_pythons_zlib():
+    data = os.urandom(200_000) + b"plugind " * 10_000
+    with plugind.Process(only("ZLIB")) as process:
+        bound = process.call("compressBound", len(data), timeout=DEADLINE)
+        compressed = process.call_with_outputs("compress", bound, data, timeout=DEADLINE)
+        assert compressed.value == 0
+        assert compressed.errno is None
+        assert list(compressed.outputs) == ["dest", "destLen"]
+        assert compressed.outputs["destLen"] == len(compressed.outputs["dest"]) <= bound
+        assert zlib.decompress(compressed.outputs["dest"]) == data
+        restored = process.call_with_outputs("uncompress", len(data), zlib.compress(data, 1), timeout=DEADLINE)
+        assert restored.value == 0
+        assert restored.outputs == {"dest": data, "destLen": len(data)}
+        small = process.call_with_outputs("compress", 4, data, timeout=DEADLINE)
+        assert small.value == -5  # Z_BUF_ERROR: zlib's answer, not an exception
+        assert small.outputs["destLen"] <= 4
+
+
+def test_null_errno_and_an_inout_seed():
+    with plugind.Process(only("LIBC")) as process:
+        overflow = process.call_with_outputs("strtol", "99999999999999999999", 10, timeout=DEADLINE)
+        assert overflow.value == 2**63 - 1
+        assert overflow.errno == 34  # ERANGE
+        assert process.call_with_outputs("strtol", "-12", 10, timeout=DEADLINE).errno == 0
+        seeded = process.call_with_outputs("rand_r", 2026, timeout=DEADLINE)
+        assert seeded.outputs["seed"] != 2026
+        with pytest.raises(plugind.CallError) as raised:
+            process.call_with_outputs("strtol", "1", timeout=DEADLINE)
+        assert raised.value.code == "invalidArguments"

@@ -1,0 +1,256 @@
+/// A value a call's result returns through a pointer or buffer argument.
+public struct FunctionOutput: Hashable, Sendable, CustomStringConvertible {
+    /// The argument's name in the declaration.
+    public var name: String
+    /// The scalar an `out`/`inout` pointer points to after the call, or the bytes of an
+    /// `out`/`inout` buffer (as many as the function used, for a buffer counted by a length).
+    public var value: FunctionValue
+
+    public init(name: String, value: FunctionValue) {
+        self.name = name
+        self.value = value
+    }
+
+    public var description: String { "\(name): \(value)" }
+}
+
+/// What a call of a declared function returned: the function's own value, the values of its
+/// `out` and `inout` arguments, and `errno` where the declaration asks for it. Every length in it
+/// was checked against the capacity the caller gave.
+public struct FunctionResult: Hashable, Sendable {
+    public var value: FunctionValue
+    /// In the order of the arguments.
+    public var outputs: [FunctionOutput]
+    /// `errno` as the function left it (it is 0 before the call); nil unless declared.
+    public var errorNumber: Int32?
+
+    public init(value: FunctionValue, outputs: [FunctionOutput] = [], errorNumber: Int32? = nil) {
+        self.value = value
+        self.outputs = outputs
+        self.errorNumber = errorNumber
+    }
+
+    /// The output of the argument called `name`.
+    public subscript(output name: String) -> FunctionValue? {
+        outputs.first { $0.name == name }?.value
+    }
+}
+
+/// A call's arguments laid out per C parameter, checked against the declaration: what the host
+/// sends becomes this on both sides, so the host refuses what the worker would, and the worker
+/// refuses it again.
+package struct FunctionArguments: Sendable, Equatable {
+    package enum Slot: Sendable, Equatable {
+        /// A value passed as it is (a scalar, a string, or `bytes`).
+        case value(FunctionValue)
+        /// The scalar a pointer points to on entry (zero for `out`).
+        case pointer(FunctionValue)
+        /// A buffer of `capacity` bytes whose first bytes are `content` (the rest zero).
+        case buffer(content: [UInt8], capacity: Int)
+        case null
+    }
+
+    package var slots: [Slot]
+
+    /// The bytes of every `out` and `inout` buffer: what the result will carry at most.
+    package var outputCapacity: Int
+
+    /// The capacity in bytes of the buffer at `index`; 0 for other parameters.
+    package func capacity(of index: Int) -> Int {
+        guard slots.indices.contains(index), case .buffer(_, let capacity) = slots[index] else { return 0 }
+        return capacity
+    }
+}
+
+extension FunctionSignature {
+    /// Lays out a call of this function with `values`, one for each of `inputs`: counts of
+    /// `in`/`inout` buffers from their lengths, capacities from constants, count arguments and
+    /// lengths, each checked.
+    ///
+    /// - Throws: `FunctionCallError` naming the function and the argument.
+    package func bind(_ values: [FunctionValue]) throws(FunctionCallError) -> FunctionArguments {
+        let inputs = self.inputs
+        guard values.count == inputs.count else {
+            throw FunctionCallError("\(self) takes \(inputs.count) argument(s), got \(values.count)")
+        }
+        var given: [Int: FunctionValue] = [:]
+        for (position, (value, input)) in zip(values, inputs).enumerated() {
+            let named = parameters[input.parameter].name.map { " ('\($0)')" } ?? ""
+            guard value.type == input.type else {
+                throw FunctionCallError("argument \(position + 1)\(named) of \(self) must be \(input.type), got \(value.type)")
+            }
+            if case .string(let text) = value, text.utf8.contains(0) {
+                throw FunctionCallError("argument \(position + 1)\(named) of \(self) contains a NUL byte")
+            }
+            given[input.parameter] = value
+        }
+        let counts = try derivedCountValues(given)
+        var slots: [FunctionArguments.Slot] = []
+        var outputCapacity = 0
+        for (index, parameter) in parameters.enumerated() {
+            switch parameter.kind {
+            case .value:
+                guard let value = counts[index] ?? given[index] else { throw missing(index) }
+                slots.append(.value(value))
+            case .pointer(let type, let direction):
+                guard let value = direction.isInput ? given[index] : FunctionValue.zero(of: type) else { throw missing(index) }
+                slots.append(.pointer(value))
+            case .buffer(let buffer):
+                let slot = try bufferSlot(index, buffer, given: given, counts: counts)
+                if buffer.direction.isOutput { outputCapacity += slot.capacity }
+                guard outputCapacity <= Int(Self.maximumBufferBytes) else {
+                    throw FunctionCallError(
+                        "the out buffers of \(name) would hold more than \(Self.maximumBufferBytes) bytes together")
+                }
+                slots.append(.buffer(content: slot.content, capacity: slot.capacity))
+            case .null:
+                slots.append(.null)
+            }
+        }
+        return FunctionArguments(slots: slots, outputCapacity: outputCapacity)
+    }
+
+    private func missing(_ index: Int) -> FunctionCallError {
+        FunctionCallError("\(label(ofParameter: index)) of \(name) has no value")
+    }
+
+    /// The values of the count arguments the caller does not pass: the lengths of the `in` and
+    /// `inout` buffers they count, which must agree when several share one.
+    private func derivedCountValues(_ given: [Int: FunctionValue]) throws(FunctionCallError) -> [Int: FunctionValue] {
+        var elements: [Int: (count: Int, buffer: Int)] = [:]
+        for (index, parameter) in parameters.enumerated() {
+            guard case .buffer(let buffer) = parameter.kind, buffer.direction.isInput, case .argument(let counter) = buffer.count,
+                case .bytes(let content)? = given[index]
+            else { continue }
+            let count = try elementCount(content.count, of: buffer, at: index)
+            if let earlier = elements[counter], earlier.count != count {
+                throw FunctionCallError(
+                    "\(label(ofParameter: earlier.buffer)) and \(label(ofParameter: index)) of \(name) share the count \(label(ofParameter: counter)) but hold \(earlier.count) and \(count) elements"
+                )
+            }
+            elements[counter] = (count, index)
+        }
+        var values: [Int: FunctionValue] = [:]
+        for (counter, element) in elements {
+            guard case .value(let type) = parameters[counter].kind, let value = FunctionValue.integer(UInt64(element.count), as: type)
+            else {
+                throw FunctionCallError(
+                    "\(label(ofParameter: element.buffer)) of \(name) holds \(element.count) elements, more than \(label(ofParameter: counter)) can count"
+                )
+            }
+            values[counter] = value
+        }
+        return values
+    }
+
+    private func elementCount(_ bytes: Int, of buffer: FunctionBuffer, at index: Int) throws(FunctionCallError) -> Int {
+        let width = buffer.element.byteWidth
+        guard bytes % width == 0 else {
+            throw FunctionCallError(
+                "\(label(ofParameter: index)) of \(name) holds \(bytes) bytes, not a whole number of \(buffer.element) elements (\(width) bytes each)"
+            )
+        }
+        return bytes / width
+    }
+
+    private func bufferSlot(
+        _ index: Int, _ buffer: FunctionBuffer, given: [Int: FunctionValue], counts: [Int: FunctionValue]
+    ) throws(FunctionCallError) -> (content: [UInt8], capacity: Int) {
+        let label = self.label(ofParameter: index)
+        let elements: UInt64
+        switch buffer.count {
+        case .constant(let count):
+            elements = count
+        case .argument(let counter), .length(let counter):
+            guard let value = counts[counter] ?? given[counter] else { throw missing(counter) }
+            guard let count = value.asCount else {
+                throw FunctionCallError("\(self.label(ofParameter: counter)) of \(name) is \(value), which cannot count \(label)")
+            }
+            elements = count
+        }
+        let width = UInt64(buffer.element.byteWidth)
+        guard elements <= Self.maximumBufferBytes / width else {
+            throw FunctionCallError(
+                "\(label) of \(name) would hold \(elements) \(buffer.element) elements, more than \(Self.maximumBufferBytes) bytes")
+        }
+        let capacity = Int(elements * width)
+        guard buffer.direction.isInput else { return ([], capacity) }
+        guard case .bytes(let content)? = given[index] else { throw missing(index) }
+        _ = try elementCount(content.count, of: buffer, at: index)
+        if case .length(let counter) = buffer.count {
+            guard content.count <= capacity else {
+                throw FunctionCallError(
+                    "\(label) of \(name) holds \(content.count) bytes, more than the capacity of \(capacity) bytes \(self.label(ofParameter: counter)) gives"
+                )
+            }
+        } else if content.count != capacity {
+            throw FunctionCallError("\(label) of \(name) must hold exactly \(capacity) bytes, got \(content.count)")
+        }
+        return (content, capacity)
+    }
+}
+
+// MARK: - Checking a result
+
+extension FunctionSignature {
+    /// Checks what a worker returned for a call laid out as `arguments` and names its outputs:
+    /// the types the declaration gives, every buffer no longer than its capacity, and a buffer
+    /// counted by a length exactly as long as that length says. Nothing in `value`, `outputs`
+    /// or `errorNumber` is trusted.
+    ///
+    /// - Throws: `FunctionResultError` naming the function and the argument.
+    package func result(
+        value: FunctionValue, outputs values: [FunctionValue], errorNumber: Int32?, arguments: FunctionArguments
+    ) throws(FunctionResultError) -> FunctionResult {
+        func refuse(_ argument: String?, _ message: String) -> FunctionResultError {
+            FunctionResultError(function: name, argument: argument, message: message)
+        }
+        guard value.type == returns else { throw refuse(nil, "\(name) returned \(value.type), not the declared \(returns)") }
+        guard (errorNumber != nil) == reportsErrno else {
+            throw refuse(
+                nil,
+                "the result of \(name) \(reportsErrno ? "lacks" : "has") errno, which the declaration \(reportsErrno ? "asks for" : "does not")"
+            )
+        }
+        let expected = outputs
+        guard values.count == expected.count, arguments.slots.count == parameters.count else {
+            throw refuse(nil, "the result of \(name) has \(values.count) outputs, not the \(expected.count) declared")
+        }
+        var byParameter: [Int: FunctionValue] = [:]
+        for (output, value) in zip(expected, values) {
+            guard value.type == output.type else {
+                throw refuse(output.name, "\(name) returned \(value.type) for '\(output.name)', not \(output.type)")
+            }
+            byParameter[output.parameter] = value
+        }
+        for output in expected {
+            guard case .buffer(let buffer) = parameters[output.parameter].kind, case .bytes(let bytes)? = byParameter[output.parameter]
+            else { continue }
+            let capacity = arguments.capacity(of: output.parameter)
+            guard case .length(let counter) = buffer.count else {
+                guard bytes.count == capacity else {
+                    throw refuse(output.name, "\(name) returned \(bytes.count) bytes for '\(output.name)', which holds \(capacity)")
+                }
+                continue
+            }
+            let lengthName = parameters[counter].name ?? "argument \(counter + 1)"
+            guard let length = byParameter[counter] else {
+                throw refuse(lengthName, "the result of \(name) lacks '\(lengthName)'")
+            }
+            let width = UInt64(buffer.element.byteWidth)
+            guard let count = length.asCount, count <= UInt64(capacity) / width else {
+                throw refuse(
+                    lengthName,
+                    "\(name) set '\(lengthName)' to \(length), beyond the capacity of \(UInt64(capacity) / width) \(buffer.element) elements given for '\(output.name)'"
+                )
+            }
+            guard UInt64(bytes.count) == count * width else {
+                throw refuse(
+                    output.name,
+                    "\(name) returned \(bytes.count) bytes for '\(output.name)', where '\(lengthName)' says \(count * width)")
+            }
+        }
+        let named = zip(expected, values).map { FunctionOutput(name: $0.name, value: $1) }
+        return FunctionResult(value: value, outputs: named, errorNumber: errorNumber)
+    }
+}
