@@ -7,7 +7,9 @@
 #   libarchive-dev  (plugin packages: 'plugind pack', 'plugind install FILE')
 #   tmux            (the tests drive 'plugind browse' in a real terminal through it)
 #   pkg-config      (SwiftPM finds the libraries through it)
-#   dpkg-dev        ('plugind pack --format deb' asks its dpkg-shlibdeps for a plugin's Depends)
+#   dpkg-dev        ('plugind pack --format deb' asks its dpkg-shlibdeps for a plugin's Depends,
+#                   and strips the plugin's libraries with its binutils and xz-utils)
+#   lintian         (the tests check that a plugin's package has no lintian error or warning)
 #   python3-pytest  (the Python package's tests, and Debian's python3 that runs them)
 #   python3-pip, python3-setuptools, python3-wheel, python3-venv
 #                   (the tests install the Python package with pip, offline, in a virtual
@@ -32,7 +34,7 @@
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev python3-pytest python3-pip python3-setuptools python3-wheel python3-venv valgrind libasan8 libsqlite3-0 libglib2.0-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go "$@"; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev lintian python3-pytest python3-pip python3-setuptools python3-wheel python3-venv valgrind libasan8 libsqlite3-0 libglib2.0-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

@@ -136,7 +136,10 @@ struct PackageTests {
         #expect(!FileManager.default.fileExists(atPath: package))
 
         #expect(try await plugind("sign", source, "--key", key, in: test).status == 0)
-        let packed = try await plugind("pack", source, "--format", "deb", "--output", package, in: test)
+        // The maintainer, and the key to sign again once the library is stripped
+        // (PluginDebianPackageTests: what lintian says of the package).
+        let packed = try await plugind(
+            "pack", source, "--format", "deb", "--output", package, "--maintainer", "Tests <tests@example.org>", "--key", key, in: test)
         #expect(packed.status == 0, "\(packed.stderr)")
         #expect(packed.stdout == package + "\n")
         let fields = try await CommandRunner.run("/usr/bin/dpkg-deb", ["-f", package], environment: test.environment)
@@ -438,8 +441,71 @@ struct PackageTests {
         #expect(unknown.stderr.contains("is not a trusted publisher"))
         let notAKey = try await plugind("trust", "add", publisher, in: test)
         #expect(
-            try await plugind("trust", "list", "--json", in: test).stdout.contains("[") && notAKey.status == 0,
+            try await plugind("trust", "list", "--json", in: test).stdout.contains("\"publishers\" : [") && notAKey.status == 0,
             "a private key file yields its public half")
+    }
+
+    /// The `trustedPublisher` of the Echo plugin in `list --all --json`, or nil when it has none.
+    func trustedPublisher(_ test: TestHost) async throws -> [String: String]? {
+        let list = try await plugind("list", "--all", "--json", in: test)
+        let document = try JSONSerialization.jsonObject(with: Data(list.standardOutput)) as? [String: Any]
+        let plugin = (document?["plugins"] as? [[String: Any]])?.first { $0["identifier"] as? String == "org.plugind.tests.echo" }
+        return plugin?["trustedPublisher"] as? [String: String]
+    }
+
+    @Test(
+        "list and info say when a plugin is usable because its publisher is trusted: the key's fingerprint, and the owner's trust, the administrator's or a rule"
+    )
+    func trustShown() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let publisher = try await keygen(test)
+        let echo = "org.plugind.tests.echo"
+        #expect(try await plugind("install", try await release(test, "1.0.0", key: publisher), in: test).status == 0)
+        #expect(try await trustedPublisher(test) == nil)
+
+        // The owner's trust.
+        let fingerprint = try await plugind("trust", "add", publisher + ".pub", in: test).stdout.trimmingCharacters(
+            in: .whitespacesAndNewlines)
+        #expect(try await trustedPublisher(test) == ["fingerprint": fingerprint, "trustedBy": "owner"])
+        let list = try await plugind("list", "--all", in: test)
+        #expect(list.stdout.contains("available\n    its publisher \(fingerprint) is trusted by the owner"), "\(list.stdout)")
+        let info = try await plugind("info", echo, "--no-probe", in: test)
+        #expect(info.stdout.contains("state:           available (its publisher \(fingerprint) is trusted by the owner"), "\(info.stdout)")
+        let json = try await plugind("info", echo, "--no-probe", "--json", in: test)
+        let document = try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [String: Any]
+        let plugin = document?["plugin"] as? [String: Any]
+        #expect(plugin?["trustedPublisher"] as? [String: String] == ["fingerprint": fingerprint, "trustedBy": "owner"], "\(json.stdout)")
+
+        // The administrator's trust as well: the owner's removal would not stop it, so it is named.
+        #expect(try await plugind("trust", "add", publisher + ".pub", "--administrator", in: test).status == 0)
+        #expect(try await trustedPublisher(test) == ["fingerprint": fingerprint, "trustedBy": "administrator"])
+        let administrator = try await plugind("list", "--all", in: test)
+        #expect(administrator.stdout.contains("its publisher \(fingerprint) is trusted by the administrator"), "\(administrator.stdout)")
+
+        // An approval of its own is why it runs, whoever trusts the key.
+        #expect(try await plugind("approve", echo, "--yes", in: test).status == 0)
+        #expect(try await trustedPublisher(test) == nil)
+        #expect(try await plugind("revoke", echo, in: test).status == 0)
+        #expect(try await trustedPublisher(test)?["trustedBy"] == "administrator")
+        #expect(try await plugind("trust", "remove", fingerprint, "--administrator", in: test).status == 0)
+        #expect(try await plugind("trust", "remove", fingerprint, in: test).status == 0)
+        #expect(try await listed(test).state == "unapproved")
+        #expect(try await trustedPublisher(test) == nil)
+
+        // An administrator's rule that names the key: the rule and the key.
+        let admin = try #require(test.environment["PLUGIND_ADMIN_POLICY_DIR"])
+        try FileManager.default.createDirectory(atPath: admin, withIntermediateDirectories: true)
+        func rules(_ text: String) throws { try Data(text.utf8).write(to: URL(fileURLWithPath: admin + "/rules.json")) }
+        try rules(#"{"formatVersion": 1, "rules": [{"name": "acme", "effect": "allow", "publisher": "\#(fingerprint)"}]}"#)
+        #expect(try await trustedPublisher(test) == ["fingerprint": fingerprint, "trustedBy": "administrator", "rule": "acme"])
+        let ruled = try await plugind("list", "--all", in: test)
+        #expect(ruled.stdout.contains("allowed by the administrator's rule 'acme' ("), "\(ruled.stdout)")
+        #expect(ruled.stdout.contains(", which names its publisher \(fingerprint)\n"), "\(ruled.stdout)")
+        // A rule that names no publisher: the rule, and no key.
+        try rules(#"{"formatVersion": 1, "rules": [{"name": "echo", "effect": "allow", "identifier": "org.plugind.tests.echo"}]}"#)
+        #expect(try await listed(test).state == "available")
+        #expect(try await trustedPublisher(test) == nil)
     }
 
     @Test(

@@ -12,7 +12,12 @@ struct PackCommand: PlugindCommand {
             "output", "<file>", "The package to write, conventionally <name>.plugin (for deb: <package>_<version>_<arch>.deb here).")
         static let format = CommandOption.value("format", "plugin|deb", "plugin (the default) or deb, a Debian package.")
         static let maintainer = CommandOption.value(
-            "maintainer", "<name-and-email>", "For deb: the Maintainer field, e.g. 'Tools Team <tools@example.com>'.")
+            "maintainer", "<name-and-email>",
+            "For deb: the package's maintainer, e.g. 'Tools Team <tools@example.com>' (else DEBEMAIL and DEBFULLNAME).")
+        static let license = CommandOption.value(
+            "license", "<spdx>", "For deb: the plugin's licence for the copyright file, an SPDX expression such as Apache-2.0.")
+        static let key = CommandOption.value(
+            "key", "<file>", "For deb: the private key the bundle is signed with, to strip its libraries and sign it again.")
     }
 
     enum Format: String {
@@ -22,7 +27,8 @@ struct PackCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "pack",
         abstract: "Pack a signed bundle into a single .plugin file, or a Debian package.",
-        usage: "<bundle> --output <file> | <bundle> --format deb [--output <file>] [--maintainer <name-and-email>]",
+        usage:
+            "<bundle> --output <file> | <bundle> --format deb [--output <file>] [--maintainer <name-and-email>] [--license <spdx>] [--key <file>]",
         discussion: """
             Writes the bundle's regular files and directories, and its signature, into one
             gzip-compressed POSIX tar archive (through libarchive): no owners, no times, only the
@@ -38,16 +44,28 @@ struct PackCommand: PlugindCommand {
             '-' as they are, an upper-case letter as '+' and the letter in lower case, '_' as '++'
             (com.Example.my_tool: plugind-plugin-com.+example.my++tool), so two plugins never share
             a package. Publish it in an apt repository and every machine installs the same
-            plugin; see Documentation/Packaging.md.
+            plugin; see Packaging.md, installed in /usr/share/doc/plugind.
+
+            The package is made for lintian to find no error or warning in it. Its maintainer is
+            --maintainer, else DEBEMAIL (with DEBFULLNAME) as for Debian's own tools; with
+            neither it is refused, as a publisher key names no person. Its changelog has one
+            entry for the version, dated SOURCE_DATE_EPOCH when that is set; its copyright file
+            (DEP-5) names the maintainer and the --license given, or says that none was. The
+            bundle's libraries are stripped, their function names kept for crash reports
+            (MiniDebugInfo); stripping changes the signed bytes, so a bundle that is not
+            stripped already needs --key, the private key it is signed with, to sign it again
+            (or strip before 'plugind sign', and the package holds the bytes you signed).
             """,
         arguments: [("<bundle>", "The signed bundle directory.")],
-        options: [Options.output, Options.format, Options.maintainer]
+        options: [Options.output, Options.format, Options.maintainer, Options.license, Options.key]
     )
 
     let bundle: String
     let output: String?
     let format: Format
-    let maintainer: String?
+    let maintainer: DebianMaintainer?
+    let license: DebianLicense?
+    let keyPath: String?
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         bundle = try arguments.positionals(["bundle"])[0]
@@ -60,29 +78,26 @@ struct PackCommand: PlugindCommand {
         if format == .plugin && output == nil {
             throw UsageError(message: "pack needs --output <file>", command: "pack")
         }
-        maintainer = arguments.value(Options.maintainer)
-        if maintainer != nil && format != .deb {
-            throw UsageError(message: "--maintainer is for --format deb", command: "pack")
+        for option in [Options.maintainer, Options.license, Options.key] where format != .deb && arguments.value(option) != nil {
+            throw UsageError(message: "--\(option.name) is for --format deb", command: "pack")
         }
+        do throws(DebianMaintainer.Failure) {
+            maintainer = try arguments.value(Options.maintainer).map(DebianMaintainer.parse)
+        } catch {
+            throw UsageError(message: error.description.inert, command: "pack")
+        }
+        do throws(DebianLicense.Failure) {
+            license = try arguments.value(Options.license).map { (text) throws(DebianLicense.Failure) in try DebianLicense(spdx: text) }
+        } catch {
+            throw UsageError(message: error.description.inert, command: "pack")
+        }
+        keyPath = arguments.value(Options.key).flatMap { $0.isEmpty ? nil : $0 }
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
         let (inspected, key) = try SignedBundle.check(bundle)
         guard format == .plugin, let output else {
-            let package = DebianPackage(inspected: inspected, key: key, maintainer: maintainer)
-            let path: String
-            do {
-                path = try package.write(output: output)
-            } catch {
-                throw CommandFailure(
-                    message: "cannot pack \(inspected.manifest.identifier.inert) as a Debian package: \(error.description.inert)",
-                    status: .failure)
-            }
-            context.console.err(
-                "Packed \(inspected.manifest.identifier.inert) \(inspected.manifest.version.inert), signed by \(key.fingerprint), as \(package.packageName) into \(path.inert).\n"
-            )
-            context.console.out(path.inert + "\n")
-            return .success
+            return try packDebian(inspected, key: key, context)
         }
         do {
             try PluginPackage.write(bundleAt: inspected.bundlePath, contents: inspected.contents, to: output)
@@ -94,6 +109,58 @@ struct PackCommand: PlugindCommand {
         context.console.err(
             "Packed \(inspected.manifest.identifier.inert) \(inspected.manifest.version.inert), signed by \(key.fingerprint), into \(output.inert) (\(ByteCount(UInt64(size)))).\n"
         )
+        return .success
+    }
+}
+
+extension PackCommand {
+    /// `--format deb`: the maintainer, the key and the date resolved, then the package.
+    private func packDebian(_ inspected: InspectedBundle, key: PublisherKeys.PublicKey, _ context: CommandContext) throws -> ExitStatus {
+        let identifier = inspected.manifest.identifier.inert
+        func failure(_ message: String, _ status: ExitStatus = .failure) -> CommandFailure {
+            CommandFailure(message: "cannot pack \(identifier) as a Debian package: \(message.inert)", status: status)
+        }
+        let maintainer: DebianMaintainer
+        do {
+            guard let resolved = try self.maintainer ?? DebianMaintainer.fromEnvironment(ProcessEnvironment.value) else {
+                throw failure(
+                    "it needs a maintainer, a name and an address for the Maintainer field, the changelog and the copyright file, and a publisher key names no one: pass --maintainer '\(DebianMaintainer.example)', or set DEBEMAIL (and DEBFULLNAME) as for Debian's own tools",
+                    .usage)
+            }
+            maintainer = resolved
+        } catch let error as DebianMaintainer.Failure {
+            throw failure(error.description, .usage)
+        }
+        var signingKey: PublisherKeys.PrivateKey?
+        if let keyPath {
+            let privateKey = try SignCommand.loadPrivateKey(keyPath)
+            let publicKey = try? privateKey.publicKey
+            guard publicKey == key else {
+                throw failure(
+                    "--key \(keyPath) is the key \(publicKey?.fingerprint ?? "?"), but the bundle is signed by \(key.fingerprint); pass that key, the one the bundle was signed with",
+                    .usage)
+            }
+            signingKey = privateKey
+        }
+        let written: DebianPackage.Written
+        let package: DebianPackage
+        do {
+            package = DebianPackage(
+                inspected: inspected, key: key, maintainer: maintainer, license: license, signingKey: signingKey,
+                date: try DebianPackage.packageDate(sourceDateEpoch: ProcessEnvironment.value("SOURCE_DATE_EPOCH")))
+            written = try package.write(output: output)
+        } catch {
+            throw failure(error.description)
+        }
+        var notes: [String] = []
+        if !written.stripped.isEmpty {
+            notes.append("stripped \(written.stripped.joined(separator: ", ").inert) and signed the bundle again")
+        }
+        if license == nil { notes.append("no licence stated, so the copyright file says none was; --license <spdx> states one") }
+        context.console.err(
+            "Packed \(identifier) \(inspected.manifest.version.inert), signed by \(key.fingerprint), as \(package.packageName) into \(written.path.inert)\(notes.isEmpty ? "" : " (" + notes.joined(separator: "; ") + ")").\n"
+        )
+        context.console.out(written.path.inert + "\n")
         return .success
     }
 }

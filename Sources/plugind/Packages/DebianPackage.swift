@@ -5,10 +5,12 @@ import PlugindWire
 
 /// `plugind pack --format deb`: a signed bundle as a Debian package that installs it under
 /// /usr/lib/plugind/plugins/<identifier>/ with its signature, for an organisation's apt
-/// repository. The architecture comes from the library's ELF header and `Depends` from the
-/// system libraries it needs, through dpkg-shlibdeps (the tool Debian's own packages use, which
-/// knows each library's package and the oldest version that provides the symbols used); dpkg-deb
-/// writes the archive.
+/// repository, in the shape lintian accepts without an error or a warning. The architecture
+/// comes from the library's ELF header and `Depends` from the system libraries it needs, through
+/// dpkg-shlibdeps (the tool Debian's own packages use, which knows each library's package and the
+/// oldest version that provides the symbols used); the bundle's ELF files are stripped (and the
+/// bundle signed again) as DebianPackage+Strip.swift says; the changelog, the copyright file and
+/// the description are DebianPackage+Documents.swift's; dpkg-deb writes the archive.
 struct DebianPackage {
     /// The directory packages install plugins into: the system plugin directory plugind searches.
     static let pluginDirectory = "/usr/lib/plugind/plugins"
@@ -18,8 +20,16 @@ struct DebianPackage {
     }
 
     var inspected: InspectedBundle
+    /// The key the bundle is signed with.
     var key: PublisherKeys.PublicKey
-    var maintainer: String?
+    var maintainer: DebianMaintainer
+    /// The licence the publisher stated; nil: the copyright file says none was.
+    var license: DebianLicense?
+    /// The private half of `key`, to sign the bundle again once stripped; nil: a bundle that
+    /// needs stripping is refused.
+    var signingKey: PublisherKeys.PrivateKey?
+    /// The time of the changelog entry and the copyright year.
+    var date: Date
 
     /// `plugind-plugin-<identifier>`, in the characters Debian allows in a package name.
     var packageName: String { Self.packageName(for: inspected.manifest.identifier) }
@@ -71,8 +81,14 @@ struct DebianPackage {
         return version.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || ".+-~:".contains($0)) }
     }
 
-    /// Writes the package; returns its path. `output` nil: `<name>_<version>_<arch>.deb` here.
-    func write(output: String?) throws(Failure) -> String {
+    /// What `write` made: the package's path and the bundle's files it stripped.
+    struct Written {
+        var path: String
+        var stripped: [String]
+    }
+
+    /// Writes the package; `output` nil: `<name>_<version>_<arch>.deb` here.
+    func write(output: String?) throws(Failure) -> Written {
         let manifest = inspected.manifest
         let libraryPath = inspected.bundlePath + "/" + manifest.library
         let header: ELFFile.Header
@@ -94,14 +110,26 @@ struct DebianPackage {
         defer { try? FileManager.default.removeItem(atPath: work) }
         let root = work + "/root"
         let installed = root + Self.pluginDirectory + "/" + manifest.identifier
+        let documentation = root + "/usr/share/doc/" + packageName
         do {
             try FileManager.default.createDirectory(
                 atPath: (installed as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
             try FileManager.default.copyItem(atPath: inspected.bundlePath, toPath: installed)
             try FileManager.default.createDirectory(atPath: root + "/DEBIAN", withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: documentation, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: work + "/strip", withIntermediateDirectories: true)
         } catch {
             throw Failure(description: "cannot stage the bundle in \(work): \(error.localizedDescription)")
         }
+        // Before anything reads the bundle's bytes for the package: the signature, the md5sums
+        // and dpkg-shlibdeps all see the stripped files.
+        let stripped = try stripAndSign(bundle: installed, work: work + "/strip")
+        let installedDirectory = Self.pluginDirectory + "/" + manifest.identifier
+        let withoutNeeded = try Self.elfFiles(in: installed).filter { $0.sections.neededCount == 0 }
+            .map { String((installedDirectory + "/" + $0.path).dropFirst()) }
+        try writeDocuments(
+            documentation: documentation, root: root,
+            licenceFiles: Self.licenceFiles(in: installed, installedAt: installedDirectory), withoutNeeded: withoutNeeded)
         try normalizeModes(root)
         let dependencies = try systemDependencies(of: installed + "/" + manifest.library, work: work)
         let control = controlFile(architecture: architecture, dependencies: dependencies, installedSize: try installedKilobytes(root))
@@ -114,30 +142,42 @@ struct DebianPackage {
         }
         let path = output ?? "\(packageName)_\(manifest.version)_\(architecture).deb"
         try Self.run("dpkg-deb", ["--root-owner-group", "-Zxz", "--build", root, path], package: "dpkg")
-        return path
+        return Written(path: path, stripped: stripped)
+    }
+
+    /// The changelog (gzip -9n: no name, no time, as lintian wants it), the copyright file and
+    /// lintian's overrides.
+    private func writeDocuments(documentation: String, root: String, licenceFiles: [String], withoutNeeded: [String]) throws(Failure) {
+        let changelog = documentation + "/" + changelogName
+        let plainChangelog = String(changelog.dropLast(".gz".count))
+        do {
+            try Data(self.changelog.utf8).write(to: URL(fileURLWithPath: plainChangelog))
+            try Data(copyright(licenceFiles: licenceFiles).utf8).write(to: URL(fileURLWithPath: documentation + "/copyright"))
+            if let overrides = lintianOverrides(withoutNeeded: withoutNeeded) {
+                let directory = root + "/usr/share/lintian/overrides"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+                try Data(overrides.utf8).write(to: URL(fileURLWithPath: directory + "/" + packageName))
+            }
+        } catch {
+            throw Failure(description: "cannot write the package's documentation: \(error.localizedDescription)")
+        }
+        try Self.run("gzip", ["-9", "-n", "--force", plainChangelog], package: "gzip")
     }
 
     private func controlFile(architecture: String, dependencies: [String], installedSize: Int) -> String {
         let manifest = inspected.manifest
         let minimum = manifest.minimumHostVersion.flatMap { Self.isValidVersion($0) ? $0 : nil } ?? PlugindRelease.version
         let depends = ["plugind (>= \(minimum))"] + dependencies
-        let summary = "plugind plugin: " + manifest.name.filter { !$0.isNewline }
-        let body = (manifest.description ?? manifest.name).filter { !$0.isNewline }
         return """
             Package: \(packageName)
             Version: \(manifest.version)
             Architecture: \(architecture)
-            Maintainer: \(maintainer ?? "Publisher \(key.fingerprint) <publisher@invalid>")
+            Maintainer: \(maintainer)
             Installed-Size: \(installedSize)
             Depends: \(depends.joined(separator: ", "))
             Section: misc
             Priority: optional
-            Description: \(summary.prefix(72))
-             \(body)
-             .
-             The plugin \(manifest.identifier) for the extension point \(manifest.extensionPoint),
-             installed in \(Self.pluginDirectory)/\(manifest.identifier) and signed by the
-             publisher key \(key.fingerprint).
+            \(descriptionField)
 
             """
     }
