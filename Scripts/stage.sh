@@ -4,8 +4,10 @@
 # A release build as installed (Scripts/installed-build.sh: the Swift runtime linked statically, so
 # that the binaries run on a Debian 12 machine without the Swift toolchain); then, under DESTDIR/PREFIX:
 #   bin/plugind, libexec/plugind/plugind-worker,
-#   share/man/man1/plugind.1 and plugind-<subcommand>.1, share/man/man5/plugind-manifest.5
-#     (written by 'plugind help --man' from the same descriptions as --help and CLI.md),
+#   share/man/man1/plugind.1 and plugind-<subcommand>.1, share/man/man5/plugind-manifest.5 and
+#     plugind-policy.5 (written by 'plugind help --man' from the same descriptions as --help and
+#     CLI.md, and from the Markdown references), share/doc/plugind/ (README.md and
+#     Documentation/*.md, which the manual pages and --help cite),
 #   bash, zsh and fish completions ('plugind completions'),
 #   include/plugind/plugind_plugin.h and plugind_plugin.hpp (the C++ kit), share/pkgconfig/plugind-plugin.pc,
 #   share/plugind/kits/rust/plugind-plugin and share/plugind/kits/go/plugind (the Rust and Go kits,
@@ -74,6 +76,9 @@ for command in $("$plugind" help --markdown | sed -n 's/^## plugind \(.*\)$/\1/p
     "$plugind" help --man "$command" > "$root/share/man/man1/plugind-$command.1"
 done
 "$plugind" help --man manifest Documentation/ManifestReference.md > "$root/share/man/man5/plugind-manifest.5"
+"$plugind" help --man policy Documentation/PolicyFiles.md > "$root/share/man/man5/plugind-policy.5"
+install -d "$root/share/doc/plugind"
+install -m 0644 README.md Documentation/*.md "$root/share/doc/plugind/"
 "$plugind" completions bash > "$root/share/bash-completion/completions/plugind"
 "$plugind" completions zsh > "$root/share/zsh/vendor-completions/_plugind"
 "$plugind" completions fish > "$root/share/fish/vendor_completions.d/plugind.fish"

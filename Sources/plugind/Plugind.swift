@@ -96,21 +96,22 @@ enum Plugind {
         }
     }
 
-    /// `plugind help --man [<subcommand> | manifest <file>]`: a manual page in roff, for the
-    /// packages (Scripts/package.sh). The manifest's page is written from its Markdown reference.
+    /// `plugind help --man [<subcommand> | manifest <file> | policy <file>]`: a manual page in
+    /// roff, for the packages (Scripts/stage.sh). The pages of section 5 are written from their
+    /// Markdown references.
     static func manualPage(_ arguments: [String], console: Console) -> ExitStatus {
+        // A reference page is named with its Markdown source ('policy' is also a subcommand).
+        if let name = arguments.first, let page = ReferencePage.all[name], arguments.count == 2 || command(named: name) == nil {
+            guard arguments.count == 2, let markdown = try? String(contentsOfFile: arguments[1], encoding: .utf8) else {
+                console.error("help --man \(name) needs the path of \(page.source)")
+                return .usage
+            }
+            console.out(MarkdownManualPage.page(markdown, name: page.name, section: 5, summary: page.summary, version: version))
+            return .success
+        }
         switch arguments.first {
         case nil:
             console.out(ManualPage.root(commands.map(\.description), version: version))
-        case "manifest":
-            guard arguments.count == 2, let markdown = try? String(contentsOfFile: arguments[1], encoding: .utf8) else {
-                console.error("help --man manifest needs the path of Documentation/ManifestReference.md")
-                return .usage
-            }
-            console.out(
-                MarkdownManualPage.page(
-                    markdown, name: "plugind-manifest", section: 5, summary: "the manifest.json of a plugind plugin bundle",
-                    version: version))
         case let name?:
             guard let command = command(named: name) else {
                 return usageFailure(UsageError(message: "unknown subcommand '\(name)'"), console: console)

@@ -50,6 +50,35 @@ struct ManualAndCompletionTests {
         #expect(missing.status == 64)
     }
 
+    @Test("plugind-policy(5) is the policy files' reference, renders without a warning, and cites no file of the source tree")
+    func policyFilesPage() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let reference = BuiltProducts.packageRoot + "/Documentation/PolicyFiles.md"
+        let page = try await plugind("help", "--man", "policy", reference, in: test)
+        #expect(page.status == 0)
+        #expect(page.stdout.hasPrefix(".TH \"PLUGIND-POLICY\" \"5\""))
+        for key in ["trustedPublishers", "bundleDigest", "requireSignatures", "extensionPoint", "formatVersion"] {
+            #expect(page.stdout.contains(key), "plugind-policy(5) lacks \(key)")
+        }
+        let pageFile = test.directory.path + "/plugind-policy.5"
+        try Data(page.standardOutput).write(to: URL(fileURLWithPath: pageFile))
+        let rendered = try await CommandRunner.run(
+            "/usr/bin/man", ["--warnings", "-l", pageFile], environment: ["MANPAGER": "cat", "MANWIDTH": "80", "PATH": "/usr/bin:/bin"])
+        #expect(rendered.status == 0)
+        #expect(rendered.stderr.isEmpty, "man warns about plugind-policy(5): \(rendered.stderr)")
+        // Without a file, 'policy' is the subcommand's page, which every page's SEE ALSO pairs
+        // with the file formats'.
+        let command = try await plugind("help", "--man", "policy", in: test)
+        #expect(command.stdout.hasPrefix(".TH \"PLUGIND-POLICY\" \"1\""))
+        #expect(command.stdout.contains("\\fBplugind\\-policy\\fR(5)"))
+        // What the pages cite is installed with them (Scripts/stage.sh), never the source tree.
+        for entry in Plugind.commands {
+            let cited = try await plugind("help", "--man", entry.description.name, in: test)
+            #expect(!cited.stdout.contains("Documentation/"), "plugind-\(entry.description.name)(1) cites the source tree")
+        }
+    }
+
     @Test("every argument placeholder of every command has a completion kind")
     func placeholdersAreKnown() {
         for entry in Plugind.commands {

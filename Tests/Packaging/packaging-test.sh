@@ -76,8 +76,14 @@ expected=$work/expected
         ./usr/libexec/plugind/plugind-worker ./usr/share/bash-completion/completions/plugind \
         ./usr/share/doc/plugind/changelog.gz ./usr/share/doc/plugind/copyright \
         ./usr/share/fish/vendor_completions.d/plugind.fish ./usr/share/man/man1/plugind.1.gz \
-        ./usr/share/man/man5/plugind-manifest.5.gz ./usr/share/zsh/vendor-completions/_plugind
+        ./usr/share/man/man5/plugind-manifest.5.gz ./usr/share/man/man5/plugind-policy.5.gz \
+        ./usr/share/zsh/vendor-completions/_plugind
     "$bin/plugind" help --markdown | sed -n 's|^## plugind \(.*\)$|./usr/share/man/man1/plugind-\1.1.gz|p'
+    # The documentation the manual pages cite, compressed by dh_compress when over 4 KiB.
+    for document in README.md Documentation/*.md; do
+        name=./usr/share/doc/plugind/$(basename "$document")
+        if [ "$(stat -c %s "$document")" -gt 4096 ]; then echo "$name.gz"; else echo "$name"; fi
+    done
 } | sort > "$expected"
 dpkg-deb -c "$deb" > "$work/listing"
 awk '{print $6}' "$work/listing" | grep -Ev '/$' | sort > "$work/files"
@@ -125,6 +131,13 @@ as_user plugind list >/dev/null
 
 step "man plugind, bash completion"
 [[ $(as_user env MANPAGER=cat MANWIDTH=80 man plugind) == *"plugind approve"* ]] || fail "man plugind does not show the approve subcommand"
+[[ $(as_user env MANPAGER=cat MANWIDTH=80 man 5 plugind-policy) == *"requireSignatures"* ]] \
+    || fail "man 5 plugind-policy does not document rules.json"
+# What the manual pages cite is installed: the documentation directory, never the source tree's.
+cited=$(zcat /usr/share/man/man*/plugind*.gz | grep -o 'Documentation/[A-Za-z]*\.md' | sort -u || true)
+[ -z "$cited" ] || fail "manual pages cite files of the source tree: $cited"
+[ -e /usr/share/doc/plugind/CLI.md.gz ] && [ -e /usr/share/doc/plugind/PolicyFiles.md.gz ] \
+    || fail "the documentation the manual pages cite is not in /usr/share/doc/plugind"
 [[ $(as_user env MANPAGER=cat man 5 plugind-manifest) == *"manifestVersion"* ]] || fail "man 5 plugind-manifest"
 completed=$(as_user bash -c 'source /usr/share/bash-completion/completions/plugind; COMP_WORDS=(plugind ap); COMP_CWORD=1; _plugind; echo "${COMPREPLY[*]}"')
 [ "$completed" = approve ] || fail "plugind ap<TAB> completed to '$completed', not 'approve'"
@@ -182,8 +195,12 @@ refusal=$(runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" timeout 6
 [[ $refusal == *"is not signed"* ]] || fail "pack --format deb refused an unsigned bundle without saying so: $refusal"
 [ -e "$project/unsigned.deb" ] && fail "pack --format deb wrote a package of an unsigned bundle"
 as_user plugind sign "$project/Upper/build/Upper.appex" --key "$project/key" >/dev/null
-plugin_deb=$(as_user sh -c "cd '$project' && plugind pack Upper/build/Upper.appex --format deb" 2>/dev/null)
+# The maintainer, the licence of the copyright file, and the key to sign the bundle again once
+# its library is stripped; lintian accepts the package without an error or a warning.
+plugin_deb=$(as_user sh -c "cd '$project' && plugind pack Upper/build/Upper.appex --format deb \
+    --maintainer 'Example Plugins <plugins@example.org>' --license Apache-2.0 --key '$project/key'" 2>/dev/null)
 plugin_deb=$project/$plugin_deb
+run 600 lintian --fail-on error,warning "$plugin_deb" >/dev/null
 [ "$(dpkg-deb -f "$plugin_deb" Architecture)" = "$(dpkg --print-architecture)" ] || fail "the plugin package's architecture"
 plugin_depends=$(dpkg-deb -f "$plugin_deb" Depends)
 [[ $plugin_depends == "plugind (>= "*libc6* ]] || fail "the plugin package's Depends: $plugin_depends"

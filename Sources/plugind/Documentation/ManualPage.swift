@@ -19,17 +19,30 @@ enum ManualPage {
         page += files + environment
         page +=
             ".SH \"SEE ALSO\"\n"
-            + (commands.map { "\\fBplugind\\-\(Roff.escape($0.name))\\fR(1)" } + ["\\fBplugind\\-manifest\\fR(5)"])
-            .joined(separator: ",\n") + "\n"
+            + (commands.map { "\\fBplugind\\-\(Roff.escape($0.name))\\fR(1)" } + referencePages).joined(separator: ",\n") + "\n"
+            + documentation
         return page
     }
+
+    /// The pages of section 5 (`ReferencePage`), for SEE ALSO.
+    private static let referencePages = ReferencePage.all.values.map { "\\fB\(Roff.escape($0.name))\\fR(5)" }.sorted()
+
+    /// Where the rest of the documentation is installed (Scripts/stage.sh).
+    private static let documentation = """
+        .PP
+        The owner's and the plugin author's guides, the security, reliability and performance notes
+        and the CLI reference (with its JSON formats) are installed in
+        .I /usr/share/doc/plugind/
+        (\\fIshare/doc/plugind\\fR under the prefix of a \\fBScripts/install.sh\\fR installation).
+
+        """
 
     /// `plugind-<subcommand>(1)`.
     static func command(_ command: CommandDescription, version: String) -> String {
         var page = Roff.title("plugind-" + command.name, section: 1, version: version)
         page += ".SH NAME\nplugind\\-\(Roff.escape(command.name)) \\- \(Roff.escape(command.abstract))\n"
         page += ".SH SYNOPSIS\n" + synopsis(command) + body(command, headings: true)
-        page += ".SH \"SEE ALSO\"\n\\fBplugind\\fR(1), \\fBplugind\\-manifest\\fR(5)\n"
+        page += ".SH \"SEE ALSO\"\n" + (["\\fBplugind\\fR(1)"] + referencePages).joined(separator: ", ") + "\n" + documentation
         return page
     }
 
@@ -65,7 +78,8 @@ enum ManualPage {
         The owner's approvals, trusted publishers and settings (\\fB$XDG_CONFIG_HOME/plugind\\fR).
         .TP
         .I /etc/plugind/
-        The administrator's approvals, trusted publishers and \\fBrules.json\\fR; they win over the owner's.
+        The administrator's approvals, trusted publishers and \\fBrules.json\\fR; they win over the owner's
+        (\\fBplugind\\-policy\\fR(5)).
         .TP
         .I ~/.local/state/plugind/
         The crash log and the discovery cache (\\fB$XDG_STATE_HOME/plugind\\fR).

@@ -93,3 +93,20 @@ enum MarkdownManualPage {
         return result.hasPrefix(".") || result.hasPrefix("'") ? "\\&" + result : result
     }
 }
+
+/// The manual pages of section 5, each written from a Markdown reference of the repository
+/// (`plugind help --man NAME FILE`, run by Scripts/stage.sh).
+enum ReferencePage {
+    struct Page {
+        var name: String
+        var summary: String
+        var source: String
+    }
+
+    static let all: [String: Page] = [
+        "manifest": Page(
+            name: "plugind-manifest", summary: "the manifest.json of a plugind plugin bundle", source: "Documentation/ManifestReference.md"),
+        "policy": Page(
+            name: "plugind-policy", summary: "plugind's policy files, policy.json and rules.json", source: "Documentation/PolicyFiles.md"),
+    ]
+}

@@ -110,7 +110,7 @@ struct PluginTemplate {
             make package KEY=~/.plugind-key         # signed build/\(name).plugin ('plugind keygen --output ~/.plugind-key' once)
 
         Edit the handler in \(sourcePath), and the manifest (limits, permissions,
-        functions) in manifest.json; plugind's Documentation/ explains both.
+        functions) in manifest.json; /usr/share/doc/plugind explains both.
 
         """
     }
