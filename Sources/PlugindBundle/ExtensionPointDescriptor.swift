@@ -152,7 +152,8 @@ package struct DeclaredExtensionPoints: Sendable {
             let opened = open(directory, O_RDONLY | O_DIRECTORY | O_NONBLOCK | O_CLOEXEC)
             guard opened >= 0 else { continue }
             defer { close(opened) }
-            guard let names = names(in: opened) else {
+            let listing = DirectoryNames.list(opened, limit: maximumDirectoryEntries)
+            guard !listing.isTruncated else {
                 declared.problems.append(
                     ExtensionPointDescriptor.Problem(
                         path: directory,
@@ -160,7 +161,7 @@ package struct DeclaredExtensionPoints: Sendable {
                             + "a host installs one file per point"))
                 continue
             }
-            for name in names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
+            for name in listing.names.sorted() where name.hasSuffix(".json") && !name.hasPrefix(".") {
                 let path = directory + "/" + name
                 do {
                     let descriptor = try ExtensionPointDescriptor.read(name, in: opened, named: path)
@@ -173,29 +174,5 @@ package struct DeclaredExtensionPoints: Sendable {
             }
         }
         return declared
-    }
-
-    /// The names in the directory open as `descriptor`, or nil when there are more than
-    /// `maximumDirectoryEntries`. A name that is not UTF-8 is left out: it is no identifier's
-    /// file, and repaired it would name another.
-    private static func names(in descriptor: CInt) -> [String]? {
-        let copy = dup(descriptor)
-        guard copy >= 0, let stream = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            return []
-        }
-        defer { closedir(stream) }
-        var names: [String] = []
-        var seen = 0
-        while let entry = readdir(stream) {
-            // "." and ".." besides the entries.
-            seen += 1
-            guard seen <= maximumDirectoryEntries + 2 else { return nil }
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(validating: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if let name, name != "." && name != ".." { names.append(name) }
-        }
-        return names
     }
 }

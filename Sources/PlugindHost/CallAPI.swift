@@ -162,25 +162,10 @@ public func plugindProcessCall(
     _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
     _ timeout: UInt32, _ result: UnsafeMutablePointer<plugind_value>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> CInt {
-    let prepared: (process: HostProcess, function: String, values: [FunctionValue])
-    switch preparedCall(process, name, arguments, count, hasResult: result != nil) {
-    case .success(let call): prepared = call
-    case .failure(let failure):
-        failure.report(to: error)
-        return -1
-    }
-    let called = BlockingCall.run {
-        try await prepared.process.connectionForCalls().call(
-            prepared.function, arguments: prepared.values, timeout: requestTimeout(timeout))
-    }
-    switch called {
-    case .success(let value):
-        result?.pointee = TypedValue.encode(value)
-        return 0
-    case .failure(let failure):
-        HostError(failure).report(to: error)
-        return -1
-    }
+    typedCall(
+        process, name, arguments, count, timeout, hasResult: result != nil, error,
+        call: { connection, function, values, timeout in try await connection.call(function, arguments: values, timeout: timeout) },
+        store: { result?.pointee = TypedValue.encode($0) })
 }
 
 @_cdecl("plugind_process_call_outputs")
@@ -188,20 +173,35 @@ public func plugindProcessCallOutputs(
     _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
     _ timeout: UInt32, _ result: UnsafeMutablePointer<plugind_call_result>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> CInt {
+    typedCall(
+        process, name, arguments, count, timeout, hasResult: result != nil, error,
+        call: { connection, function, values, timeout in
+            try await connection.callWithOutputs(function, arguments: values, timeout: timeout)
+        },
+        store: { result?.pointee = CallResultStorage.encode($0) })
+}
+
+/// A typed call from C: the arguments checked and converted, `call` made on the process's
+/// connection for calls, and what it returned handed to `store`. 0, or -1 with `error` set.
+private func typedCall<Value: Sendable>(
+    _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
+    _ timeout: UInt32, hasResult: Bool, _ error: UnsafeMutablePointer<OpaquePointer?>?,
+    call: @escaping @Sendable (AppExtensionConnection, String, [FunctionValue], Duration?) async throws -> Value,
+    store: (Value) -> Void
+) -> CInt {
     let prepared: (process: HostProcess, function: String, values: [FunctionValue])
-    switch preparedCall(process, name, arguments, count, hasResult: result != nil) {
+    switch preparedCall(process, name, arguments, count, hasResult: hasResult) {
     case .success(let call): prepared = call
     case .failure(let failure):
         failure.report(to: error)
         return -1
     }
     let called = BlockingCall.run {
-        try await prepared.process.connectionForCalls().callWithOutputs(
-            prepared.function, arguments: prepared.values, timeout: requestTimeout(timeout))
+        try await call(prepared.process.connectionForCalls(), prepared.function, prepared.values, requestTimeout(timeout))
     }
     switch called {
     case .success(let value):
-        result?.pointee = CallResultStorage.encode(value)
+        store(value)
         return 0
     case .failure(let failure):
         HostError(failure).report(to: error)

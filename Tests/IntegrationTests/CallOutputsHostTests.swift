@@ -150,17 +150,7 @@ struct CallOutputsHostTests {
         defer { test.remove() }
         try Self.installZlib(point: "org.plugind.tests.python-zlib", in: test)
         try Self.installLibc(point: "org.plugind.tests.python-libc", in: test)
-        let site = test.directory.path + "/site"
-        let source = test.directory.path + "/python-package"
-        let copied = try await CommandRunner.run(
-            "/bin/cp", ["-R", BuiltProducts.packageRoot + "/Bindings/Python", source], environment: ["PATH": "/usr/bin:/bin"])
-        #expect(copied.status == 0, "cp: \(copied.stderr)")
-        let installed = try await CommandRunner.run(
-            "/usr/bin/python3",
-            ["-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-index", "--target", site, source],
-            environment: ["PATH": "/usr/bin:/bin", "HOME": test.directory.path, "PIP_DISABLE_PIP_VERSION_CHECK": "1"],
-            currentDirectory: test.directory.path)
-        #expect(installed.status == 0, "pip install Bindings/Python: \(installed.stderr)")
+        let site = try await PythonPackage.installed(in: test.directory.path)
         var environment = test.environment
         environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
         environment["PLUGIND_LIBRARY"] = BuiltProducts.directory + "/libPlugindHost.so"

@@ -266,22 +266,7 @@ struct HostLibraryTests {
         environment["PLUGIND_TEST_CHANGED_MANIFEST"] = changed + "/manifest.json"
         _ = try installApproved(PluginFixture(library: "FaultyNoEntry", extensionPoint: point("launch")), in: test)
         for name in ["hang", "hog", "quarantine", "launch"] { environment["PLUGIND_TEST_\(name.uppercased())_POINT"] = point(name) }
-        // Installed the way a user would: pip, into a directory of the test's (no compiler, no
-        // network: the build backend is Debian's setuptools), from a copy, since pip builds in the
-        // source tree and the tests' user may not write there.
-        let site = test.directory.path + "/site"
-        let source = test.directory.path + "/python-package"
-        // cp, not FileManager's copy: that one keeps the owner, which an ordinary user cannot.
-        let copied = try await CommandRunner.run(
-            "/bin/cp", ["-R", BuiltProducts.packageRoot + "/Bindings/Python", source], environment: ["PATH": "/usr/bin:/bin"])
-        #expect(copied.status == 0, "cp: \(copied.stderr)")
-        let installed = try await CommandRunner.run(
-            "/usr/bin/python3",
-            ["-m", "pip", "install", "--quiet", "--no-build-isolation", "--no-index", "--target", site, source],
-            environment: ["PATH": "/usr/bin:/bin", "HOME": test.directory.path, "PIP_DISABLE_PIP_VERSION_CHECK": "1"],
-            currentDirectory: test.directory.path)
-        #expect(installed.status == 0, "pip install Bindings/Python: \(installed.stderr)")
-        environment["PYTHONPATH"] = site
+        environment["PYTHONPATH"] = try await PythonPackage.installed(in: test.directory.path)
         let result = try await CommandRunner.run(
             "/usr/bin/python3",
             ["-X", "faulthandler", "-m", "pytest", "-q", "-p", "no:cacheprovider", BuiltProducts.packageRoot + "/Bindings/Python/tests"],

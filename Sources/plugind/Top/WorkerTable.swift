@@ -78,7 +78,8 @@ struct WorkerTable {
         for directory in directories {
             guard let descriptor = open(directory) else { continue }
             defer { close(descriptor) }
-            for name in names(in: descriptor) where name.hasSuffix(WorkerStatisticsLayout.fileSuffix) {
+            for name in DirectoryNames.list(descriptor, limit: maximumPages + 1).names.sorted()
+            where name.hasSuffix(WorkerStatisticsLayout.fileSuffix) {
                 guard read < maximumPages else { return samples }
                 read += 1
                 guard let (statistics, owner) = WorkerStatistics.read(name: name, in: descriptor) else { continue }
@@ -117,24 +118,6 @@ struct WorkerTable {
             }
         }
         return current
-    }
-
-    /// The names in the directory open as `descriptor`, sorted.
-    private static func names(in descriptor: Int32) -> [String] {
-        let copy = dup(descriptor)
-        guard copy >= 0, let stream = fdopendir(copy) else {
-            if copy >= 0 { close(copy) }
-            return []
-        }
-        defer { closedir(stream) }
-        var names: [String] = []
-        while let entry = readdir(stream), names.count <= maximumPages {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names.sorted()
     }
 
     /// The rows for `now`, with CPU use since `before` (matched by host and worker pid).
