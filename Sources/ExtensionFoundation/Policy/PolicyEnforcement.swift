@@ -33,9 +33,9 @@ final class PolicyEnforcement: Sendable {
 
     private let watch = Locked(Watch())
     private let sessions: WorkerSessions
-    private let discoveryEngines: Locked<[AppExtensionHost: DiscoveryEngine]>
+    private let discoveryEngines: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>
 
-    init(sessions: WorkerSessions, discoveryEngines: Locked<[AppExtensionHost: DiscoveryEngine]>) {
+    init(sessions: WorkerSessions, discoveryEngines: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>) {
         self.sessions = sessions
         self.discoveryEngines = discoveryEngines
     }

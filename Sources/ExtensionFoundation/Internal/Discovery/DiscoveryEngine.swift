@@ -18,7 +18,7 @@ final class DiscoveryEngine: Sendable {
     private let makeWatcher: WatcherFactory
     /// The registry of the runtime this engine is shared in (`subscribe(host:in:_:)`), which it
     /// leaves with its last subscriber; nil for an engine of its own.
-    private let registry: Locked<[AppExtensionHost: DiscoveryEngine]>?
+    private let registry: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>?
 
     private struct State {
         var watcher: DirectoryWatcher?
@@ -35,15 +35,42 @@ final class DiscoveryEngine: Sendable {
 
     private let state = Locked(State())
 
+    /// What discovery depends on in a host configuration: two configurations that differ only in
+    /// what it does not read (timeouts, limits, the worker, the log) share one engine, one
+    /// watcher and one scan per change. What an inventory becomes for a subscriber (names in its
+    /// languages, identities of its host) is the subscriber's.
+    struct Key: Hashable, Sendable {
+        let identifier: String
+        let version: String
+        let bundledPluginsDirectory: URL?
+        let searchPaths: [URL]
+        let policyDirectory: URL
+        let administratorPolicyDirectory: URL
+        let stateDirectory: URL
+        let quarantine: AppExtensionHost.QuarantinePolicy
+
+        init(_ host: AppExtensionHost) {
+            identifier = host.identifier
+            version = host.version
+            bundledPluginsDirectory = host.bundledPluginsDirectory
+            searchPaths = host.searchPaths
+            policyDirectory = host.policyDirectory
+            administratorPolicyDirectory = host.administratorPolicyDirectory
+            stateDirectory = host.stateDirectory
+            quarantine = host.quarantine
+        }
+    }
+
     /// Subscribes `onInventory` to the engine of `host` in `registry` (a runtime's), made on
     /// first use; it lives while it has subscribers. Returns the engine and the subscriber's token.
     static func subscribe(
-        host: AppExtensionHost, registry: Locked<[AppExtensionHost: DiscoveryEngine]>,
+        host: AppExtensionHost, registry: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>,
         _ onInventory: @escaping @Sendable (Inventory) -> Void
     ) -> (DiscoveryEngine, Int) {
         registry.withLock { engines in
-            let engine = engines[host] ?? DiscoveryEngine(host: host, makeWatcher: defaultWatcher(host: host), registry: registry)
-            engines[host] = engine
+            let key = Key(host)
+            let engine = engines[key] ?? DiscoveryEngine(host: host, makeWatcher: defaultWatcher(host: host), registry: registry)
+            engines[key] = engine
             return (engine, engine.subscribe(onInventory))
         }
     }
@@ -53,7 +80,7 @@ final class DiscoveryEngine: Sendable {
         self.init(host: host, makeWatcher: makeWatcher, registry: nil)
     }
 
-    private init(host: AppExtensionHost, makeWatcher: @escaping WatcherFactory, registry: Locked<[AppExtensionHost: DiscoveryEngine]>?) {
+    private init(host: AppExtensionHost, makeWatcher: @escaping WatcherFactory, registry: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>?) {
         self.host = host
         self.makeWatcher = makeWatcher
         self.registry = registry
@@ -90,7 +117,7 @@ final class DiscoveryEngine: Sendable {
         let removal =
             registry?.withLock { engines -> Removal in
                 let removal = removeSubscriber(token)
-                if case .last = removal, engines[host] === self { engines[host] = nil }
+                if case .last = removal, engines[Key(host)] === self { engines[Key(host)] = nil }
                 return removal
             } ?? removeSubscriber(token)
         if case .last(let watcher) = removal { watcher?.close() }

@@ -23,7 +23,7 @@ package final class PlugindRuntime: Sendable {
     @TaskLocal package static var current: PlugindRuntime = shared
 
     /// Discovery, one engine per host configuration while it has subscribers.
-    let discoveryEngines = Locked<[AppExtensionHost: DiscoveryEngine]>([:])
+    let discoveryEngines = Locked<[DiscoveryEngine.Key: DiscoveryEngine]>([:])
     /// The running workers, shared or dedicated.
     let sessions = WorkerSessions()
     /// Ends running workers whose plugin the owner disables, revokes or quarantines.
