@@ -5,8 +5,8 @@ import PlugindWire
 /// Ends running workers the moment the owner (or the administrator) disables or revokes their
 /// plugin, or it is quarantined. While a host configuration has running workers, enforcement
 /// subscribes to its discovery engine (`DiscoveryEngine`), whose one watcher already follows the
-/// policy and state directories for the monitors, to be told of changes without a scan: each is
-/// a check of those workers against the policy as it now is. New bytes on disk end nothing: a running worker keeps
+/// policy and state directories for the monitors: each change it scans for is a check of those
+/// workers against the policy as it now is. New bytes on disk end nothing: a running worker keeps
 /// running what was approved when it started, and the next launch sees the change. One per
 /// runtime (`PlugindRuntime`), over its sessions.
 final class PolicyEnforcement: Sendable {
@@ -50,10 +50,7 @@ final class PolicyEnforcement: Sendable {
             return watch.subscriptions[host] != nil || watch.stopped
         }
         guard !followed else { return }
-        // Told of each change without a scan: a host that only launches needs no inventory, and
-        // a host whose workers all ended (an idle one) is not checked at all.
-        let (engine, token) = DiscoveryEngine.subscribe(
-            host: host, registry: discoveryEngines, .changes({ [weak self] in self?.checkIfRunning(host) }))
+        let (engine, token) = DiscoveryEngine.subscribe(host: host, registry: discoveryEngines) { [weak self] _ in self?.check(host) }
         let made = Subscription(engine: engine, token: token)
         let surplus = watch.withLock { watch -> Subscription? in
             guard watch.subscriptions[host] == nil, !watch.stopped else { return made }
@@ -88,12 +85,6 @@ final class PolicyEnforcement: Sendable {
             return Array(watch.subscriptions.values)
         }
         for subscription in subscriptions { subscription.cancel() }
-    }
-
-    /// A change for `host`: checked when it has running workers.
-    private func checkIfRunning(_ host: AppExtensionHost) {
-        guard watch.withLock({ $0.sessions[host] != nil }) else { return }
-        check(host)
     }
 
     /// Checks every running worker of `host` against the policy as it is now.

@@ -22,7 +22,7 @@ final class DiscoveryEngine: Sendable {
 
     private struct State {
         var watcher: DirectoryWatcher?
-        var subscribers: [Int: Subscriber] = [:]
+        var subscribers: [Int: @Sendable (Inventory) -> Void] = [:]
         var nextSubscriber = 0
         /// Callers of `refreshNow` waiting for the refresh that is queued.
         var waiting: [CheckedContinuation<Void, Never>] = []
@@ -61,16 +61,17 @@ final class DiscoveryEngine: Sendable {
         }
     }
 
-    /// Subscribes to the engine of `host` in `registry` (a runtime's), made on first use; it
-    /// lives while it has subscribers. Returns the engine and the subscriber's token.
+    /// Subscribes `onInventory` to the engine of `host` in `registry` (a runtime's), made on
+    /// first use; it lives while it has subscribers. Returns the engine and the subscriber's token.
     static func subscribe(
-        host: AppExtensionHost, registry: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>, _ subscriber: Subscriber
+        host: AppExtensionHost, registry: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>,
+        _ onInventory: @escaping @Sendable (Inventory) -> Void
     ) -> (DiscoveryEngine, Int) {
         registry.withLock { engines in
             let key = Key(host)
             let engine = engines[key] ?? DiscoveryEngine(host: host, makeWatcher: defaultWatcher(host: host), registry: registry)
             engines[key] = engine
-            return (engine, engine.add(subscriber))
+            return (engine, engine.subscribe(onInventory))
         }
     }
 
@@ -100,29 +101,11 @@ final class DiscoveryEngine: Sendable {
 
     // MARK: Subscribers
 
-    /// What a subscriber is told.
-    enum Subscriber {
-        /// Every inventory, after each change's scan.
-        case inventory(@Sendable (Inventory) -> Void)
-        /// That something changed, without a scan: an engine whose subscribers all want only
-        /// this (the policy's enforcement of a host that only launches) watches but never scans.
-        case changes(@Sendable () -> Void)
-
-        var wantsInventory: Bool {
-            if case .inventory = self { return true }
-            return false
-        }
-    }
-
     /// Adds a subscriber, which gets every inventory from now on; returns its token.
     func subscribe(_ onInventory: @escaping @Sendable (Inventory) -> Void) -> Int {
-        add(.inventory(onInventory))
-    }
-
-    private func add(_ subscriber: Subscriber) -> Int {
         state.withLock { state in
             defer { state.nextSubscriber += 1 }
-            state.subscribers[state.nextSubscriber] = subscriber
+            state.subscribers[state.nextSubscriber] = onInventory
             return state.nextSubscriber
         }
     }
@@ -182,20 +165,13 @@ final class DiscoveryEngine: Sendable {
         }
     }
 
-    /// A burst of events: the subscribers that want to know are told, on the queue; one refresh,
-    /// unless one is queued already or nobody wants an inventory.
+    /// A burst of events: one refresh, unless one is queued already.
     private func changed() {
-        let (queueNow, listeners) = state.withLock { state -> (Bool, [@Sendable () -> Void]) in
-            guard !state.stopped else { return (false, []) }
-            let listeners = state.subscribers.values.compactMap { subscriber -> (@Sendable () -> Void)? in
-                if case .changes(let onChange) = subscriber { return onChange }
-                return nil
-            }
-            guard !state.refreshQueued, state.subscribers.values.contains(where: \.wantsInventory) else { return (false, listeners) }
+        let queueNow = state.withLock { state -> Bool in
+            guard !state.stopped, !state.refreshQueued else { return false }
             state.refreshQueued = true
-            return (true, listeners)
+            return true
         }
-        if !listeners.isEmpty { queue.async { for listener in listeners { listener() } } }
         if queueNow { queue.async { [self] in refresh() } }
     }
 
@@ -246,7 +222,7 @@ final class DiscoveryEngine: Sendable {
         let problems = Set(inventory.problems.map(\.path)).subtracting(candidates)
         if !problems.isEmpty, watcher?.watch(candidates.union(problems)) == true { inventory = scan() }
         let subscribers = state.withLock { Array($0.subscribers.values) }
-        for case .inventory(let onInventory) in subscribers { onInventory(inventory) }
+        for subscriber in subscribers { subscriber(inventory) }
         for continuation in waiting { continuation.resume() }
     }
 

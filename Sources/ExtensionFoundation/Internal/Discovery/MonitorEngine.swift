@@ -10,7 +10,7 @@ package final class MonitorEngine: Sendable {
 
     /// A subscription to the engine of `host` in `runtime` (the calling task's).
     package init(host: AppExtensionHost, runtime: PlugindRuntime = .current) {
-        (engine, token) = DiscoveryEngine.subscribe(host: host, registry: runtime.discoveryEngines, .inventory(Self.forward(to: callback)))
+        (engine, token) = DiscoveryEngine.subscribe(host: host, registry: runtime.discoveryEngines, Self.forward(to: callback))
     }
 
     /// A subscription to an engine of its own, whose watcher comes from `makeWatcher` (tests make
