@@ -17,9 +17,6 @@ struct PlugindRuntimeTests {
         let runtime = PlugindRuntime()
         defer { runtime.shutdown() }
         let process = try await runtime.withRuntime { try await AppExtensionProcess(configuration: configuration) }
-        // The policy's enforcement follows the running worker's host through the host's discovery
-        // engine, made for it in this runtime: no watcher of its own.
-        #expect(runtime.holdings.discoveringHosts == [test.host.identifier])
         let engine = MonitorEngine(host: test.host, runtime: runtime)
         try await engine.refreshNow()
         #expect(try await process.makeConnection().send(Array("ping".utf8)) == Array("ping".utf8))

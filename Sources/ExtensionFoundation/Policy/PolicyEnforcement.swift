@@ -3,88 +3,99 @@ import PlugindSystem
 import PlugindWire
 
 /// Ends running workers the moment the owner (or the administrator) disables or revokes their
-/// plugin, or it is quarantined. While a host configuration has running workers, enforcement
-/// subscribes to its discovery engine (`DiscoveryEngine`), whose one watcher already follows the
-/// policy and state directories for the monitors: each change it scans for is a check of those
-/// workers against the policy as it now is. New bytes on disk end nothing: a running worker keeps
-/// running what was approved when it started, and the next launch sees the change. One per
-/// runtime (`PlugindRuntime`), over its sessions.
+/// plugin, or it is quarantined: the policy and crash-log directories of every host with running
+/// workers are watched, and each change checks those workers against the policy as it now is.
+/// New bytes on disk end nothing: a running worker keeps running what was approved when it
+/// started, and the next launch sees the change. One per runtime (`PlugindRuntime`), over its
+/// sessions. Its watcher is its own: a discovery engine's queue would need a thread of its own
+/// at the first change, which a host at its process limit cannot make.
 final class PolicyEnforcement: Sendable {
-    private struct Subscription {
-        let engine: DiscoveryEngine
-        let token: Int
-
-        func cancel() { engine.unsubscribe(token) }
-    }
-
     private struct Watch {
+        /// One watcher for every host, made once: closing an inotify instance waits for the
+        /// kernel's grace period, too slow to do for every last worker of a host.
+        var watcher: DirectoryWatcher?
         /// Running sessions, by host.
         var sessions: [AppExtensionHost: Int] = [:]
-        /// The hosts followed: those with running sessions and the idle ones.
-        var subscriptions: [AppExtensionHost: Subscription] = [:]
-        /// Hosts whose last session ended lately, newest last: they stay followed, so that a host
-        /// launching and ending workers one at a time does not start and close a watcher (whose
-        /// inotify instance waits for the kernel's grace period to close) every time.
+        /// Hosts whose last session ended lately, newest last: their directories stay watched, so
+        /// that a host launching and ending workers one at a time does not add and remove the
+        /// same watches every time.
         var idle: [AppExtensionHost] = []
-        var stopped = false
 
-        static let idleHostsFollowed = 8
+        static let idleHostsWatched = 8
+
+        var watchedHosts: [AppExtensionHost] { Array(sessions.keys) + idle }
+
+        var paths: Set<String> {
+            Set(watchedHosts.flatMap { [$0.policyDirectory.path, $0.administratorPolicyDirectory.path, $0.stateDirectory.path] })
+        }
+
+        var ignored: [(directory: String, namePrefix: String)] {
+            watchedHosts.flatMap { DiscoveryEngine.ignoredFiles(host: $0) }
+        }
     }
 
     private let watch = Locked(Watch())
     private let sessions: WorkerSessions
-    private let discoveryEngines: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>
 
-    init(sessions: WorkerSessions, discoveryEngines: Locked<[DiscoveryEngine.Key: DiscoveryEngine]>) {
+    init(sessions: WorkerSessions) {
         self.sessions = sessions
-        self.discoveryEngines = discoveryEngines
     }
 
-    /// Follows `host`'s policy for a new running session; balanced by `ended`. The watch is in
-    /// place when this returns: a change from then on is seen.
+    /// Starts watching `host`'s policy for a new running session; balanced by `ended`.
     func started(_ session: WorkerSession) {
-        let host = session.host
-        let followed = watch.withLock { watch -> Bool in
-            watch.sessions[host, default: 0] += 1
-            watch.idle.removeAll { $0 == host }
-            return watch.subscriptions[host] != nil || watch.stopped
+        let (needsWatcher, watchedAlready) = watch.withLock { watch -> (Bool, Bool) in
+            let watchedAlready = watch.sessions[session.host] != nil || watch.idle.contains(session.host)
+            watch.sessions[session.host, default: 0] += 1
+            watch.idle.removeAll { $0 == session.host }
+            return (watch.watcher == nil || watch.watcher?.isClosed == true, watchedAlready)
         }
-        guard !followed else { return }
-        let (engine, token) = DiscoveryEngine.subscribe(host: host, registry: discoveryEngines) { [weak self] _ in self?.check(host) }
-        let made = Subscription(engine: engine, token: token)
-        let surplus = watch.withLock { watch -> Subscription? in
-            guard watch.subscriptions[host] == nil, !watch.stopped else { return made }
-            watch.subscriptions[host] = made
-            return nil
+        if needsWatcher, let loop = try? WorkerEventLoop.shared(),
+            let made = try? DirectoryWatcher(loop: loop, onChange: { [weak self] in Task.detached { self?.checkAll() } })
+        {
+            let surplus = watch.withLock { watch -> DirectoryWatcher? in
+                guard watch.watcher == nil || watch.watcher?.isClosed == true else { return made }
+                watch.watcher = made
+                return nil
+            }
+            surplus?.close()
         }
-        guard surplus == nil else { return made.cancel() }
         // Without a watcher (no event loop, no inotify), the policy is still checked at every
         // launch; only running workers go unchecked.
-        try? engine.startWatchingWithoutScan()
+        if needsWatcher || !watchedAlready { updateWatches() }
     }
 
-    /// A session of `host` ended; the host is no longer followed once its last did and
-    /// `idleHostsFollowed` others ended after it.
+    /// A session of `host` ended; the host's directories are no longer watched once its last did.
     func ended(_ session: WorkerSession) {
-        let dropped = watch.withLock { watch -> Subscription? in
+        let changed = watch.withLock { watch -> Bool in
             watch.sessions[session.host, default: 1] -= 1
-            guard watch.sessions[session.host] ?? 0 <= 0 else { return nil }
+            guard watch.sessions[session.host] ?? 0 <= 0 else { return false }
             watch.sessions[session.host] = nil
             watch.idle.append(session.host)
-            guard watch.idle.count > Watch.idleHostsFollowed else { return nil }
-            return watch.subscriptions.removeValue(forKey: watch.idle.removeFirst())
+            guard watch.idle.count > Watch.idleHostsWatched else { return false }
+            watch.idle.removeFirst()
+            return true
         }
-        dropped?.cancel()
+        if changed { updateWatches() }
     }
 
-    /// Follows nothing any more (the runtime shuts down).
+    /// Closes the watcher (the runtime shuts down).
     func stop() {
-        let subscriptions = watch.withLock { watch in
-            watch.stopped = true
-            defer { watch.subscriptions.removeAll() }
-            return Array(watch.subscriptions.values)
+        let watcher = watch.withLock { watch in
+            defer { watch.watcher = nil }
+            return watch.watcher
         }
-        for subscription in subscriptions { subscription.cancel() }
+        watcher?.close()
+    }
+
+    private func updateWatches() {
+        let (watcher, paths, ignored) = watch.withLock { ($0.watcher, $0.paths, $0.ignored) }
+        watcher?.watch(paths, ignoring: ignored)
+    }
+
+    /// A change in some watched directory: every host with running workers checks its own.
+    private func checkAll() {
+        let hosts = watch.withLock { Array($0.sessions.keys) }
+        for host in hosts { check(host) }
     }
 
     /// Checks every running worker of `host` against the policy as it is now.

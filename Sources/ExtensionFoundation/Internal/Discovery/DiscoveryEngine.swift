@@ -194,16 +194,6 @@ final class DiscoveryEngine: Sendable {
         }
     }
 
-    /// Watches what a scan would, without scanning: for a subscriber that needs the changes from
-    /// now on but not the inventory as it is (the policy's enforcement, on a launch's path).
-    func startWatchingWithoutScan() throws {
-        try startWatching()
-        // A watcher that watches already was set by a scan, which may have added paths of its own.
-        if let watcher = state.withLock({ $0.watcher }), watcher.watchedPaths.isEmpty {
-            watcher.watch(Self.watchedBeforeScan(host: host))
-        }
-    }
-
     /// Runs on `queue`. Directories are watched before they are scanned, so a change during the
     /// scan raises an event of its own and one scan covers one change; only a path the scan
     /// itself brings up (a problem outside the candidate directories) needs a second look. Each

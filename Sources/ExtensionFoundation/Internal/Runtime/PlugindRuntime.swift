@@ -35,7 +35,7 @@ package final class PlugindRuntime: Sendable {
     private let ended = Locked(false)
 
     package init() {
-        policyEnforcement = PolicyEnforcement(sessions: sessions, discoveryEngines: discoveryEngines)
+        policyEnforcement = PolicyEnforcement(sessions: sessions)
     }
 
     /// Runs `body` with `self` as the current runtime of the task and the tasks it starts.
