@@ -6,8 +6,8 @@ import PlugindSystem
 /// tear plugind down) runs its work under a runtime of its own with `withRuntime`, and ends it
 /// with `shutdown()`.
 ///
-/// What each part keys by is what changes its behaviour: discovery and the shared workers by the
-/// host configuration, the launch pools by the worker executable and how many children a
+/// What each part keys by is what changes its behaviour: discovery by what it reads of a host
+/// configuration (`DiscoveryEngine.Key`), the shared workers by the host configuration, the launch pools by the worker executable and how many children a
 /// launcher forks, launch plans by everything a plan is made of. What stays process-wide outside
 /// this object is not state with a lifetime but facts and content-addressed caches (see
 /// Documentation/Architecture.md, "Process-wide state").
@@ -22,7 +22,7 @@ package final class PlugindRuntime: Sendable {
     /// The runtime the calling task works in: `shared` unless a caller chose another.
     @TaskLocal package static var current: PlugindRuntime = shared
 
-    /// Discovery, one engine per host configuration while it has subscribers.
+    /// Discovery, one engine per discovery key while it has subscribers.
     let discoveryEngines = Locked<[DiscoveryEngine.Key: DiscoveryEngine]>([:])
     /// The running workers, shared or dedicated.
     let sessions = WorkerSessions()
