@@ -10,7 +10,8 @@ import Synchronization
 /// Once both sides agreed to `ProtocolFeature.ring`, frames travel through the shared rings
 /// (`SharedRing`): the worker's from its `ready` on (`sendReady(_:thenUseRings:)`), the host's
 /// from its `switchToRing` on; the pipes then carry only wake-ups, and tell each side when the
-/// other is gone.
+/// other is gone. What goes where is decided by `FrameSource` and `FrameSink`, as in the host;
+/// this type keeps the worker's system calls and its ways of waiting (it blocks).
 package final class PipeTransport: Sendable {
     package let input: FileDescriptor
     package let output: FileDescriptor
@@ -26,9 +27,9 @@ package final class PipeTransport: Sendable {
     }
 
     private let receiving: Locked<Receiving>
-    /// The ring this side writes to, once it agreed to the rings; guarded by the lock that
-    /// serialises sending.
-    private let sending = Locked<SharedRingProducer?>(nil)
+    /// What this side writes: the pipe, then (from its `ready` on) the worker → host ring; its
+    /// lock serialises sending.
+    private let sending = Locked(FrameSink(from: .worker))
 
     package init(input: FileDescriptor, output: FileDescriptor, maximumPayload: Int) {
         self.input = input
@@ -55,8 +56,8 @@ package final class PipeTransport: Sendable {
     package func sendReady(_ ready: Ready, thenUseRings memory: SharedMemory) throws(SystemError) {
         // Before the `ready`: the host switches only after reading it.
         receiving.withLock { $0.agreedRing = $0.agreedRing ?? SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toWorkerRing) }
-        try send(WorkerMessage.ready(ready).encode()) { ring in
-            if ring == nil { ring = SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing) }
+        try send(WorkerMessage.ready(ready).encode()) { sink in
+            sink.switchToRing(SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toHostRing))
         }
     }
 
@@ -147,7 +148,7 @@ package final class PipeTransport: Sendable {
             let count = try state.source.receiveFromRing()
             // The host found the ring full and waits for word that there is room: a wake-up (a
             // host that is gone learns nothing).
-            if count > 0, ring.producerNeedsWake() { try? writeWakeUp() }
+            if count > 0, ring.producerNeedsWake() { try? FrameSink.writeWakeUp(from: .worker, through: writeVectored) }
             return count > 0 ? try state.source.nextRingFrame() : nil
         }
         var woken = false
@@ -218,25 +219,22 @@ package final class PipeTransport: Sendable {
     }
 
     /// Writes a header and its payload with one writev where possible; through the ring once the
-    /// worker agreed to it.
+    /// worker agreed to it. Blocks while the pipe or the ring has no room.
     package func send(_ header: FrameHeader, payload: UnsafeRawBufferPointer) throws(SystemError) {
         try send(header, payload: payload, then: { _ in })
     }
 
     /// Sends a frame and then, under the same lock, `then` may change where later frames go.
-    private func send(
-        _ header: FrameHeader, payload: UnsafeRawBufferPointer, then: (inout SharedRingProducer?) -> Void
-    ) throws(SystemError) {
+    private func send(_ header: FrameHeader, payload: UnsafeRawBufferPointer, then: (inout FrameSink) -> Void) throws(SystemError) {
         var headerBytes = (UInt64(0), UInt64(0), UInt64(0))
         try withUnsafeMutableBytes(of: &headerBytes) { (headerBuffer) throws(SystemError) in
             header.encode(into: headerBuffer)
-            try sending.withLock { (ring) throws(SystemError) in
-                if ring != nil {
-                    try writeRing(&ring!, UnsafeRawBufferPointer(headerBuffer), payload)
-                } else {
-                    try writeVectored(UnsafeRawBufferPointer(headerBuffer), payload)
-                }
-                then(&ring)
+            let frame = FrameBytes(header: UnsafeRawBufferPointer(headerBuffer), payload: payload)
+            try sending.withLock { (sink) throws(SystemError) in
+                try sink.write(
+                    now: frame, pipe: writeVectored, waitForRoom: waitForRoom,
+                    ringViolation: { _ in SystemError("the host's ring", .protocolError) })
+                then(&sink)
             }
         }
     }
@@ -245,7 +243,7 @@ package final class PipeTransport: Sendable {
         try send(frame, then: { _ in })
     }
 
-    private func send(_ frame: Frame, then: (inout SharedRingProducer?) -> Void) throws(SystemError) {
+    private func send(_ frame: Frame, then: (inout FrameSink) -> Void) throws(SystemError) {
         try keepingSystemError { try frame.payload.withUnsafeBytes { try send(frame.header, payload: $0, then: then) } }
     }
 
@@ -253,83 +251,18 @@ package final class PipeTransport: Sendable {
         try send(message.encode())
     }
 
-    /// Appends a frame to the ring, waiting for room while the host reads what is there, and
-    /// wakes the host when it does not poll.
-    private func writeRing(_ ring: inout SharedRingProducer, _ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer)
-        throws(SystemError)
-    {
-        for part in [first, second] {
-            var offset = 0
-            while offset < part.count {
-                let appended: Int
-                do {
-                    appended = try ring.append(UnsafeRawBufferPointer(rebasing: part[offset...]))
-                } catch {
-                    throw SystemError("the host's ring", .protocolError)
-                }
-                offset += appended
-                if offset < part.count { try waitForRoom(&ring) }
-            }
-        }
-        ring.publish()
-        if ring.consumerNeedsWake() { try writeWakeUp() }
-    }
-
-    /// Tells the host to read the ring: a `wakeHost` frame on the pipe.
-    private func writeWakeUp() throws(SystemError) {
-        var headerBytes = (UInt64(0), UInt64(0), UInt64(0))
-        try withUnsafeMutableBytes(of: &headerBytes) { (headerBuffer) throws(SystemError) in
-            FrameHeader(kind: .wakeHost, payloadLength: 0).encode(into: headerBuffer)
-            try writeVectored(UnsafeRawBufferPointer(headerBuffer), UnsafeRawBufferPointer(start: nil, count: 0))
+    /// The ring is full and the host was asked to say when it read: sleeps until it does (a
+    /// futex the host wakes), at most a while, and checks that the host is still there.
+    private func waitForRoom(_ ring: SharedRingProducer) throws(SystemError) {
+        ring.waitForRoom(timeoutMicroseconds: 10_000)
+        var descriptor = pollfd(fd: output.rawValue, events: 0, revents: 0)
+        if poll(&descriptor, 1, 0) > 0, descriptor.revents & Int16(POLLERR | POLLHUP) != 0 {
+            throw SystemError("write to the host", .brokenPipe)
         }
     }
 
-    /// The ring is full: publishes what was appended, wakes the host so that it reads, and sleeps
-    /// until it has read some (a futex the host wakes), checking meanwhile that it is still
-    /// there.
-    private func waitForRoom(_ ring: inout SharedRingProducer) throws(SystemError) {
-        ring.publish()
-        if ring.consumerNeedsWake() { try writeWakeUp() }
-        while true {
-            let hasRoom: Bool
-            do {
-                hasRoom = try ring.announceWaitingForRoom()
-            } catch {
-                throw SystemError("the host's ring", .protocolError)
-            }
-            if hasRoom { return }
-            ring.waitForRoom(timeoutMicroseconds: 10_000)
-            var descriptor = pollfd(fd: output.rawValue, events: 0, revents: 0)
-            if poll(&descriptor, 1, 0) > 0, descriptor.revents & Int16(POLLERR | POLLHUP) != 0 {
-                throw SystemError("write to the host", .brokenPipe)
-            }
-        }
-    }
-
-    private func writeVectored(_ first: UnsafeRawBufferPointer, _ second: UnsafeRawBufferPointer) throws(SystemError) {
-        var vectors = [
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: first.baseAddress), iov_len: first.count),
-            iovec(iov_base: UnsafeMutableRawPointer(mutating: second.baseAddress), iov_len: second.count),
-        ]
-        var remaining = first.count + second.count
-        var index = 0
-        while remaining > 0 {
-            let written = try vectors.withUnsafeMutableBufferPointer { (pointer) throws(SystemError) -> Int in
-                try retryingInterrupts("writev") {
-                    writev(output.rawValue, pointer.baseAddress! + index, CInt(pointer.count - index))
-                }
-            }
-            remaining -= written
-            // Advance past what was written, possibly part-way into a vector.
-            var consumed = written
-            while index < vectors.count, consumed >= vectors[index].iov_len {
-                consumed -= vectors[index].iov_len
-                index += 1
-            }
-            if index < vectors.count, consumed > 0 {
-                vectors[index].iov_base += consumed
-                vectors[index].iov_len -= consumed
-            }
-        }
+    /// One blocking gathered write: its count.
+    private func writeVectored(_ vectors: UnsafeBufferPointer<IOVector>) throws(SystemError) -> Int {
+        try retryingInterrupts("writev") { writev(output.rawValue, vectors.baseAddress, CInt(vectors.count)) }
     }
 }
