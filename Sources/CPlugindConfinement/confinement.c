@@ -139,10 +139,7 @@ int plugind_confinement_get_limit(plugind_confinement_limit limit, uint64_t *sof
 int plugind_confinement_landlock_abi(int *abi) {
     long result = syscall(SYS_landlock_create_ruleset, NULL, 0, CREATE_RULESET_VERSION);
     if (result < 0) {
-        if (errno == ENOSYS || errno == EOPNOTSUPP) {
-            *abi = 0;
-            return 0;
-        }
+        *abi = 0;
         return errno;
     }
     *abi = (int)result;

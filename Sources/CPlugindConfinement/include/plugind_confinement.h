@@ -101,7 +101,10 @@ int plugind_confinement_install_symbolizer_filter(void);
 /// Wraps prctl(PR_GET_SECCOMP): 0 none, 1 strict, 2 filter.
 int plugind_confinement_get_seccomp_mode(int *_Nonnull mode);
 
-/// The Landlock ABI version the kernel offers, or 0 when Landlock is unavailable.
+/// The Landlock ABI version the kernel offers: 0, or the errno of landlock_create_ruleset's
+/// version query with `abi` 0 (ENOSYS: a kernel without Landlock; EOPNOTSUPP: built in, not
+/// enabled at boot; EPERM, which the kernel never answers there: a seccomp filter around the
+/// process refuses the call).
 int plugind_confinement_landlock_abi(int *_Nonnull abi);
 
 /// Creates a Landlock ruleset that handles every filesystem right of `abi`; with `deny_network`

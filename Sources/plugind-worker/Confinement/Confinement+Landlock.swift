@@ -2,6 +2,7 @@ import CPlugindConfinement
 import Glibc
 import PlugindSystem
 import PlugindWire
+import PlugindWorkerCore
 
 /// Landlock, the second filesystem layer: the rulesets a spare prepares ahead, and the plugin's
 /// own rules added at its launch.
@@ -17,21 +18,26 @@ extension Confinement {
         /// Rules that could not be added, with why.
         let dropped: [String]
 
-        /// Nil when Landlock is unavailable; the launch then reports why.
+        /// The rulesets, or why Landlock is unavailable, which the launch reports.
         /// `viewRoot`: where the view's paths are while it is built.
-        static func prepare(inView: Bool, viewRoot: String) -> PreparedRulesets? {
+        static func prepare(inView: Bool, viewRoot: String) -> Result<PreparedRulesets, Unavailable> {
             var abi: CInt = 0
-            guard plugind_confinement_landlock_abi(&abi) == 0, abi >= 1 else { return nil }
+            let probed = plugind_confinement_landlock_abi(&abi)
+            guard probed == 0, abi >= 1 else { return .failure(Unavailable(probing: probed)) }
             var dropped: [String] = []
-            guard let withoutNetwork = commonRuleset(abi: abi, denyTCP: true, inView: inView, viewRoot: viewRoot, dropped: &dropped)
-            else { return nil }
-            var ignored: [String] = []
-            guard let withNetwork = commonRuleset(abi: abi, denyTCP: false, inView: inView, viewRoot: viewRoot, dropped: &ignored)
-            else {
-                withoutNetwork.close()
-                return nil
+            let withoutNetwork: FileDescriptor
+            switch commonRuleset(abi: abi, denyTCP: true, inView: inView, viewRoot: viewRoot, dropped: &dropped) {
+            case .success(let ruleset): withoutNetwork = ruleset
+            case .failure(let failure): return .failure(failure)
             }
-            return PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, dropped: dropped)
+            var ignored: [String] = []
+            switch commonRuleset(abi: abi, denyTCP: false, inView: inView, viewRoot: viewRoot, dropped: &ignored) {
+            case .success(let withNetwork):
+                return .success(PreparedRulesets(abi: abi, withoutNetwork: withoutNetwork, withNetwork: withNetwork, dropped: dropped))
+            case .failure(let failure):
+                withoutNetwork.close()
+                return .failure(failure)
+            }
         }
 
         /// The same rulesets after the spare moved them to other descriptor numbers.
@@ -52,15 +58,16 @@ extension Confinement {
 
         private static func commonRuleset(
             abi: CInt, denyTCP: Bool, inView: Bool, viewRoot: String, dropped: inout [String]
-        ) -> FileDescriptor? {
+        ) -> Result<FileDescriptor, Unavailable> {
             var ruleset: CInt = -1
-            guard plugind_confinement_landlock_create(abi, denyTCP ? 1 : 0, &ruleset) == 0 else { return nil }
+            let created = plugind_confinement_landlock_create(abi, denyTCP ? 1 : 0, &ruleset)
+            guard created == 0 else { return .failure(Unavailable(creating: created)) }
             let prefix = inView ? viewRoot : ""
             for (path, writable) in commonRules(inView: inView) {
                 let result = plugind_confinement_landlock_allow(ruleset, abi, prefix + path, writable ? 1 : 0)
                 if result != 0 && result != ENOENT { dropped.append("\(path) (\(describe(result)))") }
             }
-            return FileDescriptor(rawValue: ruleset)
+            return .success(FileDescriptor(rawValue: ruleset))
         }
 
         /// What every plugin may read (and write, for /dev/null): the common view's paths.
@@ -75,17 +82,44 @@ extension Confinement {
         }
     }
 
+    /// Why no ruleset could be prepared, in the words the launch reports.
+    struct Unavailable: Error {
+        let reason: String
+
+        /// Whether the process ran under a seccomp filter it did not install: read when it
+        /// probes, before its own.
+        private static var underInheritedFilter: Bool {
+            var mode: CInt = 0
+            return plugind_confinement_get_seccomp_mode(&mode) == 0 && mode == 2
+        }
+
+        /// The version query failed with `errno`: a kernel without Landlock, or a filter that
+        /// refuses the call.
+        init(probing errno: CInt) {
+            reason = FeatureProbeFailure(errno: errno).reason(
+                feature: "Landlock", call: "landlock_create_ruleset", underInheritedFilter: Self.underInheritedFilter)
+        }
+
+        /// The kernel offers Landlock, but creating a ruleset failed with `errno`.
+        init(creating errno: CInt) {
+            let failure = FeatureProbeFailure(errno: errno)
+            reason =
+                failure == .refusedByFilter
+                ? failure.reason(feature: "Landlock", call: "landlock_create_ruleset", underInheritedFilter: Self.underInheritedFilter)
+                : "the ruleset could not be created: \(describe(errno))"
+        }
+    }
+
+    /// `unavailable`: why there is no ruleset, when `prepared` is nil.
     static func filesystem(
         _ load: LoadConfiguration,
         request: ConfinementRequest,
         prepared: PreparedRulesets?,
+        unavailable landlockUnavailable: String?,
         inView: Bool
     ) -> (filesystem: ConfinementLayerReport, signals: ConfinementLayerReport) {
         guard let prepared else {
-            var abi: CInt = 0
-            let reason =
-                plugind_confinement_landlock_abi(&abi) == 0 && abi >= 1
-                ? "the ruleset could not be created" : "the kernel does not offer Landlock"
+            let reason = landlockUnavailable ?? "the kernel does not offer Landlock"
             return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
         }
         let abi = prepared.abi

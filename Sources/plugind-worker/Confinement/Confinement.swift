@@ -2,34 +2,36 @@ import CPlugindConfinement
 import Glibc
 import PlugindSystem
 import PlugindWire
+import PlugindWorkerCore
 
 /// Applies the confinement layers to the worker before any plugin code is loaded, verifies each
 /// one, and reports what holds. A layer that cannot be applied fails the load, unless the host
 /// explicitly allowed running without it.
 ///
-/// The layers, in the order they are applied: the private filesystem view (mount namespace),
-/// the end of every privilege (user namespace, no capabilities, a new session keyring), process
-/// attributes, resource limits, the seccomp filter, and Landlock as a second filesystem layer.
-///
-/// One file: `apply` is one sequence whose order the confinement depends on, and its layers are
-/// private steps of it, each next to the report it makes; Landlock's rules
-/// (`Confinement+Landlock.swift`) and the view (`WorkerView.swift`) have files of their own.
+/// The order of the steps and what each may do when it cannot hold are data
+/// (`ConfinementStep.table`, run by `ConfinementSteps.run`): the private filesystem view (mount
+/// namespace), the end of every privilege (user namespace, no capabilities, a new session
+/// keyring), process attributes, resource limits, the seccomp filter, and Landlock as a second
+/// filesystem layer. This file holds what each step does to the process, each next to the
+/// report it makes; Landlock's rules (`Confinement+Landlock.swift`) and the view
+/// (`WorkerView.swift`) have files of their own.
 enum Confinement {
-    /// Layer names as reported in `Ready` and shown by `plugind info`.
+    /// Layer names as reported in `Ready` and shown by `plugind info` (`ConfinementLayerName`'s,
+    /// here for the worker's files that do not import PlugindWorkerCore).
     enum Layer {
-        static let filesystemView = "filesystem-view"
-        static let privileges = "privileges"
-        static let noNewPrivileges = "no-new-privileges"
-        static let notDumpable = "not-dumpable"
-        static let noCoreFiles = "no-core-files"
-        static let resourceLimits = "resource-limits"
-        static let systemCalls = "system-calls"
-        static let network = "network"
-        static let networkNamespace = "network-namespace"
-        static let filesystem = "filesystem"
-        static let signals = "signals"
-        static let processTree = "process-tree"
-        static let session = "session"
+        static let filesystemView = ConfinementLayerName.filesystemView
+        static let privileges = ConfinementLayerName.privileges
+        static let noNewPrivileges = ConfinementLayerName.noNewPrivileges
+        static let notDumpable = ConfinementLayerName.notDumpable
+        static let noCoreFiles = ConfinementLayerName.noCoreFiles
+        static let resourceLimits = ConfinementLayerName.resourceLimits
+        static let systemCalls = ConfinementLayerName.systemCalls
+        static let network = ConfinementLayerName.network
+        static let networkNamespace = ConfinementLayerName.networkNamespace
+        static let filesystem = ConfinementLayerName.filesystem
+        static let signals = ConfinementLayerName.signals
+        static let processTree = ConfinementLayerName.processTree
+        static let session = ConfinementLayerName.session
     }
 
     /// What a spare (or a worker forked on the spot) set up before it knew its plugin.
@@ -43,6 +45,8 @@ enum Confinement {
         var advance: AdvanceRestrictions?
         /// Whether the process was forked into a network namespace of its own.
         var hasNetworkNamespace = false
+        /// Why there are no rulesets, when Landlock is unavailable (the reason its layers report).
+        var landlockUnavailable: String? = nil
     }
 
     /// What every plugin gets, applied while the process waits for its plugin, so that a launch
@@ -113,9 +117,12 @@ enum Confinement {
             view = .failure(WorkerView.Failure(step: "create user and mount namespaces", errno: .operationNotPermitted))
         }
         let begun = try? view.get()
+        // Before the restrictions ahead: the probe tells a filter of someone else's from its own.
         let rulesets = PreparedRulesets.prepare(inView: begun != nil, viewRoot: begun?.settled == false ? "/newroot" : "")
+        let landlockUnavailable: String? = if case .failure(let unavailable) = rulesets { unavailable.reason } else { nil }
         return Prepared(
-            view: view, rulesets: rulesets, advance: restrictingAhead ? .apply() : nil, hasNetworkNamespace: hasNetworkNamespace)
+            view: view, rulesets: try? rulesets.get(), advance: restrictingAhead ? .apply() : nil,
+            hasNetworkNamespace: hasNetworkNamespace, landlockUnavailable: landlockUnavailable)
     }
 
     static func apply(_ load: LoadConfiguration, prepared: Prepared) throws(LoadFailure) -> [ConfinementLayerReport] {
@@ -129,13 +136,7 @@ enum Confinement {
             }
             // Born not dumpable (see the launcher); with confinement off, a debugger may attach.
             _ = plugind_confinement_set_dumpable()
-            // A spare began its view before it knew; it ends it showing the host's whole tree.
-            if case .success(let begun) = prepared.view,
-                case .failure(let failure) = WorkerView.complete(
-                    [.bind(source: "/", path: "/", writable: true)], prepared: begun, grants: [])
-            {
-                throw LoadFailure(kind: .confinementFailed, message: "cannot show the host's filesystem: \(failure)")
-            }
+            try showHostTree(prepared.view)
             return [
                 ConfinementLayerReport(
                     layer: "all",
@@ -145,92 +146,104 @@ enum Confinement {
             ]
         }
         // The ids the plugin runs as, and whether the process has namespaces of its own: several
-        // layers depend on them.
+        // steps depend on them.
         let identity = WorkerIdentity.current.forPlugin(load.pluginIdentifier)
         let inUserNamespace = (try? prepared.view.get()) != nil
-        try makeSealedCopiesPrivate(load, owner: identity.uid)
-        var reports: [ConfinementLayerReport] = []
-        // The prepared rulesets until the Landlock layer takes them: a failure before closes them,
+        // The prepared rulesets until the Landlock step takes them: a failure before closes them,
         // a failure after must not close them again.
         var unusedRulesets = prepared.rulesets
-        func record(_ report: ConfinementLayerReport) throws(LoadFailure) {
-            if report.state == .unavailable && request.requiresEveryLayer {
-                unusedRulesets?.discard()
-                unusedRulesets = nil
-                throw LoadFailure(
-                    kind: .confinementFailed,
-                    message: "confinement layer '\(report.layer)' cannot be applied: \(report.detail)"
-                )
-            }
-            reports.append(report)
+        func takeRulesets() -> PreparedRulesets? {
+            defer { unusedRulesets = nil }
+            return unusedRulesets
         }
-        func skipped(_ layer: String) -> Bool { request.skippedLayers.contains(layer) }
+        do throws(LoadFailure) {
+            return try ConfinementSteps.run(
+                request: request,
+                apply: { step, reports throws(LoadFailure) in
+                    func state(_ layer: String) -> ConfinementLayerReport.State? { reports.last { $0.layer == layer }?.state }
+                    switch step.id {
+                    case .sealedCopies:
+                        return [makeSealedCopiesPrivate(load, owner: identity.uid)]
+                    case .processTree:
+                        return [processTree()]
+                    case .session:
+                        return [session()]
+                    case .filesystemView:
+                        return [try filesystemView(load, prepared: prepared.view, owner: identity)]
+                    case .privileges:
+                        return [privileges(inUserNamespace: inUserNamespace, advance: prepared.advance, identity: identity)]
+                    case .noNewPrivileges:
+                        return [noNewPrivileges(advance: prepared.advance)]
+                    case .notDumpable:
+                        return [notDumpable()]
+                    case .noCoreFiles:
+                        return [noCoreFiles()]
+                    case .resourceLimits:
+                        return [resourceLimits(load.limits, inUserNamespace: inUserNamespace)]
+                    case .systemCalls:
+                        return [systemCalls(request, advance: prepared.advance)]
+                    case .network:
+                        return [network(request, filterApplied: state(Layer.systemCalls) == .applied)]
+                    case .networkNamespace:
+                        return [try networkNamespace(request, prepared: prepared)]
+                    case .landlock:
+                        let landlock = filesystem(
+                            load, request: request, prepared: takeRulesets(), unavailable: prepared.landlockUnavailable,
+                            inView: state(Layer.filesystemView) == .applied)
+                        return [landlock.filesystem, landlock.signals]
+                    case .hostTreeClosed:
+                        return [hostTreeClosed()]
+                    }
+                },
+                skipped: { step throws(LoadFailure) in
+                    switch step.id {
+                    // A spare began its view before it knew: it ends it showing the host's whole tree.
+                    case .filesystemView: try showHostTree(prepared.view)
+                    case .landlock: takeRulesets()?.discard()
+                    default: break
+                    }
+                })
+        } catch {
+            takeRulesets()?.discard()
+            throw error
+        }
+    }
 
-        try record(processTree())
-        try record(session())
-        let view = skipped(Layer.filesystemView) ? nil : try filesystemView(load, prepared: prepared.view, owner: identity)
-        if skipped(Layer.filesystemView), case .success(let begun) = prepared.view {
-            // A spare began its view before it knew: it ends it showing the host's whole tree.
-            if case .failure(let failure) = WorkerView.complete(
-                [.bind(source: "/", path: "/", writable: true)], prepared: begun, grants: [])
-            {
-                throw LoadFailure(kind: .confinementFailed, message: "cannot show the host's filesystem: \(failure)")
-            }
+    /// Ends a view begun before the worker knew its confinement was off (or its view turned off
+    /// for measurement) showing the host's whole tree, writable.
+    private static func showHostTree(_ prepared: Result<WorkerView.Prepared, WorkerView.Failure>) throws(LoadFailure) {
+        guard case .success(let begun) = prepared else { return }
+        if case .failure(let failure) = WorkerView.complete([.bind(source: "/", path: "/", writable: true)], prepared: begun, grants: []) {
+            throw LoadFailure(kind: .confinementFailed, message: "cannot show the host's filesystem: \(failure)")
         }
-        try record(view?.report ?? notRequested(Layer.filesystemView, "turned off by the host for measurement"))
-        try record(privileges(inUserNamespace: inUserNamespace, advance: prepared.advance, identity: identity))
-        try record(noNewPrivileges(advance: prepared.advance))
-        try record(notDumpable())
-        try record(noCoreFiles())
-        try record(resourceLimits(load.limits, inUserNamespace: inUserNamespace))
-        let filter = skipped(Layer.systemCalls) ? nil : systemCalls(request, advance: prepared.advance)
-        try record(filter ?? notRequested(Layer.systemCalls, "turned off by the host for measurement"))
-        if skipped(Layer.systemCalls) {
-            try record(notRequested(Layer.network, "turned off with the system-call layer, for measurement"))
-        } else {
-            try record(network(request, filterApplied: filter?.state == .applied))
-        }
-        if skipped(Layer.networkNamespace) {
-            try record(notRequested(Layer.networkNamespace, "turned off by the host for measurement"))
-        } else {
-            try record(networkNamespace(request, prepared: prepared))
-        }
-        if skipped(Layer.filesystem) {
-            unusedRulesets?.discard()
-            unusedRulesets = nil
-            try record(notRequested(Layer.filesystem, "turned off by the host for measurement"))
-        } else {
-            let rulesets = unusedRulesets
-            unusedRulesets = nil
-            let landlock = filesystem(load, request: request, prepared: rulesets, inView: view?.report.state == .applied)
-            try record(landlock.filesystem)
-            try record(landlock.signals)
-        }
-        // Whatever path the layers took, no plugin code runs while the host's tree is at hand.
-        guard plugind_sandbox_host_tree() < 0 else {
-            throw LoadFailure(kind: .confinementFailed, message: "the view was not completed: the host's tree is still open")
-        }
-        return reports
+    }
+
+    /// Whatever path the steps took, no plugin code runs while the host's tree is at hand.
+    private static func hostTreeClosed() -> ConfinementLayerReport {
+        plugind_sandbox_host_tree() < 0
+            ? applied("", "the host's tree is closed")
+            : unavailable("", "the view was not completed: the host's tree is still open")
     }
 
     /// The host shares one sealed copy of a file between its launches; its mode allows no write,
     /// so only its owner could change its mode or attributes. A worker that will run as that
     /// owner (an ordinary user's) swaps each for a copy of its own before any plugin code runs,
     /// so that nothing it does to one reaches another launch.
-    private static func makeSealedCopiesPrivate(_ load: LoadConfiguration, owner: UInt32) throws(LoadFailure) {
+    private static func makeSealedCopiesPrivate(_ load: LoadConfiguration, owner: UInt32) -> ConfinementLayerReport {
         for operation in load.view {
             guard case .sealed(let path, let descriptor) = operation else { continue }
             var status = stat()
             guard fstat(descriptor, &status) == 0 else {
-                throw LoadFailure(kind: .confinementFailed, message: "the sealed copy of \(path) (descriptor \(descriptor)) is missing")
+                return unavailable("", "the sealed copy of \(path) (descriptor \(descriptor)) is missing")
             }
             guard status.st_uid == owner else { continue }
             do throws(SystemError) {
                 try SealedFile.makePrivate(FileDescriptor(rawValue: descriptor))
             } catch {
-                throw LoadFailure(kind: .confinementFailed, message: "cannot make a private copy of \(path): \(error)")
+                return unavailable("", "cannot make a private copy of \(path): \(error)")
             }
         }
+        return applied("", "every sealed copy the plugin's ids own is its own")
     }
 
     static func applied(_ layer: String, _ detail: String) -> ConfinementLayerReport {
@@ -288,10 +301,10 @@ enum Confinement {
         _ load: LoadConfiguration,
         prepared: Result<WorkerView.Prepared, WorkerView.Failure>,
         owner: WorkerIdentity
-    ) throws(LoadFailure) -> (report: ConfinementLayerReport, dropped: [String]) {
+    ) throws(LoadFailure) -> ConfinementLayerReport {
         switch prepared {
         case .failure(let failure):
-            return (unavailable(Layer.filesystemView, "no private view: \(failure)"), [])
+            return unavailable(Layer.filesystemView, "no private view: \(failure)")
         case .success(let begun):
             let grants = Set(load.confinement.readablePaths + load.confinement.writablePaths)
             switch WorkerView.complete(
@@ -310,7 +323,7 @@ enum Confinement {
                 if !completion.dropped.isEmpty {
                     detail += "; left out: " + completion.dropped.joined(separator: ", ")
                 }
-                return (applied(Layer.filesystemView, detail), completion.dropped)
+                return applied(Layer.filesystemView, detail)
             }
         }
     }
@@ -484,7 +497,11 @@ enum Confinement {
         var result = advance?.baseFilter ?? plugind_confinement_install_base_filter()
         if result == 0 { result = plugind_confinement_install_filter(options) }
         guard result == 0 else {
-            return unavailable(Layer.systemCalls, "the seccomp filter could not be installed: \(describe(result))" + filterCompilerFailure)
+            // The kernel answers EACCES, not EPERM, to a filter it will not take: EPERM is a filter's.
+            let reason =
+                FeatureProbeFailure(errno: result) == .refusedByFilter
+                ? "a seccomp filter of this container or service refuses installing another (EPERM)" : describe(result)
+            return unavailable(Layer.systemCalls, "the seccomp filter could not be installed: \(reason)" + filterCompilerFailure)
         }
         // Verify: a keyring call, a new user namespace and (without processes) a fork must now be
         // refused.
