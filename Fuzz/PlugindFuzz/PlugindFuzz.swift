@@ -6,14 +6,16 @@ import PlugindHostFuzzing
 /// Every fuzz target of plugind, in one executable. Built with -sanitize=fuzzer -DFUZZING by
 /// Scripts/fuzz.sh, libFuzzer drives the target PLUGIND_FUZZ_TARGET names (libFuzzer owns the
 /// command line). Built normally, `plugind-fuzz TARGET FILE|DIR...` replays inputs (how a crash
-/// is reproduced), and `plugind-fuzz channel-protocol --write-seeds DIR` writes that target's seed
-/// conversations (real encodings of a worker's messages: the fuzzer could hardly guess a frame).
+/// is reproduced), and `plugind-fuzz channel-protocol|launch-pool-state --write-seeds DIR` writes that
+/// target's seeds (real encodings of a worker's messages: the fuzzer could hardly guess a frame;
+/// histories that reach the launch pool's soak cases).
 enum FuzzTargets {
     static let all: [String: @Sendable ([UInt8]) throws -> Void] = [
         "frame-decoder": FrameDecoderFuzzing.run,
         "manifest-parser": ManifestParserFuzzing.run,
         "elf-reader": ELFReaderFuzzing.run,
         "channel-protocol": { _ = try ChannelProtocolFuzzing.run($0) },
+        "launch-pool-state": { _ = try LaunchPoolStateFuzzing.run($0) },
         "policy-files": PolicyFilesFuzzing.run,
         "package": PackageFuzzing.run,
         "shared-ring": SharedRingFuzzing.run,
@@ -24,6 +26,12 @@ enum FuzzTargets {
         "activity-record": ActivityRecordFuzzing.run,
         "crash-log": CrashLogFuzzing.run,
         "worker-reports": WorkerReportFuzzing.run,
+    ]
+
+    /// The targets that write their seeds.
+    static let seeds: [String: @Sendable () -> [[UInt8]]] = [
+        "channel-protocol": ChannelProtocolFuzzing.seeds,
+        "launch-pool-state": LaunchPoolStateFuzzing.seeds,
     ]
 
     static var names: String { all.keys.sorted().joined(separator: ", ") }
@@ -63,13 +71,13 @@ enum FuzzTargets {
             var arguments = Array(CommandLine.arguments.dropFirst())
             guard let name = arguments.first, let target = FuzzTargets.all[name] else {
                 print(
-                    "usage: plugind-fuzz TARGET FILE|DIR... | plugind-fuzz channel-protocol --write-seeds DIR (targets: \(FuzzTargets.names))"
+                    "usage: plugind-fuzz TARGET FILE|DIR... | plugind-fuzz channel-protocol|launch-pool-state --write-seeds DIR (targets: \(FuzzTargets.names))"
                 )
                 exit(2)
             }
             arguments.removeFirst()
-            if name == "channel-protocol", arguments.first == "--write-seeds", arguments.count == 2 {
-                let written = ChannelProtocolFuzzing.seeds().enumerated().allSatisfy { index, seed in
+            if let seeds = FuzzTargets.seeds[name], arguments.first == "--write-seeds", arguments.count == 2 {
+                let written = seeds().enumerated().allSatisfy { index, seed in
                     FileManager.default.createFile(atPath: arguments[1] + "/seed-\(index)", contents: Data(seed))
                 }
                 exit(written ? 0 : 1)

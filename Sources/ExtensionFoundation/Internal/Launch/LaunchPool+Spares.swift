@@ -11,131 +11,119 @@ extension LaunchPool {
     /// that arrives asks for the next until the slots are full. After a spare could not be
     /// forked, only this call (one per launch) tries again.
     func replenish(options: SpawnRequest.Options) {
-        replenish(options: options, retryingAfterFailure: true)
-    }
-
-    private func replenish(options: SpawnRequest.Options, retryingAfterFailure: Bool) {
-        let id = state.withLock { state -> UInt32? in
-            if retryingAfterFailure { state.spareFailed = false }
-            guard !state.stopped, !state.spareFailed, !state.spares.isFull, state.spareRequest == nil else { return nil }
-            let id = state.takeRequestID()
-            state.spareRequest = id
-            state.spareRequestGeneration = state.mountGeneration
-            return id
-        }
-        // Whatever the launch that asks: a spare serves launches with every layer on and
-        // without the network.
-        let spareOptions = options.union(.newNetworkNamespace).subtracting(.noAdvanceRestrictions)
-        if let id { loop.execute { self.askForSpare(id, options: spareOptions) } }
+        perform(state.withLock { $0.machine.replenish(retryingAfterFailure: true) }, spareOptions: options)
     }
 
     /// Sends request `id` for a spare to a launcher, on the loop thread; when that fails, no more
     /// spares are asked for until the next launch.
-    private func askForSpare(_ id: UInt32, options: SpawnRequest.Options) {
-        var failed = true
+    func askForSpare(_ id: UInt32, options: SpawnRequest.Options) {
         if let launcher = try? takeLauncher() {
-            let current = state.withLock { $0.spareRequest == id }
-            if current && ask(launcher, request: id, options: options, descriptors: [], cgroupFiles: []) == nil {
-                failed = false
-            } else {
-                finished(with: launcher)
+            let recorded = state.withLock { $0.machine.askingForSpare(launcher.serial, request: id) }
+            if recorded && ask(launcher, request: id, options: options, descriptors: [], cgroupFiles: [], recorded: true) == nil {
+                return
             }
+            if recorded { perform(state.withLock { $0.machine.requestNotSent(id) }) }
+            finished(with: launcher)
         }
-        guard failed else { return }
-        state.withLock { state in
-            guard state.spareRequest == id else { return }
-            state.spareRequest = nil
-            state.spareFailed = true
-        }
-        resumeSettledWaiters()
+        perform(state.withLock { $0.machine.spareRequestFailed(id) })
     }
 
-    /// The answer to a request for a spare: the spare's pid (or minus an errno) and socket.
-    func receivedSpare(pid: Int32, socket spareSocket: FileDescriptor?, outdated: Bool) {
-        if outdated {
-            // Asked for before the mounts changed: its copy of the host's tree may miss them.
-            spareSocket?.close()
-            if pid > 0, let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) {
-                StartedWorker(process: SpawnedProcess(processIdentifier: pid, processDescriptor: processDescriptor), hostTree: nil)
-                    .end(loop: loop)
-            }
-            replenish(options: WorkerLauncher.isolatingOptions(), retryingAfterFailure: false)
-        } else if adoptSpare(pid: pid, socket: spareSocket) {
-            replenish(options: WorkerLauncher.isolatingOptions(), retryingAfterFailure: false)
-        } else {
-            state.withLock { $0.spareFailed = true }
-        }
-        resumeSettledWaiters()
-    }
-
-    /// Keeps a spare the launcher forked; false when it reported a failure instead.
-    private func adoptSpare(pid: Int32, socket spareSocket: FileDescriptor?) -> Bool {
-        guard pid > 0, let spareSocket else {
-            spareSocket?.close()
-            return false
-        }
-        // Never blocking: the ready byte is read at a launch that may come before it.
-        guard (try? spareSocket.setNonBlocking()) != nil, let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) else {
-            spareSocket.close()
-            return false
-        }
-        // Watched so that a spare that dies unused is reaped.
-        guard (try? loop.register(processDescriptor, events: Epoll.readable, handler: self)) != nil else {
-            spareSocket.close()
-            processDescriptor.killAndReap()
-            return false
+    /// Keeps the spare `pid` a launcher forked, with the socket it passed (`Effect.adoptSpare`).
+    func adoptSpare(pid: Int32, socket spareSocket: FileDescriptor?) {
+        guard let process = watchedSpareProcess(pid: pid, socket: spareSocket), let spareSocket else {
+            perform(state.withLock { $0.machine.spareNotAdopted() })
+            return
         }
         // Watched until the spare says it is ready; a spare that cannot be watched is used anyway.
         let watched = (try? loop.register(spareSocket, events: Epoll.readable, handler: self)) != nil
-        let process = SpawnedProcess(processIdentifier: pid, processDescriptor: processDescriptor)
-        keep(Spare(process: process, socket: spareSocket, readiness: watched ? .preparing : .prepared(hostTree: nil)), arriving: true)
-        return true
-    }
-
-    /// Puts `spare` in a slot (with the next arrival number, when it is new); ends it when the
-    /// pool stopped or every slot is taken.
-    private func keep(_ spare: consuming Spare, arriving: Bool) {
-        var kept: Spare? = spare
+        var effects: [Effect] = []
         let refused = state.withLock { state -> Spare? in
-            guard !state.stopped, var spare = kept.take() else { return kept.take() }
-            if arriving {
-                state.nextArrival += 1
-                spare.arrival = state.nextArrival
-            }
-            return state.spares.insert(spare)
+            let (id, adopted) = state.machine.spareAdopted(watched: watched)
+            effects = adopted
+            return state.spares.insert(
+                Spare(process: process, socket: spareSocket, readiness: watched ? .preparing : .prepared(hostTree: nil), id: id))
         }
         refused?.end(loop: loop)
+        perform(effects)
+    }
+
+    /// The spare `pid`, its pidfd watched (so that a spare that dies unused is reaped) and its
+    /// socket never blocking (the ready byte is read at a launch that may come before it); nil,
+    /// and what was made of it closed, when any of that fails or the launcher reported a failure.
+    private func watchedSpareProcess(pid: Int32, socket spareSocket: FileDescriptor?) -> SpawnedProcess? {
+        guard pid > 0, let spareSocket else {
+            spareSocket?.close()
+            return nil
+        }
+        guard (try? spareSocket.setNonBlocking()) != nil, let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) else {
+            spareSocket.close()
+            return nil
+        }
+        guard (try? loop.register(processDescriptor, events: Epoll.readable, handler: self)) != nil else {
+            spareSocket.close()
+            processDescriptor.killAndReap()
+            return nil
+        }
+        return SpawnedProcess(processIdentifier: pid, processDescriptor: processDescriptor)
     }
 
     /// The spare whose socket is `descriptor` said it has finished getting ready (or died, which
     /// its pidfd reports). It is taken out of its slot while what it sent is received, so that no
-    /// launch hands it out meanwhile. False when `descriptor` is no waiting spare's socket.
+    /// launch hands it out meanwhile. False when `descriptor` is no preparing spare's socket.
     func sparePrepared(socket descriptor: Int32) -> Bool {
         let taken = state.withLock { state -> Spare? in
-            let spare = state.spares.take { !$0.isPrepared && $0.socket.rawValue == descriptor }
-            if spare != nil { state.sparesReceiving += 1 }
-            return spare
+            guard let id = state.spares.id(where: { !$0.isPrepared && $0.socket.rawValue == descriptor }),
+                state.machine.spareSocketReadable(id)
+            else { return nil }
+            return state.spares.take(id)
         }
         guard var spare = taken else { return false }
         loop.deregister(spare.socket)
         spare.readiness = .prepared(hostTree: Spare.receiveReadiness(spare.socket))
-        keep(spare, arriving: false)
-        state.withLock { $0.sparesReceiving -= 1 }
-        resumeSettledWaiters()
+        let id = spare.id
+        var effects: [Effect] = []
+        var received: Spare? = spare
+        let refused = state.withLock { state -> Spare? in
+            effects = state.machine.spareReadinessRead(id)
+            guard let spare = received.take() else { return nil }
+            return state.spares.insert(spare)
+        }
+        refused?.end(loop: loop)
+        perform(effects)
         return true
     }
 
     /// A spare's pidfd became readable: it died before it was handed out, and is reaped.
     func spareExited(processDescriptor descriptor: Int32) {
-        let exited = state.withLock { $0.spares.take { $0.process.processDescriptor.rawValue == descriptor } }
-        exited?.end(loop: loop)
+        let effects = state.withLock { state -> [Effect] in
+            guard let id = state.spares.id(where: { $0.process.processDescriptor.rawValue == descriptor }) else { return [] }
+            return state.machine.spareDied(id) ?? []
+        }
+        perform(effects)
+    }
+
+    /// The spare for a launch (the first ready, else the oldest), taken out of the pool.
+    func takeSpareForLaunch() -> Spare? {
+        var effects: [Effect] = []
+        let spare = state.withLock { state -> Spare? in
+            let (id, settled) = state.machine.spareForLaunch()
+            effects = settled
+            return id.flatMap { state.spares.take($0) }
+        }
+        perform(effects)
+        return spare
     }
 
     /// Starts a worker on a ready spare, without waiting: nil when there is none (or it failed).
     private func startOnReadySpare(descriptors: [FileDescriptor]) -> StartedWorker? {
-        guard let spare = state.withLock({ $0.stopped ? nil : $0.spares.takePrepared() }) else { return nil }
-        let started = spare.hand(descriptors.map(\.rawValue), loop: loop)
-        replenish(options: WorkerLauncher.isolatingOptions())
+        var effects: [Effect] = []
+        let spare = state.withLock { state -> Spare? in
+            guard let (id, next) = state.machine.takeSpareForPriming() else { return nil }
+            effects = next
+            return state.spares.take(id)
+        }
+        let started = spare?.hand(descriptors.map(\.rawValue), loop: loop)
+        perform(effects)
         return started
     }
 
@@ -146,7 +134,9 @@ extension LaunchPool {
     /// reservation is released) nothing watches it: a spare that dies meanwhile is found out
     /// when its work is sent.
     func reserveSpare() -> SpareReservation? {
-        guard let spare = state.withLock({ $0.stopped ? nil : $0.spares.takePrepared() }) else { return nil }
+        guard let spare = state.withLock({ state in state.machine.reserveSpare().flatMap { state.spares.take($0) } }) else {
+            return nil
+        }
         loop.deregister(spare.process.processDescriptor)
         spare.socket.sendWithoutWaiting(SpareMessage.wake)
         return SpareReservation(spare, pool: self)
@@ -155,12 +145,22 @@ extension LaunchPool {
     /// Gives back a spare that was reserved and not used.
     fileprivate func putBack(_ spare: consuming Spare) {
         // Watched again, so that its death is noticed and reaped.
-        guard (try? loop.register(spare.process.processDescriptor, events: Epoll.readable, handler: self)) != nil else {
-            spare.end(loop: loop)
-            return
+        let watched = (try? loop.register(spare.process.processDescriptor, events: Epoll.readable, handler: self)) != nil
+        let id = spare.id
+        var effects: [Effect] = []
+        var kept: Spare? = spare
+        let refused = state.withLock { state -> Spare? in
+            effects = state.machine.putBack(id, watched: watched)
+            guard let spare = kept.take() else { return nil }
+            return state.spares.insert(spare)
         }
-        keep(spare, arriving: false)
-        resumeSettledWaiters()
+        refused?.end(loop: loop)
+        perform(effects)
+    }
+
+    /// The launch took its reserved spare.
+    fileprivate func reservedSpareTaken(_ id: UInt64) {
+        state.withLock { $0.machine.reservedSpareTaken(id) }
     }
 
     // MARK: The primed worker
@@ -170,7 +170,8 @@ extension LaunchPool {
     func takePrimed(for plan: LaunchPlan) -> PrimedWorker? {
         // This launch primes again after itself: a plan still waiting to be primed gives way.
         cancelWaitingPrime()
-        guard let primed = state.withLock({ $0.primed.take() }) else { return nil }
+        guard let primed = state.withLock({ state in state.machine.takePrimed().flatMap { state.primed.removeValue(forKey: $0) } })
+        else { return nil }
         // Its launch, or its end, watches it from now on.
         loop.deregister(primed.worker.process.processDescriptor)
         if primed.load == plan.load && primed.sealedFiles == plan.sealedFiles { return primed }
@@ -184,19 +185,19 @@ extension LaunchPool {
     /// plan waiting already gives way to this one.
     func primeWhenQuiet(_ plan: LaunchPlan, sealed: [FileDescriptor]) {
         let (now, traffic) = (ContinuousClock.now, loop.traffic.load(ordering: .relaxed))
-        let (serial, replaced, moment) = state.withLock { state -> (UInt64?, [FileDescriptor], QuietMoment) in
-            let moment = QuietMoment.afterLaunch(
-                now: now, previousLaunch: state.lastLaunch, traffic: traffic, quiet: Self.primeQuiet, atMost: Self.primeDeferral,
-                backToBack: Self.backToBackLaunches)
-            state.lastLaunch = now
-            guard !state.stopped else { return (nil, sealed, moment) }
-            state.nextPrimeSerial += 1
-            let replaced = state.primeWaiting.take()?.sealed ?? []
-            state.primeWaiting = PrimeWaiting(plan: plan, sealed: sealed, moment: moment, serial: state.nextPrimeSerial)
-            return (state.nextPrimeSerial, replaced, moment)
+        let effects = state.withLock { state -> [Effect]? in
+            guard
+                let (serial, effects) = state.machine.primeAsked(
+                    now: now, traffic: traffic, quiet: Self.primeQuiet, atMost: Self.primeDeferral, backToBack: Self.backToBackLaunches)
+            else { return nil }
+            state.primeWaiting[serial] = PrimeWaiting(plan: plan, sealed: sealed)
+            return effects
         }
-        for descriptor in replaced { descriptor.close() }
-        if let serial { loop.schedule(at: moment.firstCheck) { [weak self] in self?.checkQuietMoment(serial) } }
+        guard let effects else {
+            for descriptor in sealed { descriptor.close() }
+            return
+        }
+        perform(effects)
     }
 
     /// How long the host's channels must have been quiet before a plan is primed, and how long
@@ -208,48 +209,47 @@ extension LaunchPool {
 
     /// On the loop's thread: primes the waiting plan `serial` if the moment came, else checks
     /// again later.
-    private func checkQuietMoment(_ serial: UInt64) {
+    func checkQuietMoment(_ serial: UInt64) {
         let traffic = loop.traffic.load(ordering: .relaxed)
         let (awaited, now) = (loop.awaitedAnswers.load(ordering: .relaxed), ContinuousClock.now)
-        let (due, checkAgain) = state.withLock { state -> (PrimeWaiting?, ContinuousClock.Instant?) in
-            guard var waiting = state.primeWaiting, waiting.serial == serial else { return (nil, nil) }
-            switch waiting.moment.check(traffic: traffic, awaitedAnswers: awaited, now: now) {
-            case .start:
-                state.primeWaiting = nil
-                return (waiting, nil)
-            case .checkAgain(let instant):
-                state.primeWaiting = waiting
-                return (nil, instant)
-            }
-        }
-        if let checkAgain { loop.schedule(at: checkAgain) { [weak self] in self?.checkQuietMoment(serial) } }
-        if let due {
-            prime(due.plan, sealed: due.sealed)
-            resumeSettledWaiters()
-        }
+        perform(state.withLock { $0.machine.checkQuietMoment(serial, traffic: traffic, awaitedAnswers: awaited, now: now) })
     }
 
     /// Forgets the plan waiting to be primed, if any.
     func cancelWaitingPrime() {
-        guard let waiting = state.withLock({ $0.primeWaiting.take() }) else { return }
-        for descriptor in waiting.sealed { descriptor.close() }
-        resumeSettledWaiters()
+        perform(state.withLock { $0.machine.cancelPrimeWaiting() })
     }
 
     /// Primes a worker for `plan` on a ready spare. On the loop's thread, after a launch of
     /// `plan`; takes `sealed`, copies of its sealed files.
     func prime(_ plan: LaunchPlan, sealed: [FileDescriptor]) {
+        guard let primed = makePrimedWorker(plan, sealed: sealed) else {
+            perform(state.withLock { $0.machine.primingFailed() })
+            return
+        }
+        var effects: [Effect] = []
+        state.withLock { state in
+            let (id, ready) = state.machine.primedWorkerReady()
+            state.primed[id] = primed
+            effects = ready
+        }
+        perform(effects)
+    }
+
+    /// A worker primed for `plan` on a ready spare, watched; nil (and what was made closed) when
+    /// the plan may not be primed, no spare is ready, or it could not be started or watched.
+    private func makePrimedWorker(_ plan: LaunchPlan, sealed: [FileDescriptor]) -> PrimedWorker? {
         var load = plan.load
         load.mode = .primed
         guard PrimedWorker.isEligible(plan), let resources = try? WorkerResources(load: load) else {
             for descriptor in sealed { descriptor.close() }
-            return
+            return nil
         }
         // The whole hello must be in the pipe: nobody is there to write the rest.
         guard resources.pending.isEmpty, let worker = startOnReadySpare(descriptors: resources.childDescriptors + sealed) else {
             resources.closeAll()
             for descriptor in sealed { descriptor.close() }
-            return
+            return nil
         }
         resources.closeChildEnds()
         let primed = PrimedWorker(load: plan.load, sealedFiles: plan.sealedFiles, worker: worker, ends: resources.hostEnds, sealed: sealed)
@@ -261,26 +261,22 @@ extension LaunchPool {
         // and the pidfd stays readable until then.
         guard (try? loop.register(primed.worker.process.processDescriptor, events: Epoll.readable, handler: self)) != nil else {
             end(primed)
-            return
+            return nil
         }
-        let replaced = state.withLock { state -> PrimedWorker? in
-            guard !state.stopped else { return primed }
-            defer { state.primed = primed }
-            return state.primed
-        }
-        if let replaced { end(replaced) }
+        return primed
     }
 
     /// The primed worker's pidfd became readable: it died while it waited. It is taken out and
     /// reaped. False when `descriptor` is not the primed worker's.
     func primedExited(processDescriptor descriptor: Int32) -> Bool {
-        let dead = state.withLock { state -> PrimedWorker? in
-            guard state.primed?.worker.process.processDescriptor.rawValue == descriptor else { return nil }
-            return state.primed.take()
+        let effects = state.withLock { state -> [Effect]? in
+            guard let id = state.machine.primed, state.primed[id]?.worker.process.processDescriptor.rawValue == descriptor else {
+                return nil
+            }
+            return state.machine.primedDied(id)
         }
-        guard let dead else { return false }
-        end(dead)
-        resumeSettledWaiters()
+        guard let effects else { return false }
+        perform(effects)
         return true
     }
 
@@ -291,34 +287,40 @@ extension LaunchPool {
         primed.worker.end(loop: loop)
     }
 
-    /// Ends the primed worker, if any (the host's mounts changed since it built its view).
-    func discardPrimed() {
-        if let primed = state.withLock({ $0.primed.take() }) { end(primed) }
-    }
-
     /// The pids of this pool's spares and its primed worker.
     var spareProcessIdentifiers: [Int32] {
-        state.withLock { $0.spares.processIdentifiers + [$0.primed?.worker.process.processIdentifier].compactMap { $0 } }
+        state.withLock { state in
+            state.spares.processIdentifiers(of: state.machine.slotSpares)
+                + [state.machine.primed.flatMap { state.primed[$0]?.worker.process.processIdentifier }].compactMap { $0 }
+        }
     }
 
-    /// The pids of this pool's launchers, idle and busy.
+    /// The pids of this pool's launchers, idle and asked.
     var launcherProcessIdentifiers: [Int32] {
-        state.withLock { [$0.idle?.process.processIdentifier].compactMap { $0 } + $0.busy.values.map(\.process.processIdentifier) }
+        state.withLock { state in
+            ([state.machine.idle].compactMap { $0 } + state.machine.askedLaunchers).compactMap {
+                state.launchers[$0]?.process.processIdentifier
+            }
+        }
     }
 
     /// The pids of the spares the shared pool of `executable` holds: for tests that kill one.
     package static func spareProcessIdentifiers(executable: String) -> [Int32] {
-        running(executable: executable, forks: .one)?.state.withLock { $0.spares.processIdentifiers } ?? []
+        running(executable: executable, forks: .one)?.state.withLock { $0.spares.processIdentifiers(of: $0.machine.slotSpares) } ?? []
     }
 
     /// The pid of the worker primed in the shared pool of `executable`, if it has one.
     package static func primedProcessIdentifier(executable: String) -> Int32? {
-        running(executable: executable, forks: .one)?.state.withLock { $0.primed?.worker.process.processIdentifier }
+        running(executable: executable, forks: .one)?.primedProcessIdentifier
     }
 
     /// The pid of a worker primed in any running pool, if there is one.
     package static var primedProcessIdentifier: Int32? {
-        runningPools().lazy.compactMap { pool in pool.state.withLock { $0.primed?.worker.process.processIdentifier } }.first
+        runningPools().lazy.compactMap(\.primedProcessIdentifier).first
+    }
+
+    private var primedProcessIdentifier: Int32? {
+        state.withLock { state in state.machine.primed.flatMap { state.primed[$0]?.worker.process.processIdentifier } }
     }
 
     /// Ends every pool's primed worker and waits until each is reaped: for tests that count this
@@ -326,7 +328,9 @@ extension LaunchPool {
     package static func discardPrimedAndWait() {
         for pool in runningPools() {
             pool.cancelWaitingPrime()
-            guard let primed = pool.state.withLock({ $0.primed.take() }) else { continue }
+            guard
+                let primed = pool.state.withLock({ state in state.machine.takePrimed().flatMap { state.primed.removeValue(forKey: $0) } })
+            else { continue }
             primed.closeHostSide()
             primed.worker.endNow(loop: pool.loop)
         }
@@ -337,9 +341,6 @@ extension LaunchPool {
 struct PrimeWaiting: Sendable {
     let plan: LaunchPlan
     let sealed: [FileDescriptor]
-    var moment: QuietMoment
-    /// Which call asked: a check scheduled for a plan that has given way does nothing.
-    let serial: UInt64
 }
 
 /// A worker made ahead for the plugin launched last, confined exactly as that launch was, waiting
@@ -375,19 +376,24 @@ struct PrimedWorker: Sendable {
 /// that ends before then gives it back with `release()`.
 final class SpareReservation: Sendable {
     let pool: LaunchPool
+    private let id: UInt64
     private let spare: Locked<Spare?>
 
     fileprivate init(_ spare: consuming Spare, pool: LaunchPool) {
+        id = spare.id
         self.spare = Locked(spare)
         self.pool = pool
     }
 
+    /// The spare, for `start` of its pool: no longer the pool's.
     func take() -> Spare? {
-        spare.withLock { $0.take() }
+        guard let taken = spare.withLock({ $0.take() }) else { return nil }
+        pool.reservedSpareTaken(id)
+        return taken
     }
 
     /// Gives the spare back unless `start` took it.
     func release() {
-        if let spare = take() { pool.putBack(spare) }
+        if let taken = spare.withLock({ $0.take() }) { pool.putBack(taken) }
     }
 }

@@ -22,102 +22,53 @@ import PlugindWire
 /// The next launcher is exec'd ahead, off the launch's path, from an execute-only copy of the
 /// worker executable (`LauncherImages`).
 ///
-/// Every system call runs outside `state`'s lock; the lock guards data only. The launchers and
-/// the events the loop thread handles are in `LaunchPool+Launchers.swift`, the spares (asking for
-/// them, adopting, readiness, reservations, priming) in `LaunchPool+Spares.swift`.
+/// This class is the shell around `LaunchPoolState`, the state machine that decides: how each
+/// launcher, spare and primed worker is doing, what is asked, when the pool is settled. The shell
+/// feeds it what happened and carries out the effects it returns (spawns, sends, kills, reaps,
+/// resumes) after releasing `state`'s lock, which guards data only: no system call runs under
+/// it. The launchers and the events the loop thread handles are in `LaunchPool+Launchers.swift`,
+/// the spares (asking for them, adopting, readiness, reservations, priming) in
+/// `LaunchPool+Spares.swift`.
 package final class LaunchPool: EventLoopHandler {
     /// How many children each launcher forks.
-    enum Forks: Sendable {
-        /// One: every worker has an address-space layout, stack canary and hash seed of its own,
-        /// and more unique memory than with `many` (Documentation/Performance.md has both); each
-        /// costs the exec of a launcher, ahead.
-        case one
-        /// Any number: the workers of one host share the launcher's layout, canary and hash seed
-        /// and most of its memory, and launches in quick succession do not wait for launchers to
-        /// start.
-        case many
-    }
+    typealias Forks = LaunchPoolState.Forks
+    typealias Effect = LaunchPoolState.Effect
 
+    /// The pool's bookkeeping (`machine`, which decides) beside the resources its effects name by
+    /// id: the launchers' sockets and pidfds, the spares, the primed worker, the plan waiting to
+    /// be primed, and the continuations of launches and waiters. Each resource leaves its table in
+    /// the one effect that ends it or the input that hands it out.
     struct State: ~Copyable {
-        var stopped = false
-        /// Launches waiting for a launcher's answer, by request.
-        var pending: [UInt32: CheckedContinuation<SpawnedProcess, any Error>] = [:]
-        /// The launcher the next request goes to, exec'd ahead (nil while one is being made, or
-        /// when making one failed: the next request makes one then).
-        var idle: LauncherProcess?
-        /// The serials of launchers with open sockets that said they are ready. One that ends
-        /// before it did never read a request, so it forked no worker (`LauncherLost`).
-        var ready: Set<UInt64> = []
-        /// The idle launcher said it is ready (loaded and warmed up): until then its start-up
-        /// competes with whatever the host does.
-        var idleReady: Bool { idle.map { ready.contains($0.serial) } ?? false }
-        /// How long its most recent launchers took from their spawn to saying they are ready,
-        /// oldest first (at most `keptStartTimes`).
-        var startTimes: [Duration] = []
-        /// A job that makes the idle launcher is scheduled.
-        var makingIdle = false
-        /// The launcher each request in flight went to.
-        var busy: [UInt32: LauncherProcess] = [:]
-        /// Launchers that answered and were let go (their socket closed, which ends them), by
-        /// pidfd, until they are reaped.
-        var retired: [CInt: LauncherProcess] = [:]
-        /// The serials of launchers whose socket is still open: each is let go exactly once,
-        /// whichever comes first of its end, a request it could not be sent, its answer and the
-        /// pool's stop (two of them could close one socket twice when a launcher is killed
-        /// mid-send).
-        var open: Set<UInt64> = []
-        /// Never 0, which a launcher's readiness uses.
-        var nextRequestID: UInt32 = 1
-
-        /// Spares not handed out yet.
+        var machine: LaunchPoolState
+        /// Every launcher the machine knows, until it is reaped.
+        var launchers: [UInt64: LauncherProcess] = [:]
+        /// The spares in the machine's slots (and one on its way to `endSpare` for a moment).
         var spares = SpareSlots()
-        /// Spares taken out of `spares` for a moment, to receive what they send when ready.
-        var sparesReceiving = 0
-        var nextArrival: UInt64 = 0
-        /// The request for a spare in flight, if any.
-        var spareRequest: UInt32?
-        /// The last spare could not be forked: no more are asked for until the next launch, so
-        /// that a launcher that cannot fork is not asked again and again.
-        var spareFailed = false
-        /// Changes of the host's mounts seen, and how many had been seen when the spare in
-        /// flight was asked for: one asked for before a change may copy the tree before it.
-        var mountGeneration = 0
-        var spareRequestGeneration = 0
-        /// The worker confined ahead for the next launch of the plan launched last.
-        var primed: PrimedWorker?
-        /// The plan launched last, to be primed once the host is quiet (`primeWhenQuiet`).
-        var primeWaiting: PrimeWaiting?
-        var nextPrimeSerial: UInt64 = 0
-        /// When the last launch asked for a worker to be primed after it.
-        var lastLaunch: ContinuousClock.Instant?
+        /// Launches waiting for a launcher's answer, by request.
+        var launches: [UInt32: CheckedContinuation<SpawnedProcess, any Error>] = [:]
+        /// Primed workers by id: the machine's `primed`, and one on its way to `endPrimed`.
+        var primed: [UInt64: PrimedWorker] = [:]
+        /// Plans waiting to be primed, by serial: the machine's, and one that gave way, on its way
+        /// to `dropPrimeWaiting`.
+        var primeWaiting: [UInt64: PrimeWaiting] = [:]
         /// Callers of `settled()` waiting until nothing is on its way.
-        var settleWaiters: [CheckedContinuation<Void, Never>] = []
-        /// Callers of `awaitRequest` waiting until a launcher (by pid) has been sent a request.
-        var requestWaiters: [(launcher: Int32, continuation: CheckedContinuation<Void, Never>)] = []
+        var settleWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+        /// Callers of `awaitRequest` waiting until a launcher has been sent a request.
+        var requestWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
 
-        /// A new request's id.
-        mutating func takeRequestID() -> UInt32 {
-            defer { nextRequestID = nextRequestID == .max ? 1 : nextRequestID + 1 }
-            return nextRequestID
+        init(forks: Forks) {
+            machine = LaunchPoolState(forks: forks)
         }
 
-        /// The launcher whose socket is `descriptor`, if it is not retired.
+        /// The launcher whose socket is `descriptor`, if events on it are handled now (a let-go
+        /// launcher's socket number is reused by the next one made).
         func launcher(socket descriptor: CInt) -> LauncherProcess? {
-            idle?.socket.rawValue == descriptor ? idle : busy.values.first { $0.socket.rawValue == descriptor }
+            launchers.values.first { $0.socket.rawValue == descriptor && machine.isWatched($0.serial) }
         }
 
-        /// The launcher whose pidfd is `descriptor`, if it is not retired.
+        /// The launcher whose pidfd is `descriptor` (open until it is reaped).
         func launcher(processDescriptor descriptor: CInt) -> LauncherProcess? {
-            idle?.process.processDescriptor.rawValue == descriptor
-                ? idle : busy.values.first { $0.process.processDescriptor.rawValue == descriptor }
-        }
-
-        /// Nothing on its way: every spare there is ready, no launcher busy or unreaped, the
-        /// idle launcher ready.
-        var isSettled: Bool {
-            stopped
-                || (spareRequest == nil && (spares.isFull || spareFailed) && spares.allPrepared && sparesReceiving == 0
-                    && busy.isEmpty && retired.isEmpty && !makingIdle && (idle == nil || idleReady) && primeWaiting == nil)
+            launchers.values.first { $0.process.processDescriptor.rawValue == descriptor }
         }
     }
 
@@ -133,7 +84,7 @@ package final class LaunchPool: EventLoopHandler {
     /// `StartedWorker.hostTree`), so a change of mounts replaces them. Nil where it cannot be
     /// watched.
     let mountTable: FileDescriptor?
-    let state = Locked(State())
+    let state: Locked<State>
 
     /// The pools `runtime` shares, by executable and how many children their launchers fork.
     static func runningPools(in runtime: PlugindRuntime = .current) -> [LaunchPool] {
@@ -177,13 +128,9 @@ package final class LaunchPool: EventLoopHandler {
                 do throws(SystemError) { return .success(try started.startLauncher()) } catch { return .failure(error) }
             }
             let launcher = try first.get()
-            if !started.state.withLock({ state in
-                guard !state.stopped else { return false }
-                state.idle = launcher
-                return true
-            }) {
-                loop.execute { started.retire(launcher) }
-            }
+            let effects = started.state.withLock { $0.machine.offerIdle(launcher.serial).effects }
+            // Let go on the loop thread, which watches its socket.
+            if !effects.isEmpty { loop.execute { started.perform(effects) } }
         } catch {
             started.stop()
             throw error
@@ -197,10 +144,11 @@ package final class LaunchPool: EventLoopHandler {
         self.image = image
         self.loop = loop
         self.mountTable = mountTable
+        state = Locked(State(forks: forks))
     }
 
     var isStopped: Bool {
-        state.withLock { $0.stopped }
+        state.withLock { $0.machine.isStopped }
     }
 
     // MARK: Starting a worker
@@ -219,7 +167,7 @@ package final class LaunchPool: EventLoopHandler {
         // A spare reserved from another pool (one that has since stopped) is given back.
         if let reservation, reservation.pool !== self || !spareUsable { reservation.release() }
         var reserved = reservation?.take()
-        while spareUsable, let spare = reserved.take() ?? state.withLock({ $0.stopped ? nil : $0.spares.takeForLaunch() }) {
+        while spareUsable, let spare = reserved.take() ?? takeSpareForLaunch() {
             // A spare runs only plugind's code until it has its descriptors.
             if let cgroup, (try? cgroup.add(spare.process.processIdentifier)) == nil {
                 spare.end(loop: loop)
@@ -234,9 +182,8 @@ package final class LaunchPool: EventLoopHandler {
         let process = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<SpawnedProcess, any Error>) in
             // Known before it is sent: the answer is read on the loop thread.
             let id = state.withLock { state -> UInt32? in
-                guard !state.stopped else { return nil }
-                let id = state.takeRequestID()
-                state.pending[id] = continuation
+                guard let id = state.machine.registerLaunch() else { return nil }
+                state.launches[id] = continuation
                 return id
             }
             guard let id else {
@@ -245,9 +192,9 @@ package final class LaunchPool: EventLoopHandler {
                 return
             }
             if let error = ask(launcher, request: id, options: options, descriptors: raw, cgroupFiles: cgroup?.processFiles ?? []) {
-                let unanswered = state.withLock { $0.pending.removeValue(forKey: id) }
+                let effects = state.withLock { $0.machine.requestNotSent(id) }
                 loop.execute { self.finished(with: launcher) }
-                unanswered?.resume(throwing: error)
+                perform(effects, notSent: error)
             }
         }
         return StartedWorker(process: process, hostTree: nil)
@@ -273,10 +220,8 @@ package final class LaunchPool: EventLoopHandler {
     /// ready, from spawn to readiness: what a load on the machine slows down first (the fault
     /// tests pace their launcher kills by it).
     package static func recentLauncherStartTimes() -> [Duration] {
-        runningPools().flatMap { pool in pool.state.withLock { $0.startTimes } }
+        runningPools().flatMap { pool in pool.state.withLock { $0.machine.startTimes } }
     }
-
-    static let keptStartTimes = 8
 
     /// Returns once every running pool of the current runtime holds its full count of spares and
     /// nothing is on its way (or it has stopped), so that the descriptors and children this
@@ -288,7 +233,9 @@ package final class LaunchPool: EventLoopHandler {
     /// The pid of the idle launcher of the shared pool of `executable`, if it has one: for tests
     /// that end a launcher mid-launch.
     package static func idleLauncherProcessIdentifier(executable: String) -> Int32? {
-        running(executable: executable, forks: .one)?.state.withLock { $0.idle?.process.processIdentifier }
+        running(executable: executable, forks: .one)?.state.withLock { state in
+            state.machine.idle.flatMap { state.launchers[$0]?.process.processIdentifier }
+        }
     }
 
     /// Returns once the launcher `pid` of the shared pool of `executable` holds a request it has
@@ -298,8 +245,8 @@ package final class LaunchPool: EventLoopHandler {
         guard let pool = running(executable: executable, forks: .one) else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             let now = pool.state.withLock { state -> Bool in
-                if state.stopped || state.busy.values.contains(where: { $0.process.processIdentifier == pid }) { return true }
-                state.requestWaiters.append((pid, continuation))
+                guard let waiter = state.machine.awaitRequest(toLauncher: pid) else { return true }
+                state.requestWaiters[waiter] = continuation
                 return false
             }
             if now { continuation.resume() }
@@ -317,28 +264,15 @@ package final class LaunchPool: EventLoopHandler {
         // before the mount: so the mount table is asked on the loop thread as well. (Asking
         // consumes the change, which the loop would then not see: whoever asks handles it.)
         _ = try? await loop.run { if self.mountTableChanged() { self.mountsChanged() } }
-        replenish(options: WorkerLauncher.isolatingOptions())
-        // A settled pool has its idle launcher: one that ended while idle (killed from outside)
-        // is otherwise made again only by the next launch, and a launch a primed worker served
-        // takes none.
-        makeIdleLauncherLater()
+        // Asks for the spares the pool lacks and for its idle launcher, and waits, at once.
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-            let now = state.withLock { state -> Bool in
-                if state.isSettled { return true }
-                state.settleWaiters.append(continuation)
-                return false
+            let effects = state.withLock { state in
+                let (waiter, effects) = state.machine.settle()
+                state.settleWaiters[waiter] = continuation
+                return effects
             }
-            if now { continuation.resume() }
+            perform(effects, spareOptions: WorkerLauncher.isolatingOptions())
         }
-    }
-
-    func resumeSettledWaiters() {
-        let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
-            guard state.isSettled else { return [] }
-            defer { state.settleWaiters.removeAll() }
-            return state.settleWaiters
-        }
-        for waiter in waiters { waiter.resume() }
     }
 
     /// The loop gave up: stop here and now, on its dying thread (no job runs there any more).
@@ -352,75 +286,127 @@ package final class LaunchPool: EventLoopHandler {
         stop(onLoop: true)
     }
 
-    private struct Stopped: ~Copyable {
-        var pending: [CheckedContinuation<SpawnedProcess, any Error>]
-        var requestWaiters: [CheckedContinuation<Void, Never>]
-        var spares: SpareSlots
-        /// Launchers whose sockets are open, and those let go already (only to be reaped).
-        var launchers: [LauncherProcess]
-        var retired: [LauncherProcess]
-        var primed: PrimedWorker?
-        /// The sealed copies of a plan that was to be primed.
-        var primeWaiting: [FileDescriptor]
+    private func stop(onLoop: Bool) {
+        let effects = state.withLock { $0.machine.stop() }
+        // Launches and waiters hear of it now; processes end on the loop thread, which watches
+        // them.
+        let now = effects.filter(\.isImmediate)
+        perform(now)
+        let later = effects.filter { !$0.isImmediate }
+        if onLoop { loop.execute { self.perform(later) } } else { perform(later) }
     }
 
-    private func stop(onLoop: Bool) {
-        let taken = state.withLock { state -> Stopped? in
-            guard !state.stopped else { return nil }
-            state.stopped = true
-            // A launcher that forks many children is idle and busy at once.
-            var launchers = state.idle.map { [$0] } ?? []
-            for launcher in state.busy.values where !launchers.contains(launcher) {
-                launchers.append(launcher)
-            }
-            var spares = SpareSlots()
-            swap(&spares, &state.spares)
-            let stopped = Stopped(
-                pending: Array(state.pending.values), requestWaiters: state.requestWaiters.map(\.continuation), spares: spares,
-                launchers: launchers, retired: Array(state.retired.values),
-                primed: state.primed.take(), primeWaiting: state.primeWaiting.take()?.sealed ?? [])
-            state.pending.removeAll()
-            state.requestWaiters.removeAll()
-            state.idle = nil
-            state.busy.removeAll()
-            state.retired.removeAll()
-            state.ready.removeAll()
-            for launcher in launchers { state.open.remove(launcher.serial) }
-            return stopped
-        }
-        guard var stopped = taken else { return }
-        resumeSettledWaiters()
-        for continuation in stopped.pending { continuation.resume(throwing: SystemError("launcher", .noSuchProcess)) }
-        for waiter in stopped.requestWaiters { waiter.resume() }
-        let primed = stopped.primed
-        primed?.closeHostSide()
-        for descriptor in stopped.primeWaiting { descriptor.close() }
-        let (launchers, retired) = (stopped.launchers, stopped.retired)
-        // Held in a box the loop's job can take them from.
-        var spares = SpareSlots()
-        swap(&spares, &stopped.spares)
-        let unused = Locked(spares)
-        let (loop, mountTable) = (loop, mountTable)
-        let end: @Sendable () -> Void = {
-            for launcher in launchers {
+    // MARK: Effects
+
+    /// Carries out `effects`, in order, outside the lock, on the calling thread. `spareOptions`
+    /// are how a spare asked for is forked; `notSent`, the error of a request that could not be
+    /// sent; `spareSocket`, the socket a launcher passed with its answer, adopted by `adoptSpare`
+    /// (and closed otherwise).
+    func perform(
+        _ effects: [Effect], spareOptions: SpawnRequest.Options = WorkerLauncher.isolatingOptions(), notSent: (any Error)? = nil,
+        spareSocket: FileDescriptor? = nil
+    ) {
+        var spareSocket = spareSocket
+        defer { spareSocket?.close() }
+        guard !effects.isEmpty else { return }
+        let launchers = state.withLock { $0.launchers }
+        for effect in effects {
+            switch effect {
+            case .scheduleIdleLauncher:
+                _ = loop.schedule(after: Self.replenishDelay) { [weak self] in self?.makeIdleLauncher() }
+            case .closeLauncherSocket(let id):
+                guard let launcher = launchers[id] else { continue }
                 loop.deregister(launcher.socket)
                 launcher.socket.close()
-            }
-            if let mountTable {
-                loop.deregister(mountTable)
-                mountTable.close()
-            }
-            unused.withLock { $0.removeAll { $0.end(loop: loop) } }
-            if let primed {
-                // Watched while it waited (its host side is closed above).
-                loop.deregister(primed.worker.process.processDescriptor)
-                primed.worker.end(loop: loop)
-            }
-            for launcher in launchers + retired {
+            case .reapLauncher(let id):
+                guard let launcher = state.withLock({ $0.launchers.removeValue(forKey: id) }) else { continue }
                 loop.deregister(launcher.process.processDescriptor)
                 launcher.process.processDescriptor.killAndReap()
+            case .reapLostChild(let id, let request):
+                if let launcher = launchers[id] { reapLostChild(of: launcher, request: request) }
+            case .completeLaunch(let request, let outcome):
+                guard let continuation = state.withLock({ $0.launches.removeValue(forKey: request) }) else { continue }
+                complete(continuation, request: request, outcome, launchers: launchers, notSent: notSent)
+            case .resumeRequestWaiters(let ids):
+                let waiters = state.withLock { state in ids.compactMap { state.requestWaiters.removeValue(forKey: $0) } }
+                for waiter in waiters { waiter.resume() }
+            case .resumeSettleWaiters(let ids):
+                let waiters = state.withLock { state in ids.compactMap { state.settleWaiters.removeValue(forKey: $0) } }
+                for waiter in waiters { waiter.resume() }
+            case .askForSpare(let request):
+                // Whatever the launch that asks: a spare serves launches with every layer on and
+                // without the network.
+                let options = spareOptions.union(.newNetworkNamespace).subtracting(.noAdvanceRestrictions)
+                loop.execute { self.askForSpare(request, options: options) }
+            case .adoptSpare(let pid):
+                adoptSpare(pid: pid, socket: spareSocket.take())
+            case .discardSpare(let pid):
+                spareSocket.take()?.close()
+                if let processDescriptor = try? FileDescriptor.processDescriptor(for: pid) {
+                    StartedWorker(process: SpawnedProcess(processIdentifier: pid, processDescriptor: processDescriptor), hostTree: nil)
+                        .end(loop: loop)
+                }
+            case .endSpare(let id):
+                state.withLock { $0.spares.take(id) }?.end(loop: loop)
+            case .checkQuietMoment(let serial, let instant):
+                loop.schedule(at: instant) { [weak self] in self?.checkQuietMoment(serial) }
+            case .dropPrimeWaiting(let serial):
+                let dropped = state.withLock { $0.primeWaiting.removeValue(forKey: serial) }
+                for descriptor in dropped?.sealed ?? [] { descriptor.close() }
+            case .prime(let serial):
+                let due = state.withLock { $0.primeWaiting.removeValue(forKey: serial) }
+                if let due { prime(due.plan, sealed: due.sealed) } else { perform(state.withLock { $0.machine.primingFailed() }) }
+            case .endPrimed(let id):
+                let ended = state.withLock { $0.primed.removeValue(forKey: id) }
+                if let ended { end(ended) }
+            case .closeMountTable:
+                if let mountTable {
+                    loop.deregister(mountTable)
+                    mountTable.close()
+                }
             }
         }
-        if onLoop { loop.execute(end) } else { end() }
+    }
+
+    /// Completes launch `request` with `outcome`.
+    private func complete(
+        _ continuation: CheckedContinuation<SpawnedProcess, any Error>, request: UInt32, _ outcome: LaunchPoolState.LaunchOutcome,
+        launchers: [UInt64: LauncherProcess], notSent: (any Error)?
+    ) {
+        switch outcome {
+        case .forked(let pid):
+            // The pid cannot be reused before this process, its parent, reaps it.
+            do {
+                let processDescriptor = try FileDescriptor.processDescriptor(for: pid)
+                continuation.resume(returning: SpawnedProcess(processIdentifier: pid, processDescriptor: processDescriptor))
+            } catch {
+                continuation.resume(throwing: error)
+            }
+        case .forkFailed(let errno):
+            continuation.resume(throwing: SystemError("fork (pre-forked launcher)", Errno(rawValue: errno)))
+        case .launcherEnded(let id, let wasReady, let killed):
+            // Whether the launcher had forked its worker (so whether the launch may try another
+            // launcher) is in the fork record, final now that the launcher has ended.
+            if let launcher = launchers[id] {
+                continuation.resume(throwing: LauncherLost.ended(launcher, request: request, wasReady: wasReady, killed: killed))
+            } else {
+                continuation.resume(throwing: LauncherLost(launcher: 0, forkedWorker: nil, what: "ended before it answered"))
+            }
+        case .poolStopped:
+            continuation.resume(throwing: SystemError("launcher", .noSuchProcess))
+        case .notSent:
+            continuation.resume(throwing: notSent ?? SystemError("launcher", .noSuchProcess))
+        }
+    }
+}
+
+extension LaunchPoolState.Effect {
+    /// Carried out at once when the pool stops (what waits hears of it); the rest ends processes,
+    /// on the loop thread.
+    fileprivate var isImmediate: Bool {
+        switch self {
+        case .completeLaunch, .resumeRequestWaiters, .resumeSettleWaiters, .dropPrimeWaiting: true
+        default: false
+        }
     }
 }

@@ -21,14 +21,14 @@ struct Spare: ~Copyable {
     let process: SpawnedProcess
     let socket: FileDescriptor
     var readiness: Readiness
-    /// The order spares arrived in (the pool numbers them): the oldest is the likeliest to be
-    /// ready soonest.
-    var arrival: UInt64 = 0
+    /// The pool's number for it (`LaunchPoolState`), in the order spares arrived.
+    let id: UInt64
 
-    init(process: SpawnedProcess, socket: FileDescriptor, readiness: Readiness) {
+    init(process: SpawnedProcess, socket: FileDescriptor, readiness: Readiness, id: UInt64) {
         self.process = process
         self.socket = socket
         self.readiness = readiness
+        self.id = id
     }
 
     var isPrepared: Bool {
@@ -137,89 +137,63 @@ struct StartedWorker: Sendable {
     }
 }
 
-/// The pool's spares. Non-copyable each, so kept in a fixed number of slots rather than an array.
+/// The spares a pool holds, by id (`LaunchPoolState` numbers them): those in its slots, and for a
+/// moment one on its way to the effect that ends it. Non-copyable each, so kept in a fixed number
+/// of places rather than a dictionary; the state machine decides which spare is taken, this only
+/// holds them.
 struct SpareSlots: ~Copyable {
-    private var slots: InlineArray<2, Spare?> = [nil, nil]
-
-    /// How many spares the pool keeps: two, so that back-to-back launches find one that has
-    /// finished warming up while the next one is still being made.
-    static var capacity: Int { 2 }
+    private var slots: InlineArray<4, Spare?> = [nil, nil, nil, nil]
 
     init() {}
 
-    var count: Int {
-        var count = 0
-        for index in slots.indices where holds(index, { _ in true }) { count += 1 }
-        return count
+    /// The pids of the spares `ids` names, in that order.
+    func processIdentifiers(of ids: [UInt64]) -> [Int32] {
+        ids.compactMap { id in
+            for index in slots.indices {
+                switch slots[index] {
+                case .some(let spare) where spare.id == id: return spare.process.processIdentifier
+                default: continue
+                }
+            }
+            return nil
+        }
     }
 
-    var isFull: Bool { count >= Self.capacity }
-
-    /// The pids of the spares held.
-    var processIdentifiers: [Int32] {
-        var pids: [Int32] = []
+    /// The id of the first spare `matches` picks.
+    func id(where matches: (borrowing Spare) -> Bool) -> UInt64? {
         for index in slots.indices {
             switch slots[index] {
-            case .some(let spare): pids.append(spare.process.processIdentifier)
-            case .none: break
+            case .some(let spare) where matches(spare): return spare.id
+            default: continue
             }
         }
-        return pids
+        return nil
     }
 
-    var allPrepared: Bool {
-        for index in slots.indices where holds(index, { !$0.isPrepared }) { return false }
-        return true
-    }
-
-    /// Whether slot `index` holds a spare that `matches` picks.
-    private func holds(_ index: Int, _ matches: (borrowing Spare) -> Bool) -> Bool {
-        switch slots[index] {
-        case .some(let spare): matches(spare)
-        case .none: false
-        }
-    }
-
-    /// Keeps `spare`; gives it back when every slot is taken.
+    /// Keeps `spare`; gives it back when every place is taken (the caller ends it then).
     mutating func insert(_ spare: consuming Spare) -> Spare? {
         var free: Int?
-        for index in slots.indices where free == nil && !holds(index, { _ in true }) { free = index }
+        for index in slots.indices where free == nil {
+            switch slots[index] {
+            case .some: continue
+            case .none: free = index
+            }
+        }
         guard let free else { return .some(spare) }
         slots[free] = .some(spare)
         return nil
     }
 
-    /// The spare for a launch: the first that is ready, else the oldest (the likeliest to be
-    /// ready by the time it reads).
-    mutating func takeForLaunch() -> Spare? {
-        if let prepared = takePrepared() { return prepared }
-        var oldest: (index: Int, arrival: UInt64)?
-        for index in slots.indices {
+    /// Spare `id`, taken out.
+    mutating func take(_ id: UInt64) -> Spare? {
+        var found: Int?
+        for index in slots.indices where found == nil {
             switch slots[index] {
-            case .some(let spare) where oldest.map({ spare.arrival < $0.arrival }) ?? true: oldest = (index, spare.arrival)
-            default: break
+            case .some(let spare) where spare.id == id: found = index
+            default: continue
             }
         }
-        guard let oldest else { return nil }
-        return slots[oldest.index].take()
-    }
-
-    mutating func takePrepared() -> Spare? {
-        take { $0.isPrepared }
-    }
-
-    /// The first spare `matches` picks, taken out of its slot.
-    mutating func take(where matches: (borrowing Spare) -> Bool) -> Spare? {
-        for index in slots.indices where holds(index, matches) {
-            return slots[index].take()
-        }
-        return nil
-    }
-
-    /// Takes every spare out, each passed to `body`.
-    mutating func removeAll(_ body: (consuming Spare) -> Void) {
-        for index in slots.indices {
-            if let spare = slots[index].take() { body(spare) }
-        }
+        guard let found else { return nil }
+        return slots[found].take()
     }
 }
