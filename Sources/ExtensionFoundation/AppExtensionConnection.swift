@@ -139,6 +139,12 @@ public final class AppExtensionConnection: Sendable {
     /// function and the argument, and stop the worker (its memory may be damaged); the host reads
     /// nothing past a capacity.
     ///
+    /// A handle (`FunctionHandle`) the function returns or writes is this process's: pass it to
+    /// later calls, release it with `release()` or by dropping it. Passing a handle of another
+    /// kind, a NULL one or one released is refused before anything is sent; one the worker did
+    /// not give out, or of another kind than its number names, is refused by the worker before
+    /// the library is called. Calling a kind's release function consumes its handle.
+    ///
     /// - Throws: `AppExtensionError`: `unknownFunction`; `invalidArguments` for a wrong count or
     ///   type, a buffer whose length does not fit its count, or out buffers larger than the
     ///   message limit (all checked before anything is sent); `protocolViolation` as above;
@@ -164,9 +170,18 @@ public final class AppExtensionConnection: Sendable {
                 .invalidArguments, plugin: pluginIdentifier,
                 "the out buffers of \(signature.name) would hold \(bound.outputCapacity) bytes, more than the message limit of \(limit)")
         }
+        for (position, value) in arguments.enumerated() {
+            guard case .handle(let handle) = value, let worker = handle.worker, worker != process.handles.worker else { continue }
+            throw AppExtensionError(
+                .invalidArguments, plugin: pluginIdentifier,
+                "argument \(position + 1) of \(signature) is handle \(handle), which another worker gave out")
+        }
         let reply = try await channel.call(function: UInt32(index), arguments: arguments, timeout: timeout ?? process.defaultRequestTimeout)
+        // The worker took the handle back whatever the function returned.
+        signature.releasedHandle(in: arguments)?.markReleased()
         do {
-            return try signature.result(value: reply.value, outputs: reply.outputs, errorNumber: reply.errorNumber, arguments: bound)
+            let result = try signature.result(value: reply.value, outputs: reply.outputs, errorNumber: reply.errorNumber, arguments: bound)
+            return process.handles.adopt(result)
         } catch {
             // The library wrote what its declaration rules out: its worker is not to be trusted.
             let reason = "\(error.message); the worker was stopped"

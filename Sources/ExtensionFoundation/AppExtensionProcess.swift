@@ -74,6 +74,8 @@ public final class AppExtensionProcess: Sendable {
     /// This handle's own state, apart from the worker's (which other handles may share): once it
     /// is invalidated, its connections are closed and it opens no more.
     private let handle = Locked<(invalidated: Bool, connections: Set<UInt32>)>((false, []))
+    /// The handles its calls returned (`FunctionHandle`), and their releases.
+    let handles: ProcessHandles
 
     var channel: WorkerChannel { session.channel }
     var ready: Ready { session.ready }
@@ -109,6 +111,9 @@ public final class AppExtensionProcess: Sendable {
         self.configuration = configuration
         self.session = session
         self.claim = claim
+        self.handles = ProcessHandles(
+            channel: session.channel, pluginIdentifier: session.plan.pluginIdentifier, functions: session.plan.load.functions,
+            timeout: session.plan.requestTimeout)
     }
 
     /// The worker session for `configuration` and this handle's claim on it.

@@ -3,7 +3,8 @@ import PlugindTypes
 
 // The `functions` key: declarations of C functions, each argument a type name (`"int32"`,
 // `"string"`, `"null"`) or an object for what a name cannot say: pointers to scalars, buffers and
-// how they are counted (Documentation/ManifestReference.md, "functions").
+// how they are counted, and handles of the kinds the `handles` key declares
+// (Documentation/ManifestReference.md, "functions" and "handles").
 
 /// An argument as written, before the names its count refers to are resolved.
 private struct ArgumentDraft {
@@ -24,9 +25,60 @@ private struct ArgumentDraft {
     var kind: Kind
 }
 
+/// The `handles` key: each kind of opaque pointer, and the declared function that releases one.
+private struct HandleKinds {
+    /// Kind → the name of its release function.
+    var release: [String: String] = [:]
+    /// Function name → the kind it releases.
+    var releasedBy: [String: String] = [:]
+
+    var list: String {
+        release.isEmpty ? "it declares none" : "it declares " + release.keys.sorted().joined(separator: ", ")
+    }
+}
+
 extension ObjectReader {
+    /// `"handles": {"sqlite3": {"release": "sqlite3_close_v2"}}`.
+    private mutating func readHandleKinds() throws(ManifestError) -> HandleKinds {
+        guard let value = members["handles"] else { return HandleKinds() }
+        var handles = ObjectReader(file: file, path: keyPath("handles"), value: value)
+        try handles.requireObject()
+        guard handles.members.count <= ManifestParser.maximumListCount else {
+            throw error("handles", "declares \(handles.members.count) kinds; at most \(ManifestParser.maximumListCount) are allowed")
+        }
+        var kinds = HandleKinds()
+        for (kind, declaration) in handles.members.sorted(by: { $0.key < $1.key }) {
+            guard ManifestParser.isCIdentifier(kind) else {
+                throw handles.error(kind, "is not a C identifier (a handle kind is one, such as sqlite3_stmt)")
+            }
+            var entry = ObjectReader(file: file, path: handles.keyPath(kind), value: declaration)
+            try entry.requireObject()
+            entry.warnUnknownKeys(ManifestParser.handleKeys)
+            warnings += entry.warnings
+            guard entry.members["release"] != nil else {
+                throw entry.error("release", "is missing (the declared function that releases a \(kind) handle)")
+            }
+            let release = try entry.requiredString("release")
+            guard ManifestParser.isCIdentifier(release) else {
+                throw entry.error("release", "must name a declared function, found '\(InertText.escape(release))'")
+            }
+            if let other = kinds.releasedBy[release] {
+                throw entry.error("release", "names \(release), which already releases handle kind \(other); a function releases one kind")
+            }
+            kinds.release[kind] = release
+            kinds.releasedBy[release] = kind
+        }
+        return kinds
+    }
+
     mutating func readFunctions() throws(ManifestError) -> [FunctionSignature] {
-        guard let value = members["functions"] else { return [] }
+        let kinds = try readHandleKinds()
+        guard let value = members["functions"] else {
+            if let kind = kinds.release.keys.sorted().first {
+                throw error("handles.\(kind).release", "names \(kinds.release[kind] ?? ""), but the manifest declares no functions")
+            }
+            return []
+        }
         guard case .array(let elements) = value else {
             throw error("functions", "must be an array of function declarations, found \(value.typeName)")
         }
@@ -44,14 +96,8 @@ extension ObjectReader {
                 throw entry.error("name", "must be a C identifier, found '\(name)'")
             }
             guard seen.insert(name).inserted else { throw entry.error("name", "declares '\(name)' a second time") }
-            let parameters = try entry.readArguments(of: name)
-            let returnName = try entry.requiredString("returns")
-            guard let returns = FunctionValueType(rawValue: returnName) else {
-                throw entry.error("returns", "names unknown type '\(returnName)' (\(Self.typeList))")
-            }
-            guard returns.isValidReturn else {
-                throw entry.error("returns", "cannot be bytes (a C function cannot return a length)")
-            }
+            let parameters = try entry.readArguments(of: name, kinds: kinds)
+            let (returns, returnKind) = try entry.readReturns(of: name, kinds: kinds)
             var reportsErrno = false
             if let errnoValue = entry.members["errno"] {
                 guard case .bool(let flag) = errnoValue else {
@@ -60,7 +106,13 @@ extension ObjectReader {
                 reportsErrno = flag
             }
             warnings += entry.warnings
-            let signature = FunctionSignature(name: name, parameters: parameters, returns: returns, reportsErrno: reportsErrno)
+            let releases = kinds.releasedBy[name]
+            let signature = FunctionSignature(
+                name: name, parameters: parameters, returns: returns, reportsErrno: reportsErrno, returnKind: returnKind,
+                releases: releases)
+            if let kind = releases, let problem = Self.releaseShapeProblem(signature, kind: kind) {
+                throw error("handles.\(kind).release", "names \(name), which \(problem)")
+            }
             do {
                 try signature.validate()
             } catch {
@@ -68,7 +120,68 @@ extension ObjectReader {
             }
             functions.append(signature)
         }
+        for (kind, release) in kinds.release.sorted(by: { $0.key < $1.key }) where !seen.contains(release) {
+            throw error("handles.\(kind).release", "names \(release), which \"functions\" does not declare")
+        }
         return functions
+    }
+
+    /// Why `signature` cannot release a `kind` handle: it must take exactly one value from the
+    /// caller, a handle of that kind passed by value. Nil when it can.
+    private static func releaseShapeProblem(_ signature: FunctionSignature, kind: String) -> String? {
+        let inputs = signature.inputs
+        let shape = "a release function takes exactly one value from the caller, a \(kind) handle passed by value"
+        guard inputs.count == 1 else {
+            return "takes \(inputs.count) values from the caller (\(signature)); \(shape)"
+        }
+        let input = inputs[0]
+        let argument = "argument \(input.parameter + 1)" + (signature.parameters[input.parameter].name.map { " ('\($0)')" } ?? "")
+        guard input.type == .handle, input.kind == kind else {
+            let given = input.type == .handle ? "a \(input.kind ?? "") handle" : input.type.rawValue
+            return "takes \(given) as \(argument); \(shape)"
+        }
+        return nil
+    }
+
+    /// `"int32"`, or `{"type": "handle", "kind": "sqlite3_stmt"}`.
+    private mutating func readReturns(of function: String, kinds: HandleKinds) throws(ManifestError) -> (FunctionValueType, String?) {
+        guard case .object? = members["returns"], let value = members["returns"] else {
+            let typeName = try requiredString("returns")
+            if typeName == "handle" {
+                throw error("returns", "is a handle of no kind (write {\"type\": \"handle\", \"kind\": …})")
+            }
+            return (try Self.returnType(typeName) { problem throws(ManifestError) in throw error("returns", problem) }, nil)
+        }
+        var returns = ObjectReader(file: file, path: keyPath("returns"), value: value)
+        returns.warnUnknownKeys(ManifestParser.returnKeys)
+        warnings += returns.warnings
+        let typeName = try returns.requiredString("type")
+        if typeName == "handle" { return (.handle, try returns.handleKind(of: function, kinds: kinds)) }
+        if returns.members["kind"] != nil { throw returns.error("kind", "does not apply: \(typeName) is not a handle") }
+        return (try Self.returnType(typeName) { problem throws(ManifestError) in throw returns.error("type", problem) }, nil)
+    }
+
+    private static func returnType(
+        _ name: String, refuse: (String) throws(ManifestError) -> Never
+    ) throws(ManifestError) -> FunctionValueType {
+        guard let type = FunctionValueType(rawValue: name) else {
+            try refuse("names unknown type '\(InertText.escape(name))' (\(typeList))")
+        }
+        guard type.isValidReturn else { try refuse("cannot be bytes (a C function cannot return a length)") }
+        return type
+    }
+
+    /// The `kind` of a handle: a kind `handles` declares.
+    private func handleKind(of function: String, kinds: HandleKinds) throws(ManifestError) -> String {
+        guard members["kind"] != nil else {
+            throw error("kind", "is missing (a handle of \(function) needs a kind the manifest's \"handles\" declares; \(kinds.list))")
+        }
+        let kind = try requiredString("kind")
+        guard kinds.release[kind] != nil else {
+            throw error(
+                "kind", "names handle kind '\(InertText.escape(kind))' of \(function), which \"handles\" does not declare (\(kinds.list))")
+        }
+        return kind
     }
 
     static var typeList: String {
@@ -76,7 +189,7 @@ extension ObjectReader {
     }
 
     /// The `arguments` array: each a type name or an argument object; counts resolved by name.
-    private mutating func readArguments(of function: String) throws(ManifestError) -> [FunctionParameter] {
+    private mutating func readArguments(of function: String, kinds: HandleKinds) throws(ManifestError) -> [FunctionParameter] {
         guard let value = members["arguments"] else {
             throw error("arguments", "is missing (an array of type names or argument objects, possibly empty)")
         }
@@ -88,7 +201,7 @@ extension ObjectReader {
         }
         var drafts: [ArgumentDraft] = []
         for (position, element) in elements.enumerated() {
-            drafts.append(try readArgument(element, key: "arguments[\(position)]"))
+            drafts.append(try readArgument(element, key: "arguments[\(position)]", function: function, kinds: kinds))
         }
         var indexByName: [String: Int] = [:]
         for (position, draft) in drafts.enumerated() {
@@ -124,10 +237,15 @@ extension ObjectReader {
         return parameters
     }
 
-    private mutating func readArgument(_ value: JSONValue, key: String) throws(ManifestError) -> ArgumentDraft {
+    private mutating func readArgument(
+        _ value: JSONValue, key: String, function: String, kinds: HandleKinds
+    ) throws(ManifestError) -> ArgumentDraft {
         switch value {
         case .string(let typeName):
             if typeName == "null" { return ArgumentDraft(name: nil, kind: .resolved(.null)) }
+            if typeName == "handle" {
+                throw error(key, "is a handle of no kind (write {\"type\": \"handle\", \"kind\": …})")
+            }
             guard let type = FunctionValueType(rawValue: typeName) else {
                 throw error(key, "names unknown type '\(typeName)' (\(Self.typeList), or null)")
             }
@@ -137,7 +255,7 @@ extension ObjectReader {
             var argument = ObjectReader(file: file, path: keyPath(key), value: value)
             argument.warnUnknownKeys(ManifestParser.argumentKeys)
             defer { warnings += argument.warnings }
-            return try argument.readArgumentObject()
+            return try argument.readArgumentObject(function: function, kinds: kinds)
         default:
             throw error(key, "must be a type name or an argument object, found \(value.typeName)")
         }
@@ -145,8 +263,8 @@ extension ObjectReader {
 
     /// `{"name": "exponent", "type": "pointer", "to": "int32", "direction": "out"}`,
     /// `{"name": "dest", "type": "buffer", "direction": "out", "count": "*destLen"}`, `{"type": "null"}`,
-    /// `{"name": "level", "type": "int32"}`.
-    private func readArgumentObject() throws(ManifestError) -> ArgumentDraft {
+    /// `{"name": "level", "type": "int32"}`, `{"name": "ppDb", "type": "handle", "kind": "sqlite3", "direction": "out"}`.
+    private func readArgumentObject(function: String, kinds: HandleKinds) throws(ManifestError) -> ArgumentDraft {
         let name = try optionalString("name")
         if let name, !ManifestParser.isCIdentifier(name) {
             throw error("name", "must be a C identifier, found '\(InertText.escape(name))'")
@@ -155,7 +273,22 @@ extension ObjectReader {
         func refuseKeys(_ keys: [String], _ reason: String) throws(ManifestError) {
             for key in keys where members[key] != nil { throw error(key, "does not apply: \(reason)") }
         }
+        if type != "handle" { try refuseKeys(["kind"], "only a handle has a kind") }
         switch type {
+        case "handle":
+            try refuseKeys(["to", "element", "count"], "a handle is one opaque pointer of its kind")
+            let kind = try handleKind(of: function, kinds: kinds)
+            var direction = FunctionDirection.in
+            if members["direction"] != nil {
+                direction = try self.direction()
+                guard direction != .inout else {
+                    throw error("direction", "must be in or out for a handle (passed by value, or written through a pointer)")
+                }
+            }
+            if direction == .out, name == nil {
+                throw error("name", "is missing (an out handle needs a name: the result reports the handle by it)")
+            }
+            return ArgumentDraft(name: name, kind: .resolved(.handle(kind, direction)))
         case "pointer":
             try refuseKeys(["element", "count"], "a pointer points to one value; a buffer has elements and a count")
             guard name != nil else { throw error("name", "is missing (a pointer needs a name: the result reports its value by it)") }

@@ -1,6 +1,7 @@
 public import CPlugindHostAPI
 import ExtensionFoundation
 import Glibc
+import PlugindSystem
 
 /// `plugind_value` ↔ `FunctionValue`. A C value carries its own tag, but callers in other
 /// languages know numbers, not C widths (Python's int, a C `long`): an argument is taken as the
@@ -15,6 +16,8 @@ enum TypedValue {
         case real(Double)
         case text(String)
         case bytes([UInt8])
+        /// A handle's number, and its kind when the caller gave one.
+        case handle(kind: String?, id: UInt64)
     }
 
     /// What argument `index` holds, or why it holds nothing usable.
@@ -35,13 +38,25 @@ enum TypedValue {
                 return .failure(.invalidArgument("argument \(index): the string is not UTF-8 without NUL bytes"))
             }
             return .success(.text(string))
+        case PLUGIND_TYPE_HANDLE:
+            var kind: String?
+            if let pointer = value.payload.handle.kind {
+                guard let given = String(validatingCString: pointer) else {
+                    return .failure(.invalidArgument("argument \(index): the handle's kind is not UTF-8"))
+                }
+                kind = given
+            }
+            return .success(.handle(kind: kind, id: value.payload.handle.id))
         default:
             return .failure(.invalidArgument("argument \(index): type \(value.type.rawValue) is not an argument type"))
         }
     }
 
-    /// `given` as the declared `type`, or why it cannot be one.
-    static func convert(_ given: Given, to type: FunctionValueType, index: Int) -> Result<FunctionValue, HostError> {
+    /// `given` as the declared `type` (of `kind`, for a handle), or why it cannot be one. A
+    /// handle is the process's object for its number when the process holds one.
+    static func convert(
+        _ given: Given, to type: FunctionValueType, kind: String?, index: Int, handles: HeldHandles
+    ) -> Result<FunctionValue, HostError> {
         func integer<Integer: FixedWidthInteger>(_ make: (Integer) -> FunctionValue, _: Integer.Type) -> Result<FunctionValue, HostError> {
             let exact: Integer? =
                 switch given {
@@ -74,12 +89,15 @@ enum TypedValue {
         case (.double, .integer(let number)): return .success(.double(Double(number)))
         case (.string, .text(let string)): return .success(.string(string))
         case (.bytes, .bytes(let bytes)): return .success(.bytes(bytes))
+        case (.handle, .handle(let givenKind, let id)):
+            return .success(.handle(handles.handle(kind: givenKind ?? kind ?? "", id: id)))
         default: return mismatch()
         }
     }
 
-    /// The C form of a result; a string's bytes are a `malloc` copy, NUL-terminated.
-    static func encode(_ value: FunctionValue) -> plugind_value {
+    /// The C form of a result; a string's bytes are a `malloc` copy, NUL-terminated; a handle's
+    /// kind is the process's (`handles`), which holds the handle until the caller releases it.
+    static func encode(_ value: FunctionValue, handles: HeldHandles) -> plugind_value {
         var result = plugind_value()
         switch value {
         case .void: result.type = PLUGIND_TYPE_VOID
@@ -103,8 +121,72 @@ enum TypedValue {
             result.type = PLUGIND_TYPE_BYTES
             result.payload.data.bytes = UnsafePointer(mallocCopy(bytes))
             result.payload.data.length = bytes.count
+        case .handle(let handle):
+            result.type = PLUGIND_TYPE_HANDLE
+            result.payload.handle.kind = handles.hold(handle)
+            result.payload.handle.id = handle.id
         }
         return result
+    }
+}
+
+/// The handles a C host received: held here (a handle is released when its last reference goes,
+/// and C holds none) until `plugind_handle_release` or the process's release; and each kind's
+/// name as the `const char *` results carry, valid until the process is released.
+final class HeldHandles: Sendable {
+    private struct State {
+        var handles: [UInt64: FunctionHandle] = [:]
+        var kinds: [String: OwnedCString] = [:]
+        /// The numbers of the handles a call of their release function consumed.
+        var consumed: Set<UInt64> = []
+    }
+
+    /// What the process knows of a number.
+    enum Taken {
+        case held(FunctionHandle)
+        /// A call of its release function consumed it.
+        case consumed
+        case unknown
+    }
+
+    private let state = Locked(State())
+
+    /// Holds `handle` (not NULL); its kind's name.
+    func hold(_ handle: FunctionHandle) -> UnsafePointer<CChar>? {
+        state.withLock { state in
+            if !handle.isNull { state.handles[handle.id] = handle }
+            if let name = state.kinds[handle.kind] { return name.constPointer }
+            let name = OwnedCString(handle.kind)
+            state.kinds[handle.kind] = name
+            return name.constPointer
+        }
+    }
+
+    /// The handle held for `id`, or one made by hand for a number this process does not hold
+    /// (the worker refuses it unless it gave it out).
+    func handle(kind: String, id: UInt64) -> FunctionHandle {
+        state.withLock { state in
+            if let held = state.handles[id], held.kind == kind { return held }
+            return FunctionHandle(kind: kind, id: id)
+        }
+    }
+
+    /// Stops holding `id`: the handle, for its release.
+    func take(_ id: UInt64) -> Taken {
+        state.withLock { state in
+            if let held = state.handles.removeValue(forKey: id) { return .held(held) }
+            return state.consumed.contains(id) ? .consumed : .unknown
+        }
+    }
+
+    /// Stops holding the handles a call of their release function consumed.
+    func forgetReleased() {
+        state.withLock { state in
+            for (id, handle) in state.handles where handle.isReleased {
+                state.handles[id] = nil
+                state.consumed.insert(id)
+            }
+        }
     }
 }
 
@@ -137,7 +219,8 @@ private func preparedCall(
     let declared = process.process.functions.first { $0.name == function }
     for (index, value) in given.enumerated() {
         guard let declared, declared.arguments.count == given.count else { break }
-        switch TypedValue.convert(value, to: declared.arguments[index], index: index) {
+        let input = declared.inputs[index]
+        switch TypedValue.convert(value, to: input.type, kind: input.kind, index: index, handles: process.handles) {
         case .success(let converted): values.append(converted)
         case .failure(let failure): return .failure(failure)
         }
@@ -151,6 +234,7 @@ private func preparedCall(
             case .real(let number): .double(number)
             case .text(let string): .string(string)
             case .bytes(let bytes): .bytes(bytes)
+            case .handle(let kind, let id): .handle(process.handles.handle(kind: kind ?? "", id: id))
             }
         }
     }
@@ -165,7 +249,7 @@ public func plugindProcessCall(
     typedCall(
         process, name, arguments, count, timeout, hasResult: result != nil, error,
         call: { connection, function, values, timeout in try await connection.call(function, arguments: values, timeout: timeout) },
-        store: { result?.pointee = TypedValue.encode($0) })
+        store: { value, handles in result?.pointee = TypedValue.encode(value, handles: handles) })
 }
 
 @_cdecl("plugind_process_call_outputs")
@@ -178,7 +262,7 @@ public func plugindProcessCallOutputs(
         call: { connection, function, values, timeout in
             try await connection.callWithOutputs(function, arguments: values, timeout: timeout)
         },
-        store: { result?.pointee = CallResultStorage.encode($0) })
+        store: { value, handles in result?.pointee = CallResultStorage.encode(value, handles: handles) })
 }
 
 /// A typed call from C: the arguments checked and converted, `call` made on the process's
@@ -187,7 +271,7 @@ private func typedCall<Value: Sendable>(
     _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
     _ timeout: UInt32, hasResult: Bool, _ error: UnsafeMutablePointer<OpaquePointer?>?,
     call: @escaping @Sendable (AppExtensionConnection, String, [FunctionValue], Duration?) async throws -> Value,
-    store: (Value) -> Void
+    store: (Value, HeldHandles) -> Void
 ) -> CInt {
     let prepared: (process: HostProcess, function: String, values: [FunctionValue])
     switch preparedCall(process, name, arguments, count, hasResult: hasResult) {
@@ -199,14 +283,56 @@ private func typedCall<Value: Sendable>(
     let called = BlockingCall.run {
         try await call(prepared.process.connectionForCalls(), prepared.function, prepared.values, requestTimeout(timeout))
     }
+    prepared.process.handles.forgetReleased()
     switch called {
     case .success(let value):
-        store(value)
+        store(value, prepared.process.handles)
         return 0
     case .failure(let failure):
         HostError(failure).report(to: error)
         return -1
     }
+}
+
+@_cdecl("plugind_handle_release")
+public func plugindHandleRelease(
+    _ process: OpaquePointer?, _ handle: UnsafePointer<plugind_value>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
+    guard let process = HandleRegistry.shared.object(process, as: HostProcess.self) else {
+        HostError.invalidArgument("not a plugind process (NULL, or already released)").report(to: error)
+        return -1
+    }
+    guard let value = handle?.pointee, value.type == PLUGIND_TYPE_HANDLE else {
+        HostError.invalidArgument("not a handle (NULL, or a value of another type)").report(to: error)
+        return -1
+    }
+    let id = value.payload.handle.id
+    guard id != 0 else { return 0 }
+    switch process.handles.take(id) {
+    case .consumed:
+        return 0
+    case .unknown:
+        HostError.invalidArgument("handle #\(id) is not held by this process (released already, or never returned by its calls)")
+            .report(to: error)
+        return -1
+    case .held(let held):
+        switch BlockingCall.run({ try await held.release() }) {
+        case .success:
+            return 0
+        case .failure(let failure):
+            HostError(failure).report(to: error)
+            return -1
+        }
+    }
+}
+
+@_cdecl("plugind_handle_drop")
+public func plugindHandleDrop(_ process: OpaquePointer?, _ handle: UnsafePointer<plugind_value>?) {
+    guard let process = HandleRegistry.shared.object(process, as: HostProcess.self), let value = handle?.pointee,
+        value.type == PLUGIND_TYPE_HANDLE
+    else { return }
+    // The last reference goes here: the handle's release starts in the background.
+    _ = process.handles.take(value.payload.handle.id)
 }
 
 @_cdecl("plugind_call_result_free")
@@ -219,15 +345,15 @@ public func plugindCallResultFree(_ result: UnsafeMutablePointer<plugind_call_re
 /// `plugind_call_result` ↔ `FunctionResult`: every string, byte buffer, name and the outputs
 /// array are `malloc` copies that `plugind_call_result_free` frees.
 enum CallResultStorage {
-    static func encode(_ result: FunctionResult) -> plugind_call_result {
+    static func encode(_ result: FunctionResult, handles: HeldHandles) -> plugind_call_result {
         var encoded = plugind_call_result()
-        encoded.value = TypedValue.encode(result.value)
+        encoded.value = TypedValue.encode(result.value, handles: handles)
         if !result.outputs.isEmpty,
             let outputs = calloc(result.outputs.count, MemoryLayout<plugind_output>.stride)?.assumingMemoryBound(to: plugind_output.self)
         {
             for (index, output) in result.outputs.enumerated() {
                 outputs[index].name = UnsafePointer(strdup(output.name))
-                outputs[index].value = TypedValue.encode(output.value)
+                outputs[index].value = TypedValue.encode(output.value, handles: handles)
             }
             encoded.outputs = outputs
             encoded.output_count = result.outputs.count

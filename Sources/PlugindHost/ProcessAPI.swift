@@ -8,6 +8,8 @@ final class HostProcess: Sendable {
     let process: AppExtensionProcess
     let callbacks: CallbackGate
     private let callConnection = Locked<AppExtensionConnection?>(nil)
+    /// The handles its calls returned, held for the C caller (CallAPI.swift).
+    let handles = HeldHandles()
 
     init(process: AppExtensionProcess, callbacks: CallbackGate) {
         self.process = process

@@ -48,6 +48,10 @@ package struct FunctionArguments: Sendable, Equatable {
         /// A buffer of `capacity` bytes whose first bytes are `content` (the rest zero).
         case buffer(content: [UInt8], capacity: Int)
         case null
+        /// A handle passed by value: the worker passes the pointer its table holds for it.
+        case handle(FunctionHandle)
+        /// A pointer to a handle the function writes (NULL on entry).
+        case handleOut
     }
 
     package var slots: [Slot]
@@ -82,6 +86,12 @@ extension FunctionSignature {
             if case .string(let text) = value, text.utf8.contains(0) {
                 throw FunctionCallError("argument \(position + 1)\(named) of \(self) contains a NUL byte")
             }
+            if case .handle(let handle) = value, let kind = input.kind {
+                let given = "argument \(position + 1)\(named) of \(self) is handle \(handle)"
+                guard handle.kind == kind else { throw FunctionCallError("\(given), not a \(kind) handle") }
+                guard !handle.isNull else { throw FunctionCallError("\(given): a NULL handle is not passed") }
+                guard !handle.isReleased else { throw FunctionCallError("\(given), which was released") }
+            }
             given[input.parameter] = value
         }
         let counts = try derivedCountValues(given)
@@ -105,6 +115,13 @@ extension FunctionSignature {
                 slots.append(.buffer(content: slot.content, capacity: slot.capacity))
             case .null:
                 slots.append(.null)
+            case .handle(_, let direction):
+                if direction.isOutput {
+                    slots.append(.handleOut)
+                } else {
+                    guard case .handle(let handle)? = given[index] else { throw missing(index) }
+                    slots.append(.handle(handle))
+                }
             }
         }
         return FunctionArguments(slots: slots, outputCapacity: outputCapacity)
@@ -206,6 +223,9 @@ extension FunctionSignature {
             FunctionResultError(function: name, argument: argument, message: message)
         }
         guard value.type == returns else { throw refuse(nil, "\(name) returned \(value.type), not the declared \(returns)") }
+        if case .handle(let handle) = value, handle.kind != returnKind {
+            throw refuse(nil, "\(name) returned handle \(handle), not one of the declared kind \(returnKind ?? "")")
+        }
         guard (errorNumber != nil) == reportsErrno else {
             throw refuse(
                 nil,
@@ -220,6 +240,9 @@ extension FunctionSignature {
         for (output, value) in zip(expected, values) {
             guard value.type == output.type else {
                 throw refuse(output.name, "\(name) returned \(value.type) for '\(output.name)', not \(output.type)")
+            }
+            if case .handle(let handle) = value, handle.kind != output.kind {
+                throw refuse(output.name, "\(name) returned handle \(handle) for '\(output.name)', not one of kind \(output.kind ?? "")")
             }
             byParameter[output.parameter] = value
         }
@@ -252,5 +275,16 @@ extension FunctionSignature {
         }
         let named = zip(expected, values).map { FunctionOutput(name: $0.name, value: $1) }
         return FunctionResult(value: value, outputs: named, errorNumber: errorNumber)
+    }
+}
+
+// MARK: - Handles a call consumes
+
+extension FunctionSignature {
+    /// The handle a call with `values` (one per input) releases: its one input, when this is
+    /// a kind's release function.
+    package func releasedHandle(in values: [FunctionValue]) -> FunctionHandle? {
+        guard releases != nil, values.count == 1, case .handle(let handle) = values[0] else { return nil }
+        return handle
     }
 }

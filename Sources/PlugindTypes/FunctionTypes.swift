@@ -7,6 +7,10 @@ public enum FunctionValueType: String, CaseIterable, Hashable, Sendable, CustomS
     case string
     /// `const uint8_t *` followed by a `size_t` length (two C parameters); arguments only.
     case bytes
+    /// An opaque pointer of a kind the manifest names (`"handles"`): the host sees a
+    /// `FunctionHandle`, the library the pointer. A declaration says the kind
+    /// (`FunctionParameter.Kind.handle`, `FunctionSignature.returnKind`).
+    case handle
 
     public var description: String { rawValue }
 
@@ -37,7 +41,7 @@ public enum FunctionValueType: String, CaseIterable, Hashable, Sendable, CustomS
         case .bool, .int8, .uint8: 1
         case .int16, .uint16: 2
         case .int32, .uint32, .float: 4
-        case .int64, .uint64, .double, .string, .bytes: 8
+        case .int64, .uint64, .double, .string, .bytes, .handle: 8
         }
     }
 }
@@ -58,6 +62,8 @@ public enum FunctionValue: Hashable, Sendable, CustomStringConvertible {
     case double(Double)
     case string(String)
     case bytes([UInt8])
+    /// An opaque pointer, as the number the worker's handle table gave it (or NULL).
+    case handle(FunctionHandle)
 
     /// The value's C type.
     public var type: FunctionValueType {
@@ -76,11 +82,12 @@ public enum FunctionValue: Hashable, Sendable, CustomStringConvertible {
         case .double: .double
         case .string: .string
         case .bytes: .bytes
+        case .handle: .handle
         }
     }
 
     /// The value as text: numbers in their shortest exact form, strings as they are, bytes in
-    /// lowercase hexadecimal.
+    /// lowercase hexadecimal, handles as `kind#id` (`kind#null`).
     public var description: String {
         switch self {
         case .void: "void"
@@ -97,6 +104,7 @@ public enum FunctionValue: Hashable, Sendable, CustomStringConvertible {
         case .double(let value): String(value)
         case .string(let value): value
         case .bytes(let value): value.map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
+        case .handle(let handle): handle.description
         }
     }
 
@@ -199,6 +207,10 @@ public struct FunctionParameter: Hashable, Sendable {
         case buffer(FunctionBuffer)
         /// `NULL`, always: the caller passes nothing.
         case null
+        /// An opaque pointer of the named kind (the manifest's `"handles"`): `in`, passed by value
+        /// (`sqlite3 *db`), the caller passes a `FunctionHandle`; `out`, a pointer to one the
+        /// function writes (`sqlite3 **ppDb`), which the result returns.
+        case handle(String, FunctionDirection)
     }
 
     /// The name the manifest gives it (required for pointers and buffers); nil when unnamed.
@@ -269,8 +281,13 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     /// One entry per C parameter (a `bytes` value stands for two).
     public var parameters: [FunctionParameter]
     public var returns: FunctionValueType
+    /// The kind of handle the function returns, when `returns` is `handle`.
+    public var returnKind: String?
     /// Whether the result reports `errno` as the function left it (0 before the call).
     public var reportsErrno: Bool
+    /// The kind of handle this function releases (it is that kind's release function in the
+    /// manifest's `"handles"`): its one input is a handle of the kind, which a call consumes.
+    public var releases: String?
 
     /// The most parameters a declaration may have.
     public static let maximumParameters = 64
@@ -282,11 +299,16 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
         self.init(name: name, parameters: arguments.map { FunctionParameter(.value($0)) }, returns: returns)
     }
 
-    public init(name: String, parameters: [FunctionParameter], returns: FunctionValueType, reportsErrno: Bool = false) {
+    public init(
+        name: String, parameters: [FunctionParameter], returns: FunctionValueType, reportsErrno: Bool = false,
+        returnKind: String? = nil, releases: String? = nil
+    ) {
         self.name = name
         self.parameters = parameters
         self.returns = returns
         self.reportsErrno = reportsErrno
+        self.returnKind = returnKind
+        self.releases = releases
     }
 
     /// A value the caller passes: for the C parameter at `parameter`, of `type` (`bytes` for a
@@ -294,6 +316,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     public struct Input: Hashable, Sendable {
         public var parameter: Int
         public var type: FunctionValueType
+        /// The handle's kind, for a handle.
+        public var kind: String?
     }
 
     /// A value the result returns: the scalar an `out`/`inout` pointer points to, or the bytes of
@@ -302,6 +326,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
         public var parameter: Int
         public var name: String
         public var type: FunctionValueType
+        /// The handle's kind, for an out handle.
+        public var kind: String?
     }
 
     /// The values a caller passes, in order: every parameter but `NULL`, `out` pointers, `out`
@@ -313,6 +339,7 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             case .value(let type): derived.contains(index) ? nil : Input(parameter: index, type: type)
             case .pointer(let type, let direction): direction.isInput ? Input(parameter: index, type: type) : nil
             case .buffer(let buffer): buffer.direction.isInput ? Input(parameter: index, type: .bytes) : nil
+            case .handle(let kind, let direction): direction.isInput ? Input(parameter: index, type: .handle, kind: kind) : nil
             case .null: nil
             }
         }
@@ -325,6 +352,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             switch parameters[index].kind {
             case .pointer(let type, let direction): return direction.isOutput ? Output(parameter: index, name: name, type: type) : nil
             case .buffer(let buffer): return buffer.direction.isOutput ? Output(parameter: index, name: name, type: .bytes) : nil
+            case .handle(let kind, let direction):
+                return direction.isOutput ? Output(parameter: index, name: name, type: .handle, kind: kind) : nil
             case .value, .null: return nil
             }
         }
@@ -351,10 +380,12 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `name(int32, string) -> double`; other kinds as C would write them:
-    /// `compress(out uint8 dest[*destLen], inout uint64 *destLen, in uint8 source[sourceLen], uint64 sourceLen) -> int32`.
+    /// `compress(out uint8 dest[*destLen], inout uint64 *destLen, in uint8 source[sourceLen], uint64 sourceLen) -> int32`,
+    /// `sqlite3_open(string filename, out sqlite3 **ppDb) -> int32`.
     public var description: String {
         let list = parameters.indices.map(parameterDescription).joined(separator: ", ")
-        return "\(name)(\(list)) -> \(returns.rawValue)" + (reportsErrno ? ", errno" : "")
+        let returned = returns == .handle ? "\(returnKind ?? "handle") *" : returns.rawValue
+        return "\(name)(\(list)) -> \(returned)" + (reportsErrno ? ", errno" : "")
     }
 
     private func parameterDescription(_ index: Int) -> String {
@@ -374,6 +405,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             return "\(buffer.direction) \(buffer.element) \(parameter.name ?? "")[\(count)]"
         case .null:
             return "NULL"
+        case .handle(let kind, let direction):
+            return (direction == .in ? "\(kind) *" : "\(direction) \(kind) **") + (parameter.name ?? "")
         }
     }
 
@@ -399,6 +432,13 @@ extension FunctionSignature {
             throw refuse(nil, "has \(parameters.count) arguments; at most \(Self.maximumParameters) are allowed")
         }
         guard returns.isValidReturn else { throw refuse(nil, "cannot return bytes (a C function cannot return a length)") }
+        switch (returns, returnKind) {
+        case (.handle, nil): throw refuse(nil, "returns a handle of no kind")
+        case (.handle, let kind?):
+            guard Self.isCIdentifier(kind) else { throw refuse(nil, "returns a handle whose kind is not a C identifier") }
+        case (_, _?): throw refuse(nil, "returns \(returns), which has no kind")
+        case (_, nil): break
+        }
         var names: Set<String> = []
         var lengthUsers: [Int: Int] = [:]
         for (index, parameter) in parameters.enumerated() {
@@ -409,6 +449,13 @@ extension FunctionSignature {
             switch parameter.kind {
             case .value(let type):
                 guard type.isValidArgument else { throw refuse(index, "cannot be void") }
+                guard type != .handle else { throw refuse(index, "is a handle of no kind") }
+            case .handle(let kind, let direction):
+                guard Self.isCIdentifier(kind) else { throw refuse(index, "is a handle whose kind is not a C identifier") }
+                guard direction != .inout else {
+                    throw refuse(index, "is an inout handle; a handle is passed in by value or written out through a pointer")
+                }
+                guard direction == .in || parameter.name != nil else { throw refuse(index, "is an out handle and needs a name") }
             case .pointer(let type, _):
                 guard parameter.name != nil else { throw refuse(index, "is a pointer and needs a name") }
                 guard type.isScalar else {
@@ -463,6 +510,54 @@ extension FunctionSignature {
                 break
             }
         }
+        if let kind = releases {
+            let inputs = self.inputs
+            guard inputs.count == 1, inputs[0].type == .handle, inputs[0].kind == kind else {
+                throw refuse(
+                    inputs.count == 1 ? inputs[0].parameter : nil,
+                    "is the release function of handle kind \(kind) but does not take exactly one value from the caller, a \(kind) handle passed by value"
+                )
+            }
+        }
+    }
+
+    /// Checks the handles of a whole library: every kind a function takes or returns has one
+    /// release function among `functions` (`releases`), and no function releases two kinds.
+    ///
+    /// - Throws: `FunctionDeclarationError` naming the function and the argument.
+    public static func validateHandles(of functions: [FunctionSignature]) throws(FunctionDeclarationError) {
+        var releasers: [String: String] = [:]
+        for function in functions {
+            guard let kind = function.releases else { continue }
+            if let earlier = releasers[kind] {
+                throw FunctionDeclarationError(
+                    function: function.name, parameter: nil, argument: nil,
+                    problem: "releases handle kind \(kind), which \(earlier) already releases")
+            }
+            releasers[kind] = function.name
+        }
+        for function in functions {
+            if let kind = function.returnKind, releasers[kind] == nil {
+                throw FunctionDeclarationError(
+                    function: function.name, parameter: nil, argument: nil,
+                    problem: "returns handle kind \(kind), which \"handles\" does not declare")
+            }
+            for (index, parameter) in function.parameters.enumerated() {
+                guard case .handle(let kind, _) = parameter.kind, releasers[kind] == nil else { continue }
+                throw FunctionDeclarationError(
+                    function: function.name, parameter: index, argument: function.label(ofParameter: index),
+                    problem: "is a handle of kind \(kind), which \"handles\" does not declare")
+            }
+        }
+    }
+
+    /// The handle kinds `functions` declare, each with its release function.
+    public static func handleKinds(of functions: [FunctionSignature]) -> [String: FunctionSignature] {
+        var kinds: [String: FunctionSignature] = [:]
+        for function in functions {
+            if let kind = function.releases { kinds[kind] = function }
+        }
+        return kinds
     }
 
     private static func lengthHint(_ kind: FunctionParameter.Kind, name: String?) -> String {

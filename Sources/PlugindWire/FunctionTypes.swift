@@ -18,11 +18,12 @@ extension FunctionValueType {
         case .double: 11
         case .string: 12
         case .bytes: 13
+        case .handle: 14
         }
     }
 
     private static let byWireCode: [FunctionValueType] = [
-        .void, .bool, .int8, .uint8, .int16, .uint16, .int32, .uint32, .int64, .uint64, .float, .double, .string, .bytes,
+        .void, .bool, .int8, .uint8, .int16, .uint16, .int32, .uint32, .int64, .uint64, .float, .double, .string, .bytes, .handle,
     ]
 
     package init(wireCode: UInt8) throws(WireError) {
@@ -72,6 +73,7 @@ private enum ParameterCode {
     static let pointer: UInt8 = 1
     static let buffer: UInt8 = 2
     static let null: UInt8 = 3
+    static let handle: UInt8 = 4
 }
 
 private enum CountCode {
@@ -82,7 +84,9 @@ private enum CountCode {
 
 private enum SignatureFlags {
     static let reportsErrno: UInt8 = 1
-    static let all: UInt8 = reportsErrno
+    /// Followed by the kind the function releases.
+    static let releases: UInt8 = 2
+    static let all: UInt8 = reportsErrno | releases
 }
 
 extension PayloadWriter {
@@ -103,6 +107,9 @@ extension PayloadWriter {
         case .double(let value): writeInteger(value.bitPattern)
         case .string(let value): write(value)
         case .bytes(let value): write(bytes: value)
+        case .handle(let handle):
+            write(handle.kind)
+            writeInteger(handle.id)
         }
     }
 
@@ -136,10 +143,16 @@ extension PayloadWriter {
                 }
             case .null:
                 writer.write(ParameterCode.null)
+            case .handle(let kind, let direction):
+                writer.write(ParameterCode.handle)
+                writer.write(kind)
+                writer.write(direction.wireCode)
             }
         }
         write(signature.returns.wireCode)
-        write(signature.reportsErrno ? SignatureFlags.reportsErrno : 0)
+        if signature.returns == .handle { write(signature.returnKind ?? "") }
+        write((signature.reportsErrno ? SignatureFlags.reportsErrno : 0) | (signature.releases != nil ? SignatureFlags.releases : 0))
+        if let kind = signature.releases { write(kind) }
     }
 
     package mutating func write(_ reply: FunctionCallReply) {
@@ -167,6 +180,8 @@ extension PayloadReader {
         case .double: .double(Double(bitPattern: try readInteger()))
         case .string: .string(try readString())
         case .bytes: .bytes(try readBytes())
+        case .handle:
+            .handle(FunctionHandle(kind: try readString(), id: try readInteger()))
         }
     }
 
@@ -181,10 +196,13 @@ extension PayloadReader {
         var parameters: [FunctionParameter] = []
         for _ in 0..<count { parameters.append(try readFunctionParameter()) }
         let returns = try FunctionValueType(wireCode: readUInt8())
+        let returnKind = returns == .handle ? try readString() : nil
         let flags = try readUInt8()
         guard flags & ~SignatureFlags.all == 0 else { throw .malformedPayload("function \(name) has unknown flags \(flags)") }
+        let releases = flags & SignatureFlags.releases != 0 ? try readString() : nil
         let signature = FunctionSignature(
-            name: name, parameters: parameters, returns: returns, reportsErrno: flags & SignatureFlags.reportsErrno != 0)
+            name: name, parameters: parameters, returns: returns, reportsErrno: flags & SignatureFlags.reportsErrno != 0,
+            returnKind: returnKind, releases: releases)
         do {
             try signature.validate()
         } catch {
@@ -214,6 +232,8 @@ extension PayloadReader {
             kind = .buffer(FunctionBuffer(direction: direction, element: element, count: count))
         case ParameterCode.null:
             kind = .null
+        case ParameterCode.handle:
+            kind = .handle(try readString(), try FunctionDirection(wireCode: readUInt8()))
         case let code:
             throw .malformedPayload("unknown parameter kind \(code)")
         }

@@ -23,8 +23,9 @@ final class ForeignCallFrame {
 
     private static let slotSize = 16
 
-    /// Nil when memory for a copy cannot be had.
-    init?(signature: FunctionSignature, arguments: FunctionArguments) {
+    /// Nil when memory for a copy cannot be had. `handles` holds the pointer of each handle the
+    /// call passes, by parameter index (the worker's handle table's).
+    init?(signature: FunctionSignature, arguments: FunctionArguments, handles: [Int: UnsafeMutableRawPointer]) {
         self.signature = signature
         let parameterCount = signature.parameters.count
         let cCount = signature.parameters.reduce(0) { count, parameter in
@@ -72,6 +73,11 @@ final class ForeignCallFrame {
                 cSlot.storeBytes(of: memory, as: UnsafeMutableRawPointer?.self)
             case .null:
                 cSlot.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
+            case .handle:
+                cSlot.storeBytes(of: handles[index], as: UnsafeMutableRawPointer?.self)
+            case .handleOut:
+                // The pointee slot is zero: the handle is NULL until the function writes one.
+                cSlot.storeBytes(of: pointees + index * Self.slotSize, as: UnsafeMutableRawPointer?.self)
             }
         }
         guard complete else {
@@ -103,7 +109,7 @@ final class ForeignCallFrame {
         case .uint64(let value): slot.storeBytes(of: value, as: UInt64.self)
         case .float(let value): slot.storeBytes(of: value, as: Float.self)
         case .double(let value): slot.storeBytes(of: value, as: Double.self)
-        case .void, .string, .bytes: break
+        case .void, .string, .bytes, .handle: break
         }
     }
 
@@ -120,12 +126,13 @@ final class ForeignCallFrame {
         case .uint64: .uint64(slot.load(as: UInt64.self))
         case .float: .float(slot.load(as: Float.self))
         case .double: .double(slot.load(as: Double.self))
-        case .void, .string, .bytes: .void
+        case .void, .string, .bytes, .handle: .void
         }
     }
 
-    /// The values of the declared outputs, in order (`FunctionSignature.outputs`).
-    func outputs() -> [FunctionValue] {
+    /// The values of the declared outputs, in order (`FunctionSignature.outputs`); the pointer
+    /// an out handle was left with gets its number from `handles`.
+    func outputs(handles: HandleTable) -> [FunctionValue] {
         signature.outputs.map { output in
             switch signature.parameters[output.parameter].kind {
             case .pointer(let type, _):
@@ -141,6 +148,9 @@ final class ForeignCallFrame {
                     used = Int(count * width)
                 }
                 return .bytes(Array(UnsafeRawBufferPointer(start: memory, count: used)))
+            case .handle(let kind, _):
+                let pointer = (pointees + output.parameter * Self.slotSize).load(as: UnsafeMutableRawPointer?.self)
+                return .handle(FunctionHandle(kind: kind, id: handles.number(of: pointer, kind: kind)))
             case .value, .null:
                 return .void
             }

@@ -13,6 +13,8 @@ struct ForeignFunctionTable {
     }
 
     private let entries: [Entry]
+    /// The opaque pointers the library gave out, by the numbers the host holds.
+    private let handles = HandleTable()
     /// `__errno_location` as the library sees it: the worker's libc's for a library that needs
     /// it, the library's own when it is a libc (a sealed copy of libc.so.6 is a second libc, with
     /// an errno of its own).
@@ -87,7 +89,13 @@ struct ForeignFunctionTable {
                         "the out buffers of \(signature.name) would hold \(bound.outputCapacity) bytes, more than the message limit of \(maximumBytes)"
                 ))
         }
-        guard let frame = ForeignCallFrame(signature: signature, arguments: bound) else {
+        let uses: [Int: HandleTable.Use]
+        switch takeHandles(bound, of: signature) {
+        case .success(let taken): uses = taken
+        case .failure(let refusal): return .failure(refusal)
+        }
+        guard let frame = ForeignCallFrame(signature: signature, arguments: bound, handles: uses.mapValues(\.pointer)) else {
+            for (index, use) in uses { handles.abandon(use, kind: Self.handleKind(signature.parameters[index].kind)) }
             return .failure(Refusal(message: "no memory for the arguments of \(signature.name)"))
         }
         defer { frame.release() }
@@ -104,12 +112,19 @@ struct ForeignFunctionTable {
             )
         }
         let errorNumber = errorLocation?.pointee ?? 0
+        // A handle the function released is gone now; the others are free for its release.
+        for use in uses.values { handles.end(use) }
         let value: FunctionValue
-        switch Self.decodeReturn(result, as: signature.returns, function: signature.name) {
-        case .success(let decoded): value = decoded
-        case .failure(let refusal): return .failure(refusal)
+        if signature.returns == .handle, let kind = signature.returnKind {
+            let pointer = UnsafeMutableRawPointer(bitPattern: UInt(result.0))
+            value = .handle(FunctionHandle(kind: kind, id: handles.number(of: pointer, kind: kind)))
+        } else {
+            switch Self.decodeReturn(result, as: signature.returns, function: signature.name) {
+            case .success(let decoded): value = decoded
+            case .failure(let refusal): return .failure(refusal)
+            }
         }
-        let outputs = frame.outputs()
+        let outputs = frame.outputs(handles: handles)
         let outputBytes = outputs.reduce(0) { total, output in
             if case .bytes(let bytes) = output { return total + bytes.count }
             return total + 16
@@ -120,6 +135,34 @@ struct ForeignFunctionTable {
                     message: "the outputs of \(signature.name) are \(outputBytes) bytes, more than the message limit of \(maximumBytes)"))
         }
         return .success(FunctionCallReply(value, outputs: outputs, errorNumber: signature.reportsErrno ? errorNumber : nil))
+    }
+
+    /// The table's pointer for every handle the call passes, each taken for the call (and for
+    /// its release, when this is the kind's release function); nothing taken when one is refused.
+    private func takeHandles(
+        _ bound: FunctionArguments, of signature: FunctionSignature
+    ) -> Result<[Int: HandleTable.Use], Refusal> {
+        var uses: [Int: HandleTable.Use] = [:]
+        for (index, slot) in bound.slots.enumerated() {
+            guard case .handle(let handle) = slot else { continue }
+            let kind = Self.handleKind(signature.parameters[index].kind)
+            switch handles.begin(handle.id, kind: kind, releasing: signature.releases == kind) {
+            case .success(let use):
+                uses[index] = use
+            case .failure(let refusal):
+                for (other, use) in uses { handles.abandon(use, kind: Self.handleKind(signature.parameters[other].kind)) }
+                let position = (signature.inputs.firstIndex { $0.parameter == index } ?? index) + 1
+                let named = signature.parameters[index].name.map { " ('\($0)')" } ?? ""
+                return .failure(
+                    Refusal(message: "argument \(position)\(named) of \(signature) is handle \(handle), \(refusal.reason)"))
+            }
+        }
+        return .success(uses)
+    }
+
+    private static func handleKind(_ kind: FunctionParameter.Kind) -> String {
+        guard case .handle(let name, _) = kind else { return "" }
+        return name
     }
 
     private static func decodeReturn(
@@ -149,6 +192,8 @@ struct ForeignFunctionTable {
             return .success(.string(String(decoding: UnsafeRawBufferPointer(start: pointer, count: strlen(pointer)), as: UTF8.self)))
         case .bytes:
             return .failure(Refusal(message: "\(function) cannot return bytes"))
+        case .handle:
+            return .failure(Refusal(message: "\(function) returns a handle of no kind"))
         }
     }
 
@@ -158,7 +203,7 @@ struct ForeignFunctionTable {
         switch kind {
         case .value(.bytes): [plugind_ffi_type_pointer(), plugind_ffi_type_uint64()]
         case .value(let type): [returnType(for: type)]
-        case .pointer, .buffer, .null: [plugind_ffi_type_pointer()]
+        case .pointer, .buffer, .null, .handle: [plugind_ffi_type_pointer()]
         }
     }
 
@@ -175,7 +220,7 @@ struct ForeignFunctionTable {
         case .uint64: plugind_ffi_type_uint64()
         case .float: plugind_ffi_type_float()
         case .double: plugind_ffi_type_double()
-        case .string, .bytes: plugind_ffi_type_pointer()
+        case .string, .bytes, .handle: plugind_ffi_type_pointer()
         }
     }
 }

@@ -23,7 +23,11 @@ struct CallCommand: PlugindCommand {
             length (a buffer counted by *len) the capacity. NULL, out pointers, out buffers and
             the counts of in buffers take none. The value the function returns is printed
             first, then each out value as NAME: VALUE (buffers in hexadecimal) and errno
-            where declared. 'plugind info ID' lists the functions and their signatures.
+            where declared. A handle (an opaque pointer of a kind the manifest declares) is
+            printed as KIND#ID (KIND#null for NULL) and taken as the same; each call runs in a
+            worker of its own, whose handles end with it, so a handle printed by one call names
+            nothing in the next: plugind call is for single calls. 'plugind info ID' lists the
+            functions and their signatures.
             """,
         arguments: [
             ("<id>", "The plugin's identifier."),
@@ -63,9 +67,9 @@ struct CallCommand: PlugindCommand {
                 message: "\(signature) takes \(signature.arguments.count) argument(s), got \(rawArguments.count)", command: "call")
         }
         var values: [FunctionValue] = []
-        for (position, (text, type)) in zip(rawArguments, signature.arguments).enumerated() {
+        for (position, (text, input)) in zip(rawArguments, signature.inputs).enumerated() {
             do {
-                values.append(try ArgumentParsing.value(text, as: type))
+                values.append(try ArgumentParsing.value(text, as: input.type, kind: input.kind))
             } catch {
                 throw UsageError(message: "argument \(position + 1) of \(signature): \(error.message)", command: "call")
             }
@@ -99,7 +103,7 @@ enum ArgumentParsing {
         var message: String
     }
 
-    static func value(_ text: String, as type: FunctionValueType) throws(Failure) -> FunctionValue {
+    static func value(_ text: String, as type: FunctionValueType, kind: String? = nil) throws(Failure) -> FunctionValue {
         switch type {
         case .void: throw Failure(message: "void is not an argument type")
         case .bool:
@@ -130,6 +134,11 @@ enum ArgumentParsing {
             return .string(text)
         case .bytes:
             return .bytes(try bytes(text))
+        case .handle:
+            guard let handle = FunctionHandle.parse(text), kind == nil || handle.kind == kind else {
+                throw Failure(message: "expected a handle \(kind ?? "KIND")#ID, got '\(text)'")
+            }
+            return .handle(handle)
         }
     }
 
@@ -186,7 +195,8 @@ enum ArgumentParsing {
 }
 
 /// A function result in JSON: numbers as numbers (exact for 64-bit integers), non-finite floats
-/// as the strings "nan", "inf", "-inf", bytes as hexadecimal.
+/// as the strings "nan", "inf", "-inf", bytes as hexadecimal, a handle as
+/// `{"kind": "sqlite3", "id": 1}` (`"id": null` for NULL).
 enum JSONScalar: Encodable {
     case null
     case bool(Bool)
@@ -194,6 +204,11 @@ enum JSONScalar: Encodable {
     case unsigned(UInt64)
     case number(Double)
     case string(String)
+    case handle(kind: String, id: UInt64?)
+
+    private enum HandleKeys: String, CodingKey {
+        case kind, id
+    }
 
     init(_ value: FunctionValue) {
         switch value {
@@ -211,6 +226,7 @@ enum JSONScalar: Encodable {
         case .double(let value): self = value.isFinite ? .number(value) : .string(Self.nonFinite(value))
         case .string(let value): self = .string(value)
         case .bytes: self = .string(value.description)
+        case .handle(let handle): self = .handle(kind: handle.kind, id: handle.isNull ? nil : handle.id)
         }
     }
 
@@ -219,6 +235,12 @@ enum JSONScalar: Encodable {
     }
 
     func encode(to encoder: any Encoder) throws {
+        if case .handle(let kind, let id) = self {
+            var object = encoder.container(keyedBy: HandleKeys.self)
+            try object.encode(kind, forKey: .kind)
+            try object.encode(id, forKey: .id)
+            return
+        }
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -227,6 +249,7 @@ enum JSONScalar: Encodable {
         case .unsigned(let value): try container.encode(value)
         case .number(let value): try container.encode(value)
         case .string(let value): try container.encode(value)
+        case .handle: break
         }
     }
 }

@@ -21,13 +21,14 @@ import asyncio
 import ctypes
 import itertools
 import threading
+import weakref
 from typing import AsyncIterator, Callable, List, Optional, Union
 
 from . import _errors
 from ._errors import *  # noqa: F401,F403  (the exception classes are part of the API)
 from ._native import ASK_HANDLER, INTERRUPTION_HANDLER, SEND_COMPLETION, TYPES, CallResult, Value, library
 
-__all__ = ["Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs"] + _errors.__all__
+__all__ = ["Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs", "Handle"] + _errors.__all__
 
 _SCOPES = {"application": 0, "none": 1}
 
@@ -110,6 +111,12 @@ def _values(arguments):
                 value.type, value.payload.integer = TYPES["int64"], argument
         elif isinstance(argument, float):
             value.type, value.payload.real = TYPES["double"], argument
+        elif isinstance(argument, Handle):
+            kind = argument.kind.encode()
+            keep.append(kind)
+            value.type = TYPES["handle"]
+            value.payload.handle.kind = kind
+            value.payload.handle.id = argument.id
         elif isinstance(argument, (str, bytes)):
             data = argument.encode() if isinstance(argument, str) else argument
             buffer = _buffer(data)
@@ -118,15 +125,22 @@ def _values(arguments):
             value.payload.data.bytes = ctypes.cast(buffer, ctypes.POINTER(ctypes.c_uint8))
             value.payload.data.length = len(data)
         else:
-            raise InvalidArgumentError("argument %d: %r is not a bool, int, float, str or bytes" % (index, argument))  # noqa: F405
+            raise InvalidArgumentError(  # noqa: F405
+                "argument %d: %r is not a bool, int, float, str, bytes or Handle" % (index, argument)
+            )
     return values, keep
 
 
-def _python_value(value: Value):
-    """A plugind_value as a Python value (None for void); strings and bytes are copied, not freed."""
+def _python_value(value: Value, process: Optional["Process"] = None):
+    """A plugind_value as a Python value (None for void and a NULL handle); strings and bytes are
+    copied, not freed; a handle is `process`'s `Handle` for its number."""
     kind = value.type
     if kind == TYPES["void"]:
         return None
+    if kind == TYPES["handle"]:
+        if value.payload.handle.id == 0 or process is None:
+            return None
+        return process._handle_for(value.payload.handle.kind.decode(), value.payload.handle.id)
     if kind == TYPES["bool"]:
         return bool(value.payload.integer)
     if kind in (TYPES["uint8"], TYPES["uint16"], TYPES["uint32"], TYPES["uint64"]):
@@ -137,6 +151,55 @@ def _python_value(value: Value):
         return value.payload.real
     data = ctypes.string_at(value.payload.data.bytes, value.payload.data.length) if value.payload.data.length else b""
     return data.decode() if kind == TYPES["string"] else data
+
+
+class Handle:
+    """An opaque pointer a library gave out (a `sqlite3 *`), of a `kind` the manifest's "handles"
+    declares, held by its number (`id`) in the worker's table: pass it to later calls of the same
+    process. `release()` calls the kind's release function; dropping the last reference releases
+    it too, in the background. Passing it to the release function yourself consumes it. A handle
+    lives only as long as its process; the library never sees a number it did not give out."""
+
+    __slots__ = ("kind", "id", "_process", "_released", "__weakref__")
+
+    def __init__(self, process: "Process", kind: str, id: int):
+        self.kind = kind
+        self.id = id
+        self._process = process
+        self._released = False
+
+    def _value(self) -> Value:
+        value = Value()
+        value.type = TYPES["handle"]
+        value.payload.handle.kind = None
+        value.payload.handle.id = self.id
+        return value
+
+    def release(self) -> None:
+        """Calls the kind's release function, once (later calls do nothing). Raises the call's
+        error; blocking."""
+        if self._released or not self._process._handle.value:
+            return
+        self._released = True
+        error = ctypes.c_void_p()
+        if library.plugind_handle_release(self._process._handle, ctypes.byref(self._value()), ctypes.byref(error)) != 0:
+            _errors.raise_if(error)
+
+    def __del__(self) -> None:
+        process = getattr(self, "_process", None)
+        if process is None or getattr(self, "_released", True) or not process._handle.value:
+            return
+        self._released = True
+        library.plugind_handle_drop(process._handle, ctypes.byref(self._value()))
+
+    def __repr__(self) -> str:
+        return "Handle('%s#%d')" % (self.kind, self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Handle) and (other.kind, other.id) == (self.kind, self.id)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.id))
 
 
 class CallOutputs:
@@ -384,6 +447,18 @@ class Process:
             _unregister(self._interruption_key)
             _errors.raise_if(error)
         self._handle = ctypes.c_void_p(handle)
+        # One Handle per number while any is alive: dropping one of two copies must not release
+        # what the other still names.
+        self._handles: "weakref.WeakValueDictionary[int, Handle]" = weakref.WeakValueDictionary()
+        self._handles_lock = threading.Lock()
+
+    def _handle_for(self, kind: str, id: int) -> Handle:
+        with self._handles_lock:
+            handle = self._handles.get(id)
+            if handle is None or handle.kind != kind or handle._released:
+                handle = Handle(self, kind, id)
+                self._handles[id] = handle
+            return handle
 
     @property
     def pid(self) -> int:
@@ -409,7 +484,7 @@ class Process:
         ) != 0:
             _errors.raise_if(error)
         del keep
-        converted = _python_value(result)
+        converted = _python_value(result, self)
         if result.type in (TYPES["string"], TYPES["bytes"]):
             library.plugind_bytes_free(result.payload.data.bytes)
         return converted
@@ -436,11 +511,11 @@ class Process:
         del keep
         try:
             outputs = {
-                result.outputs[index].name.decode(): _python_value(result.outputs[index].value)
+                result.outputs[index].name.decode(): _python_value(result.outputs[index].value, self)
                 for index in range(result.output_count)
             }
             return CallOutputs(
-                _python_value(result.value), outputs, result.error_number if result.has_errno else None
+                _python_value(result.value, self), outputs, result.error_number if result.has_errno else None
             )
         finally:
             library.plugind_call_result_free(ctypes.byref(result))

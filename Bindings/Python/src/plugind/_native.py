@@ -48,12 +48,17 @@ class _Data(ctypes.Structure):
     _fields_ = [("bytes", ctypes.POINTER(ctypes.c_uint8)), ("length", ctypes.c_size_t)]
 
 
+class _Handle(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_char_p), ("id", ctypes.c_uint64)]
+
+
 class _Payload(ctypes.Union):
     _fields_ = [
         ("integer", ctypes.c_int64),
         ("unsigned_integer", ctypes.c_uint64),
         ("real", ctypes.c_double),
         ("data", _Data),
+        ("handle", _Handle),
     ]
 
 
@@ -86,7 +91,7 @@ TYPES = {
     name: number
     for number, name in enumerate(
         ["void", "bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float", "double",
-         "string", "bytes"]
+         "string", "bytes", "handle"]
     )
 }
 
@@ -174,3 +179,5 @@ _declare(
     _error_out,
 )
 _declare("plugind_call_result_free", None, ctypes.POINTER(CallResult))
+_declare("plugind_handle_release", ctypes.c_int, _handle, ctypes.POINTER(Value), _error_out)
+_declare("plugind_handle_drop", None, _handle, ctypes.POINTER(Value))

@@ -255,11 +255,16 @@ typedef enum plugind_type {
     PLUGIND_TYPE_DOUBLE,
     PLUGIND_TYPE_STRING,
     PLUGIND_TYPE_BYTES,
+    /* An opaque pointer of a kind the manifest's "handles" declares, as a number (see
+     * plugind_handle_release). */
+    PLUGIND_TYPE_HANDLE,
 } plugind_type;
 
 /* One argument or result. Integers of every width travel in `payload.integer` (signed) or `unsigned_integer`,
  * bool in `integer` (0 or 1), float and double in `real`; a string is NUL-terminated UTF-8 in
- * `data.bytes` (length without the NUL), bytes are `data.bytes` and `data.length`. */
+ * `data.bytes` (length without the NUL), bytes are `data.bytes` and `data.length`. A handle is
+ * `handle.kind` and `handle.id` (0 for NULL): in a result, `kind` is owned by the process (valid
+ * until plugind_process_release); in an argument, `kind` may be NULL (the declared kind). */
 typedef struct plugind_value {
     plugind_type type;
     union {
@@ -270,6 +275,10 @@ typedef struct plugind_value {
             const uint8_t *bytes;
             size_t length;
         } data;
+        struct {
+            const char *kind;
+            uint64_t id;
+        } handle;
     } payload;
 } plugind_value;
 
@@ -311,8 +320,24 @@ int plugind_process_call_outputs(
     plugind_process *process, const char *name, const plugind_value *arguments, size_t count, uint32_t timeout_ms,
     plugind_call_result *result, plugind_error **error);
 
-/* Frees the strings, bytes, names and outputs of *result and zeroes it. NULL is ignored. */
+/* Frees the strings, bytes, names and outputs of *result and zeroes it (a handle stays the
+ * process's until plugind_handle_release). NULL is ignored. */
 void plugind_call_result_free(plugind_call_result *result);
+
+/* Releases a handle a call of `process` returned (PLUGIND_TYPE_HANDLE, as a result or an output):
+ * calls the release function its kind declares in the manifest's "handles", and the handle's
+ * number is refused by every later call. The process holds each handle its calls return (a
+ * number returned twice is one handle) until this is called, the kind's release function is
+ * called with it, or the process is released (which releases the rest without waiting). Only
+ * `handle->payload.handle.id` is read. 0 for a NULL handle (id 0) and for one a call of its
+ * release function consumed; PLUGIND_ERROR_INVALID_ARGUMENT for a number the process does not
+ * hold (released already); else the release call's error. 0, or -1 with *error set. Blocking. */
+int plugind_handle_release(plugind_process *process, const plugind_value *handle, plugind_error **error);
+
+/* plugind_handle_release without waiting, for destructors and garbage collectors: the process
+ * stops holding the handle and its release runs in the background, its errors ignored. Any
+ * thread, including plugind's own (an ask handler, a completion). Invalid arguments are ignored. */
+void plugind_handle_drop(plugind_process *process, const plugind_value *handle);
 
 #ifdef __cplusplus
 }

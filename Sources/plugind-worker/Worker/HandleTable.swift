@@ -1,0 +1,116 @@
+import PlugindWire
+import Synchronization
+
+/// The opaque pointers the library gave out, each under a number the host holds instead: a
+/// call passes the number, and the pointer reaches the library only when this table holds it
+/// for the declared kind. A forged number, a released one or one of another kind is refused
+/// before the call, so the library never sees a pointer it did not give out (or took back).
+///
+/// Numbers start at 1 and are never reused while the worker runs, so a number the host kept too
+/// long names nothing rather than a later object. Request threads call concurrently: the table
+/// is under a `Mutex`, never held across a call into the library. A handle in use by a call is
+/// counted; its release function is refused while another call uses it, and once a release has
+/// begun the handle is gone for every other call.
+final class HandleTable: Sendable {
+    private struct Entry {
+        let kind: String
+        let pointer: UInt
+        /// Calls running with it.
+        var uses: Int
+    }
+
+    private struct State {
+        var entries: [UInt64: Entry] = [:]
+        /// The number of each pointer, by kind: a pointer the library gives out again (say
+        /// `sqlite3_db_handle`) keeps its number.
+        var numbers: [String: [UInt: UInt64]] = [:]
+        var next: UInt64 = 1
+    }
+
+    private let state = Mutex(State())
+
+    /// A handle a call holds: its pointer, and whether the call releases it.
+    struct Use {
+        let id: UInt64
+        let pointer: UnsafeMutableRawPointer
+        let releasing: Bool
+    }
+
+    /// Takes the handle numbered `id` for a call that passes it as a `kind` (and, when
+    /// `releasing`, consumes it); nil with why not. `end(_:)` gives it back.
+    func begin(_ id: UInt64, kind: String, releasing: Bool) -> Result<Use, HandleRefusal> {
+        state.withLock { state -> Result<Use, HandleRefusal> in
+            guard var entry = state.entries[id] else {
+                return .failure(id > 0 && id < state.next ? .released : .unknown)
+            }
+            guard entry.kind == kind else { return .failure(.wrongKind(entry.kind)) }
+            guard let pointer = UnsafeMutableRawPointer(bitPattern: entry.pointer) else { return .failure(.unknown) }
+            if releasing {
+                guard entry.uses == 0 else { return .failure(.inUse) }
+                // Gone for every other call from now on: the library is about to free it.
+                state.entries[id] = nil
+                state.numbers[kind]?[entry.pointer] = nil
+            } else {
+                entry.uses += 1
+                state.entries[id] = entry
+            }
+            return .success(Use(id: id, pointer: pointer, releasing: releasing))
+        }
+    }
+
+    /// Gives back what `begin` took, after the call.
+    func end(_ use: Use) {
+        guard !use.releasing else { return }
+        state.withLock { state in
+            state.entries[use.id]?.uses -= 1
+        }
+    }
+
+    /// Gives back what `begin` took for a call that did not happen: a handle taken for its
+    /// release is the table's again, under its number.
+    func abandon(_ use: Use, kind: String) {
+        guard use.releasing else { return end(use) }
+        let address = UInt(bitPattern: use.pointer)
+        state.withLock { state in
+            state.entries[use.id] = Entry(kind: kind, pointer: address, uses: 0)
+            state.numbers[kind, default: [:]][address] = use.id
+        }
+    }
+
+    /// The number of `pointer`, a `kind` the library gave out: the one it already has, or a new
+    /// one. 0 for NULL.
+    func number(of pointer: UnsafeMutableRawPointer?, kind: String) -> UInt64 {
+        guard let pointer else { return 0 }
+        let address = UInt(bitPattern: pointer)
+        return state.withLock { state in
+            if let id = state.numbers[kind]?[address] { return id }
+            let id = state.next
+            state.next += 1
+            state.entries[id] = Entry(kind: kind, pointer: address, uses: 0)
+            state.numbers[kind, default: [:]][address] = id
+            return id
+        }
+    }
+}
+
+/// Why the handle table would not give a call a handle's pointer.
+enum HandleRefusal: Error, Equatable {
+    /// The number was never given out.
+    case unknown
+    /// It was, and its release function has been called.
+    case released
+    /// It names a handle of this other kind.
+    case wrongKind(String)
+    /// A call of its release function while another call uses it.
+    case inUse
+
+    /// Follows "argument 1 ('db') of f(…) is handle sqlite3#7".
+    var reason: String {
+        switch self {
+        case .unknown: "which this worker never gave out"
+        case .released: "which was released"
+        case .wrongKind(let kind): "which is a \(kind) handle"
+        case .inUse: "which another call is using; its release function must wait for that call"
+        }
+    }
+}
