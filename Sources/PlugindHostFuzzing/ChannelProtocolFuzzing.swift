@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindSystem
 import PlugindWire
 
 /// The body of the channel-protocol fuzz target and of the test that replays its corpus: whatever
@@ -50,6 +51,7 @@ package enum ChannelProtocolFuzzing {
         var completedConnections: Set<UInt32> = []
         var asks: [UInt64] = []
         var sharedResponses: [UInt64] = []
+        var released = false
         var reached = Reached()
 
         mutating func apply(_ effects: [ChannelProtocol.Effect]) throws {
@@ -72,10 +74,22 @@ package enum ChannelProtocolFuzzing {
                     reached.asks += 1
                 case .sharedResponse(let id, _):
                     sharedResponses.append(id)
-                case .stop, .kill:
-                    // The real channel kills the worker; frames already written are still read.
+                case .stop(let cause):
+                    // As the real channel does: the stop is the machine's input, which decides the
+                    // kill. Frames already written are still read here.
                     reached.stopped = true
-                case .send, .handshakeDone, .cancelAskHandler, .broadcast, .loadFailed, .fatalSignal, .fatalStack, .captureStack:
+                    try apply(machine.stop(cause))
+                case .tearDown(let steps):
+                    guard !released else { throw InvariantViolation(description: "a teardown after the worker was released") }
+                    if steps.contains(.release) {
+                        guard machine.isEnded, steps == [.release] else {
+                            throw InvariantViolation(description: "released before the end: \(steps)")
+                        }
+                        released = true
+                    }
+                    // The kill now, not after a wait (which the machine's timer ends).
+                    if steps.prefix(while: { if case .wait = $0 { false } else { true } }).contains(.kill) { reached.stopped = true }
+                case .send, .handshakeDone, .cancelAskHandler, .broadcast, .captureStack:
                     break
                 }
             }
@@ -151,7 +165,11 @@ package enum ChannelProtocolFuzzing {
             }
         }
         // The worker ends (exits, or is killed after a stop): nothing may wait any longer.
-        try host.apply(host.machine.ended(failure: AppExtensionError(.workerExited, plugin: "org.plugind.fuzz", "ended")))
+        let termination = WorkerTermination(
+            exit: ProcessExit(reason: .exited(status: 0)), fatalReport: nil, stopCause: nil, loadFailure: nil, output: "",
+            wasInvalidated: false)
+        try host.apply(host.machine.ended(termination, failure: AppExtensionError(.workerExited, plugin: "org.plugind.fuzz", "ended")))
+        guard host.released else { throw InvariantViolation(description: "the ended worker was never released") }
         for id in host.requests where !host.completedRequests.contains(id) {
             // A request reserved but cancelled before it was sent completes when it is sent; the
             // fuzz body sends at once, so every one must have completed.

@@ -1,3 +1,4 @@
+import PlugindSystem
 import PlugindWire
 import TestSupport
 import Testing
@@ -23,9 +24,14 @@ struct Conversation {
     var handlers: [UInt64: [UInt8]] = [:]
     var cancelledHandlers: [UInt64] = []
     var readyCount = 0
-    var fatalStacks: [StackReport] = []
     var stackRequests: [UInt64] = []
-    var kills = 0
+    /// Each teardown the machine decided, in order.
+    var teardowns: [[ChannelProtocol.TeardownStep]] = []
+    /// The kills carried out: those of each teardown before its `wait` (the steps after it come
+    /// back when its timer fires).
+    var kills: Int {
+        teardowns.map { $0.prefix { if case .wait = $0 { false } else { true } }.count { $0 == .kill } }.reduce(0, +)
+    }
     /// The time the next input is given at.
     var clock = ContinuousClock.now
 
@@ -45,11 +51,14 @@ struct Conversation {
             case .handshakeDone: readyCount += 1
             case .runAskHandler(_, let ask, let bytes): handlers[ask] = bytes
             case .cancelAskHandler(let ask): cancelledHandlers.append(ask)
-            case .stop(let cause): stops.append(cause)
-            case .kill: kills += 1
-            case .fatalStack(let report): fatalStacks.append(report)
+            case .stop(let cause):
+                // As `WorkerChannel` does: the stop is an input of its own, which decides the
+                // teardown.
+                stops.append(cause)
+                apply(machine.stop(cause))
+            case .tearDown(let steps): teardowns.append(steps)
             case .captureStack(let id): stackRequests.append(id)
-            case .broadcast, .loadFailed, .fatalSignal, .sharedResponse: break
+            case .broadcast, .sharedResponse: break
             }
         }
     }
@@ -85,6 +94,14 @@ struct Conversation {
         try worker(.connectionAccepted(id))
         #expect(try connections[id]?.get() != nil)
         return id
+    }
+
+    /// The worker was reaped with `reason`: its end, as `WorkerChannel` tells it.
+    mutating func end(_ reason: ProcessExit.Reason) {
+        let termination = WorkerTermination(
+            exit: ProcessExit(reason: reason), fatalReport: nil, stopCause: machine.lifecycle.stopCause, loadFailure: nil, output: "",
+            wasInvalidated: machine.lifecycle.isInvalidated)
+        apply(machine.ended(termination, failure: termination.error(plugin: "org.plugind.tests.machine", limits: ResourceLimits())))
     }
 
     /// Reserves and sends a request.

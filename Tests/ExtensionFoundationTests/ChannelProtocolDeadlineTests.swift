@@ -87,7 +87,7 @@ struct ChannelProtocolDeadlineTests {
         try answering.ready()
         #expect(answering.timers.isEmpty)
         answering.apply(answering.machine.invalidate(grace: .seconds(2), now: start))
-        #expect(answering.timers == [.shutdown])
+        #expect(answering.timers == [.exitGrace])
         answering.apply(answering.machine.expire(now: start + .seconds(1)))
         #expect(answering.kills == 0)
         answering.apply(answering.machine.expire(now: start + .seconds(2)))

@@ -1,3 +1,4 @@
+import PlugindSystem
 import PlugindWire
 import TestSupport
 import Testing
@@ -83,13 +84,18 @@ struct ChannelProtocolTests {
         #expect(conversation.stops.isEmpty)
     }
 
-    @Test("a crashed worker's stack report reaches the channel as the crash's stack")
+    @Test("a crashed worker's stack report is kept as the crash's stack, the first one only")
     func fatalStack() throws {
         var conversation = Conversation()
         try conversation.ready(features: ProtocolFeature.all)
         let stack = StackReport(reason: .fatalSignal, truncated: true, modules: [], frames: [.init(address: 0x42, module: nil)])
         try conversation.worker(.stackReport(requestID: 0, stack))
-        #expect(conversation.fatalStacks == [stack])
+        #expect(conversation.machine.fatalStack == stack)
+        try conversation.worker(.stackReport(requestID: 0, StackReport(reason: .fatalSignal, modules: [], frames: [])))
+        #expect(conversation.machine.fatalStack == stack)
+        let failure = LoadFailure(kind: .symbolMissing, message: "no plugind_plugin_entry")
+        try conversation.worker(.loadFailed(failure))
+        #expect(conversation.machine.loadFailure == failure)
     }
 
     @Test("a late answer after the deadline is dropped; the worker is judged stuck only if it never confirms")
@@ -270,8 +276,7 @@ struct ChannelProtocolTests {
             .get()
         conversation.apply(effects)
         try conversation.worker(.ask(id: 4, connection: connection, bytes: []))
-        let failure = AppExtensionError(.workerCrashed, plugin: "org.plugind.tests.machine", "crashed with SIGSEGV")
-        conversation.apply(conversation.machine.ended(failure: failure))
+        conversation.end(.signaled(signal: 11, coreDumped: false))
         #expect(failureCode(conversation.requests[id]) == .workerCrashed)
         #expect(failureCode(conversation.connections[opening]) == .workerCrashed)
         #expect(conversation.cancelledHandlers == [4])

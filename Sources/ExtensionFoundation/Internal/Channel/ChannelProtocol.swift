@@ -13,6 +13,11 @@ package enum WorkerReply: Sendable, Equatable {
 /// out (writes, resumes) after releasing its lock. Tests drive it directly, over an in-memory
 /// transport.
 ///
+/// It owns the worker's life (`Lifecycle`: launching, ready, ending, reaped, ended) and what the
+/// worker reported of its end (a load failure, a fatal signal and its stack), which
+/// `WorkerChannel` reads, and decides how a worker is ended: a list of `TeardownStep`s
+/// (`Effect.tearDown`) that the channel carries out.
+///
 /// Deadlines are data: every timer the conversation needs is an entry of `deadlines`, armed at
 /// the time the input that arms it is given (each such input takes `now`, so that no deadline is
 /// reckoned from a stale clock) plus its duration. `nextDeadline` is the earliest;
@@ -25,18 +30,12 @@ package enum WorkerReply: Sendable, Equatable {
 /// Its inputs and effects are `package` for the fuzz target that drives it as `WorkerChannel`
 /// does (`PlugindHostFuzzing`, which no shipped library links).
 package struct ChannelProtocol {
-    enum Phase: Equatable {
-        case handshaking
-        case ready(Ready)
-        case ended
-    }
-
     /// The machine's timers; `expire(now:)` fires those whose deadline passed.
     enum Timer: Hashable {
         /// The time the worker has to answer the handshake (`launchTimeout`).
         case launch
-        /// After `invalidate`, the time the worker has to exit before it is killed.
-        case shutdown
+        /// A teardown's `wait`: the time the worker has to exit before the steps after it run.
+        case exitGrace
         /// A request's deadline.
         case deadline(UInt64)
         /// The time a worker has to confirm an abandoned request before it is judged stuck.
@@ -63,14 +62,10 @@ package struct ChannelProtocol {
         /// A message for the readers of `connection`'s messages, or (nil) of every connection's:
         /// a log line, or what the plugin posted outside any request.
         case broadcast(AppExtensionMessage, connection: UInt32?)
-        /// Kills the worker, naming why.
+        /// The worker must be stopped, for this cause: `stop(_:)` is the input that does it.
         case stop(WorkerChannel.StopCause)
-        /// Kills a worker that did not exit within the grace after `invalidate`.
-        case kill
-        case loadFailed(LoadFailure)
-        case fatalSignal(FatalSignalReport)
-        /// The crashed thread's stack, which follows `fatalSignal`.
-        case fatalStack(StackReport)
+        /// Ends the worker: these steps, in order.
+        case tearDown([TeardownStep])
         /// Asks the worker where request `id` is (its stack signal): `stackReport` answers.
         case captureStack(UInt64)
         case sharedResponse(UInt64, SharedMemoryLocation)
@@ -123,8 +118,9 @@ package struct ChannelProtocol {
     /// default 64 MiB, or two messages where the message limit is higher.
     let askByteBudget: Int
 
-    private(set) var phase: Phase = .handshaking
-    private(set) var invalidated = false
+    private(set) var lifecycle: Lifecycle = .launching
+    /// The steps of a teardown after its `wait`, for when `Timer.exitGrace` fires.
+    private var afterExitGrace: [TeardownStep] = []
     /// The time of the latest input that carried one: timers armed now fire at `now` plus their
     /// duration.
     private(set) var now = ContinuousClock.now
@@ -144,6 +140,12 @@ package struct ChannelProtocol {
     /// The payload bytes of each running ask, and their sum: what the host holds for them.
     private var askPayloads: [UInt64: Int] = [:]
     private var askBytes = 0
+    /// Why the worker could not load the plugin, as it said (`loadFailed`).
+    private(set) var loadFailure: LoadFailure?
+    /// The fatal signal the worker reported, the first one.
+    private(set) var fatalReport: FatalSignalReport?
+    /// The crashed thread's stack, which the worker sends after `fatalReport`.
+    private(set) var fatalStack: StackReport?
     /// Calls the sandbox refused the plugin, those the worker's rate limit dropped included.
     private(set) var refusals = 0
     private(set) var lastRefusal: SandboxRefusal?
@@ -190,8 +192,7 @@ package struct ChannelProtocol {
         return effects
     }
 
-    var isEnded: Bool { phase == .ended }
-    var openConnectionCount: Int { connections.count }
+    package var isEnded: Bool { lifecycle.isEnded }
 
     private func error(_ code: AppExtensionError.Code, _ reason: String) -> AppExtensionError {
         AppExtensionError(code, plugin: pluginIdentifier, reason)
@@ -199,13 +200,23 @@ package struct ChannelProtocol {
 
     /// The worker answers its stack signal and follows a fatal-signal report with the stack.
     private var reportsStacks: Bool {
-        if case .ready(let ready) = phase { return ready.features.contains(ProtocolFeature.stacks) }
-        return false
+        !isEnded && lifecycle.ready?.features.contains(ProtocolFeature.stacks) == true
+    }
+
+    /// Requests and connections may start: the worker is ready, not ended, and the host has not
+    /// asked it to end.
+    private var takesRequests: Bool {
+        lifecycle.ready != nil && !lifecycle.isInvalidated && !isEnded
+    }
+
+    /// The worker has not answered the handshake, and has not ended.
+    private var awaitsReady: Bool {
+        lifecycle.ready == nil && !isEnded
     }
 
     private var notReady: AppExtensionError {
-        if invalidated { return error(.cancelled, "the process was invalidated") }
-        return error(.invalidated, phase == .ended ? "the process has ended" : "the worker is not ready")
+        if lifecycle.isInvalidated { return error(.cancelled, "the process was invalidated") }
+        return error(.invalidated, isEnded ? "the process has ended" : "the worker is not ready")
     }
 
     // MARK: Handshake
@@ -213,15 +224,24 @@ package struct ChannelProtocol {
     /// The launch waits for the worker's `ready` from `now`, for at most `timeout`.
     package mutating func awaitReady(timeout: Duration, now: ContinuousClock.Instant) {
         self.now = now
-        guard phase == .handshaking else { return }
+        guard awaitsReady else { return }
         launchTimeout = timeout
         arm(.launch, after: timeout)
     }
 
     /// The worker's `ready`: once, and only first.
     private mutating func received(_ ready: Ready) -> [Effect] {
-        guard phase == .handshaking else { return [.stop(.protocolViolation("sent ready twice"))] }
-        phase = .ready(ready)
+        guard awaitsReady else { return [.stop(.protocolViolation("sent ready twice"))] }
+        switch lifecycle {
+        case .launching, .ready: lifecycle = .ready(ready)
+        case .ending(var ending):
+            ending.ready = ready
+            lifecycle = .ending(ending)
+        case .reaped(var ending):
+            ending.ready = ready
+            lifecycle = .reaped(ending)
+        case .ended: break
+        }
         disarm(.launch)
         return [.handshakeDone(ready)]
     }
@@ -230,7 +250,7 @@ package struct ChannelProtocol {
 
     /// Reserves an identifier for a request on `connection` (0: none, for typed calls).
     package mutating func reserveRequest(connection: UInt32, timeout: Duration?) -> Result<UInt64, AppExtensionError> {
-        guard case .ready = phase, !invalidated else { return .failure(notReady) }
+        guard takesRequests else { return .failure(notReady) }
         if connection != 0 {
             guard let open = connections[connection], open.state == .open else {
                 return .failure(error(.connectionClosed, "the connection is closed"))
@@ -299,10 +319,10 @@ package struct ChannelProtocol {
         disarm(timer)
         switch timer {
         case .launch:
-            guard phase == .handshaking else { return [] }
+            guard awaitsReady else { return [] }
             return [.stop(.launchTimedOut(launchTimeout))]
-        case .shutdown:
-            return phase == .ended ? [] : [.kill]
+        case .exitGrace:
+            return isEnded ? [] : [tearDown(afterExitGrace)]
         case .deadline(let id):
             // Where the request is, asked before it is cancelled: a plugin that honours the
             // cancel would otherwise have left the place by the time its stack is taken.
@@ -361,7 +381,7 @@ package struct ChannelProtocol {
         (UInt32, [Effect]), AppExtensionError
     > {
         self.now = now
-        guard case .ready = phase, !invalidated else { return .failure(notReady) }
+        guard takesRequests else { return .failure(notReady) }
         let id = nextConnectionID
         nextConnectionID &+= 1
         if nextConnectionID == 0 { nextConnectionID = 1 }
@@ -459,7 +479,8 @@ package struct ChannelProtocol {
         case .ready(let ready):
             return received(ready)
         case .loadFailed(let failure):
-            return [.loadFailed(failure)]
+            loadFailure = failure
+            return []
         case .response(let id, let bytes):
             return complete(id, .success(.bytes(bytes)))
         case .sharedResponse(let id, let location):
@@ -481,7 +502,8 @@ package struct ChannelProtocol {
         case .log(let level, let text):
             return [.broadcast(.log(level: level, message: text), connection: nil)]
         case .fatalSignal(let report):
-            return [.fatalSignal(report)]
+            if fatalReport == nil { fatalReport = report }
+            return []
         case .sandboxRefusal(let refusal):
             // Each frame may claim 2^32 − 1 dropped: a flood of them must not trap the host.
             refusals = refusals.addingSaturating(1 + Int(refusal.dropped))
@@ -490,7 +512,8 @@ package struct ChannelProtocol {
         case .stackReport(let id, let report):
             switch report.reason {
             case .fatalSignal:
-                return [.fatalStack(report)]
+                if fatalStack == nil { fatalStack = report }
+                return []
             case .requested:
                 // A late answer (the wait ended, or the request finished meanwhile) is dropped.
                 guard requests[id]?.awaitingStack == true else { return [] }
@@ -561,32 +584,79 @@ package struct ChannelProtocol {
 
     // MARK: The end
 
-    /// The host ends the process in an orderly way: everything waiting fails, the worker gets
-    /// `shutdown`, and is killed if it has not exited after `grace`.
+    /// The host ends the process in an orderly way: everything waiting fails, and the worker is
+    /// torn down (`teardown(invalidatedWith:)`): `shutdown`, end-of-file, and a kill if it has
+    /// not exited after `grace`.
     package mutating func invalidate(grace: Duration, now: ContinuousClock.Instant) -> [Effect] {
         self.now = now
-        guard !invalidated else { return [] }
-        invalidated = true
-        guard phase != .ended else { return [] }
-        arm(.shutdown, after: grace)
+        switch lifecycle {
+        case .launching, .ready:
+            lifecycle = .ending(Ending(ready: lifecycle.ready, invalidated: true))
+        case .ending(var ending):
+            guard !ending.invalidated else { return [] }
+            ending.invalidated = true
+            lifecycle = .ending(ending)
+        case .reaped(var ending):
+            guard !ending.invalidated else { return [] }
+            ending.invalidated = true
+            lifecycle = .reaped(ending)
+        case .ended(let termination, var ending):
+            // Nothing left to end; later requests learn that the host invalidated it.
+            ending.invalidated = true
+            lifecycle = .ended(termination, ending)
+            return []
+        }
         let failure = error(.cancelled, "the process was invalidated")
-        var effects = failEverything(with: failure, connectionError: failure)
-        effects.append(.send(.shutdown))
+        var effects = failEverything(with: failure)
+        effects.append(tearDown(Self.teardown(invalidatedWith: grace)))
         return effects
     }
 
-    /// The worker is gone: everything waiting fails with `failure`.
-    package mutating func ended(failure: AppExtensionError) -> [Effect] {
-        guard phase != .ended else { return [] }
-        phase = .ended
-        let effects = failEverything(with: failure, connectionError: failure)
+    /// The host kills the worker for `cause` (`Effect.stop` asked for it, or the host judged it
+    /// itself): its teardown, once; nothing when it was stopped already or is reaped.
+    package mutating func stop(_ cause: WorkerChannel.StopCause) -> [Effect] {
+        guard lifecycle.isRunning else { return [] }
+        var ending = lifecycle.asEnding
+        ending.stopCause = cause
+        lifecycle = .ending(ending)
+        return [tearDown(Self.teardown(stoppedFor: cause))]
+    }
+
+    /// The worker's exit was reaped; its end is told (`ended`) once the stack of its crash is
+    /// named. Nothing can stop it any more.
+    mutating func reaped() {
+        switch lifecycle {
+        case .launching, .ready, .ending: lifecycle = .reaped(lifecycle.asEnding)
+        case .reaped, .ended: break
+        }
+    }
+
+    /// The worker is gone, as `termination` tells: everything waiting fails with `failure`, and
+    /// what the worker held is let go.
+    package mutating func ended(_ termination: WorkerTermination, failure: AppExtensionError) -> [Effect] {
+        guard !isEnded else { return [] }
+        lifecycle = .ended(termination, lifecycle.asEnding)
+        var effects = failEverything(with: failure)
         abandoned.removeAll()
         unansweredConnections.removeAll()
         deadlines.removeAll()
+        afterExitGrace = []
+        effects.append(.tearDown(Self.teardownOnceReaped))
         return effects
     }
 
-    private mutating func failEverything(with failure: AppExtensionError, connectionError: AppExtensionError) -> [Effect] {
+    /// The effect for `steps`: a `wait` arms the protocol's timer, which runs the steps after it.
+    private mutating func tearDown(_ steps: [TeardownStep]) -> Effect {
+        if let wait = steps.firstIndex(where: { if case .wait = $0 { true } else { false } }),
+            case .wait(let grace) = steps[wait]
+        {
+            afterExitGrace = Array(steps[(wait + 1)...])
+            arm(.exitGrace, after: grace)
+        }
+        return .tearDown(steps)
+    }
+
+    private mutating func failEverything(with failure: AppExtensionError) -> [Effect] {
         var effects: [Effect] = []
         for id in requests.keys.sorted() {
             guard let request = requests[id] else { continue }
@@ -604,7 +674,7 @@ package struct ChannelProtocol {
         }
         for id in connections.keys.sorted() where connections[id]?.state == .opening {
             disarm(.accepting(id))
-            effects.append(.completeConnection(id, .failure(connectionError)))
+            effects.append(.completeConnection(id, .failure(failure)))
             connections[id] = nil
         }
         for ask in asks.keys.sorted() { effects.append(.cancelAskHandler(ask)) }

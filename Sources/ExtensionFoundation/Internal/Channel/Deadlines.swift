@@ -14,8 +14,6 @@ struct Deadlines<Timer: Hashable> {
     private var earliest: ContinuousClock.Instant?
     private var earliestKnown = true
 
-    var isEmpty: Bool { armed.isEmpty }
-
     /// Every armed timer with its deadline.
     var entries: [Timer: ContinuousClock.Instant] { armed.mapValues(\.deadline) }
 

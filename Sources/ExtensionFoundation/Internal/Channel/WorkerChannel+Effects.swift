@@ -29,7 +29,8 @@ extension WorkerChannel {
         var stop: StopCause?
         var sharedResponses: [(UInt64, SharedMemoryLocation)] = []
         var stackRequests: [UInt64] = []
-        var kill = false
+        /// The steps of ending the worker, in the order the protocol decided them.
+        var teardown: [ChannelProtocol.TeardownStep] = []
         /// The channel's timer is set for this deadline, the one it was set for cancelled.
         var arm: ContinuousClock.Instant?
         var disarmedToken: UInt64?
@@ -70,7 +71,6 @@ extension WorkerChannel {
                 if case .failure = result { state.handlers[id] = nil }
                 if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
             case .handshakeDone(let ready):
-                state.ready = ready
                 activity?.ready()
                 if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
                     state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
@@ -94,14 +94,8 @@ extension WorkerChannel {
                 actions.broadcasts.append((message, connection))
             case .stop(let cause):
                 if actions.stop == nil { actions.stop = cause }
-            case .kill:
-                actions.kill = true
-            case .loadFailed(let failure):
-                state.loadFailure = failure
-            case .fatalSignal(let report):
-                if state.fatalReport == nil { state.fatalReport = report }
-            case .fatalStack(let report):
-                if state.fatalStack == nil { state.fatalStack = report }
+            case .tearDown(let steps):
+                actions.teardown += steps
             case .captureStack(let id):
                 actions.stackRequests.append(id)
             case .sharedResponse(let id, let location):
@@ -111,7 +105,7 @@ extension WorkerChannel {
         if !actions.broadcasts.isEmpty { actions.subscribers = Array(state.subscribers.values) }
         // Only an earlier deadline moves the timer: one that fires for a deadline disarmed since
         // costs one look, whereas moving it at every request would cost a schedule each.
-        if state.lifecycle.termination == nil, let next = state.machine.nextDeadline, state.armedDeadline.map({ next < $0 }) ?? true {
+        if !state.machine.isEnded, let next = state.machine.nextDeadline, state.armedDeadline.map({ next < $0 }) ?? true {
             state.armedDeadline = next
             actions.arm = next
             actions.disarmedToken = state.armedToken
@@ -127,6 +121,7 @@ extension WorkerChannel {
             loop.execute { [weak self] in self?.readFromWorker() }
         }
         if actions.write { flush() }
+        tearDown(actions.teardown)
         if let token = actions.disarmedToken { loop.cancelTimer(token) }
         if let deadline = actions.arm { arm(at: deadline) }
         if let (continuation, ready) = actions.handshake { continuation.resume(returning: ready) }
@@ -156,7 +151,46 @@ extension WorkerChannel {
         // A worker that cannot be signalled leaves the request to fail when the wait ends.
         for id in actions.stackRequests { process.requestStack(of: id) }
         if let cause = actions.stop { stop(cause) }
-        if actions.kill { kill() }
+    }
+
+    /// Carries out the steps of ending the worker, in order. A `wait` ends the list here: the
+    /// protocol's timer runs the steps after it, unless the worker is reaped first.
+    func tearDown(_ steps: [ChannelProtocol.TeardownStep]) {
+        for step in steps {
+            switch step {
+            case .sendShutdown:
+                writer.enqueue(.shutdown)
+                flush()
+            case .closeInputWhenWritten:
+                state.withLock { if $0.writeEnd == .open { $0.writeEnd = .closingWhenWritten } }
+                loop.execute { [weak self] in self?.closeWhenWritten() }
+            case .wait:
+                return
+            case .readProcessorWait:
+                if let wait = ProcessorWait.read(processIdentifier: processIdentifier) { state.withLock { $0.processorWait = wait } }
+            case .kill:
+                kill()
+            case .release:
+                release()
+            }
+        }
+    }
+
+    /// Lets go of what the reaped worker held: the pipes (the one to it unless it was closed
+    /// already), its pidfd and its control group. Loop thread.
+    private func release() {
+        writer.close()
+        process.close()
+        let writeEndOpen = state.withLock { state -> Bool in
+            defer { state.writeEnd = .closed }
+            return state.writeEnd != .closed
+        }
+        var descriptors = [fromWorker, diagnostics]
+        if writeEndOpen { descriptors.append(toWorker) }
+        for descriptor in descriptors {
+            loop.deregister(descriptor)
+            descriptor.close()
+        }
     }
 
     /// A log line or a refusal of the sandbox goes to the owner's log too.
@@ -183,7 +217,7 @@ extension WorkerChannel {
             self.decide { $0.expire(now: .now) }
         }
         let kept = state.withLock { state -> Bool in
-            guard state.armedDeadline == deadline, state.lifecycle.termination == nil else { return false }
+            guard state.armedDeadline == deadline, !state.machine.isEnded else { return false }
             state.armedToken = token
             return true
         }

@@ -33,7 +33,7 @@ extension WorkerChannel {
 
     private func dispatchAll(_ batch: WorkerInput.Batch) -> WorkerInput.Batch {
         // After a violation nothing more from this worker is believed, not even a later answer.
-        for frame in batch.frames where state.withLock({ $0.lifecycle.isRunning }) { dispatch(frame) }
+        for frame in batch.frames where state.withLock({ $0.machine.lifecycle.isRunning }) { dispatch(frame) }
         return batch
     }
 
@@ -84,11 +84,11 @@ extension WorkerChannel {
         guard let exit = process.reap() else { return }
         // A crash's stack is named before anyone hears of the end: off the loop's thread, then
         // back on it.
-        if let stack = state.withLock({ $0.fatalStack }), let objects = stackObjects {
+        if let stack = state.withLock({ $0.machine.fatalStack }), let objects = stackObjects {
             // Reaped: its pidfd stays readable, and must not report the exit again meanwhile; and
             // no stop (the closed pipe's, above) may rename its end meanwhile.
             loop.deregister(process.descriptor)
-            state.withLock { $0.lifecycle = .reaped($0.lifecycle.stopCause) }
+            state.withLock { $0.machine.reaped() }
             let loop = self.loop
             StackSymbolizer.resolveFrames(of: stack, files: objects) { [weak self] frames in
                 loop.execute { [weak self] in self?.finish(exit, backtrace: frames) }
@@ -96,7 +96,7 @@ extension WorkerChannel {
             return
         }
         finish(
-            exit, backtrace: state.withLock { $0.fatalStack }.map { StackSymbolizer.frames(of: $0, files: .none) } ?? [])
+            exit, backtrace: state.withLock { $0.machine.fatalStack }.map { StackSymbolizer.frames(of: $0, files: .none) } ?? [])
     }
 
     func finish(_ exit: ProcessExit, backtrace: [AppExtensionError.StackFrame] = []) {
@@ -106,30 +106,29 @@ extension WorkerChannel {
         var waiters: [CheckedContinuation<WorkerTermination, Never>] = []
         var interruption: (@Sendable () -> Void)?
         var observer: (@Sendable (WorkerTermination) -> Void)?
-        var closeWriteDescriptor = false
         // Read before the lock: a file of the kernel's.
         let hitMemoryLimit = process.hitMemoryLimit
         let termination: WorkerTermination? = state.withLock { state in
-            guard state.lifecycle.termination == nil else { return nil }
+            guard !state.machine.isEnded else { return nil }
+            let lifecycle = state.machine.lifecycle
             var termination = WorkerTermination(
                 exit: exit,
-                fatalReport: state.fatalReport,
-                stopCause: state.lifecycle.stopCause,
-                loadFailure: state.loadFailure,
+                fatalReport: state.machine.fatalReport,
+                stopCause: lifecycle.stopCause,
+                loadFailure: state.machine.loadFailure,
                 output: state.output.text,
-                wasInvalidated: state.machine.invalidated
+                wasInvalidated: lifecycle.isInvalidated
             )
             termination.cgroupHitMemoryLimit = hitMemoryLimit
             termination.backtrace = backtrace
             termination.refusals = state.machine.refusals
             termination.lastRefusal = state.machine.lastRefusal.map(AppExtensionMessage.SandboxRefusal.init)
             termination.processorWait = state.processorWait
-            state.lifecycle = .ended(termination)
-            let wasReady = state.ready != nil
             handshake = state.handshake
             state.handshake = nil
             collect(
-                state.machine.ended(failure: termination.error(plugin: pluginIdentifier, limits: limits)), into: &actions, state: &state)
+                state.machine.ended(termination, failure: termination.error(plugin: pluginIdentifier, limits: limits)), into: &actions,
+                state: &state)
             if let token = state.armedToken { loop.cancelTimer(token) }
             state.armedToken = nil
             state.armedDeadline = nil
@@ -137,7 +136,7 @@ extension WorkerChannel {
             state.subscribers.removeAll()
             waiters = state.terminationWaiters
             state.terminationWaiters.removeAll()
-            if !state.machine.invalidated && wasReady { interruption = state.interruptionHandler }
+            if !lifecycle.isInvalidated && lifecycle.ready != nil { interruption = state.interruptionHandler }
             state.interruptionHandler = nil
             observer = state.terminationObserver
             state.terminationObserver = nil
@@ -145,20 +144,13 @@ extension WorkerChannel {
             // Unmapped here rather than with the channel, which the caller may keep long after.
             state.sharedRequests = nil
             state.sharedMemoryOffered = nil
-            closeWriteDescriptor = !state.writeDescriptorClosed
-            state.writeDescriptorClosed = true
             return termination
         }
         guard let termination else { return }
-        writer.close()
+        // What the worker held is let go before anyone hears of its end.
+        tearDown(actions.teardown)
+        actions.teardown = []
         actions.write = false
-        process.close()
-        var descriptors = [fromWorker, diagnostics]
-        if closeWriteDescriptor { descriptors.append(toWorker) }
-        for descriptor in descriptors {
-            loop.deregister(descriptor)
-            descriptor.close()
-        }
 
         activity?.ended()
         observer?(termination)
@@ -191,8 +183,10 @@ extension WorkerChannel {
     /// reaped here, and everyone waiting learns why.
     func loopFailed(_ error: SystemError) {
         let first = state.withLock { state -> Bool in
-            guard state.lifecycle.termination == nil else { return false }
-            if state.lifecycle.isRunning { state.lifecycle = .stopping(.hostFailure("the host's event loop failed: \(error)")) }
+            guard !state.machine.isEnded else { return false }
+            // The cause is named; its teardown's kill is `killAndWait`'s below, which waits for the
+            // exit no loop is left to report.
+            _ = state.machine.stop(.hostFailure("the host's event loop failed: \(error)"))
             return true
         }
         guard first else { return }

@@ -35,7 +35,7 @@ extension WorkerChannel {
     func pauseReadingIfOverBudget() {
         guard writer.queuedBytes > Self.heldFrameBudget else { return }
         let paused = state.withLock { state -> Bool in
-            guard !state.readingPaused, state.lifecycle.termination == nil else { return false }
+            guard !state.readingPaused, !state.machine.isEnded else { return false }
             state.readingPaused = true
             state.lastDrain = .now
             return true
@@ -78,7 +78,7 @@ extension WorkerChannel {
         let resume = state.withLock { state -> Bool in
             guard state.readingPaused else { return false }
             if now < before { state.lastDrain = .now }
-            guard now <= Self.heldFrameBudget / 2, state.lifecycle.termination == nil else { return false }
+            guard now <= Self.heldFrameBudget / 2, !state.machine.isEnded else { return false }
             state.readingPaused = false
             return true
         }
@@ -106,7 +106,7 @@ extension WorkerChannel {
         // tell of a paused reading's resumption (the pipe, carrying wake-ups, has room).
         let wanted = writer.waitsForPipe || (!writer.usesRing && state.withLock { $0.readingPaused })
         let change = state.withLock { state -> Bool in
-            guard !state.writeDescriptorClosed, state.writeInterest != wanted else { return false }
+            guard state.writeEnd != .closed, state.writeInterest != wanted else { return false }
             state.writeInterest = wanted
             return true
         }
@@ -128,11 +128,11 @@ extension WorkerChannel {
         case .violation(let reason): stop(.protocolViolation(reason))
         case .done, .blocked, .busy, .waitingForRoom, .ringFull: watchWritable()
         }
-        if state.withLock({ $0.machine.invalidated }) { closeWhenWritten() }
+        if state.withLock({ $0.writeEnd == .closingWhenWritten }) { closeWhenWritten() }
     }
 
-    /// After `invalidate`: closes the pipe once the shutdown left, so that the worker reads
-    /// end-of-file after it.
+    /// A teardown's `closeInputWhenWritten`: closes the pipe once the shutdown left, so that the
+    /// worker reads end-of-file after it.
     func closeWhenWritten() {
         if writer.isEmpty { closeWriteEnd() } else { watchWritable() }
     }
@@ -141,8 +141,8 @@ extension WorkerChannel {
     func closeWriteEnd() {
         writer.close()
         let close = state.withLock { state -> Bool in
-            guard !state.writeDescriptorClosed else { return false }
-            state.writeDescriptorClosed = true
+            guard state.writeEnd != .closed else { return false }
+            state.writeEnd = .closed
             return true
         }
         if close {

@@ -3,9 +3,10 @@ import PlugindSystem
 import PlugindWire
 import Synchronization
 
-/// The host's side of one worker: carries out what `ChannelProtocol` decides. It owns the
-/// continuations of callers waiting for answers, the timers, the handlers of the plugin's asks,
-/// the descriptors and the process. Frames are queued on the `FrameWriter` in the order the
+/// The host's side of one worker: carries out what `ChannelProtocol` decides, the worker's life
+/// and how it is ended included (which it reads from the protocol, never keeps). It owns the
+/// continuations of callers waiting for answers, who listens, the timer, the handlers of the
+/// plugin's asks, the descriptors and the process. Frames are queued on the `FrameWriter` in the order the
 /// protocol decided, under the lock; they are written, large copies made and continuations
 /// resumed after it is released. Reading runs on the `WorkerEventLoop` thread.
 ///
@@ -68,17 +69,9 @@ package final class WorkerChannel: EventLoopHandler {
         var readingPaused = false
         /// When the worker last read something of what the host queued, while reading is paused.
         var lastDrain = ContinuousClock.now
-        /// The descriptor to the worker has been closed (once, on the loop thread).
-        var writeDescriptorClosed = false
+        /// The descriptor to the worker: closed once, on the loop thread.
+        var writeEnd = WriteEnd.open
         var output: TailBuffer
-        var fatalReport: FatalSignalReport?
-        /// The crashed thread's stack, which the worker sends after `fatalReport`.
-        var fatalStack: StackReport?
-        var loadFailure: LoadFailure?
-        /// The worker's `ready`, kept after it ends: a worker that only inspects or probes may exit
-        /// before anyone asked for its answer.
-        var ready: Ready?
-        var lifecycle = Lifecycle.running
         var interruptionHandler: (@Sendable () -> Void)?
         var terminationObserver: (@Sendable (WorkerTermination) -> Void)?
         /// Each reader of messages, with the connection whose messages it reads.
@@ -98,35 +91,12 @@ package final class WorkerChannel: EventLoopHandler {
         var processorWait: ProcessorWait?
     }
 
-    /// Where the worker's process is in its life, as the host sees it.
-    enum Lifecycle {
-        case running
-        /// The host killed it, for this cause; its exit is not reaped yet.
-        case stopping(StopCause)
-        /// Reaped (after a stop with this cause, or none); its end is told once the stack of its
-        /// crash is named. Nothing can stop it any more.
-        case reaped(StopCause?)
-        /// Reaped: how it ended (kept for as long as the channel is).
-        case ended(WorkerTermination)
-
-        var termination: WorkerTermination? {
-            if case .ended(let termination) = self { return termination }
-            return nil
-        }
-
-        var isRunning: Bool {
-            if case .running = self { return true }
-            return false
-        }
-
-        var stopCause: StopCause? {
-            switch self {
-            case .running: nil
-            case .stopping(let cause): cause
-            case .reaped(let cause): cause
-            case .ended(let termination): termination.stopCause
-            }
-        }
+    /// The descriptor to the worker.
+    enum WriteEnd {
+        case open
+        /// A teardown closes it once everything queued is written (`closeInputWhenWritten`).
+        case closingWhenWritten
+        case closed
     }
 
     package enum StopCause: Sendable, Equatable {
@@ -215,7 +185,7 @@ package final class WorkerChannel: EventLoopHandler {
         let deadline = MonotonicInstant.after(budget)
         let spinDeadline = MonotonicInstant.after(min(budget, Self.handshakeSpin))
         guard (try? fromWorker.setNonBlocking()) != nil else { return }
-        while state.withLock({ $0.ready == nil && $0.lifecycle.isRunning && $0.loadFailure == nil }) {
+        while state.withLock({ $0.machine.lifecycle.ready == nil && $0.machine.lifecycle.isRunning && $0.machine.loadFailure == nil }) {
             guard let events = fromWorker.awaitReadable(spinUntil: spinDeadline, sleepUntil: deadline),
                 events & FileDescriptor.readableEvent != 0
             else { return }
@@ -237,7 +207,7 @@ package final class WorkerChannel: EventLoopHandler {
     /// cancelled.
     func awaitReady(timeout: Duration) async throws -> Ready {
         // Often the answer is in already (`receiveHandshake`): no timer, no suspension.
-        if let ready = state.withLock({ $0.ready }) { return ready }
+        if let ready = state.withLock({ $0.machine.lifecycle.ready }) { return ready }
         decide { machine in
             machine.awaitReady(timeout: timeout, now: .now)
             return []
@@ -245,8 +215,8 @@ package final class WorkerChannel: EventLoopHandler {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Ready, any Error>) in
                 let immediate: Result<Ready, any Error>? = state.withLock { state in
-                    if let ready = state.ready { return .success(ready) }
-                    if let termination = state.lifecycle.termination {
+                    if let ready = state.machine.lifecycle.ready { return .success(ready) }
+                    if let termination = state.machine.lifecycle.termination {
                         return .failure(termination.launchError(plugin: pluginIdentifier, limits: limits))
                     }
                     state.handshake = continuation
@@ -364,7 +334,7 @@ package final class WorkerChannel: EventLoopHandler {
             // Few answers awaited: the host expects this one soon and will poll for it; so may
             // the worker, for the request after it (`BusyPolling`).
             let marksPollForNext =
-                BusyPolling.isWorthwhile && state.ready?.features.contains(ProtocolFeature.busyPolling) == true
+                BusyPolling.isWorthwhile && state.machine.lifecycle.ready?.features.contains(ProtocolFeature.busyPolling) == true
                 && loop.awaitedAnswers.load(ordering: .relaxed) <= BusyPolling.awaitedLimit
             collect(
                 state.machine.sendRequest(id, message, now: .now), into: &actions, state: &state,
@@ -393,7 +363,7 @@ package final class WorkerChannel: EventLoopHandler {
     /// Why a request cannot start: once the worker ended on its own, its cause (a crash, the
     /// owner's decision), as every later request of the process learns.
     func unavailable(_ error: AppExtensionError, _ state: State) -> AppExtensionError {
-        guard let termination = state.lifecycle.termination, !state.machine.invalidated else { return error }
+        guard let termination = state.machine.lifecycle.termination, !state.machine.lifecycle.isInvalidated else { return error }
         return termination.error(plugin: pluginIdentifier, limits: limits)
     }
 
@@ -478,7 +448,7 @@ package final class WorkerChannel: EventLoopHandler {
     func messages(connection: UInt32) -> AppExtensionMessages {
         let buffer = AppExtensionMessages.Buffer()
         let accepted = state.withLock { state -> Bool in
-            if state.lifecycle.termination != nil { return false }
+            if state.machine.isEnded { return false }
             let id = state.nextSubscriberID
             state.nextSubscriberID += 1
             state.subscribers[id] = (buffer, connection)
@@ -495,7 +465,7 @@ package final class WorkerChannel: EventLoopHandler {
     /// Called on the loop thread with the termination, before anyone waiting for it resumes.
     func setTerminationObserver(_ observer: @escaping @Sendable (WorkerTermination) -> Void) {
         let ended: WorkerTermination? = state.withLock { state in
-            if let termination = state.lifecycle.termination { return termination }
+            if let termination = state.machine.lifecycle.termination { return termination }
             state.terminationObserver = observer
             return nil
         }
@@ -505,26 +475,17 @@ package final class WorkerChannel: EventLoopHandler {
     // MARK: Ending
 
     /// Ends the worker in an orderly way: pending requests fail, the worker gets `shutdown` and
-    /// end-of-file, and is killed if it has not exited after `grace`. The interruption handler
-    /// will not run. Idempotent.
+    /// end-of-file, and is killed if it has not exited after `grace` (the protocol's teardown).
+    /// The interruption handler will not run. Idempotent.
     func invalidate(grace: Duration) {
-        var actions = Actions()
-        let first = state.withLock { state -> Bool in
-            guard !state.machine.invalidated else { return false }
-            collect(state.machine.invalidate(grace: grace, now: .now), into: &actions, state: &state)
-            return true
-        }
-        guard first else { return }
-        perform(actions)
-        // End of file once the shutdown is written.
-        loop.execute { [weak self] in self?.closeWhenWritten() }
+        decide { $0.invalidate(grace: grace, now: .now) }
     }
 
     /// Waits until the worker has exited and been reaped.
     func termination() async -> WorkerTermination {
         await withCheckedContinuation { continuation in
             let ended: WorkerTermination? = state.withLock { state in
-                if let termination = state.lifecycle.termination { return termination }
+                if let termination = state.machine.lifecycle.termination { return termination }
                 state.terminationWaiters.append(continuation)
                 return nil
             }
@@ -533,26 +494,17 @@ package final class WorkerChannel: EventLoopHandler {
     }
 
     var isInvalidated: Bool {
-        state.withLock { $0.machine.invalidated }
+        state.withLock { $0.machine.lifecycle.isInvalidated }
     }
 
     var isTerminated: Bool {
-        state.withLock { $0.lifecycle.termination != nil }
+        state.withLock { $0.machine.isEnded }
     }
 
-    /// Kills the worker because of `cause`, which the errors of pending requests will name.
+    /// Kills the worker because of `cause`, which the errors of pending requests will name (the
+    /// protocol's teardown). Only the first cause counts.
     func stop(_ cause: StopCause) {
-        let first = state.withLock { state -> Bool in
-            guard state.lifecycle.isRunning else { return false }
-            state.lifecycle = .stopping(cause)
-            return true
-        }
-        guard first else { return }
-        // For a timeout, the worker's waits for a processor, read while its threads are there.
-        if cause.timeoutWindow != nil, let wait = ProcessorWait.read(processIdentifier: processIdentifier) {
-            state.withLock { $0.processorWait = wait }
-        }
-        kill()
+        decide { $0.stop(cause) }
     }
 
     /// Kills the worker (on the loop thread, unless it is reaped by then).

@@ -1,9 +1,10 @@
-import PlugindSystem
-import PlugindWire
+package import PlugindSystem
+package import PlugindWire
 
 /// Everything known about a worker once it has been reaped: how it ended, what it reported
-/// before dying, why the host stopped it (if it did) and the tail of its output.
-struct WorkerTermination: Sendable {
+/// before dying, why the host stopped it (if it did) and the tail of its output. `package` for
+/// the fuzz target that ends the protocol's state machine with one.
+package struct WorkerTermination: Sendable {
     let exit: ProcessExit
     let fatalReport: FatalSignalReport?
     let stopCause: WorkerChannel.StopCause?
@@ -20,6 +21,18 @@ struct WorkerTermination: Sendable {
     /// How long the worker's threads had waited for a processor when the host stopped it for a
     /// timeout (read just before the kill): whether the machine's load explains the timeout.
     var processorWait: ProcessorWait?
+
+    package init(
+        exit: ProcessExit, fatalReport: FatalSignalReport?, stopCause: WorkerChannel.StopCause?, loadFailure: LoadFailure?,
+        output: String, wasInvalidated: Bool
+    ) {
+        self.exit = exit
+        self.fatalReport = fatalReport
+        self.stopCause = stopCause
+        self.loadFailure = loadFailure
+        self.output = output
+        self.wasInvalidated = wasInvalidated
+    }
 
     /// The end as the public API reports it. A fatal-signal report wins over the exit status: a
     /// worker that is pid 1 of its namespace cannot die of a signal it raised itself, so it exits
