@@ -155,7 +155,9 @@ public struct AppExtensionHost: Sendable, Hashable {
     }
 
     public enum ConfinementRequirement: String, Sendable, Hashable {
-        /// Every layer must apply, or the launch fails naming the layer (the default).
+        /// Every layer must apply, or the launch fails naming the layer (the default); except
+        /// those the machine's policy accepts as missing (`acceptMissingLayers` in the policy
+        /// files, plugind-policy(5)), which the worker reports unavailable as for `bestEffort`.
         case required
         /// Apply what the system offers; report the rest in `AppExtensionProcess.confinement`.
         case bestEffort

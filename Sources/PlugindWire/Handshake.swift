@@ -198,6 +198,15 @@ package struct ConfinementRequest: Equatable, Sendable {
     package var disabled: Bool = false
     /// Layers the host turned off for measurement (`plugind-bench` only; reported as such).
     package var skippedLayers: [String] = []
+    /// Layers whose absence does not fail the load although every layer is required: those the
+    /// machine's policy accepts as missing (`acceptMissingLayers` in the policy files). Each is
+    /// still applied when it can be, and reported unavailable when it cannot.
+    package var acceptedMissingLayers: [String] = []
+
+    /// Whether `layer` missing fails the load.
+    package func requires(_ layer: String) -> Bool {
+        requiresEveryLayer && !acceptedMissingLayers.contains(layer)
+    }
 
     /// Whether a worker may apply what every plugin gets before it knows its plugin (a spare
     /// does, and moves into its view): not when confinement, the system-call layer that is part
@@ -220,7 +229,8 @@ package struct ConfinementRequest: Equatable, Sendable {
         writablePaths: [String] = [],
         requiresEveryLayer: Bool = true,
         disabled: Bool = false,
-        skippedLayers: [String] = []
+        skippedLayers: [String] = [],
+        acceptedMissingLayers: [String] = []
     ) {
         self.allowsNetwork = allowsNetwork
         self.allowsProcesses = allowsProcesses
@@ -230,6 +240,7 @@ package struct ConfinementRequest: Equatable, Sendable {
         self.requiresEveryLayer = requiresEveryLayer
         self.disabled = disabled
         self.skippedLayers = skippedLayers
+        self.acceptedMissingLayers = acceptedMissingLayers
     }
 }
 

@@ -156,7 +156,9 @@ extension PayloadWriter {
         write(load.concurrency)
         write(load.askTimeoutMilliseconds)
         // Last and only when there are some: a hello without them reads as before.
-        if !load.preloadLibraries.isEmpty { write(load.preloadLibraries) }
+        let accepted = load.confinement.acceptedMissingLayers
+        if !load.preloadLibraries.isEmpty || !accepted.isEmpty { write(load.preloadLibraries) }
+        if !accepted.isEmpty { write(accepted) }
     }
 
     mutating func write(_ operation: ViewOperation) {
@@ -217,6 +219,7 @@ extension PayloadReader {
         load.concurrency = try readUInt32()
         load.askTimeoutMilliseconds = try readUInt32()
         if remaining > 0 { load.preloadLibraries = try readStrings() }
+        if remaining > 0 { load.confinement.acceptedMissingLayers = try readStrings() }
         return load
     }
 

@@ -1,22 +1,5 @@
 package import PlugindWire
 
-/// The names of the confinement layers, as reported in `Ready` and shown by `plugind info`.
-package enum ConfinementLayerName {
-    package static let filesystemView = "filesystem-view"
-    package static let privileges = "privileges"
-    package static let noNewPrivileges = "no-new-privileges"
-    package static let notDumpable = "not-dumpable"
-    package static let noCoreFiles = "no-core-files"
-    package static let resourceLimits = "resource-limits"
-    package static let systemCalls = "system-calls"
-    package static let network = "network"
-    package static let networkNamespace = "network-namespace"
-    package static let filesystem = "filesystem"
-    package static let signals = "signals"
-    package static let processTree = "process-tree"
-    package static let session = "session"
-}
-
 /// One step of a worker's confinement, as data: what it is, the layers it reports, whether a
 /// best-effort host runs without it, what its failure says, and how the host's measurement turns
 /// it off. The worker's steps are `table`, in the order the worker applies them; one loop
@@ -50,9 +33,15 @@ package struct ConfinementStep: Equatable, Sendable {
         case loadRefused
 
         package func message(_ report: ConfinementLayerReport) -> String {
+            message([report])
+        }
+
+        /// The message for the step's reports that fail the load (one or more): the first one's
+        /// words, naming the others, so that a host says how to accept all of them at once.
+        package func message(_ reports: [ConfinementLayerReport]) -> String {
             switch self {
-            case .layerCannotBeApplied: "confinement layer '\(report.layer)' cannot be applied: \(report.detail)"
-            case .loadRefused: report.detail
+            case .layerCannotBeApplied: MissingLayersRefusal.message(layers: reports.map(\.layer), detail: reports.first?.detail ?? "")
+            case .loadRefused: reports.first?.detail ?? ""
             }
         }
     }
@@ -140,7 +129,8 @@ package enum ConfinementSteps {
     /// (`request.skippedLayers`) gets `skipped` (what turning it off takes, if anything) and its
     /// `notRequested` reports; any other gets `apply`, which is given the reports so far (a step
     /// may depend on how an earlier one went) and returns what it found. An `unavailable` report
-    /// fails the load when the host requires every layer or the step may not be missing;
+    /// fails the load when the host requires its layer (every layer, less those this machine's
+    /// policy accepts as missing: `ConfinementRequest.requires`) or the step may not be missing;
     /// otherwise it is recorded and the next step runs. `apply` and `skipped` may also fail the
     /// load themselves, for what no host runs without (the plugin's bundle gone, say).
     package static func run(
@@ -160,11 +150,10 @@ package enum ConfinementSteps {
             }
             for report in found {
                 assert(step.layers.isEmpty || step.layers.contains(report.layer), "step \(step.id) reported layer \(report.layer)")
-                if report.state == .unavailable && (request.requiresEveryLayer || !step.mayBeMissing) {
-                    throw LoadFailure(kind: .confinementFailed, message: step.failure.message(report))
-                }
-                if !step.layers.isEmpty { reports.append(report) }
             }
+            let refusing = found.filter { $0.state == .unavailable && (!step.mayBeMissing || request.requires($0.layer)) }
+            if !refusing.isEmpty { throw LoadFailure(kind: .confinementFailed, message: step.failure.message(refusing)) }
+            if !step.layers.isEmpty { reports += found }
         }
         return reports
     }

@@ -23,11 +23,20 @@ package struct PolicyDocument: Codable, Sendable, Equatable {
     /// Publishers whose validly signed plugins are approved without a decision per plugin, by
     /// key fingerprint.
     package var trustedPublishers: [String: TrustedPublisher] = [:]
+    /// Confinement layers whose absence does not refuse a launch on this machine, by the names
+    /// the worker reports (`ConfinementLayerName.all`): the worker still applies each one it
+    /// can, reports it unavailable when it cannot, and the host says so. Empty: a missing layer
+    /// refuses every launch of a host that requires every layer (the default). How the two
+    /// files' lists combine: `MissingLayerAcceptance`.
+    package var acceptMissingLayers: [String] = []
+    /// In the administrator's file only: false when owners may not accept missing layers for
+    /// themselves (their `acceptMissingLayers` is then not used). Nil: they may.
+    package var ownersMayAcceptMissingLayers: Bool?
 
     package init() {}
 
     private enum CodingKeys: String, CodingKey {
-        case version, plugins, trustedPublishers
+        case version, plugins, trustedPublishers, acceptMissingLayers, ownersMayAcceptMissingLayers
     }
 
     package init(from decoder: any Decoder) throws {
@@ -35,6 +44,29 @@ package struct PolicyDocument: Codable, Sendable, Equatable {
         version = try container.decode(Int.self, forKey: .version)
         plugins = try container.decodeIfPresent([String: PluginPolicy].self, forKey: .plugins) ?? [:]
         trustedPublishers = try container.decodeIfPresent([String: TrustedPublisher].self, forKey: .trustedPublishers) ?? [:]
+        acceptMissingLayers = try container.decodeIfPresent([String].self, forKey: .acceptMissingLayers) ?? []
+        ownersMayAcceptMissingLayers = try container.decodeIfPresent(Bool.self, forKey: .ownersMayAcceptMissingLayers)
+    }
+
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(version, forKey: .version)
+        try container.encode(plugins, forKey: .plugins)
+        try container.encode(trustedPublishers, forKey: .trustedPublishers)
+        // Absent unless stated, so that a policy without them reads as it did.
+        if !acceptMissingLayers.isEmpty { try container.encode(acceptMissingLayers, forKey: .acceptMissingLayers) }
+        try container.encodeIfPresent(ownersMayAcceptMissingLayers, forKey: .ownersMayAcceptMissingLayers)
+    }
+
+    /// Why `name` is not a layer `acceptMissingLayers` may name, naming the ones it may; nil
+    /// when it is one.
+    package static func unknownLayerProblem(_ name: String) -> String? {
+        guard !ConfinementLayerName.all.contains(name) else { return nil }
+        let mechanism = ConfinementLayerName.layers(ofMechanism: name).map {
+            " (\(name) is a mechanism; its layers are " + $0.map { "'\($0)'" }.joined(separator: " and ") + ")"
+        }
+        return "'\(name)' is not a confinement layer\(mechanism ?? ""); the layers are "
+            + ConfinementLayerName.all.joined(separator: ", ")
     }
 }
 
@@ -210,6 +242,11 @@ extension PolicyDocument {
             guard readableVersions.contains(document.version) else {
                 return .failure(
                     PolicyFileError(path: path, reason: "has version \(document.version); this plugind reads version \(currentVersion)"))
+            }
+            // A name this plugind does not know accepts nothing it could mean: the file is
+            // refused (and approves nothing) until it is fixed, rather than read without it.
+            if let problem = document.acceptMissingLayers.lazy.compactMap(unknownLayerProblem).first {
+                return .failure(PolicyFileError(path: path, reason: "names an unknown layer in acceptMissingLayers: \(problem)"))
             }
             return .success(document)
         } catch {

@@ -18,6 +18,8 @@ package struct PolicyEditor: Sendable {
         /// The policy would grow past what hosts read (`PolicyDocument.maximumFileBytes`); nothing
         /// was written.
         case tooLarge(path: String, bytes: Int)
+        /// A name `acceptMissingLayers` may not hold; the text names the ones it may.
+        case unknownLayer(String)
         case io(String)
 
         package var description: String {
@@ -34,6 +36,8 @@ package struct PolicyEditor: Sendable {
                 "cannot hash the plugin's files: \(reason)"
             case .tooLarge(let path, let bytes):
                 "policy file \(path) would grow to \(ByteCount(bytes)), past the \(ByteCount(PolicyDocument.maximumFileBytes)) hosts read; nothing was written. Revoke plugins you no longer use ('plugind revoke <identifier>') and try again"
+            case .unknownLayer(let problem):
+                "\(problem); nothing was written"
             case .io(let reason):
                 reason
             }
@@ -149,6 +153,35 @@ package struct PolicyEditor: Sendable {
     package func distrust(_ fingerprint: String) throws(EditError) -> Bool {
         var removed = false
         try modify { document in removed = document.trustedPublishers.removeValue(forKey: fingerprint) != nil }
+        return removed
+    }
+
+    /// Accepts `layers` (names `PolicyDocument.unknownLayerProblem` accepts) as missing on this
+    /// machine: a launch no longer refuses for them. Returns those not accepted before.
+    @discardableResult
+    package func acceptMissing(_ layers: [String]) throws(EditError) -> [String] {
+        if let problem = layers.lazy.compactMap(PolicyDocument.unknownLayerProblem).first { throw .unknownLayer(problem) }
+        var added: [String] = []
+        try modify { document in
+            added = ConfinementLayerName.all.filter { layers.contains($0) && !document.acceptMissingLayers.contains($0) }
+            // In the order the worker reports them, each once.
+            document.acceptMissingLayers = ConfinementLayerName.all.filter {
+                document.acceptMissingLayers.contains($0) || added.contains($0)
+            }
+        }
+        return added
+    }
+
+    /// Stops accepting `layers` as missing: a launch refuses again when one is. Returns those
+    /// that were accepted.
+    @discardableResult
+    package func refuseMissing(_ layers: [String]) throws(EditError) -> [String] {
+        if let problem = layers.lazy.compactMap(PolicyDocument.unknownLayerProblem).first { throw .unknownLayer(problem) }
+        var removed: [String] = []
+        try modify { document in
+            removed = document.acceptMissingLayers.filter { layers.contains($0) }
+            document.acceptMissingLayers.removeAll { layers.contains($0) }
+        }
         return removed
     }
 

@@ -129,7 +129,9 @@ extension Confinement {
             let result = plugind_confinement_landlock_allow(ruleset, abi, path, access)
             if result != 0 && result != ENOENT { dropped.append("\(path) (\(describe(result)))") }
         }
-        if !dropped.isEmpty && request.requiresEveryLayer {
+        // Rules left out are a filesystem layer short of what the host requires; a host that
+        // accepts the layer missing gets the rest of it, as a best-effort host does.
+        if !dropped.isEmpty && request.requires(Layer.filesystem) {
             close(ruleset)
             let reason = "cannot add rules for " + dropped.joined(separator: ", ")
             return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))

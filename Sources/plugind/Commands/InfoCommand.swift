@@ -22,7 +22,8 @@ struct InfoCommand: PlugindCommand {
             pins), the permissions and what they resolve to, the limits and how this machine
             enforces each one. The confinement section comes from a worker that applies the
             plugin's confinement and exits without loading its code (safe for plugins not approved
-            yet).
+            yet); a layer missing there says whether a launch refuses or this machine's policy
+            accepts it missing (plugind policy accept-missing).
             """,
         arguments: [("<id>", "The plugin's identifier.")],
         options: [Options.json, Options.noProbe]
@@ -79,6 +80,9 @@ struct InfoCommand: PlugindCommand {
                     limitEnforcement: enforcement,
                     confinement: details.layers.map { .init(layer: $0.name, state: $0.state.rawValue, detail: $0.detail) },
                     confinementError: details.probeError,
+                    acceptedMissingLayers: details.acceptedMissingLayers.map {
+                        .init(layer: $0.layer, missingNow: $0.missingNow, acceptedBy: $0.acceptedBy)
+                    },
                     warnings: entry.bundle.warnings,
                     activity: details.activity
                 )
@@ -169,6 +173,12 @@ struct InfoDocument: JSONDocument {
         var detail: String
     }
 
+    struct AcceptedMissingLayer: Encodable {
+        var layer: String
+        var missingNow: Bool?
+        var acceptedBy: [String]
+    }
+
     struct File: Encodable {
         var path: String
         /// library, file or symlink
@@ -190,6 +200,10 @@ struct InfoDocument: JSONDocument {
     var limitEnforcement: LimitEnforcement
     var confinement: [Layer]
     var confinementError: String?
+    /// The layers this machine's policy accepts as missing (empty for a best-effort host, which
+    /// runs without any), each with whether the probe found it missing (nil: not probed) and
+    /// the policy files that accept it.
+    var acceptedMissingLayers: [AcceptedMissingLayer]
     var warnings: [String]
     /// Launches and requests of the plugin's workers (nil: never launched by this user).
     var activity: PluginActivityStore.Record?

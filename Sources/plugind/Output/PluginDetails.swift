@@ -18,6 +18,9 @@ struct PluginDetails {
     let crashes: Result<CrashLog.PluginCrashes?, CrashLog.Problem>
     /// Its workers' launches and requests, over every host of this user.
     let activity: PluginActivityStore.Record?
+    /// The layers this machine's policy accepts as missing, and whether the host requires the
+    /// others (nil: it runs best-effort or without confinement, and no missing layer refuses).
+    let missingLayerPolicy: MissingLayerAcceptance?
 
     /// Reads and hashes the bundle, and with `probe` starts a worker that applies the
     /// confinement and reports it.
@@ -27,8 +30,12 @@ struct PluginDetails {
         var layers: [AppExtensionProcess.ConfinementLayer] = []
         var probeError: String?
         if probe {
+            // Best-effort, so that every layer is shown, the missing ones too: the probe loads
+            // no plugin code. Which missing layer a launch would refuse is said beside it.
+            var probing = host
+            if probing.confinement == .required { probing.confinement = .bestEffort }
             do {
-                layers = try await AppExtensionProcess.probeConfinement(of: item, host: host)
+                layers = try await AppExtensionProcess.probeConfinement(of: item, host: probing)
             } catch {
                 probeError = "\(error)"
             }
@@ -38,7 +45,26 @@ struct PluginDetails {
             item: item, digest: digest, approval: policy.approval(for: entry), trust: PublisherTrust.of(item, policy: policy),
             layers: layers,
             probeError: probeError, probed: probe, crashes: CrashLog(host: host).read().map { $0.plugins[entry.identifier] },
-            activity: PluginActivityStore(host: host).record(of: entry.identifier))
+            activity: PluginActivityStore(host: host).record(of: entry.identifier),
+            missingLayerPolicy: host.confinement == .required ? MissingLayerAcceptance.read(for: host) : nil)
+    }
+
+    /// What a missing `layer` does to a launch under this host and machine.
+    func missingLayerVerdict(_ layer: String) -> String {
+        guard let policy = missingLayerPolicy else { return "runs without it (best-effort host)" }
+        let by = policy.acceptedBy(layer)
+        if !by.isEmpty { return "accepted missing by " + by.joined(separator: " and ") }
+        return "a launch refuses; " + policy.advice(accepting: [layer])
+    }
+
+    /// Each layer the machine's policy accepts as missing, and whether it is missing now (nil:
+    /// not probed).
+    var acceptedMissingLayers: [(layer: String, missingNow: Bool?, acceptedBy: [String])] {
+        guard let policy = missingLayerPolicy else { return [] }
+        return policy.layers.map { layer in
+            let found = layers.first { $0.name == layer }
+            return (layer, found.map { $0.state == .unavailable }, policy.acceptedBy(layer))
+        }
     }
 
     /// The text, every string from the bundle made inert.
@@ -59,7 +85,17 @@ struct PluginDetails {
             if let probeError {
                 lines.append("    cannot be determined: \(probeError.inert)")
             }
-            lines += layers.map { "    \($0.name): \($0.state.rawValue) — \($0.detail.inert)" }
+            lines += layers.map { layer in
+                "    \(layer.name): \(layer.state.rawValue) — \(layer.detail.inert)"
+                    + (layer.state == .unavailable ? " [\(missingLayerVerdict(layer.name))]" : "")
+            }
+        }
+        let accepted = acceptedMissingLayers
+        if !accepted.isEmpty {
+            let each = accepted.map { layer in
+                layer.layer + (layer.missingNow.map { $0 ? " (missing now)" : " (applied now)" } ?? "")
+            }
+            lines.append("  accepted missing on this machine: " + each.joined(separator: ", "))
         }
         lines.append(activityLine)
         lines += crashLines

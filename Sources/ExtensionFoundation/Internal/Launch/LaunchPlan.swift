@@ -57,6 +57,10 @@ package struct LaunchPlan: Sendable {
     let cgroupDirectory: String?
     /// Who the worker's log entries and statistics page name, and where they go.
     let activity: WorkerActivity.Subject
+    /// The machine's policy on missing layers, when it applies to this launch (a host that
+    /// requires every layer, a process not requiring enhanced security): the layers it accepts
+    /// went into `load.confinement`, and a refusal for another says how to accept it.
+    let missingLayerPolicy: MissingLayerAcceptance?
     /// Told the worker's pid and executable as soon as it runs, before it answers the handshake
     /// (`plugind debug` attaches the debugger then).
     var workerStarted: (@Sendable (_ pid: Int32, _ executable: String) -> Void)?
@@ -80,9 +84,11 @@ package struct LaunchPlan: Sendable {
     ///     with the host and for probes, which resolve grants now.
     ///   - permissions: what the worker is granted instead of what the approval (or manifest)
     ///     says: none at all for `plugind verify --load`.
+    ///   - missingLayerPolicy: the machine's policy on missing layers as read for this launch;
+    ///     nil: read now.
     package init(
         entry: CatalogEntry, host: AppExtensionHost, approval: Approval? = nil, requiresEnhancedSecurity: Bool = false,
-        permissions overridden: Manifest.Permissions? = nil
+        permissions overridden: Manifest.Permissions? = nil, missingLayerPolicy: MissingLayerAcceptance? = nil
     ) {
         let manifest = entry.manifest
         let bundle = entry.bundle
@@ -105,6 +111,9 @@ package struct LaunchPlan: Sendable {
         let permissions = overridden ?? approval?.permissions ?? manifest.permissions
         let grants = Self.resolvedGrants(permissions, approval: approval)
         let strict = host.confinement == .required || requiresEnhancedSecurity
+        let policy =
+            Self.appliesMissingLayerPolicy(host: host, requiresEnhancedSecurity: requiresEnhancedSecurity)
+            ? (missingLayerPolicy ?? MissingLayerAcceptance.read(for: host)) : nil
         let confinement = ConfinementRequest(
             allowsNetwork: permissions.network,
             allowsProcesses: permissions.processes,
@@ -113,7 +122,8 @@ package struct LaunchPlan: Sendable {
             writablePaths: grants.write,
             requiresEveryLayer: strict,
             disabled: host.confinement == .disabled && !requiresEnhancedSecurity,
-            skippedLayers: host.skippedConfinementLayers
+            skippedLayers: host.skippedConfinementLayers,
+            acceptedMissingLayers: policy?.layers ?? []
         )
 
         var view = WorkerViewPlan(bundle: bundle, approval: approval)
@@ -164,6 +174,14 @@ package struct LaunchPlan: Sendable {
         self.launchStrategy = host.launchStrategy
         self.primesWorkers = host.primesWorkers
         self.cgroupDirectory = host.workerCgroupDirectory?.path
+        self.missingLayerPolicy = policy
+    }
+
+    /// Whether the machine's policy on missing layers decides for a launch: only where a missing
+    /// layer would refuse it otherwise, and not where the extension point requires enhanced
+    /// security (every layer, whatever the host or the machine says).
+    static func appliesMissingLayerPolicy(host: AppExtensionHost, requiresEnhancedSecurity: Bool) -> Bool {
+        host.confinement == .required && !requiresEnhancedSecurity
     }
 
     /// The grants as the approval resolved them; without one (a bundled plugin, a probe), as
