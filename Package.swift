@@ -32,6 +32,7 @@ let cppPlugins: [(name: String, path: String)] = [
 let testPlugins: [(name: String, path: String)] = [
     ("ConversationProbe", "ExamplePlugins/Testing/ConversationProbe"),
     ("SystemLibraryProbe", "ExamplePlugins/Testing/SystemLibraryProbe"),
+    ("HostileDecoder", "ExamplePlugins/Testing/HostileDecoder"),
 ]
 
 /// The system libraries a test plugin links beyond libc.

@@ -28,7 +28,7 @@ from . import _errors
 from ._errors import *  # noqa: F401,F403  (the exception classes are part of the API)
 from ._native import ASK_HANDLER, INTERRUPTION_HANDLER, SEND_COMPLETION, TYPES, CallResult, Value, library
 
-__all__ = ["Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs", "Handle"] + _errors.__all__
+__all__ = ["Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs", "Handle", "FunctionSession"] + _errors.__all__
 
 _SCOPES = {"application": 0, "none": 1}
 
@@ -532,3 +532,156 @@ class Process:
 
     def __exit__(self, *exception) -> None:
         self.close()
+
+
+class _SessionHandle(Handle):
+    """A Handle a FunctionSession's call returned: released through the session."""
+
+    __slots__ = ()
+
+    def release(self) -> None:
+        if self._released or not self._process._handle.value:
+            return
+        self._released = True
+        error = ctypes.c_void_p()
+        if library.plugind_function_session_handle_release(
+            self._process._handle, ctypes.byref(self._value()), ctypes.byref(error)
+        ) != 0:
+            _errors.raise_if(error)
+
+    def __del__(self) -> None:
+        session = getattr(self, "_process", None)
+        if session is None or getattr(self, "_released", True) or not session._handle.value:
+            return
+        self._released = True
+        library.plugind_function_session_handle_drop(session._handle, ctypes.byref(self._value()))
+
+
+class FunctionSession:
+    """Typed calls of one plugin's declared functions that survive the library's crashes (Sandboxed
+    API's Transaction), for decoders of hostile input.
+
+    The session starts a worker when first needed and runs the `set_up` calls on it in order
+    (each a tuple: the function's name, then its arguments; values, never handles). When the worker
+    ends during a call (a crash, a resource limit), that call raises one error naming the function
+    and the cause (CrashedError, LimitExceededError); the next call starts a new worker and replays
+    the set-up calls first. `fresh_worker_every=N` recycles the worker after N calls.
+
+    Handles live in the worker that gave them out: `set_up_results` are the set-up calls' results
+    on the current worker (read them again after a crash); passing a handle of an earlier worker
+    raises CallError naming the function and the argument. A call a crash interrupted is lost, not
+    retried; set-up calls run again on every new worker, side effects included. Calls from several
+    threads run one at a time, in the order they reach the session."""
+
+    def __init__(self, identity: Identity, fresh_worker_every: Optional[int] = None, set_up=()):
+        if fresh_worker_every is not None and fresh_worker_every < 1:
+            raise InvalidArgumentError("fresh_worker_every must be at least 1, or None")  # noqa: F405
+        error = ctypes.c_void_p()
+        handle = library.plugind_function_session_create(identity._handle, fresh_worker_every or 0, ctypes.byref(error))
+        if not handle:
+            _errors.raise_if(error)
+        self._handle = ctypes.c_void_p(handle)
+        self._handles: "weakref.WeakValueDictionary[int, Handle]" = weakref.WeakValueDictionary()
+        self._handles_lock = threading.Lock()
+        for call in set_up:
+            self.add_set_up(call[0], *call[1:])
+
+    def _handle_for(self, kind: str, id: int) -> Handle:
+        with self._handles_lock:
+            handle = self._handles.get(id)
+            if handle is None or handle.kind != kind or handle._released:
+                handle = _SessionHandle(self, kind, id)
+                self._handles[id] = handle
+            return handle
+
+    def add_set_up(self, name: str, *arguments: Union[bool, int, float, str, bytes]) -> None:
+        """Adds a set-up call after the others: it runs on every new worker, and on the running one
+        before the next call. Starts the worker when none runs (to learn the declared types)."""
+        values, keep = _values(arguments)
+        error = ctypes.c_void_p()
+        if library.plugind_function_session_add_set_up(
+            self._handle, name.encode(), values, len(arguments), ctypes.byref(error)
+        ) != 0:
+            _errors.raise_if(error)
+        del keep
+
+    @property
+    def set_up_results(self) -> List[CallOutputs]:
+        """What each set-up call returned on the current worker, starting one and replaying the
+        set-up calls when none runs."""
+        results = []
+        for index in range(library.plugind_function_session_set_up_count(self._handle)):
+            result = CallResult()
+            error = ctypes.c_void_p()
+            if library.plugind_function_session_set_up_result(self._handle, index, ctypes.byref(result), ctypes.byref(error)) != 0:
+                _errors.raise_if(error)
+            results.append(self._outputs(result))
+        return results
+
+    @property
+    def pid(self) -> Optional[int]:
+        """The current worker's process ID; None when none runs (after a crash until the next call)."""
+        pid = library.plugind_function_session_pid(self._handle)
+        return None if pid < 0 else pid
+
+    @property
+    def workers_started(self) -> int:
+        """How many workers the session has started."""
+        return library.plugind_function_session_workers_started(self._handle)
+
+    def _outputs(self, result: CallResult) -> CallOutputs:
+        try:
+            outputs = {
+                result.outputs[index].name.decode(): _python_value(result.outputs[index].value, self)
+                for index in range(result.output_count)
+            }
+            return CallOutputs(_python_value(result.value, self), outputs, result.error_number if result.has_errno else None)
+        finally:
+            library.plugind_call_result_free(ctypes.byref(result))
+
+    def call(self, name: str, *arguments: Union[bool, int, float, str, bytes, Handle], timeout: Optional[float] = None):
+        """Process.call on the session's worker, started (and set up) first when none runs."""
+        values, keep = _values(arguments)
+        result = Value()
+        error = ctypes.c_void_p()
+        if library.plugind_function_session_call(
+            self._handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result),
+            ctypes.byref(error)
+        ) != 0:
+            _errors.raise_if(error)
+        del keep
+        converted = _python_value(result, self)
+        if result.type in (TYPES["string"], TYPES["bytes"]):
+            library.plugind_bytes_free(result.payload.data.bytes)
+        return converted
+
+    def call_with_outputs(
+        self, name: str, *arguments: Union[bool, int, float, str, bytes, Handle], timeout: Optional[float] = None
+    ) -> CallOutputs:
+        """Process.call_with_outputs on the session's worker."""
+        values, keep = _values(arguments)
+        result = CallResult()
+        error = ctypes.c_void_p()
+        if library.plugind_function_session_call_outputs(
+            self._handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result),
+            ctypes.byref(error)
+        ) != 0:
+            _errors.raise_if(error)
+        del keep
+        return self._outputs(result)
+
+    def close(self) -> None:
+        """Ends the session's worker and waits until every worker it started has exited."""
+        if self._handle.value:
+            library.plugind_function_session_release(self._handle)
+            self._handle = ctypes.c_void_p()
+
+    def __enter__(self) -> "FunctionSession":
+        return self
+
+    def __exit__(self, *exception) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if getattr(self, "_handle", None) is not None:
+            self.close()

@@ -181,3 +181,45 @@ _declare(
 _declare("plugind_call_result_free", None, ctypes.POINTER(CallResult))
 _declare("plugind_handle_release", ctypes.c_int, _handle, ctypes.POINTER(Value), _error_out)
 _declare("plugind_handle_drop", None, _handle, ctypes.POINTER(Value))
+
+_declare("plugind_function_session_create", _handle, _handle, ctypes.c_uint32, _error_out)
+_declare(
+    "plugind_function_session_add_set_up",
+    ctypes.c_int,
+    _handle,
+    ctypes.c_char_p,
+    ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    _error_out,
+)
+_declare("plugind_function_session_set_up_count", ctypes.c_size_t, _handle)
+_declare(
+    "plugind_function_session_set_up_result", ctypes.c_int, _handle, ctypes.c_size_t, ctypes.POINTER(CallResult), _error_out
+)
+_declare(
+    "plugind_function_session_call",
+    ctypes.c_int,
+    _handle,
+    ctypes.c_char_p,
+    ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    ctypes.POINTER(Value),
+    _error_out,
+)
+_declare(
+    "plugind_function_session_call_outputs",
+    ctypes.c_int,
+    _handle,
+    ctypes.c_char_p,
+    ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    ctypes.POINTER(CallResult),
+    _error_out,
+)
+_declare("plugind_function_session_pid", ctypes.c_int32, _handle)
+_declare("plugind_function_session_workers_started", ctypes.c_int64, _handle)
+_declare("plugind_function_session_handle_release", ctypes.c_int, _handle, ctypes.POINTER(Value), _error_out)
+_declare("plugind_function_session_handle_drop", None, _handle, ctypes.POINTER(Value))
+_declare("plugind_function_session_release", None, _handle)

@@ -339,6 +339,77 @@ int plugind_handle_release(plugind_process *process, const plugind_value *handle
  * thread, including plugind's own (an ask handler, a completion). Invalid arguments are ignored. */
 void plugind_handle_drop(plugind_process *process, const plugind_value *handle);
 
+/* ---- Function sessions: typed calls that survive the library's crashes --------------------- */
+
+/* Typed calls of one plugin's declared functions in a worker that a crash does not end the
+ * session with (AppExtensionFunctionSession; Sandboxed API's Transaction): for decoders of hostile
+ * input. The session starts its worker when first needed, runs the set-up calls on it in order,
+ * then the host's calls. When the worker ends during a call (a crash, a resource limit, a
+ * library breaking its declaration), that call fails with one error naming the function and the
+ * cause (PLUGIND_ERROR_WORKER_CRASHED, _LIMIT_EXCEEDED, ...); the next call starts a new worker and
+ * replays the set-up calls first. A set-up call fails when it fails or returns or writes a NULL
+ * handle; the call that needed the new worker then fails with its reason, and the next one tries
+ * again. A call a crash interrupted is lost, not retried; set-up calls run again on every new
+ * worker, side effects included; crashes count toward the host's quarantine.
+ *
+ * Handles in a session's results carry numbers of the session's own, never reused: a handle
+ * from an earlier worker (a set-up result read before a crash) is refused with
+ * PLUGIND_ERROR_INVALID_ARGUMENTS, naming the function and the argument. Calls of one session
+ * from several threads run one at a time, in the order they reach it. */
+typedef struct plugind_function_session plugind_function_session;
+
+/* A session for `identity` (which may be released after this returns); `fresh_worker_every` > 0
+ * recycles the worker after that many calls (set-up calls not counted), 0 keeps it until it
+ * ends. Starts no worker. Release with plugind_function_session_release. */
+plugind_function_session *plugind_function_session_create(
+    const plugind_identity *identity, uint32_t fresh_worker_every, plugind_error **error);
+
+/* Adds a set-up call after the others: `name` with `count` arguments, values only (no handles),
+ * converted as for plugind_process_call. It runs on every new worker, and on the running one
+ * before the next call. Starts the worker (and runs the set-up calls so far) when none runs, to
+ * learn the declared types. 0, or -1 with *error. Blocking. */
+int plugind_function_session_add_set_up(
+    plugind_function_session *session, const char *name, const plugind_value *arguments, size_t count, plugind_error **error);
+
+/* How many set-up calls the session has; 0 for an invalid session. */
+size_t plugind_function_session_set_up_count(const plugind_function_session *session);
+
+/* What set-up call `index` returned on the current worker, starting one and replaying the set-up
+ * calls when none runs; freed with plugind_call_result_free. Its handles are valid until the
+ * worker ends: read it again after a call failed with the worker's end. 0, or -1 with *error.
+ * Blocking. */
+int plugind_function_session_set_up_result(
+    plugind_function_session *session, size_t index, plugind_call_result *result, plugind_error **error);
+
+/* plugind_process_call and plugind_process_call_outputs on the session's worker, started first
+ * (and set up) when none runs. A handle in *result is the session's until
+ * plugind_function_session_handle_release or the session's release; its `kind` is owned by the
+ * session. Blocking. */
+int plugind_function_session_call(
+    plugind_function_session *session, const char *name, const plugind_value *arguments, size_t count, uint32_t timeout_ms,
+    plugind_value *result, plugind_error **error);
+int plugind_function_session_call_outputs(
+    plugind_function_session *session, const char *name, const plugind_value *arguments, size_t count, uint32_t timeout_ms,
+    plugind_call_result *result, plugind_error **error);
+
+/* The current worker's process ID; -1 when none runs (before the first call, and after a crash
+ * until the next one) or for an invalid session. */
+int32_t plugind_function_session_pid(const plugind_function_session *session);
+
+/* How many workers the session has started, those whose set-up failed included; -1 for an
+ * invalid session. */
+int64_t plugind_function_session_workers_started(const plugind_function_session *session);
+
+/* plugind_handle_release and plugind_handle_drop for a session's handles. Releasing a handle
+ * whose worker has ended does nothing (the worker took its objects with it) and returns 0. */
+int plugind_function_session_handle_release(
+    plugind_function_session *session, const plugind_value *handle, plugind_error **error);
+void plugind_function_session_handle_drop(plugind_function_session *session, const plugind_value *handle);
+
+/* Ends the session's worker, waits until every worker it started has exited, and frees the
+ * session; calls waiting in other threads fail with PLUGIND_ERROR_INVALIDATED. NULL is ignored. */
+void plugind_function_session_release(plugind_function_session *session);
+
 #ifdef __cplusplus
 }
 #endif
