@@ -93,6 +93,20 @@ enum PlugindBench {
                 let bench = try BenchHost()
                 defer { bench.remove() }
                 try await Benchmarks.typedCall(bench, iterations: iterations)
+            case "one-shot-run":
+                try OneShotBenchmarks.run(pairs: option("pairs", 10))
+            case "typed-call-out-buffer":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await OneShotBenchmarks.outBuffer(bench, iterations: iterations)
+            case "typed-call-handle":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await OneShotBenchmarks.handleCall(bench, iterations: iterations)
+            case "zlib-compress":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await OneShotBenchmarks.zlibCompress(bench, iterations: iterations)
             case "host-request":
                 let bench = try BenchHost()
                 defer { bench.remove() }
@@ -163,7 +177,7 @@ enum PlugindBench {
                 try await ActivityBenchmarks.statistics(iterations: iterations)
             default:
                 print(
-                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings; round-trip: [--idle-ms MS] a pause before each)"
+                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|typed-call-out-buffer|typed-call-handle|zlib-compress|one-shot-run|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings; round-trip: [--idle-ms MS] a pause before each)"
                 )
                 exit(64)
             }

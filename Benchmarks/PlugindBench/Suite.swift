@@ -99,6 +99,11 @@ struct Suite {
         bench(["first-response", "--iterations", "\(count(200))"])
         bench(["swift-plugin-server", "--iterations", "\(count(30))"])
         bench(["typed-call", "--iterations", "\(count(10000))"])
+        bench(["typed-call-out-buffer", "--iterations", "\(count(5000))"])
+        bench(["typed-call-handle", "--iterations", "\(count(10000))"])
+        bench(["zlib-compress", "--iterations", "\(count(200))"])
+        // The shell's `plugind run`, end to end, against bubblewrap's one-shot sandbox.
+        bench(["one-shot-run", "--pairs", quick ? "3" : "10"], times: 1)
         section("load")
         let loadShapes = quick ? [(1, 1), (8, 4)] : [(1, 1), (1, 4), (1, 16), (8, 1), (8, 4), (8, 16), (64, 1), (64, 4), (64, 16)]
         for (tasks, workers) in loadShapes {
@@ -393,6 +398,15 @@ struct Suite {
                     baseline: "\(format(peer, "us")) (swift-plugin-server)", ratio: speedup, goal: "≥ 10× faster", met: speedup >= 10))
         }
         ratioRow("typed call through libffi vs empty request", "typed-call", "empty-request", atMost: 1.1)
+        ratioRow("typed call, 64 KiB out buffer vs 64 KiB in", "typed-call-out-64KiB", "typed-call-in-64KiB", atMost: 1.2)
+        ratioRow("typed call with a handle vs scalars alone", "typed-call-handle", "typed-call-scalars", atMost: 1.1)
+        ratioRow(
+            "1 MiB through confined zlib compress vs in-process", "zlib-compress-1MiB-confined", "zlib-compress-1MiB-in-process",
+            atMost: 1.2)
+        ratioRow("plugind run at the shell vs bwrap --unshare-all printf, wall", "one-shot-run", "bubblewrap-one-shot", atMost: 2.0)
+        absoluteRow(
+            "plugind run at the shell, CPU (bwrap's beside it)", "one-shot-run-cpu", atMost: 20_000, unit: "us",
+            note: " (bwrap: \(median("bubblewrap-one-shot-cpu").map { format($0, "us") } ?? "missing"))")
         // Against the peers (see `peers()`).
         ratioRow("launch until ready, primed, vs bubblewrap's sandboxed launch", "launch-c-unpinned", "bubblewrap-first-byte", atMost: 0.5)
         ratioRow(

@@ -53,7 +53,13 @@ struct CallCommand: PlugindCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
+        // One launch, then exit: no pool for later launches, the launcher exec'd while the
+        // catalog and the policy are read, and no process left behind.
+        try await PlugindRuntime.current.oneShot(host: context.host) { host in try await run(context, host: host) }
+    }
+
+    private func run(_ context: CommandContext, host: AppExtensionHost) async throws -> ExitStatus {
+        let item = try PluginLookup.item(identifier, in: Inventory.take(host: host), host: host)
         guard let signature = item.entry.manifest.functions.first(where: { $0.name == function }) else {
             let declared = item.entry.manifest.functions.map(\.name)
             throw CommandFailure(
@@ -80,8 +86,8 @@ struct CallCommand: PlugindCommand {
         } catch {
             throw UsageError(message: error.message, command: "call")
         }
-        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: context.host), onInterruption: {})
-        configuration.host = context.host
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: host), onInterruption: {})
+        configuration.host = host
         let result = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
             try await process.makeConnection().callWithOutputs(function, arguments: values, timeout: timeout)
         }

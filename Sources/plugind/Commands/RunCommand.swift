@@ -50,11 +50,17 @@ struct RunCommand: PlugindCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let input = try request.read()
-        let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
-        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: context.host), onInterruption: {})
         var host = context.host
         if bestEffort { host.confinement = .bestEffort }
+        // One launch, then exit: no pool for later launches, the launcher exec'd while the input,
+        // the catalog and the policy are read, and no process left behind.
+        return try await PlugindRuntime.current.oneShot(host: host) { host in try await run(context, host: host) }
+    }
+
+    private func run(_ context: CommandContext, host: AppExtensionHost) async throws -> ExitStatus {
+        let input = try request.read()
+        let item = try PluginLookup.item(identifier, in: Inventory.take(host: host), host: host)
+        var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: host), onInterruption: {})
         configuration.host = host
         return try await AppExtensionProcess.withProcess(configuration: configuration) { process in
             for layer in process.confinement where layer.state == .unavailable {

@@ -11,6 +11,7 @@ extension LaunchPool {
     /// Starts a launcher process, watched by this pool. On the loop thread.
     func startLauncher() throws(SystemError) -> LauncherProcess {
         let launcher = try LauncherProcess.start(executable: executable, image: image, environment: environment, loop: loop, handler: self)
+        LaunchTrace.note("launcher started, pid \(launcher.process.processIdentifier)")
         state.withLock { state in
             state.launchers[launcher.serial] = launcher
             state.machine.launcherStarted(launcher.serial, pid: launcher.process.processIdentifier)

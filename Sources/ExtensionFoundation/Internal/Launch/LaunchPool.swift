@@ -56,8 +56,8 @@ package final class LaunchPool: EventLoopHandler {
         /// Callers of `awaitRequest` waiting until a launcher has been sent a request.
         var requestWaiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
 
-        init(forks: Forks) {
-            machine = LaunchPoolState(forks: forks)
+        init(forks: Forks, forOneLaunch: Bool) {
+            machine = LaunchPoolState(forks: forks, forOneLaunch: forOneLaunch)
         }
 
         /// The launcher whose socket is `descriptor`, if events on it are handled now (a let-go
@@ -104,7 +104,7 @@ package final class LaunchPool: EventLoopHandler {
         let key = key(executable, forks)
         let pools = runtime.launchPools
         if let running = pools.withLock({ $0[key] }), !running.isStopped { return running }
-        let started = try await startPrivate(executable: executable, forks: forks, loop: loop)
+        let started = try await startPrivate(executable: executable, forks: forks, loop: loop, forOneLaunch: false)
         return pools.withLock { pools in
             if let running = pools[key], !running.isStopped {
                 started.stop()
@@ -116,11 +116,14 @@ package final class LaunchPool: EventLoopHandler {
     }
 
     /// A pool of the caller's own, not shared: it forks no spares unless asked to (`replenish`),
-    /// and the caller stops it.
-    static func startPrivate(executable: String, forks: Forks = .one, loop: WorkerEventLoop) async throws -> LaunchPool {
+    /// and the caller stops it. `forOneLaunch`: the launcher its launch takes is not replaced.
+    static func startPrivate(
+        executable: String, forks: Forks = .one, loop: WorkerEventLoop, forOneLaunch: Bool = true
+    ) async throws -> LaunchPool {
         let mountTable = try? FileDescriptor.open("/proc/self/mountinfo", .readOnly)
         let started = LaunchPool(
-            executable: executable, forks: forks, image: LauncherImages.image(of: executable), loop: loop, mountTable: mountTable)
+            executable: executable, forks: forks, forOneLaunch: forOneLaunch, image: LauncherImages.image(of: executable), loop: loop,
+            mountTable: mountTable)
         do {
             if let mountTable { try loop.register(mountTable, events: Epoll.priority, handler: started) }
             // The first launcher now, so that a launcher that cannot start fails here.
@@ -138,13 +141,15 @@ package final class LaunchPool: EventLoopHandler {
         return started
     }
 
-    private init(executable: String, forks: Forks, image: FileDescriptor?, loop: WorkerEventLoop, mountTable: FileDescriptor?) {
+    private init(
+        executable: String, forks: Forks, forOneLaunch: Bool, image: FileDescriptor?, loop: WorkerEventLoop, mountTable: FileDescriptor?
+    ) {
         self.executable = executable
         self.forks = forks
         self.image = image
         self.loop = loop
         self.mountTable = mountTable
-        state = Locked(State(forks: forks))
+        state = Locked(State(forks: forks, forOneLaunch: forOneLaunch))
     }
 
     var isStopped: Bool {
@@ -173,7 +178,10 @@ package final class LaunchPool: EventLoopHandler {
                 spare.end(loop: loop)
                 continue
             }
-            if let started = spare.hand(raw, loop: loop) { return started }
+            if let started = spare.hand(raw, loop: loop) {
+                LaunchTrace.note("worker started from a spare, pid \(started.process.processIdentifier)")
+                return started
+            }
         }
         let taken: Result<LauncherProcess, SystemError> = try await loop.run {
             do throws(SystemError) { return .success(try self.takeLauncher()) } catch { return .failure(error) }
@@ -197,6 +205,7 @@ package final class LaunchPool: EventLoopHandler {
                 perform(effects, notSent: error)
             }
         }
+        LaunchTrace.note("worker forked by a launcher, pid \(process.processIdentifier)")
         return StartedWorker(process: process, hostTree: nil)
     }
 

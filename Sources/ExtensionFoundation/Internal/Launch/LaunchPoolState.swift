@@ -151,6 +151,9 @@ package struct LaunchPoolState {
     package static let keptStartTimes = 8
 
     package let forks: Forks
+    /// A private pool for a single launch (`LaunchStrategy.spawn`, a fallback, a one-shot
+    /// command): the launcher it takes is not replaced, since no later launch will need one.
+    package let forOneLaunch: Bool
 
     package private(set) var isStopped = false
     private var launchers: [LauncherID: Launcher] = [:]
@@ -199,8 +202,9 @@ package struct LaunchPoolState {
     private var requestWaiters: [(waiter: UInt64, launcher: Int32)] = []
     private var lastWaiter: UInt64 = 0
 
-    package init(forks: Forks) {
+    package init(forks: Forks, forOneLaunch: Bool = false) {
         self.forks = forks
+        self.forOneLaunch = forOneLaunch
     }
 
     // MARK: Reading the state
@@ -288,12 +292,13 @@ package struct LaunchPoolState {
 
     /// The launcher for the next request, on the loop thread: the idle one, or nil when the shell
     /// must start one (`launcherStarted`; with `Forks.many` then `offerIdle`). With `Forks.one`
-    /// the idle launcher is taken, and the next is made a moment later, off the launch's path.
+    /// the idle launcher is taken, and the next is made a moment later, off the launch's path
+    /// (not in a pool for one launch).
     package mutating func takeLauncher() -> (launcher: LauncherID?, effects: [Effect]) {
         guard forks == .one else { return (idle, []) }
         let taken = idle
         idle = nil
-        return (taken, makeIdleLauncherLater())
+        return (taken, forOneLaunch ? [] : makeIdleLauncherLater())
     }
 
     /// Schedules the making of the idle launcher unless there is one, or its making is scheduled.

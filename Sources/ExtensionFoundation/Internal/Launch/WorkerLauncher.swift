@@ -18,8 +18,17 @@ enum WorkerLauncher {
         let fallbackCause: String?
     }
 
-    /// Launches `plan` with the launch pools of `runtime`.
+    /// Launches `plan` with the launch pools of `runtime`. A launch refused for layers this
+    /// machine cannot apply says how its policy could accept them.
     static func launch(_ plan: LaunchPlan, in runtime: PlugindRuntime) async throws -> Launched {
+        do {
+            return try await start(plan, in: runtime)
+        } catch let error as AppExtensionError where error.code == .confinementUnavailable {
+            throw plan.missingLayerPolicy?.advised(error) ?? error
+        }
+    }
+
+    private static func start(_ plan: LaunchPlan, in runtime: PlugindRuntime) async throws -> Launched {
         // The launch's deadline: no try starts after it.
         let deadline = ContinuousClock.now + plan.launchTimeout
         let executable: String
@@ -232,7 +241,7 @@ enum WorkerLauncher {
                 case .own:
                     // The worker (the host's child, like every worker) gets a fresh address-space
                     // layout.
-                    let pool = try await LaunchPool.startPrivate(executable: executable, loop: loop)
+                    let pool = try await runtime.privatePool(executable: executable, loop: loop)
                     defer { pool.stop() }
                     return (try await pool.start(descriptors: descriptors, options: options, cgroup: cgroup), nil)
                 }

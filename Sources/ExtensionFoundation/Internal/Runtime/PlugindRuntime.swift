@@ -1,3 +1,4 @@
+import Foundation
 import PlugindSystem
 
 /// What plugind keeps between calls of the public API in a host process — the discovery engines,
@@ -32,6 +33,9 @@ package final class PlugindRuntime: Sendable {
     let launchPools = Locked<[String: LaunchPool]>([:])
     /// Plans made lately, by everything they are made of.
     let launchPlans = LaunchPlanCache()
+    /// Launchers exec'd ahead of a one-shot launch (`oneShot`), a private pool each, by worker
+    /// executable: the next launch that starts its worker from a pool of its own takes one.
+    let poolsStartedAhead = Locked<[String: Task<LaunchPool, any Error>]>([:])
     private let ended = Locked(false)
 
     package init() {
@@ -98,9 +102,124 @@ package final class PlugindRuntime: Sendable {
         guard first else { return }
         for session in sessions.all() { session.channel.invalidate(grace: session.plan.shutdownGracePeriod) }
         for pool in launchPools.withLock({ $0.removeValues() }) { pool.stop() }
+        for started in poolsStartedAhead.withLock({ $0.removeValues() }) { Task { try? await started.value.stop() } }
         for engine in discoveryEngines.withLock({ $0.removeValues() }) { engine.stop() }
         policyEnforcement.stop()
         launchPlans.removeAll()
+    }
+}
+
+// MARK: One launch, then exit
+
+extension PlugindRuntime {
+    /// Runs `body`, the one launch of a program that launches one plugin once and then exits
+    /// (`plugind run`, `plugind call`), with `host` changed for it, and ends every process it
+    /// started before it returns or throws.
+    ///
+    /// The launch pools of a long-lived host (an idle launcher exec'd ahead, spares, a worker
+    /// primed for the next launch) only pay off on a later launch, which such a program never
+    /// makes: its launch execs one launcher, which forks its worker (`LaunchStrategy.spawn`; the
+    /// worker gets an address-space layout of its own, as by default) and primes nothing. That
+    /// launcher is exec'd now, while `body` reads the catalog and the policy, not after: it does
+    /// not depend on the plugin. Every confinement layer is what it would be.
+    ///
+    /// Only for a process that exits right after (the runtime is shut down, and every child of
+    /// the process, whoever started it, is killed and reaped: see `shutdownAndReapChildren`).
+    package func oneShot<Result: Sendable>(host: AppExtensionHost, _ body: (AppExtensionHost) async throws -> Result) async throws -> Result
+    {
+        var host = host
+        host.launchStrategy = .spawn
+        host.primesWorkers = false
+        startLauncherAhead(for: host)
+        do {
+            let result = try await withRuntime { try await body(host) }
+            await shutdownAndReapChildren()
+            return result
+        } catch {
+            await shutdownAndReapChildren()
+            throw error
+        }
+    }
+
+    /// Execs a launcher of `host`'s worker executable in a private pool, for the next launch that
+    /// needs a pool of its own (`privatePool`). Without a worker executable, nothing: the
+    /// launch reports that itself.
+    func startLauncherAhead(for host: AppExtensionHost) {
+        guard !isShutDown, let executable = try? ExecutableLocator.worker.locate(explicit: host.workerExecutable) else { return }
+        let started = Task {
+            LaunchTrace.note("launcher ahead of the launch: starting")
+            return try await LaunchPool.startPrivate(executable: executable, loop: try WorkerEventLoop.shared())
+        }
+        let replaced = poolsStartedAhead.withLock { pools in
+            defer { pools[executable] = started }
+            return pools[executable]
+        }
+        if let replaced { Task { try? await replaced.value.stop() } }
+    }
+
+    /// A private pool for one launch of `executable`, which the caller stops after it: the one
+    /// started ahead for it (`startLauncherAhead`) if its launcher started, else a new one.
+    func privatePool(executable: String, loop: WorkerEventLoop) async throws -> LaunchPool {
+        if let started = poolsStartedAhead.withLock({ $0.removeValue(forKey: executable) }), let pool = try? await started.value,
+            !pool.isStopped
+        {
+            return pool
+        }
+        return try await LaunchPool.startPrivate(executable: executable, loop: loop)
+    }
+
+    /// For a program about to exit: `shutdown()`, then every child of this process is killed and
+    /// reaped, so that none outlives it, running or as a zombie. Workers, launchers, spares and
+    /// the children launchers fork for this process (`CLONE_PARENT`) are all its children; the
+    /// pools reap theirs on the loop thread, asynchronously, and a process whose launch was
+    /// under way has no owner left to. Whoever reaps a child first, this or its owner, the other
+    /// finds it gone (a pidfd names one process, never a later one with the same pid).
+    package func shutdownAndReapChildren() async {
+        for started in poolsStartedAhead.withLock({ $0.removeValues() }) { (try? await started.value)?.stop() }
+        shutdown()
+        var reaped = 0
+        // A launcher killed in the middle of a fork may still have made a child of this process:
+        // ask again until none is left.
+        while true {
+            let children = ChildProcesses.ofThisProcess()
+            if children.isEmpty { break }
+            var ended = 0
+            for pid in children {
+                guard let descriptor = try? FileDescriptor.processDescriptor(for: pid) else { continue }
+                // Opened first, checked second: the pidfd names the process whose parent is read.
+                guard ChildProcesses.parent(of: pid) == getpid() else {
+                    descriptor.close()
+                    continue
+                }
+                descriptor.killAndReap()
+                ended += 1
+            }
+            reaped += ended
+            if ended == 0 { break }
+        }
+        LaunchTrace.note("exit: reaped \(reaped) child process(es) left")
+    }
+}
+
+/// The children of this process, from procfs.
+enum ChildProcesses {
+    /// Every child of every thread of this process, running or a zombie
+    /// (`/proc/self/task/TID/children`).
+    static func ofThisProcess() -> [Int32] {
+        guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return [] }
+        return tasks.flatMap { task -> [Int32] in
+            let text = (try? String(contentsOfFile: "/proc/self/task/\(task)/children", encoding: .utf8)) ?? ""
+            return text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+    }
+
+    /// The parent of `pid` (field 4 of `/proc/PID/stat`, after the command name in parentheses).
+    static func parent(of pid: Int32) -> Int32? {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let close = text.lastIndex(of: ")")
+        else { return nil }
+        let fields = text[text.index(after: close)...].split(separator: " ")
+        return fields.count > 1 ? Int32(fields[1]) : nil
     }
 }
 
