@@ -159,15 +159,32 @@ let package = Package(
         .target(
             name: "PlugindPackages", dependencies: ["PlugindBundle", "PlugindSystem", "PlugindWire", "CArchive"],
             swiftSettings: swiftSettings),
+        // The engine behind the host API: the host's value types (configuration, identities,
+        // errors, messages), reading policy, discovery, launch, the channel, sessions, activity,
+        // and the runtime that owns them. Its API for the CLI and the tests is `package`.
+        .target(
+            name: "PlugindEngine",
+            dependencies: ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
+            swiftSettings: swiftSettings
+        ),
+        // The public host API, a layer over the engine (which it re-exports for the value types).
         .target(
             name: "ExtensionFoundation",
-            dependencies: ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "CPlugindShims"],
+            dependencies: ["PlugindEngine", "PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle"],
+            swiftSettings: swiftSettings
+        ),
+        // What only the owner's and the administrator's tools do: edit the policy, review an
+        // approval, follow a publisher's update. Linked by the CLI, never by a host.
+        .target(
+            name: "PlugindPolicyEditing",
+            dependencies: ["PlugindEngine", "PlugindBundle", "PlugindSystem"],
             swiftSettings: swiftSettings
         ),
         // C: the header of libplugind's C API (plugind/plugind.h); the Swift target implements it.
         .target(name: "CPlugindHostAPI"),
         .target(
-            name: "PlugindHost", dependencies: ["ExtensionFoundation", "CPlugindHostAPI", "PlugindSystem"], swiftSettings: swiftSettings
+            name: "PlugindHost", dependencies: ["ExtensionFoundation", "PlugindEngine", "CPlugindHostAPI", "PlugindSystem"],
+            swiftSettings: swiftSettings
         ),
         .target(name: "PluginKit", dependencies: ["PlugindTypes", "PlugindPluginABI", "PluginKitABINote"], swiftSettings: swiftSettings),
         // C: the ABI note a Swift plugin carries (one file that includes the plugin header).
@@ -185,8 +202,8 @@ let package = Package(
         .executableTarget(
             name: "plugind",
             dependencies: [
-                "ExtensionFoundation", "PlugindBundle", "PlugindPackages", "PlugindSystem", "PlugindWire", "CTerminal", "CArchive",
-                "CPlugindShims",
+                "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindBundle", "PlugindPackages", "PlugindSystem",
+                "PlugindWire", "CTerminal", "CArchive", "CPlugindShims",
             ],
             swiftSettings: swiftSettings
         ),
@@ -195,22 +212,23 @@ let package = Package(
         .target(name: "PlugindFuzzing", dependencies: ["PlugindWire", "PlugindBundle", "PlugindPackages"], swiftSettings: swiftSettings),
         // Fuzz targets of what hosts and the CLI read (statistics pages, the plugin log, activity
         // records, the crash log, workers' reports, policy files) and of the host's protocol state
-        // machine: they need ExtensionFoundation's package API,
+        // machine: they need the engine's package API,
         // so they live here, linked by the fuzz executable and the tests only, never by a library
         // that ships.
         .target(
-            name: "PlugindHostFuzzing", dependencies: ["ExtensionFoundation", "PlugindFuzzing", "PlugindSystem", "PlugindWire"],
+            name: "PlugindHostFuzzing",
+            dependencies: ["PlugindEngine", "PlugindPolicyEditing", "PlugindFuzzing", "PlugindSystem", "PlugindWire"],
             swiftSettings: swiftSettings),
         .target(name: "CFuzzerDriver", path: "Fuzz/CFuzzerDriver"),
         .executableTarget(
             name: "plugind-fuzz",
-            dependencies: ["ExtensionFoundation", "PlugindFuzzing", "PlugindHostFuzzing", "CFuzzerDriver"],
+            dependencies: ["PlugindEngine", "PlugindFuzzing", "PlugindHostFuzzing", "CFuzzerDriver"],
             path: "Fuzz/PlugindFuzz",
             swiftSettings: swiftSettings
         ),
         .executableTarget(
             name: "plugind-bench",
-            dependencies: ["ExtensionFoundation", "PlugindBundle", "PlugindSystem"],
+            dependencies: ["ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindBundle", "PlugindSystem"],
             path: "Benchmarks/PlugindBench",
             swiftSettings: swiftSettings
         ),
@@ -222,7 +240,7 @@ let package = Package(
 
         .target(
             name: "TestSupport",
-            dependencies: ["ExtensionFoundation", "PlugindSystem", "CTestSupport"],
+            dependencies: ["ExtensionFoundation", "PlugindEngine", "PlugindSystem", "CTestSupport"],
             path: "Tests/TestSupport",
             swiftSettings: swiftSettings
         ),
@@ -235,14 +253,14 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport"],
+            dependencies: ["ExtensionFoundation", "PlugindEngine", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "ExtensionFoundationTests",
             dependencies: [
-                "ExtensionFoundation", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport", "CPlugindShims", "PlugindFuzzing",
-                "PlugindHostFuzzing",
+                "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindWire", "PlugindSystem", "PlugindBundle",
+                "TestSupport", "CPlugindShims", "PlugindFuzzing", "PlugindHostFuzzing",
             ],
             swiftSettings: swiftSettings
         ),
@@ -265,7 +283,8 @@ let package = Package(
             name: "CLITests",
             // plugind itself for the browser's model, which is tested without a terminal.
             dependencies: [
-                "TestSupport", "ExtensionFoundation", "PlugindSystem", "plugind", "CTerminal", "PlugindFuzzing", "PlugindHostFuzzing",
+                "TestSupport", "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindSystem", "plugind", "CTerminal",
+                "PlugindFuzzing", "PlugindHostFuzzing",
             ],
             swiftSettings: swiftSettings
         ),

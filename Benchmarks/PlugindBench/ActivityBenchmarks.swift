@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 
 /// What the owner's view of running plugins costs a request: a log line per request recorded in
 /// the plugin log (vs the same requests with the log off, and a 64 B echo without a log line),

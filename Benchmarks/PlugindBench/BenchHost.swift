@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 
 /// A host for benchmarks: the example plugins installed as bundled plugins in a temporary
 /// directory, so no approval is involved, and the worker beside this executable.

@@ -3,6 +3,8 @@ import Foundation
 import Glibc
 import Observation
 import PlugindBundle
+import PlugindEngine
+import PlugindPolicyEditing
 import PlugindSystem
 
 /// The figures of Scripts/bench.sh, one subcommand each; every subcommand prints JSON lines.

@@ -3,6 +3,8 @@ import Foundation
 import Glibc
 import Observation
 import PlugindBundle
+import PlugindEngine
+import PlugindPolicyEditing
 import Synchronization
 
 /// Discovery of many bundles, and how fast a monitor sees a change.

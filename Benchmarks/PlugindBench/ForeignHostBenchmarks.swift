@@ -1,5 +1,7 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
+import PlugindPolicyEditing
 
 /// The 64 B round trip from hosts in other languages through libplugind: the C program and the
 /// Python script under Benchmarks/Baselines, run against the echo plugin installed as the owner's

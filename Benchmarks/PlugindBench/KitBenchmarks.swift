@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 
 /// The empty-request round trip of a plugin written on a kit (C++, Rust, Go), next to the C
 /// echo's measured the same way in the same run: what a kit's layer costs per request. The kits'

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 
 /// Samples of one figure, in microseconds, and their summary.
 struct Measurement: Codable {

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 
 /// plugind-bench: the measurements behind Scripts/bench.sh. Each subcommand prints one JSON line
 /// per figure; the script runs them, adds the raw baselines and computes the ratios.

@@ -1,4 +1,5 @@
 import Foundation
+import PlugindEngine
 import PlugindSystem
 
 /// The owner's plugin browser, `plugind browse`, presented by a host on its own terminal: the

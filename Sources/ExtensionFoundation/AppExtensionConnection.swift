@@ -1,4 +1,5 @@
 public import Foundation
+import PlugindEngine
 import PlugindSystem
 // The public value types hosts use with connections; the module holds nothing else.
 @_exported public import PlugindTypes
@@ -203,3 +204,5 @@ public final class AppExtensionConnection: Sendable {
         channel.messages(connection: identifier)
     }
 }
+
+extension AppExtensionConnection.RequestFailure: AskHandlerFailure {}

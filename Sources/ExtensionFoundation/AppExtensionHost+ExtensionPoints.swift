@@ -1,5 +1,6 @@
 public import Foundation
 package import PlugindBundle
+import PlugindEngine
 
 extension AppExtensionHost {
     /// Why a host's extension-point descriptors could not be written or removed.

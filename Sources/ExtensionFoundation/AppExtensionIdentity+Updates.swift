@@ -1,3 +1,4 @@
+import PlugindEngine
 import PlugindSystem
 
 /// The macOS 13–15 way of discovering extensions, kept so that code written for it runs: thin

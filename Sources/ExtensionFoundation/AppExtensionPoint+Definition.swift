@@ -1,3 +1,5 @@
+import PlugindEngine
+
 extension AppExtensionPoint {
     /// Builds an extension point from its attributes (`Name`, `Scope`, `UserInterface`,
     /// `EnhancedSecurity`). Use it as an attribute on a static property.

@@ -1,4 +1,5 @@
 import PlugindBundle
+import PlugindEngine
 import PlugindSystem
 
 extension AppExtensionPoint {

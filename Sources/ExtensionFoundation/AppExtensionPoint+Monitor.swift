@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 public import Observation
 import PlugindBundle
+import PlugindEngine
 import PlugindSystem
 
 extension AppExtensionPoint {
@@ -201,7 +202,7 @@ extension AppExtensionPoint {
                     continue
                 }
                 if item.isAvailable {
-                    state.identities.append(item.identity(host: host, point: point))
+                    state.identities.append(item.identity(host: host, requiresEnhancedSecurity: point.requiresEnhancedSecurity))
                     continue
                 }
                 switch item.explanation.category {

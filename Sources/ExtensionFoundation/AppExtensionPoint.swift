@@ -1,4 +1,5 @@
 import PlugindBundle
+@_exported public import PlugindEngine
 import PlugindSystem
 
 /// A kind of plugin a host accepts, e.g. "text filters". Plugins declare in their manifest which

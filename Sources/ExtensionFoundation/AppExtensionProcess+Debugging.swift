@@ -1,4 +1,5 @@
 import Foundation
+import PlugindEngine
 import PlugindWire
 
 extension AppExtensionProcess {

@@ -1,5 +1,6 @@
 import Foundation
 package import PlugindBundle
+import PlugindEngine
 
 extension AppExtensionProcess {
     /// A process of a bundle that is neither installed nor approved, for `plugind dev`: confined

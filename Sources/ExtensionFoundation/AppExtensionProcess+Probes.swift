@@ -1,5 +1,6 @@
 import Foundation
 package import PlugindBundle
+import PlugindEngine
 import PlugindWire
 
 extension AppExtensionProcess {

@@ -1,5 +1,6 @@
 import Foundation
 import PlugindBundle
+import PlugindEngine
 import PlugindSystem
 import PlugindWire
 

@@ -1,5 +1,6 @@
 import CPlugindHostAPI
 import ExtensionFoundation
+import PlugindEngine
 import PlugindSystem
 
 /// A `plugind_ask`: one question of the plugin, answered exactly once, from the handler or later

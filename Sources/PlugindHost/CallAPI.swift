@@ -1,6 +1,7 @@
 public import CPlugindHostAPI
 import ExtensionFoundation
 import Glibc
+import PlugindEngine
 import PlugindSystem
 
 /// `plugind_value` ↔ `FunctionValue`. A C value carries its own tag, but callers in other

@@ -1,5 +1,6 @@
 public import CPlugindHostAPI
 import ExtensionFoundation
+import PlugindEngine
 import PlugindSystem
 
 /// A `plugind_connection`, and the gate its ask handler and send completions pass.

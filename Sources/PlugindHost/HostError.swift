@@ -1,6 +1,7 @@
 public import CPlugindHostAPI
 import ExtensionFoundation
 import Glibc
+import PlugindEngine
 
 /// A `plugind_error`: its code, its message and a plugin's own code.
 final class HostError: Error, Sendable {

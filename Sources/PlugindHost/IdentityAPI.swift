@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 
 /// A `plugind_identity`: the identity and the C strings its accessors hand out.
 final class HostIdentity: Sendable {

@@ -1,6 +1,7 @@
 public import CPlugindHostAPI
 import ExtensionFoundation
 import Observation
+import PlugindEngine
 import PlugindSystem
 
 /// A `plugind_monitor`: an `AppExtensionPoint.Monitor`, the state the host last took

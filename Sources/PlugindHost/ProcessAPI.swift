@@ -1,5 +1,6 @@
 public import CPlugindHostAPI
 import ExtensionFoundation
+import PlugindEngine
 import PlugindSystem
 
 /// A `plugind_process`: the process, the gate its interruption handler passes (closed when the

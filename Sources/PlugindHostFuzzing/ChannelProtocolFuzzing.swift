@@ -1,4 +1,4 @@
-import ExtensionFoundation
+import PlugindEngine
 import PlugindSystem
 import PlugindWire
 

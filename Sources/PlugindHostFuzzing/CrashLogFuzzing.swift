@@ -1,5 +1,5 @@
-package import ExtensionFoundation
 import Foundation
+package import PlugindEngine
 import PlugindFuzzing
 import PlugindSystem
 

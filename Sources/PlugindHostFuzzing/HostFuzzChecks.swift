@@ -1,5 +1,5 @@
-import ExtensionFoundation
 import Foundation
+import PlugindEngine
 import PlugindSystem
 
 /// Checks the host-side fuzz targets share.

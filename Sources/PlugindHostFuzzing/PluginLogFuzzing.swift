@@ -1,5 +1,5 @@
-import ExtensionFoundation
 import Foundation
+import PlugindEngine
 import PlugindFuzzing
 import PlugindSystem
 

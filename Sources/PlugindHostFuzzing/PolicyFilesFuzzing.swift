@@ -1,5 +1,5 @@
-import ExtensionFoundation
 import Foundation
+import PlugindEngine
 
 /// The body of the policy-files fuzz target, shared with the test that replays its corpus: the
 /// owner's and the administrator's `policy.json` (approvals, pins, grants, limits, trusted

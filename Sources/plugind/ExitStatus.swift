@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 
 /// Exit statuses of `plugind`, after sysexits(3), one per kind of outcome a script may need to
 /// tell apart.

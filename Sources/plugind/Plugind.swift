@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
 import PlugindWire
 
 /// plugind: the command-line tool for the machine's owner and for plugin authors.

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import Observation
+import PlugindEngine
 import TestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
 import PlugindSystem
 import TestSupport
 import Testing

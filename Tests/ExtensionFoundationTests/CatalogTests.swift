@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Catalog: discovery and diagnostics", .tags(.unit))
 struct CatalogTests {

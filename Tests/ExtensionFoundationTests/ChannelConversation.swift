@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 /// The host's protocol state machine, driven without a process: what it sends goes through an
 /// in-memory byte stream to a pretend worker, what the worker answers comes back the same way.

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Host protocol deadlines, as data", .tags(.unit))
 struct ChannelProtocolDeadlineTests {

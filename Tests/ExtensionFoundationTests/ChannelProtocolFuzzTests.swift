@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 import PlugindFuzzing
 import PlugindHostFuzzing
 import TestSupport

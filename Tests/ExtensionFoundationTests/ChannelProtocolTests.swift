@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Host protocol state machine, over an in-memory transport", .tags(.unit))
 struct ChannelProtocolTests {

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Directory watcher: plugind's own writes are no change", .tags(.unit))
 struct DirectoryWatcherIgnoreTests {

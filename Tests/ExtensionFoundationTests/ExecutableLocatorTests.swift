@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Executable locator: a host built anywhere finds an installed worker", .tags(.unit))
 struct ExecutableLocatorTests {

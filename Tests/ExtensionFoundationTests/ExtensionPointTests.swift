@@ -2,6 +2,7 @@ import ExtensionFoundation
 import Foundation
 import Glibc
 import PlugindBundle
+import PlugindEngine
 import TestSupport
 import Testing
 

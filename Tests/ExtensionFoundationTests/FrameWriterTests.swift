@@ -6,6 +6,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Frame writer: gathering writes through a pipe that fills", .tags(.unit))
 struct FrameWriterTests {

@@ -5,6 +5,8 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
+@testable import PlugindPolicyEditing
 
 extension AppExtensionPoint {
     // Written as Apple's documentation writes a point: no Scope.

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
 import PlugindFuzzing
 import PlugindHostFuzzing
 import PlugindSystem

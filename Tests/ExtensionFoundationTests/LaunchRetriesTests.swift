@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Whether a launch tries another launcher", .tags(.unit))
 struct LaunchRetriesTests {

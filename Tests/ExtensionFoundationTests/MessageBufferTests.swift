@@ -7,6 +7,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Messages a reader has not taken yet are bounded", .tags(.unit))
 struct MessageBufferTests {

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Monitor engine", .tags(.unit), .serialized, .timeLimit(.minutes(3)))
 struct MonitorEngineTests {

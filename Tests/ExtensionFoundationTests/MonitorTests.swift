@@ -5,6 +5,8 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
+@testable import PlugindPolicyEditing
 
 @Suite("AppExtensionPoint.Monitor", .tags(.unit), .serialized, .timeLimit(.minutes(2)))
 struct MonitorTests {

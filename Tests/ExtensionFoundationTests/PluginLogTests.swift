@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("The plugin log: journal entries, the rate limit, statistics pages", .tags(.unit))
 struct PluginLogTests {

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("One explanation per policy decision", .tags(.unit))
 struct PolicyExplanationTests {

@@ -1,6 +1,8 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
+import PlugindPolicyEditing
 import TestSupport
 import Testing
 

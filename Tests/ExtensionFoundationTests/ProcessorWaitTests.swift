@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 /// Whether a timeout says the machine was busy: a pure function of the worker's threads' waits for
 /// a processor, their ages and the machine's load, and the reading of those numbers from `/proc`.

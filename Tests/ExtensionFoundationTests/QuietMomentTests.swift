@@ -2,6 +2,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("When a worker is primed after a launch", .tags(.unit))
 struct QuietMomentTests {

@@ -5,6 +5,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("The host's side of the rings: the writer's lanes and what it reads from a worker that lies", .tags(.unit))
 struct RingChannelTests {

@@ -7,6 +7,8 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
+@testable import PlugindPolicyEditing
 
 /// Defects a code review found, each a crash, hang or silent loss; each test failed before its fix.
 @Suite("Robustness: failures of the host's own machinery", .tags(.process), .timeLimit(.minutes(5)))

@@ -3,6 +3,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 @Suite("Which files the host reads for a worker's stack report", .tags(.unit))
 struct StackObjectFilesTests {

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 /// What a launch that failed before `ready` tells the host, for each reason the worker can give.
 @Suite("A launch's failure, as the worker reported it", .tags(.unit))

@@ -1,6 +1,8 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
+import PlugindPolicyEditing
 import PlugindSystem
 import TestSupport
 import Testing

@@ -3,6 +3,8 @@ import ExtensionFoundation
 import Foundation
 import Glibc
 import PlugindBundle
+import PlugindEngine
+import PlugindPolicyEditing
 import Synchronization
 import TestSupport
 import Testing

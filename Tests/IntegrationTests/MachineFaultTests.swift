@@ -2,6 +2,7 @@ import CTestSupport
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
 import PlugindSystem
 import TestSupport
 import Testing

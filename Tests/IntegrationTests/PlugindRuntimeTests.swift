@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 import PlugindSystem
 import TestSupport
 import Testing

@@ -2,6 +2,8 @@ import CTestSupport
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
+import PlugindPolicyEditing
 import PlugindSystem
 import TestSupport
 import Testing

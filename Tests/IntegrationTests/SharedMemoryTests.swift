@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 import PlugindWire
 import TestSupport
 import Testing

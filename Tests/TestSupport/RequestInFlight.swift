@@ -1,4 +1,5 @@
 package import ExtensionFoundation
+package import PlugindEngine
 
 extension AppExtensionConnection {
     /// Sends `request` (to a plugin that reports progress as it works, such as Countdown) and

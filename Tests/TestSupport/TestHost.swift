@@ -1,5 +1,6 @@
 package import ExtensionFoundation
 import Foundation
+package import PlugindEngine
 
 /// A host configuration confined to a temporary directory: its own bundled-plugins root, an
 /// external root, policy, administrator policy and state, and the built worker.

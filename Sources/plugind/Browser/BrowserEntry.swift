@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// One line of the browser's list: a plugin, or a bundle that was rejected.
 struct BrowserEntry: Equatable {

@@ -1,5 +1,7 @@
 import ExtensionFoundation
 import Glibc
+import PlugindEngine
+import PlugindPolicyEditing
 import PlugindSystem
 
 /// What reaches the browser's loop from other threads (the monitor, the tasks that gather

@@ -2,6 +2,7 @@ import CTerminal
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// What the browser shows and how keys change it, with no terminal in it: `BrowseCommand`
 /// feeds it the inventory and keys, carries out the commands it returns and draws its lines.

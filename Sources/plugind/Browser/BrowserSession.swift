@@ -2,6 +2,8 @@ import CTerminal
 import ExtensionFoundation
 import Glibc
 import PlugindBundle
+import PlugindEngine
+import PlugindPolicyEditing
 
 /// The browser's loop, on a thread of its own that alone touches the terminal: draw, wait for a
 /// key or a message, apply it, again. Reading details and reviews (hashing, a confinement probe)

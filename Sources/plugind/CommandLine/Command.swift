@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 
 /// What `plugind help` shows for a command, and how its arguments parse.
 struct CommandDescription {

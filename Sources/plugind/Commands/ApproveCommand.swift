@@ -1,6 +1,8 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
+import PlugindPolicyEditing
 
 /// `plugind approve`: the owner allows a plugin to run, pinned to its current bytes and the
 /// permissions it asks for.

@@ -3,6 +3,7 @@ import ExtensionFoundation
 import Foundation
 import Glibc
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind browse`: the owner's full-screen view of every plugin, updated live, where plugins
 /// are reviewed, approved, disabled, enabled, revoked and released from quarantine.

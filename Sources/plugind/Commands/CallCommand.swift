@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind call`: calls a C function a plugin's manifest declares, parsing each argument by its
 /// declared type.

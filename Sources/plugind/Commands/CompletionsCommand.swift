@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind completions`: the shell completion scripts, from the command table.
 struct CompletionsCommand: PlugindCommand {

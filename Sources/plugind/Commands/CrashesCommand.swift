@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind crashes`: how plugins crashed, with the crashed thread's frames.
 struct CrashesCommand: PlugindCommand {

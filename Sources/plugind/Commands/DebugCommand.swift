@@ -3,6 +3,7 @@ import ExtensionFoundation
 import Foundation
 import Glibc
 import PlugindBundle
+import PlugindEngine
 import PlugindSystem
 
 /// `plugind debug`: a plugin's worker under the owner's debugger, stopped before the plugin's init.

@@ -2,6 +2,7 @@ import ExtensionFoundation
 import Foundation
 import Glibc
 import PlugindBundle
+import PlugindEngine
 import PlugindSystem
 
 /// `plugind dev`: the author's loop. Builds a project (`make`), runs its bundle as it is —

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind list`: the plugins a host could use, or with `--all` every candidate and why it is
 /// not available.

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 import PlugindSystem
 
 /// `plugind logs`: what plugins logged, and what happened to them, from the journal or the

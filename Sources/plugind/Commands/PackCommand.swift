@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 import PlugindPackages
 import PlugindSystem
 

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import PlugindBundle
+import PlugindEngine
 
 /// Finds a plugin by identifier for a command, with an error that says where plugind looked and
 /// why a plugin by that name is not usable.

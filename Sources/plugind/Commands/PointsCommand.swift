@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind points`: the extension points installed hosts declare (their descriptors), and the
 /// one command a host's installer, package or author runs to declare its own.

@@ -1,5 +1,7 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
+import PlugindPolicyEditing
 
 /// `plugind disable`, `enable` and `revoke`: one command with three names, each one change of a
 /// plugin's entry in the owner's (or the administrator's) policy.

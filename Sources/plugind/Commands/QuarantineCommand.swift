@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind quarantine`: plugins held back after repeated crashes.
 struct QuarantineCommand: PlugindCommand {

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind run`: sends input to a plugin's request handler and writes its response to stdout
 /// byte for byte.

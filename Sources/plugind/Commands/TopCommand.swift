@@ -2,6 +2,7 @@ import CTerminal
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
 
 /// `plugind top`: the running workers, with what each costs and serves, updated every second.
 struct TopCommand: PlugindCommand {

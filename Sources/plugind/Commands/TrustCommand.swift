@@ -1,6 +1,8 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
+import PlugindPolicyEditing
 
 /// `plugind trust`: publishers whose signed plugins need no approval one by one.
 struct TrustCommand: PlugindCommand {

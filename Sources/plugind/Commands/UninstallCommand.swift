@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind uninstall`: removes a plugin that `plugind install` put in the user's directory.
 struct UninstallCommand: PlugindCommand {

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind verify`: every check a bundle must pass before it loads, with the fix for each
 /// problem.

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// `plugind watch`: one line per change of any plugin's availability, as it happens.
 struct WatchCommand: PlugindCommand {

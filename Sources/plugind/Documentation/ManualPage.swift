@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 
 /// The manual pages, `plugind(1)` and one `plugind-<subcommand>(1)` each, written from the same
 /// descriptions as `--help` and Documentation/CLI.md, so that none can drift from the others.

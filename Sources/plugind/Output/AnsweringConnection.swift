@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 
 extension AppExtensionProcess {
     /// A connection for `plugind run` and `plugind dev`: each of the plugin's questions gets

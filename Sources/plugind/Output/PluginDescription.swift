@@ -1,6 +1,8 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
+import PlugindPolicyEditing
 import PlugindSystem
 import PlugindWire
 

@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
+import PlugindEngine
 
 /// What `plugind info` (and the details screen of `plugind browse`) shows about one plugin: the
 /// facts gathered once, and their text.

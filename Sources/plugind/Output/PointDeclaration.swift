@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import PlugindBundle
+import PlugindEngine
 
 /// What the installed hosts' descriptors say about a plugin's extension point: which host
 /// declares it, or that none does, or that the version the host declares is one the plugin

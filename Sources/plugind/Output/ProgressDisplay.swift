@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 import PlugindSystem
 
 /// Shows what a plugin reports while `plugind run` waits: a progress bar redrawn in place when

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import PlugindBundle
+import PlugindEngine
 
 /// Why a plugin is usable when its publisher's key, not an approval of the plugin itself, made
 /// it so: the owner or the administrator trusts the key (`plugind trust`), or an allow rule of

@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 import PlugindSystem
 
 /// What `plugind top` shows: the rows in the chosen order, as lines of text (no terminal calls,

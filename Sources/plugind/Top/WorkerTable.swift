@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
 import PlugindSystem
 
 /// The running workers `plugind top` shows: the pages their hosts publish (who, and how many

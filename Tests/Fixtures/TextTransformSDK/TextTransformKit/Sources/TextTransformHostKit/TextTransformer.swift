@@ -1,4 +1,5 @@
 public import ExtensionFoundation
+public import PlugindEngine
 
 /// The host side of the SDK: calls an extension's `transform` through a connection.
 public struct TextTransformer: Sendable {

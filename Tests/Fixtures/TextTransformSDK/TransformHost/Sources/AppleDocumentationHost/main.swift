@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
 import TextTransformHostKit
 
 // A host written from Apple's ExtensionFoundation documentation, as a port from macOS would

@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 import TextTransformHostKit
 
 // A host as Apple's documentation shapes one: the point is declared with a definition, the

@@ -3,7 +3,7 @@ import PlugindSystem
 /// The workers of a runtime (`PlugindRuntime.sessions`): the shared ones by what they run, and
 /// every running one for the policy checks. A launch for a key another launch is already making
 /// waits for that one instead of starting a second worker.
-final class WorkerSessions: Sendable {
+package final class WorkerSessions: Sendable {
     private final class WeakSession: Sendable {
         weak let session: WorkerSession?
         init(_ session: WorkerSession) { self.session = session }
@@ -26,7 +26,7 @@ final class WorkerSessions: Sendable {
 
     /// The running session for `key`, or the one `launch` makes (once, however many callers ask
     /// at the same time: the first launches, in its own task, the others wait for it).
-    func session(
+    package func session(
         for key: WorkerSession.Key,
         launch: () async throws -> WorkerSession
     ) async throws -> WorkerSession {

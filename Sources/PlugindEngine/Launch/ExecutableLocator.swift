@@ -1,4 +1,4 @@
-import Foundation
+package import Foundation
 import PlugindSystem
 
 /// Finds a plugind executable, so that a host built anywhere runs without variables: an explicit
@@ -6,10 +6,10 @@ import PlugindSystem
 /// a tool installed beside its worker), then where a package or `Scripts/install.sh` put it
 /// (`<prefix>/libexec/plugind` beside the executable's `bin`, then `/usr/libexec/plugind` and
 /// `/usr/local/libexec/plugind`), then `PATH`.
-struct ExecutableLocator {
+package struct ExecutableLocator {
     /// Why nothing was found, naming every place that was looked at.
-    struct NotFound: Error {
-        var message: String
+    package struct NotFound: Error {
+        package var message: String
     }
 
     var name: String
@@ -18,12 +18,12 @@ struct ExecutableLocator {
     var installedInLibexec: Bool
 
     static let worker = ExecutableLocator(name: "plugind-worker", variable: "PLUGIND_WORKER", installedInLibexec: true)
-    static let tool = ExecutableLocator(name: "plugind", variable: "PLUGIND_TOOL", installedInLibexec: false)
+    package static let tool = ExecutableLocator(name: "plugind", variable: "PLUGIND_TOOL", installedInLibexec: false)
 
     /// The system-wide installations, in the order searched: Debian's package, then a local install.
     static let installedPrefixes = ["/usr", "/usr/local"]
 
-    func locate(
+    package func locate(
         explicit: URL? = nil,
         environment: [String: String]? = nil,
         executablePath: String? = ProcessEnvironment.executablePath

@@ -1,17 +1,17 @@
 import Foundation
 import PlugindSystem
-import PlugindWire
+package import PlugindWire
 
 /// Starts a worker for a `LaunchPlan`: pipes, spawn (on the event loop's thread, so the worker's
 /// parent-death signal is tied to a thread that lives as long as the process), handshake.
-enum WorkerLauncher {
+package enum WorkerLauncher {
     /// Variables a worker inherits; everything else in the host's environment stays behind.
     static let environmentAllowlist = ["PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "LC_NUMERIC", "TZ", BusyPolling.switchName]
 
     /// A worker that answered its handshake.
-    struct Launched {
-        let channel: WorkerChannel
-        let ready: Ready
+    package struct Launched {
+        package let channel: WorkerChannel
+        package let ready: Ready
         /// Why the first try could not start this worker, when a later one did (another launcher
         /// of the shared pool, or a launcher of its own): slower, never less safe, and said
         /// (`plugind run` prints it).
@@ -20,7 +20,7 @@ enum WorkerLauncher {
 
     /// Launches `plan` with the launch pools of `runtime`. A launch refused for layers this
     /// machine cannot apply says how its policy could accept them.
-    static func launch(_ plan: LaunchPlan, in runtime: PlugindRuntime) async throws -> Launched {
+    package static func launch(_ plan: LaunchPlan, in runtime: PlugindRuntime) async throws -> Launched {
         do {
             return try await start(plan, in: runtime)
         } catch let error as AppExtensionError where error.code == .confinementUnavailable {

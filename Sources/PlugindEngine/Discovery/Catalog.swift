@@ -27,6 +27,11 @@ package struct CatalogEntry: Sendable, Hashable {
     package var bundle: InspectedBundle
     package var root: SearchRoot
 
+    package init(bundle: InspectedBundle, root: SearchRoot) {
+        self.bundle = bundle
+        self.root = root
+    }
+
     package var manifest: Manifest { bundle.manifest }
     package var identifier: String { bundle.manifest.identifier }
 }

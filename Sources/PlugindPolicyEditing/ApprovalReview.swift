@@ -1,5 +1,6 @@
 import Foundation
 import PlugindBundle
+package import PlugindEngine
 
 /// What approving a plugin now would pin, and how that differs from the approval it had before:
 /// what `plugind approve` (and the browser's review screen) shows the owner before asking, and

@@ -26,13 +26,13 @@ package final class PlugindRuntime: Sendable {
     /// Discovery, one engine per discovery key while it has subscribers.
     let discoveryEngines = Locked<[DiscoveryEngine.Key: DiscoveryEngine]>([:])
     /// The running workers, shared or dedicated.
-    let sessions = WorkerSessions()
+    package let sessions = WorkerSessions()
     /// Ends running workers whose plugin the owner disables, revokes or quarantines.
     let policyEnforcement: PolicyEnforcement
     /// The launch pools, by executable and forks (`LaunchPool.key`).
     let launchPools = Locked<[String: LaunchPool]>([:])
     /// Plans made lately, by everything they are made of.
-    let launchPlans = LaunchPlanCache()
+    package let launchPlans = LaunchPlanCache()
     /// Launchers exec'd ahead of a one-shot launch (`oneShot`), a private pool each, by worker
     /// executable: the next launch that starts its worker from a pool of its own takes one.
     let poolsStartedAhead = Locked<[String: Task<LaunchPool, any Error>]>([:])
@@ -48,7 +48,7 @@ package final class PlugindRuntime: Sendable {
     }
 
     /// Follows a new session (shared or dedicated) until it ends: the policy is enforced on it.
-    func track(_ session: WorkerSession) {
+    package func track(_ session: WorkerSession) {
         sessions.track(session)
         policyEnforcement.started(session)
     }
@@ -80,7 +80,7 @@ package final class PlugindRuntime: Sendable {
     }
 
     /// Throws when the runtime was shut down: nothing launches in it any more.
-    func checkRunning(for plugin: String) throws(AppExtensionError) {
+    package func checkRunning(for plugin: String) throws(AppExtensionError) {
         guard isShutDown else { return }
         throw AppExtensionError(
             .invalidated, plugin: plugin, "plugind's runtime in this process was shut down; nothing launches in it any more")

@@ -9,7 +9,7 @@ import PlugindWire
 /// started, and the next launch sees the change. One per runtime (`PlugindRuntime`), over its
 /// sessions. Its watcher is its own: a discovery engine's queue would need a thread of its own
 /// at the first change, which a host at its process limit cannot make.
-final class PolicyEnforcement: Sendable {
+package final class PolicyEnforcement: Sendable {
     private struct Watch {
         /// One watcher for every host, made once: closing an inotify instance waits for the
         /// kernel's grace period, too slow to do for every last worker of a host.
@@ -114,10 +114,10 @@ final class PolicyEnforcement: Sendable {
     /// The identities of the files a policy decision of `host` reads (the owner's and the
     /// administrator's policy, the administrator's rules, the crash log; nil where missing):
     /// while they are equal no decision can have changed, and a launch need not decide again.
-    struct Fingerprint: Equatable {
+    package struct Fingerprint: Equatable {
         private var files: [FileIdentity?]
 
-        init(host: AppExtensionHost) {
+        package init(host: AppExtensionHost) {
             let paths = HostFiles.of(host)
             files = [
                 paths.userPolicyFile, paths.administratorPolicyFile,
@@ -128,7 +128,7 @@ final class PolicyEnforcement: Sendable {
 
     /// Why `entry`, launched a moment ago, may not run under `host`'s policy as it is now, if it
     /// may not.
-    static func launchRevocation(of entry: CatalogEntry, host: AppExtensionHost) -> String? {
+    package static func launchRevocation(of entry: CatalogEntry, host: AppExtensionHost) -> String? {
         revocation(of: entry, policy: PolicySnapshot.read(for: host), crashLog: CrashLog(host: host), during: "while it launched")
     }
 

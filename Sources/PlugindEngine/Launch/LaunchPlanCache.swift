@@ -3,7 +3,7 @@ import PlugindSystem
 /// Plans already made, by what they depend on: making one (the dependency walk, the view) would
 /// otherwise be on every launch's path. Bounded; a changed bundle, approval, host or policy on
 /// missing layers makes a new key. One per runtime (`PlugindRuntime.launchPlans`).
-final class LaunchPlanCache: Sendable {
+package final class LaunchPlanCache: Sendable {
     private struct Key: Hashable {
         var entry: CatalogEntry
         var host: AppExtensionHost
@@ -18,7 +18,7 @@ final class LaunchPlanCache: Sendable {
     static let capacity = 64
 
     /// The plan for a launch of `entry`, made once per bundle, approval and host.
-    func plan(entry: CatalogEntry, host: AppExtensionHost, approval: Approval?, requiresEnhancedSecurity: Bool) -> LaunchPlan {
+    package func plan(entry: CatalogEntry, host: AppExtensionHost, approval: Approval?, requiresEnhancedSecurity: Bool) -> LaunchPlan {
         let policy =
             LaunchPlan.appliesMissingLayerPolicy(host: host, requiresEnhancedSecurity: requiresEnhancedSecurity)
             ? MissingLayerAcceptance.read(for: host) : nil

@@ -1,5 +1,6 @@
 package import Foundation
 package import PlugindBundle
+package import PlugindEngine
 import PlugindSystem
 import PlugindWire
 
@@ -104,39 +105,9 @@ package struct PolicyEditor: Sendable {
         decided(.approve, identifier, approval: approval)
     }
 
-    /// What approving `entry` now would pin, with the publisher's key when its signature holds.
+    /// What approving `entry` now would pin (`Approval.pinning`), as an edit's error.
     package static func approval(of entry: CatalogEntry) throws(EditError) -> Approval {
-        let bundle = entry.bundle
-        do {
-            let digest = try ContentHashes.shared.digest(of: bundle)
-            var identities: [String: FileIdentity] = [:]
-            for file in bundle.contents.regularFiles { identities[file.path] = file.status.identity }
-            let systemLibrary =
-                try bundle.usesSystemLibrary
-                ? Approval.PinnedFile(
-                    path: bundle.libraryPath,
-                    sha256: ContentHashes.shared.digest(ofFileAtPath: bundle.libraryPath, identity: bundle.libraryStatus.identity),
-                    identity: bundle.libraryStatus.identity) : nil
-            let permissions = bundle.manifest.permissions
-            var grants: [String: String] = [:]
-            for path in permissions.read + permissions.write { grants[path] = GrantResolution.resolve(path) }
-            return Approval(
-                bundlePath: bundle.bundlePath,
-                bundleDigest: digest.digest,
-                files: digest.files,
-                fileIdentities: identities,
-                systemLibrary: systemLibrary,
-                permissions: permissions,
-                resolvedGrants: grants,
-                publisherKey: BundleSignature.status(ofBundleAt: bundle.bundlePath, digest: digest.digest).validKey.map {
-                    Data($0.raw).base64EncodedString()
-                },
-                limits: bundle.manifest.limits.recorded,
-                version: bundle.manifest.version
-            )
-        } catch {
-            throw .hashing(error.localizedDescription)
-        }
+        do { return try Approval.pinning(entry) } catch { throw .hashing(error.message) }
     }
 
     /// Trusts `key` for every plugin it signs; returns its fingerprint.

@@ -9,7 +9,7 @@ package enum CrashRecorder {
 
     /// Records the end of `channel` when it comes, unless the host ended it. The record is queued
     /// before anyone waiting for the termination resumes.
-    static func watch(_ channel: WorkerChannel, entry: CatalogEntry, host: AppExtensionHost) {
+    package static func watch(_ channel: WorkerChannel, entry: CatalogEntry, host: AppExtensionHost) {
         let limits = channel.limits
         let activity = channel.activity
         channel.setTerminationObserver { termination in
@@ -50,7 +50,7 @@ package enum CrashRecorder {
     }
 
     /// Records a launch that failed because the worker died or hung while loading.
-    static func recordLaunchFailure(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
+    package static func recordLaunchFailure(_ error: AppExtensionError, entry: CatalogEntry, host: AppExtensionHost) {
         let counted: Set<AppExtensionError.Code> = [
             .workerCrashed, .workerExited, .limitExceeded, .protocolViolation, .timedOut, .pluginLoadFailed,
         ]

@@ -1,17 +1,17 @@
-import PlugindBundle
+package import PlugindBundle
 import PlugindSystem
-import PlugindWire
+package import PlugindWire
 
 /// One running worker and the `AppExtensionProcess` handles that claim it. Like Apple's
 /// extension processes, a worker is shared by every handle of the same identity in this host
 /// process (unless one asks for a dedicated worker): each handle is a claim, the last release
 /// ends the worker, and every live handle hears of an interruption.
-final class WorkerSession: Sendable {
-    let channel: WorkerChannel
-    let ready: Ready
+package final class WorkerSession: Sendable {
+    package let channel: WorkerChannel
+    package let ready: Ready
     /// Why the shared launch pool could not start this worker, if a launcher of its own did.
-    let launchFallbackCause: String?
-    let plan: LaunchPlan
+    package let launchFallbackCause: String?
+    package let plan: LaunchPlan
     /// What was launched, for the policy checks while it runs.
     let entry: CatalogEntry
     let host: AppExtensionHost
@@ -22,11 +22,18 @@ final class WorkerSession: Sendable {
 
     /// Identifies the worker a new handle may attach to: the same host configuration, the same
     /// bundle (the same files, by identity) under the same approval.
-    struct Key: Hashable, Sendable {
+    package struct Key: Hashable, Sendable {
         var host: AppExtensionHost
         var bundle: InspectedBundle
         var approvedDigest: String?
         var requiresEnhancedSecurity: Bool
+
+        package init(host: AppExtensionHost, bundle: InspectedBundle, approvedDigest: String?, requiresEnhancedSecurity: Bool) {
+            self.host = host
+            self.bundle = bundle
+            self.approvedDigest = approvedDigest
+            self.requiresEnhancedSecurity = requiresEnhancedSecurity
+        }
     }
 
     private struct Claims {
@@ -38,7 +45,7 @@ final class WorkerSession: Sendable {
 
     private let claims = Locked(Claims())
 
-    init(
+    package init(
         _ launched: WorkerLauncher.Launched, plan: LaunchPlan, entry: CatalogEntry, host: AppExtensionHost, key: Key?,
         runtime: PlugindRuntime
     ) {
@@ -54,7 +61,7 @@ final class WorkerSession: Sendable {
     }
 
     /// A new claim with its interruption handler; nil when the worker is ending.
-    func claim(onInterruption: @escaping @Sendable () -> Void) -> Int? {
+    package func claim(onInterruption: @escaping @Sendable () -> Void) -> Int? {
         if channel.isTerminated || channel.isInvalidated { return nil }
         return claims.withLock { claims -> Int? in
             guard !claims.closed else { return nil }
@@ -67,7 +74,7 @@ final class WorkerSession: Sendable {
 
     /// Gives a claim back; the last one ends the worker. True when this was the last.
     @discardableResult
-    func release(_ claim: Int) -> Bool {
+    package func release(_ claim: Int) -> Bool {
         let last = claims.withLock { claims -> Bool in
             guard claims.handlers.removeValue(forKey: claim) != nil, claims.handlers.isEmpty, !claims.closed else { return false }
             claims.closed = true

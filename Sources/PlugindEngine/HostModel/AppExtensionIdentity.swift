@@ -16,9 +16,9 @@ public struct AppExtensionIdentity: Sendable, Hashable, Identifiable, CustomStri
     let bundlePath: String
     /// The host whose monitor found it: a process configured with the identity runs under this
     /// host's policy, search paths and limits (nil: `AppExtensionHost.current`).
-    let host: AppExtensionHost?
+    package let host: AppExtensionHost?
     /// Whether the point it was found for declared `EnhancedSecurity(true)`.
-    let requiresEnhancedSecurity: Bool
+    package let requiresEnhancedSecurity: Bool
 
     package init(
         bundleIdentifier: String, extensionPointIdentifier: String, localizedName: String, bundlePath: String,

@@ -7,3 +7,10 @@ struct AskContext: Sendable {
 
     @TaskLocal static var current: AskContext?
 }
+
+/// A failure a host's request handler throws to answer an ask with its own code and message
+/// (the public API's `AppExtensionConnection.RequestFailure`); any other error answers with code 1.
+package protocol AskHandlerFailure: Error {
+    var code: Int32 { get }
+    var message: String { get }
+}

@@ -8,7 +8,7 @@ import Synchronization
 /// must happen on a long-lived thread (spawning, because PR_SET_PDEATHSIG follows the thread that
 /// spawned). No blocking call ever runs on Swift's cooperative pool. It is also a task executor,
 /// for tasks that opt in (`AppExtensionProcess.taskExecutor`).
-final class WorkerEventLoop: TaskExecutor {
+package final class WorkerEventLoop: TaskExecutor {
     typealias Job = @Sendable () -> Void
 
     /// One descriptor being watched: its handler, under a number of its own.
@@ -187,7 +187,7 @@ final class WorkerEventLoop: TaskExecutor {
 
     /// Runs task jobs on the loop thread: a task that prefers this executor resumes on the thread
     /// that read its answer, without waking another.
-    func enqueue(_ job: consuming ExecutorJob) {
+    package func enqueue(_ job: consuming ExecutorJob) {
         let unowned = UnownedJob(job)
         state.withLock { $0.tasks.append(unowned) }
         if !isOnLoopThread { notifier.signal() }

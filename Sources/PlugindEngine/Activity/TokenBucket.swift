@@ -4,9 +4,9 @@ import PlugindSystem
 /// counted, and said once something is admitted again (or the count is taken), so a flood costs
 /// the log a bounded number of entries plus one that says how many went. A value without system
 /// calls: the caller passes the time.
-struct TokenBucket: Sendable {
-    let burst: Double
-    let rate: Double
+package struct TokenBucket: Sendable {
+    package let burst: Double
+    package let rate: Double
 
     private var tokens: Double
     private var last: ContinuousClock.Instant?
@@ -58,8 +58,8 @@ struct TokenBucket: Sendable {
 /// out of it nor flood the journal: lines per worker (as fast as a person can read a burst),
 /// bytes per plugin across its workers in a host (lines may be 8 KiB each), and the sandbox's
 /// refusal reports per plugin (the worker limits them too, but in memory the plugin can write).
-enum PluginLogBudget {
+package enum PluginLogBudget {
     static func linesPerWorker() -> TokenBucket { TokenBucket(burst: 100, rate: 50) }
-    static func bytesPerPlugin() -> TokenBucket { TokenBucket(burst: 256 * 1024, rate: 16 * 1024) }
+    package static func bytesPerPlugin() -> TokenBucket { TokenBucket(burst: 256 * 1024, rate: 16 * 1024) }
     static func refusalsPerPlugin() -> TokenBucket { TokenBucket(burst: 10, rate: 1) }
 }

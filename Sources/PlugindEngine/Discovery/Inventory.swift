@@ -19,9 +19,9 @@ package struct Inventory: Sendable {
 
         package var isAvailable: Bool { explanation.isAvailable }
 
-        /// The identity a process of `host` is configured with; `point` is the point it was
-        /// found for, whose `EnhancedSecurity` the process keeps.
-        package func identity(host: AppExtensionHost, point: AppExtensionPoint? = nil) -> AppExtensionIdentity {
+        /// The identity a process of `host` is configured with; `requiresEnhancedSecurity` is
+        /// that of the point it was found for, which the process keeps.
+        package func identity(host: AppExtensionHost, requiresEnhancedSecurity: Bool = false) -> AppExtensionIdentity {
             AppExtensionIdentity(
                 bundleIdentifier: entry.manifest.identifier,
                 extensionPointIdentifier: entry.manifest.extensionPoint,
@@ -29,7 +29,7 @@ package struct Inventory: Sendable {
                 bundlePath: entry.bundle.bundlePath,
                 capabilities: entry.manifest.capabilities,
                 host: host,
-                requiresEnhancedSecurity: point?.requiresEnhancedSecurity ?? false
+                requiresEnhancedSecurity: requiresEnhancedSecurity
             )
         }
 

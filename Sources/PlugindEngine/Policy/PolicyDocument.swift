@@ -198,6 +198,11 @@ package struct PolicyFileError: Error, Sendable, Equatable, CustomStringConverti
     package var path: String
     package var reason: String
 
+    package init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+
     package var description: String { "policy file \(path) \(reason)" }
 }
 

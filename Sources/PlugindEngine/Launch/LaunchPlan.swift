@@ -28,7 +28,7 @@ package struct SealedSource: Sendable, Hashable {
 /// approval, the host's caps and the extension point: what the worker loads, the view it gets,
 /// the files it gets as sealed copies and the limits it runs under.
 package struct LaunchPlan: Sendable {
-    let pluginIdentifier: String
+    package let pluginIdentifier: String
     /// Whether this plan holds for as long as the files it was made from are unchanged (see
     /// `DependencyDirectories.directories(of:)`).
     let isSettled: Bool
@@ -48,7 +48,7 @@ package struct LaunchPlan: Sendable {
     /// How many of the plugin's asks may wait on one connection.
     package let asksPerConnection: Int
     let launchTimeout: Duration
-    let shutdownGracePeriod: Duration
+    package let shutdownGracePeriod: Duration
     let cancellationGracePeriod: Duration
     let workerExecutable: URL?
     let launchStrategy: AppExtensionHost.LaunchStrategy
@@ -63,7 +63,7 @@ package struct LaunchPlan: Sendable {
     let missingLayerPolicy: MissingLayerAcceptance?
     /// Told the worker's pid and executable as soon as it runs, before it answers the handshake
     /// (`plugind debug` attaches the debugger then).
-    var workerStarted: (@Sendable (_ pid: Int32, _ executable: String) -> Void)?
+    package var workerStarted: (@Sendable (_ pid: Int32, _ executable: String) -> Void)?
 
     /// The worker's descriptor of the first sealed file: after standard input, output and error,
     /// the two protocol pipes and the shared memory.

@@ -5,10 +5,12 @@ import PlugindWire
 /// Turns an identity into the bundle to launch, refusing it unless it is (still) approved and
 /// enabled, and not quarantined. Checked at every launch, so a change of policy or bytes takes
 /// effect at once.
-enum PluginResolution {
+package enum PluginResolution {
     /// The entry to launch for `identity`, with the approval it is launched under (nil for a
     /// plugin bundled with the host).
-    static func entry(for identity: AppExtensionIdentity, host: AppExtensionHost) throws(AppExtensionError) -> (CatalogEntry, Approval?) {
+    package static func entry(for identity: AppExtensionIdentity, host: AppExtensionHost) throws(AppExtensionError) -> (
+        CatalogEntry, Approval?
+    ) {
         let id = identity.bundleIdentifier
         let roots = SearchRoot.roots(of: host)
         guard let entry = Catalog.shared.entry(atBundlePath: identity.bundlePath, roots: roots) else {

@@ -82,7 +82,7 @@ package struct PolicySnapshot: Sendable {
         if case .denied(let reason) = verdict { return (.denied(reason), nil, nil) }
         let (decision, approval) = evaluateApprovals(entry, hashes: hashes)
         guard !decision.isAvailable, case .allowed(let rule) = verdict,
-            !decision.isDisabled, let allowed = try? PolicyEditor.approval(of: entry)
+            !decision.isDisabled, let allowed = try? Approval.pinning(entry)
         else { return (decision, approval, nil) }
         return (.available(bundledWithHost: false), allowed, rule)
     }
@@ -121,7 +121,7 @@ package struct PolicySnapshot: Sendable {
     private func trustedApproval(for entry: CatalogEntry, hashes: ContentHashes) -> Approval? {
         let trusted = Set(user.trustedPublishers.values.map(\.publicKey) + administrator.trustedPublishers.values.map(\.publicKey))
         guard !trusted.isEmpty, !entry.bundle.usesSystemLibrary,
-            let approval = try? PolicyEditor.approval(of: entry), let key = approval.publisherKey, trusted.contains(key)
+            let approval = try? Approval.pinning(entry), let key = approval.publisherKey, trusted.contains(key)
         else { return nil }
         return approval
     }

@@ -9,7 +9,7 @@ package struct WorkerTermination: Sendable {
     let fatalReport: FatalSignalReport?
     let stopCause: WorkerChannel.StopCause?
     let loadFailure: LoadFailure?
-    let output: String
+    package let output: String
     let wasInvalidated: Bool
     /// The worker's control group saw a process killed for its memory limit.
     var cgroupHitMemoryLimit = false
@@ -37,7 +37,7 @@ package struct WorkerTermination: Sendable {
     /// The end as the public API reports it. A fatal-signal report wins over the exit status: a
     /// worker that is pid 1 of its namespace cannot die of a signal it raised itself, so it exits
     /// instead, after reporting the signal.
-    var publicTermination: AppExtensionError.Termination {
+    package var publicTermination: AppExtensionError.Termination {
         if let report = fatalReport {
             return .signaled(signal: report.signal, name: signalName(report.signal))
         }

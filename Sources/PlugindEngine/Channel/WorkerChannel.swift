@@ -1,6 +1,6 @@
 import Foundation
 import PlugindSystem
-import PlugindWire
+package import PlugindWire
 import Synchronization
 
 /// The host's side of one worker: carries out what `ChannelProtocol` decides, the worker's life
@@ -19,12 +19,12 @@ package final class WorkerChannel: EventLoopHandler {
     let pluginIdentifier: String
     let limits: ResourceLimits
     let process: WorkerProcess
-    var processIdentifier: Int32 { process.identifier }
+    package var processIdentifier: Int32 { process.identifier }
     let toWorker: FileDescriptor
     let input: WorkerInput
     var fromWorker: FileDescriptor { input.frames }
     var diagnostics: FileDescriptor { input.output }
-    let loop: WorkerEventLoop
+    package let loop: WorkerEventLoop
     let writer: FrameWriter
     let state: Locked<State>
     /// Held by whoever reads from the worker and dispatches what it read (the loop, a caller
@@ -49,7 +49,7 @@ package final class WorkerChannel: EventLoopHandler {
     }
 
     /// Answers the plugin's asks on one connection.
-    typealias RequestHandler = @Sendable ([UInt8]) async throws -> [UInt8]
+    package typealias RequestHandler = @Sendable ([UInt8]) async throws -> [UInt8]
 
     struct State {
         var machine: ChannelProtocol
@@ -233,7 +233,7 @@ package final class WorkerChannel: EventLoopHandler {
 
     /// Sends request bytes on `connection` and waits for the response. Inside the handler of an
     /// ask of this worker, the request is nested in the ask: the plugin's thread that asked runs it.
-    func request(_ bytes: [UInt8], connection: UInt32, timeout: Duration?) async throws -> [UInt8] {
+    package func request(_ bytes: [UInt8], connection: UInt32, timeout: Duration?) async throws -> [UInt8] {
         let nestedIn = AskContext.current.flatMap { $0.channel == ObjectIdentifier(self) ? $0.ask : nil }
         let reply = try await perform(connection: connection, timeout: timeout) { id in
             requestMessage(bytes, id: id, connection: connection, nestedIn: nestedIn)
@@ -246,7 +246,7 @@ package final class WorkerChannel: EventLoopHandler {
     /// learnt it. For a caller that blocks its own thread until then: one thread is woken per
     /// reply, where a task waiting for it would wake the pool first. `completion` must return at
     /// once.
-    func request(
+    package func request(
         _ bytes: [UInt8], connection: UInt32, timeout: Duration?,
         completion: @escaping @Sendable (Result<[UInt8], AppExtensionError>) -> Void
     ) {
@@ -294,7 +294,7 @@ package final class WorkerChannel: EventLoopHandler {
     }
 
     /// Calls the manifest-declared function at `index`; what the worker returned is unchecked.
-    func call(function index: UInt32, arguments: [FunctionValue], timeout: Duration?) async throws -> FunctionCallReply {
+    package func call(function index: UInt32, arguments: [FunctionValue], timeout: Duration?) async throws -> FunctionCallReply {
         let reply = try await perform(connection: 0, timeout: timeout) { id in
             .call(id: id, function: index, arguments: arguments)
         }
@@ -370,7 +370,7 @@ package final class WorkerChannel: EventLoopHandler {
     // MARK: Connections
 
     /// Opens a connection and waits until the plugin accepts it; `handler` answers its asks.
-    func openConnection(handler: RequestHandler?, timeout: Duration) async throws -> UInt32 {
+    package func openConnection(handler: RequestHandler?, timeout: Duration) async throws -> UInt32 {
         let (id, effects) = try state.withLock { state in
             state.machine.openConnection(hasHandler: handler != nil, timeout: timeout, now: .now).mapError { unavailable($0, state) }
         }.get()
@@ -396,7 +396,7 @@ package final class WorkerChannel: EventLoopHandler {
 
     /// Closes a connection: its waiting requests fail, the plugin's asks on it stop, the plugin
     /// is told. Idempotent.
-    func closeConnection(_ id: UInt32) {
+    package func closeConnection(_ id: UInt32) {
         var actions = Actions()
         state.withLock { state in
             collect(state.machine.closeConnection(id, now: .now), into: &actions, state: &state)
@@ -416,7 +416,7 @@ package final class WorkerChannel: EventLoopHandler {
             let result: Result<[UInt8], AskFailure>
             do {
                 result = .success(try await AskContext.$current.withValue(context) { try await handler(bytes) })
-            } catch let failure as AppExtensionConnection.RequestFailure {
+            } catch let failure as any AskHandlerFailure {
                 result = .failure(AskFailure(reason: .handlerFailed, code: failure.code, message: failure.message))
             } catch {
                 result = .failure(AskFailure(reason: .handlerFailed, code: 1, message: String(describing: error)))
@@ -445,7 +445,7 @@ package final class WorkerChannel: EventLoopHandler {
     /// A new sequence of the messages the plugin sends from now on about `connection`'s
     /// requests, and its log, with a bounded buffer. A sequence nobody reads any more costs at
     /// most its budget until the process ends.
-    func messages(connection: UInt32) -> AppExtensionMessages {
+    package func messages(connection: UInt32) -> AppExtensionMessages {
         let buffer = AppExtensionMessages.Buffer()
         let accepted = state.withLock { state -> Bool in
             if state.machine.isEnded { return false }
@@ -477,12 +477,12 @@ package final class WorkerChannel: EventLoopHandler {
     /// Ends the worker in an orderly way: pending requests fail, the worker gets `shutdown` and
     /// end-of-file, and is killed if it has not exited after `grace` (the protocol's teardown).
     /// The interruption handler will not run. Idempotent.
-    func invalidate(grace: Duration) {
+    package func invalidate(grace: Duration) {
         decide { $0.invalidate(grace: grace, now: .now) }
     }
 
     /// Waits until the worker has exited and been reaped.
-    func termination() async -> WorkerTermination {
+    package func termination() async -> WorkerTermination {
         await withCheckedContinuation { continuation in
             let ended: WorkerTermination? = state.withLock { state in
                 if let termination = state.machine.lifecycle.termination { return termination }
@@ -493,17 +493,17 @@ package final class WorkerChannel: EventLoopHandler {
         }
     }
 
-    var isInvalidated: Bool {
+    package var isInvalidated: Bool {
         state.withLock { $0.machine.lifecycle.isInvalidated }
     }
 
-    var isTerminated: Bool {
+    package var isTerminated: Bool {
         state.withLock { $0.machine.isEnded }
     }
 
     /// Kills the worker because of `cause`, which the errors of pending requests will name (the
     /// protocol's teardown). Only the first cause counts.
-    func stop(_ cause: StopCause) {
+    package func stop(_ cause: StopCause) {
         decide { $0.stop(cause) }
     }
 
@@ -513,7 +513,7 @@ package final class WorkerChannel: EventLoopHandler {
     }
 
     /// How many requests and responses travelled through shared memory so far.
-    var sharedMemoryTransfers: (requests: Int, responses: UInt64) {
+    package var sharedMemoryTransfers: (requests: Int, responses: UInt64) {
         state.withLock { ($0.sharedRequests?.placedCount ?? 0, $0.sharedResponsesRead) }
     }
 
