@@ -142,6 +142,9 @@ let package = Package(
         .target(
             name: "CPlugindSymbolizer", dependencies: ["CPlugindConfinement"], cSettings: gnuSource,
             linkerSettings: [.linkedLibrary("stdc++")]),
+        // C: a C header's function declarations through libclang (Debian's libclang1-N, loaded with
+        // dlopen when `plugind declare` asks, never linked): the CLI only.
+        .target(name: "CHeaderReader", cSettings: gnuSource),
         // libarchive: plugin packages (`plugind pack`, `plugind install FILE`); the CLI only.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
@@ -203,7 +206,7 @@ let package = Package(
             name: "plugind",
             dependencies: [
                 "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindBundle", "PlugindPackages", "PlugindSystem",
-                "PlugindWire", "CTerminal", "CArchive", "CPlugindShims",
+                "PlugindWire", "CTerminal", "CArchive", "CPlugindShims", "CHeaderReader",
             ],
             swiftSettings: swiftSettings
         ),

@@ -19,6 +19,9 @@
 #   libsqlite3-0    (a system library the tests call by soname, beside zlib1g, libssl3's
 #                    libcrypto, libm and libc, which every Debian machine with the above has)
 #   libglib2.0-dev  (the documentation's GLib main-loop snippet compiles against it in a test)
+#   libclang1-14, libclang-common-14-dev
+#                   ('plugind declare' reads C headers with libclang, loaded when asked; the
+#                   second package holds the compiler's own headers, stddef.h and the like)
 #   libdw-dev       (elfutils' libdw: the host names the functions and lines of a crashed or hung
 #                    plugin's stack from its own copies of the libraries)
 #   gdb             ('plugind debug' starts a plugin's worker under it; its test runs gdb in batch)
@@ -34,7 +37,7 @@
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev lintian python3-pytest python3-pip python3-setuptools python3-wheel python3-venv valgrind libasan8 libsqlite3-0 libglib2.0-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go "$@"; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev lintian python3-pytest python3-pip python3-setuptools python3-wheel python3-venv valgrind libasan8 libsqlite3-0 libglib2.0-dev libclang1-14 libclang-common-14-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

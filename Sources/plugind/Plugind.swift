@@ -13,7 +13,7 @@ enum Plugind {
         .of(ListCommand.self), .of(BrowseCommand.self), .of(InfoCommand.self), .of(RunCommand.self), .of(CallCommand.self),
         .of(ApproveCommand.self), PolicyChangeCommand.entry(.disable), PolicyChangeCommand.entry(.enable),
         PolicyChangeCommand.entry(.revoke), .of(WatchCommand.self), .of(VerifyCommand.self), .of(NewCommand.self),
-        .of(BindCommand.self), .of(KeygenCommand.self), .of(SignCommand.self), .of(PackCommand.self), .of(TrustCommand.self),
+        .of(BindCommand.self), .of(DeclareCommand.self), .of(KeygenCommand.self), .of(SignCommand.self), .of(PackCommand.self), .of(TrustCommand.self),
         .of(DevCommand.self), .of(DebugCommand.self), .of(InstallCommand.self), .of(UninstallCommand.self), .of(CrashesCommand.self),
         .of(LogsCommand.self), .of(TopCommand.self),
         .of(QuarantineCommand.self),

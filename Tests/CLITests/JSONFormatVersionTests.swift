@@ -37,6 +37,7 @@ struct JSONFormatVersionTests {
             "top": [.document(["top", "--json"])],
             "quarantine": [.document(["quarantine", "list", "--json"])],
             "points": [.document(["points", "list", "--json"])],
+            "declare": [.document(["declare", "/usr/include/zlib.h", "--function", "crc32", "--json"])],
         ]
     }
 

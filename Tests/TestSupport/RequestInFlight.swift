@@ -1,5 +1,5 @@
 package import ExtensionFoundation
-package import PlugindEngine
+import PlugindEngine
 
 extension AppExtensionConnection {
     /// Sends `request` (to a plugin that reports progress as it works, such as Countdown) and

@@ -16,7 +16,7 @@ enum CompletionScript {
         static func of(_ placeholder: String) -> ArgumentKind? {
             switch placeholder {
             case "<id>": .identifier
-            case "<bundle>", "<package>", "<bundle-or-package>", "<public-key-file>", "<file>", "<directory>": .path
+            case "<bundle>", "<package>", "<bundle-or-package>", "<public-key-file>", "<file>", "<directory>", "<header>": .path
             case "<name>", "<input>", "<function>", "<argument>", "<fingerprint>", "<key>", "<value>", "<point>": .text
             default: nil
             }

@@ -1,0 +1,62 @@
+/// A C type as libclang read it from a header: what `DeclarationDraft` classifies.
+struct HeaderType: Sendable, Equatable {
+    /// libclang's `CXTypeKind` values that matter here (stable across its versions).
+    enum Kind {
+        static let void: Int32 = 2
+        static let bool: Int32 = 3
+        static let charUnsigned: Int32 = 4
+        static let unsignedChar: Int32 = 5
+        static let unsignedShort: Int32 = 8
+        static let unsignedInt: Int32 = 9
+        static let unsignedLong: Int32 = 10
+        static let unsignedLongLong: Int32 = 11
+        static let charSigned: Int32 = 13
+        static let signedChar: Int32 = 14
+        static let short: Int32 = 16
+        static let int: Int32 = 17
+        static let long: Int32 = 18
+        static let longLong: Int32 = 19
+        static let float: Int32 = 21
+        static let double: Int32 = 22
+        static let pointer: Int32 = 101
+        static let record: Int32 = 105
+        static let enumeration: Int32 = 106
+        static let functionWithoutPrototype: Int32 = 110
+        static let functionPrototype: Int32 = 111
+    }
+
+    /// As written, typedefs kept (`uLongf *`).
+    var spelling: String
+    /// With typedefs resolved (`unsigned long *`).
+    var canonical: String
+    var kind: Int32
+    /// In bytes; negative when incomplete.
+    var size: Int64
+    /// How many pointers lead to `innermostKind`.
+    var pointerDepth: Int
+    var innermostKind: Int32
+    /// Whether what one pointer points to is const.
+    var innermostIsConst: Bool
+    /// Negative for an incomplete (opaque) struct.
+    var innermostSize: Int64
+    /// The struct's, union's or enum's name under the pointers (`sqlite3`); empty otherwise.
+    var innermostName: String
+}
+
+/// A function a header declares.
+struct HeaderFunction: Sendable, Equatable {
+    struct Parameter: Sendable, Equatable {
+        /// Empty when the header names none.
+        var name: String
+        var type: HeaderType
+    }
+
+    var name: String
+    var file: String
+    var line: Int
+    var isVariadic: Bool
+    /// `static` or `inline` in the header: no library exports it.
+    var isStatic: Bool
+    var result: HeaderType
+    var parameters: [Parameter]
+}
