@@ -115,6 +115,14 @@ static scmp_filter_ctx base_filter(void) {
         syscall_number("memfd_secret", syscall_memfd_secret), SCMP_SYS(acct), SCMP_SYS(chroot),
     };
     if (result == 0) result = deny_all(filter, EPERM, refused, sizeof refused / sizeof refused[0]);
+    // Memory is writable or executable, never both (W^X): code a plugin writes cannot run without
+    // passing through a file the loader maps. mmap, mprotect and pkey_mprotect take the
+    // protection as their third argument; EACCES is what the kernel's own refusal says.
+    const int mapping[] = {SCMP_SYS(mmap), SCMP_SYS(mprotect), SCMP_SYS(pkey_mprotect)};
+    for (size_t index = 0; result == 0 && index < sizeof mapping / sizeof mapping[0]; index++) {
+        result = libseccomp.rule_add(filter, SCMP_ACT_ERRNO(EACCES), mapping[index], 1,
+                                     SCMP_A2_64(SCMP_CMP_MASKED_EQ, PROT_WRITE | PROT_EXEC, PROT_WRITE | PROT_EXEC));
+    }
     // No new namespaces, whatever else the plugin may do.
     const uint64_t namespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS |
                                 CLONE_NEWCGROUP | 0x00000080 /* CLONE_NEWTIME */;

@@ -220,7 +220,8 @@ struct SecurityTests {
             ("bpf", "refused EPERM"), ("perf", "refused EPERM"), ("userfaultfd", "refused EPERM"), ("clock", "refused EPERM"),
             ("syslog", "refused EPERM"), ("mount", "refused EPERM"), ("unshare", "refused EPERM"), ("setns", "refused EPERM"),
             ("ptrace", "refused EPERM"), ("process-vm", "refused EPERM"), ("fanotify", "refused EPERM"), ("clone3", "refused ENOSYS"),
-            ("io_uring", "refused ENOSYS"), ("socket-inet", "refused EACCES"),
+            ("io_uring", "refused ENOSYS"), ("socket-inet", "refused EACCES"), ("map-wx", "refused EACCES"),
+            ("protect-wx", "refused EACCES"),
         ])
     func refusedCalls(vector: String, expected: String) async throws {
         let (wallBefore, before) = (Date(), ContinuousClock.now)

@@ -363,6 +363,24 @@ static int32_t handle(void *state, const plugind_plugin_request *request, plugin
         snprintf(text, sizeof text, "%ld", posted);
         return outcome(response, 0, text);
     }
+    if (strcmp(vector, "map-wx") == 0) {
+        // Writable and executable at once: what a JIT or libffi's closures ask for.
+        void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE | PROT_EXEC, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page != MAP_FAILED) munmap(page, 4096);
+        return outcome(response, page == MAP_FAILED ? -1 : 0, "mapped writable and executable");
+    }
+    if (strcmp(vector, "protect-wx") == 0) {
+        // A writable page made executable as well; executable alone stays allowed (the loader's way).
+        void *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (page == MAP_FAILED) return outcome(response, -1, "");
+        int result = mprotect(page, 4096, PROT_READ | PROT_WRITE | PROT_EXEC);
+        int saved = errno;
+        int alone = result == 0 ? 0 : mprotect(page, 4096, PROT_READ | PROT_EXEC);
+        munmap(page, 4096);
+        if (result != 0 && alone != 0) return outcome(response, 0, "read-and-execute refused too");
+        errno = saved;
+        return outcome(response, result, "protected writable and executable");
+    }
     if (strcmp(vector, "bpf") == 0) return outcome(response, syscall(SYS_bpf, 0, NULL, 0), "bpf");
     if (strcmp(vector, "perf") == 0) return outcome(response, syscall(SYS_perf_event_open, NULL, 0, -1, -1, 0), "perf");
     if (strcmp(vector, "userfaultfd") == 0) return outcome(response, syscall(SYS_userfaultfd, 0), "userfaultfd");
