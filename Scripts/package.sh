@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the Debian packages under .build/packages/:
-#   plugind_<version>_<arch>.deb       the command, the worker, manual pages, completions,
+#   plugind_<version>_<arch>.deb       the command, manual pages, completions,
 #                                      /usr/lib/plugind/plugins and /etc/plugind
-#   libplugind0_<version>_<arch>.deb   libplugind.so.0, the C host API
+#   plugind-worker_<version>_<arch>.deb
+#                                      the worker, which the command and every host start
+#   libplugind0_<version>_<arch>.deb   libplugind.so.0, the C host API (needs plugind-worker only)
 #   plugind-dev_<version>_<arch>.deb   plugind_plugin.h and plugind-plugin.pc (plugins), plugind.h,
 #                                      libplugind.so and plugind.pc (hosts)
 #   python3-plugind_<version>_all.deb  the Python host package, over libplugind0
@@ -53,7 +55,9 @@ if ! lintian --fail-on error --tag-display-limit 0 "$changes" > "$work/lintian.l
 fi
 sed 's/^/lintian: /' "$work/lintian.log" >&2
 mkdir -p .build/packages
-rm -f .build/packages/plugind_*.deb .build/packages/plugind-dev_*.deb .build/packages/libplugind0_*.deb .build/packages/python3-plugind_*.deb
-mv "$work"/plugind_*.deb "$work"/plugind-dev_*.deb "$work"/libplugind0_*.deb "$work"/python3-plugind_*.deb .build/packages/
+rm -f .build/packages/plugind_*.deb .build/packages/plugind-worker_*.deb .build/packages/plugind-dev_*.deb \
+    .build/packages/libplugind0_*.deb .build/packages/python3-plugind_*.deb
+mv "$work"/plugind_*.deb "$work"/plugind-worker_*.deb "$work"/plugind-dev_*.deb "$work"/libplugind0_*.deb \
+    "$work"/python3-plugind_*.deb .build/packages/
 
 ls -l .build/packages/*.deb

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindEngine
 import PlugindSystem
 
@@ -96,14 +97,20 @@ public enum AppExtensionBrowser {
     /// Blocks a thread of its own (not the cooperative pool) until the browser has exited.
     private static func waitForExit(of descriptor: Locked<FileDescriptor?>) async -> ProcessExit.Reason? {
         await withCheckedContinuation { continuation in
-            Thread {
+            let wait = {
                 let exit = try? descriptor.withLock { $0 }?.waitForProcessExit()
                 descriptor.withLock { descriptor in
                     descriptor?.close()
                     descriptor = nil
                 }
                 continuation.resume(returning: exit?.reason)
-            }.start()
+            }
+            do {
+                pthread_detach(try SystemThread.start(stackBytes: 256 << 10, wait))
+            } catch {
+                // No thread to spare (the limit on threads): the pool's own waits instead.
+                wait()
+            }
         }
     }
 }

@@ -1,4 +1,5 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
 import PlugindEngine
 import PlugindSystem
 // The public value types hosts use with connections; the module holds nothing else.

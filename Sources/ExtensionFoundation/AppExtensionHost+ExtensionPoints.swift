@@ -1,4 +1,6 @@
-public import Foundation
+public import FoundationEssentials
+import Glibc
+import PlugindSystem
 package import PlugindBundle
 import PlugindEngine
 
@@ -47,7 +49,7 @@ extension AppExtensionHost {
             do {
                 try FileManager.default.removeItem(at: file)
             } catch {
-                throw DescriptorError(description: "cannot remove \(file.path): \(error.localizedDescription)")
+                throw DescriptorError(description: "cannot remove \(file.path): \(ErrorText.describe(error))")
             }
             removed.append(file)
         }

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 public import Observation
 import PlugindBundle
 import PlugindEngine

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 package import PlugindBundle
 import PlugindEngine
 
@@ -15,7 +17,7 @@ extension AppExtensionProcess {
     package static func development(_ inspected: InspectedBundle, host: AppExtensionHost) async throws -> AppExtensionProcess {
         let path = inspected.bundlePath
         let entry = CatalogEntry(
-            bundle: inspected, root: SearchRoot(path: (path as NSString).deletingLastPathComponent, isBundledWithHost: false))
+            bundle: inspected, root: SearchRoot(path: path.deletingLastPathComponent, isBundledWithHost: false))
         // No approval: the grants the manifest asks for are resolved now, as for a bundled plugin.
         let plan = LaunchPlan(entry: entry, host: host)
         let runtime = PlugindRuntime.current

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 package import PlugindBundle
 import PlugindEngine
 import PlugindWire
@@ -20,7 +22,7 @@ extension AppExtensionProcess {
     /// - Throws: the `AppExtensionError` a launch would meet: `abiMismatch`, `symbolMissing`,
     ///   `pluginLoadFailed`, `workerCrashed` (a crash while loading), …
     package static func inspectLibrary(of bundle: InspectedBundle, host: AppExtensionHost) async throws -> LibraryInspection {
-        let root = SearchRoot(path: (bundle.bundlePath as NSString).deletingLastPathComponent, isBundledWithHost: false)
+        let root = SearchRoot(path: bundle.bundlePath.deletingLastPathComponent, isBundledWithHost: false)
         let ready = try await probe(CatalogEntry(bundle: bundle, root: root), mode: .inspectLibrary, host: host, withoutPermissions: true)
         return LibraryInspection(abiVersion: ready.pluginABIVersion, hasEntryPoint: ready.hasRequestHandler, pluginName: ready.pluginName)
     }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// The digest an approval (and a publisher's signature) pins: SHA-256 of a canonical listing of

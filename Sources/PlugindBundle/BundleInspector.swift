@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// A bundle directory that passed the checks plugind can make without loading anything:
 /// manifest schema, library location, ownership and permissions, ELF class and machine.

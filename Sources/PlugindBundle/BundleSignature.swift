@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 import Glibc
 import PlugindSystem
 
@@ -59,11 +59,10 @@ package struct BundleSignature: Codable, Sendable, Hashable {
 
     /// The end of `day` (YYYY-MM-DD, UTC), or nil when it is not such a date.
     package static func endOfDay(_ day: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "UTC")
-        formatter.dateFormat = "yyyy-MM-dd"
-        guard day.count == 10, let start = formatter.date(from: day) else { return nil }
+        let digits = day.utf8.enumerated().allSatisfy { index, byte in
+            index == 4 || index == 7 ? byte == UInt8(ascii: "-") : (byte >= 0x30 && byte <= 0x39)
+        }
+        guard day.utf8.count == 10, digits, let start = try? Date(day + "T00:00:00Z", strategy: .iso8601) else { return nil }
         return start.addingTimeInterval(86_400)
     }
 

@@ -1,4 +1,6 @@
-import Foundation
+import PlugindSystem
+import FoundationEssentials
+import Glibc
 import PlugindTypes
 
 /// One thing `plugind verify` found wrong, with how to fix it.
@@ -45,8 +47,8 @@ package enum BundleVerifier {
             result.problems.append(VerificationProblem(check: check, message: message, fix: fix))
         }
 
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        var isDirectory = false
+        guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), isDirectory else {
             problem("bundle", "\(path) is not a directory", "pass the bundle directory, the one that holds manifest.json")
             return result
         }
@@ -141,7 +143,7 @@ package enum BundleVerifier {
         var pending = [(libraryPath, file)]
         var seen: Set<String> = [libraryPath]
         while let (path, current) = pending.popLast() {
-            let directory = (path as NSString).deletingLastPathComponent
+            let directory = path.deletingLastPathComponent
             for name in current.needed {
                 guard let candidate = resolver.candidate(for: name, runPaths: current.runPaths, origin: directory),
                     let resolved = canonicalPath(candidate)
@@ -155,7 +157,7 @@ package enum BundleVerifier {
                 {
                     refused += 1
                     problem(
-                        "dependencies", "\(name), needed by \((path as NSString).lastPathComponent), is refused: \(refusal)",
+                        "dependencies", "\(name), needed by \(path.lastPathComponent), is refused: \(refusal)",
                         "ship it in the bundle (-Wl,-rpath,'$ORIGIN'), or install it where only root can change it")
                 }
                 guard resolved.hasPrefix(bundlePath + "/"), seen.insert(resolved).inserted else { continue }
@@ -173,7 +175,7 @@ package enum BundleVerifier {
                 + "/etc/ld.so.cache and the default directories"
             problem(
                 "dependencies",
-                "\(name), needed by \((libraryPath as NSString).lastPathComponent), is not found in \(searched)",
+                "\(name), needed by \(libraryPath.lastPathComponent), is not found in \(searched)",
                 "install the package that provides \(name), or ship it in the bundle and link with -Wl,-rpath,'$ORIGIN'"
             )
         }
@@ -184,7 +186,7 @@ package enum BundleVerifier {
         if manifest.functions.isEmpty && !exportsEntry {
             problem(
                 "entry-point",
-                "\((libraryPath as NSString).lastPathComponent) does not export plugind_plugin_entry and the manifest declares no functions",
+                "\(libraryPath.lastPathComponent) does not export plugind_plugin_entry and the manifest declares no functions",
                 file.isBuiltByGo
                     ? "import plugind/kit and call kit.Register from an init function of package main (the kit defines the entry point)"
                     : "export the entry point: PLUGIND_PLUGIN_EXPORT in C, PLUGIND_CPP_PLUGIN in C++, export_plugin! in Rust, kit.Register in Go, @c(plugind_plugin_entry) with PluginKit"
@@ -196,7 +198,7 @@ package enum BundleVerifier {
         for function in missingFunctions {
             problem(
                 "functions",
-                "function '\(function.name)' declared in the manifest is not exported by \((libraryPath as NSString).lastPathComponent)",
+                "function '\(function.name)' declared in the manifest is not exported by \(libraryPath.lastPathComponent)",
                 "export it (default visibility, PLUGIND_PLUGIN_EXPORT) or remove it from the manifest"
             )
         }
@@ -209,12 +211,12 @@ package enum BundleVerifier {
             switch file.pluginABIVersion {
             case nil:
                 result.warnings.append(
-                    "\((libraryPath as NSString).lastPathComponent) records no plugin ABI version (built with an older plugind_plugin.h): the version is checked only when it loads; rebuild it to record one"
+                    "\(libraryPath.lastPathComponent) records no plugin ABI version (built with an older plugind_plugin.h): the version is checked only when it loads; rebuild it to record one"
                 )
             case let version? where !supportedABIVersions.contains(version):
                 problem(
                     "abi",
-                    "\((libraryPath as NSString).lastPathComponent) was built for plugin ABI \(version); this plugind supports \(supportedABIVersions.map(String.init).joined(separator: ", "))",
+                    "\(libraryPath.lastPathComponent) was built for plugin ABI \(version); this plugind supports \(supportedABIVersions.map(String.init).joined(separator: ", "))",
                     "rebuild it against this plugind's plugind_plugin.h (or its C++, Rust or Go kit)")
             case let version?:
                 result.passed.append("abi (\(version))")

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// What a host declares about one of its extension points, installed where plugind reads it
@@ -82,7 +83,7 @@ package struct ExtensionPointDescriptor: Codable, Equatable, Sendable {
         do {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         } catch {
-            throw Problem(path: directory, reason: "cannot be created: \(error.localizedDescription)")
+            throw Problem(path: directory, reason: "cannot be created: \(ErrorText.describe(error))")
         }
         do {
             try AtomicFile.replace(path, with: bytes, mode: 0o644)
@@ -114,7 +115,7 @@ package struct ExtensionPointDescriptor: Codable, Equatable, Sendable {
             throw Problem(path: path, reason: "is not an extension-point descriptor (\(error))")
         }
         let validated = try descriptor.validated(at: path)
-        guard (path as NSString).lastPathComponent == fileName(of: validated.identifier) else {
+        guard path.lastPathComponent == fileName(of: validated.identifier) else {
             throw Problem(
                 path: path, reason: "declares '\(validated.identifier)', so its name must be \(fileName(of: validated.identifier))")
         }

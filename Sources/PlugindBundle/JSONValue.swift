@@ -1,4 +1,6 @@
-package import Foundation
+package import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// A JSON document as a tree with the type of every value kept exact (a boolean is never a
 /// number, an integer keeps every digit), so that a manifest can be validated key by key.

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// Finds shared libraries the way the dynamic linker would, without loading them: run paths of
 /// the requesting library (with `$ORIGIN`), then `/etc/ld.so.cache`, then the default
@@ -38,7 +40,7 @@ package struct LibraryResolver: Sendable {
         var candidates: [String] = []
         for runPath in runPaths {
             let directory =
-                origin.map { runPath.replacingOccurrences(of: "$ORIGIN", with: $0).replacingOccurrences(of: "${ORIGIN}", with: $0) }
+                origin.map { runPath.replacing("${ORIGIN}", with: $0).replacing("$ORIGIN", with: $0) }
                 ?? runPath
             candidates.append(directory + "/" + name)
         }

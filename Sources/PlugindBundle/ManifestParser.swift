@@ -1,4 +1,4 @@
-package import Foundation
+package import FoundationEssentials
 import Glibc
 import PlugindSystem
 import PlugindTypes

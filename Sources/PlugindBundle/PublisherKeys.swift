@@ -1,5 +1,7 @@
 import CCrypto
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// Ed25519 keys of plugin publishers, through OpenSSL's libcrypto. A private key file is a PEM
 /// PKCS#8 "PRIVATE KEY" (the format `openssl genpkey -algorithm ed25519` writes); a public key

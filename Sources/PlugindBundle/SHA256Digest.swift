@@ -1,5 +1,6 @@
+import PlugindSystem
 import CCrypto
-package import Foundation
+package import FoundationEssentials
 import Glibc
 
 /// SHA-256 through OpenSSL's libcrypto.
@@ -17,21 +18,10 @@ package enum SHA256Digest {
 
     /// Digest of the file at `path`, read in 1 MiB pieces.
     package static func hex(ofFileAtPath path: String) throws -> String {
-        guard let handle = FileHandle(forReadingAtPath: path) else {
-            throw CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: path])
-        }
-        defer { try? handle.close() }
-        Libcrypto.prepare()
-        guard let context = EVP_MD_CTX_new() else { throw CocoaError(.fileReadUnknown) }
-        defer { EVP_MD_CTX_free(context) }
-        EVP_DigestInit_ex(context, EVP_sha256(), nil)
-        while let chunk = try handle.read(upToCount: 1 << 20), !chunk.isEmpty {
-            chunk.withUnsafeBytes { bytes in _ = EVP_DigestUpdate(context, bytes.baseAddress, bytes.count) }
-        }
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var length: UInt32 = 0
-        EVP_DigestFinal_ex(context, &digest, &length)
-        return hexString(digest.prefix(Int(length)))
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw SystemError("open \(path)", Errno.current) }
+        defer { close(descriptor) }
+        return try hex(ofDescriptor: descriptor)
     }
 
     /// Digest of everything `descriptor` reads from its current offset to its end.
@@ -42,7 +32,7 @@ package enum SHA256Digest {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
             guard count >= 0 else {
-                throw CocoaError(.fileReadUnknown, userInfo: [NSUnderlyingErrorKey: POSIXError(.init(rawValue: errno) ?? .EIO)])
+                throw SystemError("read", Errno.current)
             }
             if count == 0 { break }
             buffer.withUnsafeBytes { stream.update(UnsafeRawBufferPointer(rebasing: $0[..<count])) }

@@ -1,4 +1,6 @@
-package import Foundation
+package import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// Decodes `Decodable` values from JSON read by `JSONParser`: the one reader of every file
 /// plugind reads that another process wrote (policy, the administrator's rules, signatures,

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// Keeps the promise libplugind's header makes about a handle's callbacks: once the function that
 /// ends the handle returns (`plugind_connection_close`, `plugind_process_release`), none of its
@@ -13,7 +15,7 @@ import Foundation
 /// may close a connection from inside its own handler.
 final class CallbackGate: @unchecked Sendable {
     // Every field below is read and written only with `condition` locked.
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     private var closed = false
     private var admitted = 0
     /// How many admitted callbacks each thread is inside now (nested calls count each).

@@ -340,7 +340,7 @@ struct HostAPIShapeTests {
         }
     }
 
-    @Test("the public API re-exports only the module of its own value types")
+    @Test("the public API re-exports only the modules of its own value types")
     func reexports() throws {
         // FunctionValue and PluginLogLevel come with `import ExtensionFoundation` alone.
         let value: FunctionValue = .int32(7)
@@ -352,6 +352,18 @@ struct HostAPIShapeTests {
             let text = try String(contentsOfFile: BuiltProducts.packageRoot + "/Sources/ExtensionFoundation/\(file)", encoding: .utf8)
             exported += text.split(separator: "\n").filter { $0.hasPrefix("@_exported") }.map(String.init)
         }
-        #expect(exported == ["@_exported public import PlugindTypes"])
+        #expect(Set(exported) == ["@_exported public import PlugindTypes", "@_exported public import PlugindEngine"])
+        // The engine's public declarations are the host's value types (HostModel/), nothing else:
+        // its API for the CLI and the tests is `package`.
+        let engine = BuiltProducts.packageRoot + "/Sources/PlugindEngine"
+        let enumerator = FileManager.default.enumerator(atPath: engine)
+        var publicOutside: [String] = []
+        while let file = enumerator?.nextObject() as? String {
+            guard file.hasSuffix(".swift"), !file.hasPrefix("HostModel/") else { continue }
+            let text = try String(contentsOfFile: engine + "/" + file, encoding: .utf8)
+            let lines = text.split(separator: "\n").filter { $0.trimmingCharacters(in: .whitespaces).hasPrefix("public ") }
+            publicOutside += lines.map { "\(file): \($0)" }
+        }
+        #expect(publicOutside.isEmpty, "public outside PlugindEngine/HostModel: \(publicOutside)")
     }
 }

@@ -40,7 +40,7 @@ struct RobustnessTests {
         defer { pipe.close() }
         let recorder = Recorder()
         try loop.register(pipe.readEnd, events: Epoll.readable, handler: recorder)
-        loop.start()
+        try loop.start()
         try await Deadline.wait("the loop to give up") {
             for await _ in recorder.failed.stream { return }
         }
@@ -74,7 +74,7 @@ struct RobustnessTests {
         defer { second.close() }
         let secondRecorder = Recorder()
         try loop.register(second.readEnd, events: Epoll.readable, handler: secondRecorder)
-        loop.start()
+        try loop.start()
         try await Deadline.wait("the batch to be handled") {
             for await _ in secondRecorder.failed.stream { return }
         }

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The Debian packages from build to removal, on this machine (Scripts/test.sh runs it as root):
-# builds plugind, libplugind0, plugind-dev and python3-plugind (Scripts/package.sh), checks their file lists and
+# builds plugind, plugind-worker, libplugind0, plugind-dev and python3-plugind (Scripts/package.sh), checks their file lists and
 # lintian's verdict, installs them with dpkg, and then, with no plugind variables set: runs the CLI as root
 # and as an ordinary user, reads 'man plugind', completes 'plugind ap<TAB>' in bash, builds a C
 # plugin with pkg-config in a directory outside the tree, packs it with 'plugind pack --format
 # deb' and installs that, runs a C host built with 'pkg-config plugind' and, from python3-plugind alone,
 # a Python host, builds the README's host snippet as a package of its own outside the
-# tree and runs it as the user; checks that removing and purging keep the administrator's files
+# tree and runs it as the user; runs the C host again with the command's packages removed (a host
+# needs libplugind0 and plugind-worker only, a third of what it pulled before);
+# checks that removing and purging keep the administrator's files
 # and leave nothing of the packages behind; and installs into a prefix with Scripts/install.sh
 # and removes exactly that. Skipped (with a message) when not root, or when plugind is already
 # installed (this test would replace and then remove it).
@@ -30,7 +32,7 @@ chmod 0755 "$work"
 # What this test puts in /etc/plugind as the administrator would (the packages never do).
 remove_administrator_files() { rm -f /etc/plugind/policy.json /etc/plugind/policy.json.lock /etc/plugind/rules.json; }
 cleanup() {
-    dpkg -P plugind-plugin-org.example.upper python3-plugind plugind-dev libplugind0 plugind >/dev/null 2>&1 || true
+    dpkg -P plugind-plugin-org.example.upper python3-plugind plugind-dev libplugind0 plugind plugind-worker >/dev/null 2>&1 || true
     remove_administrator_files
     rmdir /etc/plugind 2>/dev/null || true
     rm -rf "$work"
@@ -64,6 +66,7 @@ run 1500 Scripts/package.sh >/dev/null
 deb=$(ls .build/packages/plugind_*_"$(dpkg --print-architecture)".deb)
 dev=$(ls .build/packages/plugind-dev_*_"$(dpkg --print-architecture)".deb)
 lib=$(ls .build/packages/libplugind0_*_"$(dpkg --print-architecture)".deb)
+worker_deb=$(ls .build/packages/plugind-worker_*_"$(dpkg --print-architecture)".deb)
 python_deb=$(ls .build/packages/python3-plugind_*_all.deb)
 multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 version=$(dpkg-deb -f "$deb" Version)
@@ -72,8 +75,8 @@ step "file lists"
 bin=$(swift build -c release --show-bin-path)
 expected=$work/expected
 {
-    printf '%s\n' ./etc/plugind/ ./usr/bin/plugind ./usr/lib/plugind/ ./usr/lib/plugind/plugins/ ./usr/libexec/plugind/ \
-        ./usr/libexec/plugind/plugind-worker ./usr/share/bash-completion/completions/plugind \
+    printf '%s\n' ./etc/plugind/ ./usr/bin/plugind ./usr/lib/plugind/ ./usr/lib/plugind/plugins/ \
+        ./usr/share/bash-completion/completions/plugind \
         ./usr/share/doc/plugind/changelog.gz ./usr/share/doc/plugind/copyright \
         ./usr/share/fish/vendor_completions.d/plugind.fish ./usr/share/man/man1/plugind.1.gz \
         ./usr/share/man/man5/plugind-manifest.5.gz ./usr/share/man/man5/plugind-policy.5.gz \
@@ -103,6 +106,10 @@ dpkg-deb -c "$dev" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/ex
 printf '%s\n' "./usr/lib/$multiarch/libplugind.so.$version" "./usr/lib/$multiarch/libplugind.so.0" \
     ./usr/share/doc/libplugind0/changelog.gz ./usr/share/doc/libplugind0/copyright | sort > "$work/expected-lib"
 dpkg-deb -c "$lib" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-lib" - || fail "the files of $lib differ"
+printf '%s\n' ./usr/libexec/plugind/plugind-worker ./usr/share/doc/plugind-worker/changelog.gz \
+    ./usr/share/doc/plugind-worker/copyright | sort > "$work/expected-worker"
+dpkg-deb -c "$worker_deb" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-worker" - \
+    || fail "the files of $worker_deb differ"
 for file in __init__.py _errors.py _native.py py.typed; do echo "./usr/lib/python3/dist-packages/plugind/$file"; done \
     | cat - <(printf '%s\n' ./usr/share/doc/python3-plugind/changelog.gz ./usr/share/doc/python3-plugind/copyright) | sort > "$work/expected-python"
 dpkg-deb -c "$python_deb" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-python" - || fail "the files of $python_deb differ"
@@ -110,15 +117,29 @@ python_depends=$(dpkg-deb -f "$python_deb" Depends)
 [[ $python_depends == *"libplugind0 (>= $version)"* && $python_depends == *python3* ]] \
     || fail "python3-plugind's Depends lacks libplugind0 or python3: $python_depends"
 depends=$(dpkg-deb -f "$deb" Depends)
-[[ $depends == *libseccomp2* ]] || fail "Depends lacks libseccomp2: $depends"
-[[ $depends == *swift* ]] && fail "Depends names a Swift runtime: the runtime must be linked statically"
+[[ $depends == *"plugind-worker (= $version)"* ]] || fail "plugind's Depends lacks plugind-worker: $depends"
+worker_depends=$(dpkg-deb -f "$worker_deb" Depends)
+[[ $worker_depends == *libseccomp2* && $worker_depends == *libdw1* ]] || fail "plugind-worker's Depends lacks libseccomp2 or libdw1: $worker_depends"
+lib_depends=$(dpkg-deb -f "$lib" Depends)
+[[ $lib_depends == *"plugind-worker (= $version)"* ]] || fail "libplugind0's Depends lacks plugind-worker: $lib_depends"
+[[ $lib_depends == *"plugind ("* ]] && fail "libplugind0 depends on the command's package: $lib_depends"
+[[ "$depends $worker_depends $lib_depends" == *swift* ]] && fail "a Depends names a Swift runtime: the runtime must be linked statically"
+# What a C or Python host installs: libplugind0 and plugind-worker, at most a third of the
+# 127,602 KiB it pulled when libplugind0 depended on the command's package (plugind 68,088 KiB and
+# libplugind0 59,514 KiB, each with its own Swift runtime, Foundation and ICU's data; measured
+# with dpkg-deb -f PACKAGE Installed-Size on 2026-12-05).
+host_size=$(( $(dpkg-deb -f "$lib" Installed-Size) + $(dpkg-deb -f "$worker_deb" Installed-Size) ))
+echo "packaging: a host installs $host_size KiB (libplugind0 $(dpkg-deb -f "$lib" Installed-Size), plugind-worker $(dpkg-deb -f "$worker_deb" Installed-Size)); the command's package is $(dpkg-deb -f "$deb" Installed-Size) KiB" >&2
+[ $((host_size * 3)) -le 127602 ] || fail "a host installs $host_size KiB, more than a third of 127,602 KiB"
+objdump -T "$(ls "$checkout"/.build/packaging/plugind-*/stage/usr/lib/"$multiarch"/libplugind.so.0)" | grep -qi icu \
+    && fail "libplugind.so.0 links ICU: a module it links imports Foundation instead of FoundationEssentials"
 
 step "lintian"
-run 600 lintian --fail-on error "$deb" "$dev" "$lib" "$python_deb" >/dev/null
+run 600 lintian --fail-on error "$deb" "$worker_deb" "$dev" "$lib" "$python_deb" >/dev/null
 
 step "dpkg -i"
-run 300 dpkg -i "$deb" "$lib" "$dev" "$python_deb" >/dev/null
-dpkg -L plugind libplugind0 plugind-dev python3-plugind | grep -v '^/\.$' | sort -u > "$work/installed"
+run 300 dpkg -i "$deb" "$worker_deb" "$lib" "$dev" "$python_deb" >/dev/null
+dpkg -L plugind plugind-worker libplugind0 plugind-dev python3-plugind | grep -v '^/\.$' | sort -u > "$work/installed"
 [ -x /usr/libexec/plugind/plugind-worker ] || fail "no worker in /usr/libexec/plugind"
 libraries=$(ldd /usr/bin/plugind /usr/libexec/plugind/plugind-worker "/usr/lib/$multiarch/libplugind.so.0")
 [[ $libraries == *swift* ]] && fail "the installed binaries load a Swift library: $libraries"
@@ -286,7 +307,7 @@ cc -std=c11 -D_GNU_SOURCE -pthread -o "$work/host_test" Tests/CHost/host_test.c 
 # Memcheck, on the misuse scenario only: valgrind cannot run the launch (its emulation of clone
 # refuses what the launcher asks for); the scenarios that start plugins run under AddressSanitizer
 # below (and every one of them in HostLibraryTests). Undefined-value tracking is off: the
-# statically linked Swift runtime and ICU branch on partly initialised words in vectorised code.
+# statically linked Swift runtime branches on partly initialised words in vectorised code.
 # First the installed library itself: no invalid read or write and no bad free (that needs no
 # symbols; Debian 12's valgrind reads the stripped file, not the DWARF 5 of the toolchain's).
 as_user valgrind -q --undef-value-errors=no --leak-check=no --error-exitcode=9 "$work/host_test" misuse >/dev/null
@@ -374,7 +395,7 @@ output=$(as_user "$host/.build/debug/texthost")
 
 step "installing over the installed version keeps policy, approvals and plugins"
 echo '{"formatVersion": 1, "rules": []}' > /etc/plugind/rules.json
-run 300 dpkg -i "$deb" "$lib" "$dev" "$python_deb" >/dev/null
+run 300 dpkg -i "$deb" "$worker_deb" "$lib" "$dev" "$python_deb" >/dev/null
 [ -f /etc/plugind/rules.json ] || fail "reinstalling plugind deleted /etc/plugind/rules.json"
 [ -f /usr/lib/plugind/plugins/org.example.upper/manifest.json ] || fail "reinstalling plugind removed a packaged plugin"
 [ "$(as_user plugind run org.example.upper kept)" = "KEPT" ] || fail "the administrator's trust did not survive reinstalling plugind"
@@ -382,13 +403,27 @@ run 300 dpkg -i "$deb" "$lib" "$dev" "$python_deb" >/dev/null
 step "removal keeps the administrator's files; purge removes what plugind wrote there, not what the administrator did"
 run 120 dpkg -r plugind-plugin-org.example.upper >/dev/null
 [ -e /usr/lib/plugind/plugins/org.example.upper ] && fail "removing the plugin package left its bundle"
+
+step "a C host with the command's packages removed: libplugind0 and plugind-worker are all it needs"
+# The owner installs and approves the plugin with the command, then removes the command.
+as_user plugind install "$project/Upper/build/Upper.appex" >/dev/null
+as_user plugind approve org.example.upper --yes >/dev/null
+run 120 dpkg -r plugind-dev plugind >/dev/null
+[ -e /usr/bin/plugind ] && fail "removing plugind left /usr/bin/plugind"
+[[ $(as_user "$work/host_test" send local.texthost.text-filters) == "reply HELLO"* ]] \
+    || fail "the C host does not run the plugin with only libplugind0 and plugind-worker installed"
+python=$(as_user env PYTHONDONTWRITEBYTECODE=1 /usr/bin/python3 -c 'import plugind; print("imported")')
+[ "$python" = imported ] || fail "python3-plugind without the command printed '$python'"
+# The plugin the user installed goes with the command's reinstall below.
+rm -rf "$home/.local/lib/plugind/plugins"
+run 300 dpkg -i "$deb" "$dev" >/dev/null
 [ -f /etc/plugind/policy.json ] || fail "the administrator's policy.json is missing before removal"
 touch /etc/plugind/policy.json.Xy12Zq # what an interrupted write of the policy leaves
-run 120 dpkg -r python3-plugind plugind-dev libplugind0 plugind >/dev/null
+run 120 dpkg -r python3-plugind plugind-dev libplugind0 plugind plugind-worker >/dev/null
 [ -f /etc/plugind/rules.json ] || fail "removing plugind deleted /etc/plugind/rules.json"
 [ -f /etc/plugind/policy.json ] || fail "removing plugind deleted the administrator's policy.json"
 # Purged after a removal, when dpkg knows the package only by its configuration files.
-run 120 dpkg -P python3-plugind plugind-dev libplugind0 plugind >/dev/null
+run 120 dpkg -P python3-plugind plugind-dev libplugind0 plugind plugind-worker >/dev/null
 for made in policy.json policy.json.lock policy.json.Xy12Zq; do
     [ -e "/etc/plugind/$made" ] && fail "purging plugind left /etc/plugind/$made"
 done

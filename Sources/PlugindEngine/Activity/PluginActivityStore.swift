@@ -1,4 +1,6 @@
-package import Foundation
+package import FoundationEssentials
+import Dispatch
+import Glibc
 import PlugindBundle
 import PlugindSystem
 

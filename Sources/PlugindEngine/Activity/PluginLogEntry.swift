@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// One thing a host records about a plugin for the owner: a line the plugin logged, a crash, a
 /// quarantine, a limit it hit, a refusal of the sandbox, or an owner's decision. Written to the

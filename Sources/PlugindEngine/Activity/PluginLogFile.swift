@@ -1,4 +1,5 @@
-package import Foundation
+package import FoundationEssentials
+import Glibc
 import PlugindBundle
 import PlugindSystem
 
@@ -84,15 +85,16 @@ package struct PluginLogFile: Sendable {
     package func lines(of path: String, from offset: Int) -> (lines: [Data], end: Int) {
         let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)
         guard descriptor >= 0 else { return ([], offset) }
-        let handle = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        defer { close(descriptor) }
         var status = stat()
         guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return ([], offset) }
         let size = Int(status.st_size)
         guard size > offset else { return ([], offset) }
         let start = max(offset, size - Self.readLimit)
-        guard (try? handle.seek(toOffset: UInt64(start))) != nil,
-            let data = try? handle.read(upToCount: min(size - start, Self.readLimit)), !data.isEmpty
-        else { return ([], offset) }
+        var data = Data(count: min(size - start, Self.readLimit))
+        let count = data.withUnsafeMutableBytes { pread(descriptor, $0.baseAddress, $0.count, off_t(start)) }
+        guard count > 0 else { return ([], offset) }
+        data.removeSubrange(count...)
         guard let last = data.lastIndex(of: UInt8(ascii: "\n")) else { return ([], offset) }
         var complete = data[data.startIndex...last]
         // Started inside the file to stay bounded: the first line is a part of one.

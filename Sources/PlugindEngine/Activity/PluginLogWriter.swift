@@ -1,6 +1,7 @@
 import CPlugindShims
 package import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// Where a host's plugin entries go, and the one writer per destination in this process. Callers

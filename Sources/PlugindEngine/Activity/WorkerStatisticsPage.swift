@@ -1,5 +1,6 @@
 import CPlugindShims
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// The page a host publishes for each running worker, for `plugind top`: a file of one page in

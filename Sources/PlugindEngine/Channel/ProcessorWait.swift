@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// How long a worker's threads waited for a processor, and how busy the machine was, read when
 /// one of the worker's timeouts fires, so that a timeout the machine's load explains says so
@@ -104,7 +106,7 @@ package struct ProcessorWait: Sendable, Equatable {
         if let cpuPressure, cpuPressure.isFinite, cpuPressure >= 0 { machine.append("CPU pressure \(Int(cpuPressure.rounded()))%") }
         if let loadAverage, loadAverage.isFinite, loadAverage >= 0 {
             let processors = processors == 1 ? "1 processor" : "\(max(processors, 0)) processors"
-            machine.append("load average \(String(format: "%.2f", loadAverage)) on \(processors)")
+            machine.append("load average \(DecimalText.fixed(loadAverage, digits: 2)) on \(processors)")
         }
         let context = machine.isEmpty ? "" : " (\(machine.joined(separator: ", ")))"
         return "the machine was busy: \(how)\(context); a longer timeout may help"
@@ -114,9 +116,9 @@ package struct ProcessorWait: Sendable, Equatable {
     static func text(_ duration: Duration) -> String {
         let seconds = max(duration / .seconds(1), 0)
         if seconds < 1 { return "\(Int((seconds * 1000).rounded())) ms" }
-        if seconds < 120 { return String(format: "%.1f s", seconds) }
-        if seconds < 2 * 3600 { return String(format: "%.1f min", seconds / 60) }
-        return String(format: "%.1f h", seconds / 3600)
+        if seconds < 120 { return DecimalText.fixed(seconds, digits: 1) + " s" }
+        if seconds < 2 * 3600 { return DecimalText.fixed(seconds / 60, digits: 1) + " min" }
+        return DecimalText.fixed(seconds / 3600, digits: 1) + " h"
     }
 }
 

@@ -1,5 +1,6 @@
 import CPlugindShims
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 import Synchronization
 
@@ -94,7 +95,7 @@ package final class WorkerEventLoop: TaskExecutor {
             var openFiles: UInt64 = 0
             _ = plugind_shim_raise_open_file_limit(&openFiles)
             let created = try WorkerEventLoop()
-            created.start()
+            try created.start()
             loop = created
             return created
         }
@@ -122,11 +123,9 @@ package final class WorkerEventLoop: TaskExecutor {
         self.maximumBackoff = maximumBackoff
     }
 
-    func start() {
-        let thread = Thread { [self] in run() }
-        thread.name = Self.threadName
-        thread.stackSize = 1 << 20
-        thread.start()
+    func start() throws(SystemError) {
+        let thread = try SystemThread.start(stackBytes: 1 << 20) { [self] in run() }
+        pthread_detach(thread)
     }
 
     // MARK: Registration
@@ -282,7 +281,7 @@ package final class WorkerEventLoop: TaskExecutor {
                     return
                 }
                 // A wait that keeps failing must not spin: pause, longer each time.
-                Thread.sleep(forTimeInterval: Double(backoff.components.attoseconds) / 1e18 + Double(backoff.components.seconds))
+                SystemThread.sleep(backoff)
                 backoff = min(backoff * 2, maximumBackoff)
                 continue
             }

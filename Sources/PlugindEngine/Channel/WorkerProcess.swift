@@ -1,5 +1,6 @@
 import CPlugindShims
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// A worker's process as the host holds it: its pid and pidfd, the control group it may run in,

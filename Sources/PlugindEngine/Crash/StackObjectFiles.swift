@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 import PlugindBundle
 import PlugindWire
 
@@ -52,7 +54,7 @@ struct StackObjectFiles: Sendable {
         if path.isEmpty { return workerExecutable }
         if let known = exact[path] { return known }
         guard path.hasPrefix("/"), !path.contains("/../"), !path.contains("/./"), !path.contains("\n") else { return nil }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.deletingLastPathComponent
         if directories.contains(directory) { return path }
         if TrustedLibraryPath.systemDirectories.contains(where: { path.hasPrefix($0 + "/") }) { return path }
         return nil

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 import PlugindWire
 
@@ -42,7 +43,7 @@ enum StackSymbolizer {
             var named = AppExtensionError.StackFrame(index: index, address: frame.address)
             if let module = frame.module {
                 let object = report.modules[module]
-                named.object = object.path.isEmpty ? "plugind-worker" : (object.path as NSString).lastPathComponent
+                named.object = object.path.isEmpty ? "plugind-worker" : object.path.lastPathComponent
                 named.objectOffset = frame.address &- object.loadBias
             }
             return named

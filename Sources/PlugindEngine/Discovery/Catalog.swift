@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 package import PlugindBundle
 import PlugindSystem
 import PlugindWire

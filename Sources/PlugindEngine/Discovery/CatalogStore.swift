@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindBundle
 import PlugindSystem
 import PlugindWire
@@ -149,7 +150,7 @@ struct CatalogStore {
         var file = writer.bytes
         file.reserveCapacity(file.count + chunks.reduce(0) { $0 + $1.count })
         for chunk in chunks { file += chunk }
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.deletingLastPathComponent
         try? FileManager.default.createDirectory(
             atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         // A unique temporary file, synced, then renamed over the store: concurrent savers never

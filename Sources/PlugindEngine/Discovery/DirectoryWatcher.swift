@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// Watches directories with inotify on the event loop and calls `onChange` once per burst of
@@ -49,7 +50,7 @@ final class DirectoryWatcher: EventLoopHandler {
         for path in paths {
             var candidate = path
             while !FileManager.default.fileExists(atPath: candidate) && candidate != "/" {
-                candidate = (candidate as NSString).deletingLastPathComponent
+                candidate = candidate.deletingLastPathComponent
             }
             wanted.insert(candidate)
         }

@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// Discovery for one host configuration in this process: one directory watcher, and one scan per

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// The paths of a host's files as strings, derived from its URLs once per configuration rather

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 import PlugindBundle
 
 /// Every plugin installed for a host at one moment, with the owner's decision about each: the

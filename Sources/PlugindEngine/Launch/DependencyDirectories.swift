@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindBundle
 import PlugindSystem
 import PlugindWire
@@ -59,7 +60,7 @@ final class DependencyDirectories: Sendable {
                     pending.append(resolution.canonicalPath)
                 case .failure(let failure):
                     let needer = path.hasPrefix(bundle.bundlePath + "/") ? String(path.dropFirst(bundle.bundlePath.count + 1)) : path
-                    let needed = (dependency as NSString).lastPathComponent
+                    let needed = dependency.lastPathComponent
                     if let code = failure.systemErrno, let exhausted = SystemError("open", Errno(rawValue: code)).exhaustedHostResource {
                         hostFailure = hostFailure ?? "\(needer) needs \(needed), which cannot be checked: \(failure); \(exhausted)"
                     } else {
@@ -68,7 +69,7 @@ final class DependencyDirectories: Sendable {
                 }
             }
         }
-        let directories = Set(libraries.map { ($0 as NSString).deletingLastPathComponent })
+        let directories = Set(libraries.map { $0.deletingLastPathComponent })
         return (directories.sorted(), libraries.sorted(), refusal, hostFailure, settled && refusal == nil && hostFailure == nil)
     }
 
@@ -77,7 +78,7 @@ final class DependencyDirectories: Sendable {
         let key = Key(path: path, identity: FileIdentity(path: path))
         if let known = resolved.withLock({ $0[key] }) { return known }
         guard let file = try? ELFFile.inspect(atPath: path) else { return nil }
-        let origin = (path as NSString).deletingLastPathComponent
+        let origin = path.deletingLastPathComponent
         let found = file.needed.compactMap { resolver.candidate(for: $0, runPaths: file.runPaths, origin: origin) }
         resolved.withLock { $0[key] = found }
         return found

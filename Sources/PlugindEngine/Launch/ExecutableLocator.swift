@@ -1,4 +1,5 @@
-package import Foundation
+package import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// Finds a plugind executable, so that a host built anywhere runs without variables: an explicit
@@ -56,11 +57,11 @@ package struct ExecutableLocator {
         var candidates: [String] = []
         var prefixes = Self.installedPrefixes
         if let executablePath {
-            let directory = (executablePath as NSString).deletingLastPathComponent
+            let directory = executablePath.deletingLastPathComponent
             candidates.append(directory + "/" + name)
             // An installation under any prefix: <prefix>/bin/host finds <prefix>/libexec/plugind.
-            if (directory as NSString).lastPathComponent == "bin" {
-                let prefix = (directory as NSString).deletingLastPathComponent
+            if directory.lastPathComponent == "bin" {
+                let prefix = directory.deletingLastPathComponent
                 prefixes.removeAll { $0 == prefix }
                 prefixes.insert(prefix, at: 0)
             }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 package import PlugindBundle
 package import PlugindSystem
 package import PlugindWire
@@ -228,7 +229,7 @@ struct WorkerViewPlan {
             }
         }
         if bundle.usesSystemLibrary {
-            let name = (bundle.libraryPath as NSString).lastPathComponent
+            let name = bundle.libraryPath.lastPathComponent
             // No digest: the approval pins the soname and who may change the file (root alone),
             // so a security update of the library keeps the plugin usable. The sealed copy is
             // opened through the same trusted walk that found it.
@@ -262,10 +263,10 @@ enum GrantResolution {
         while existing != "/" {
             if let resolved = realpath(existing, nil) {
                 defer { free(resolved) }
-                return ([String(cString: resolved)] + rest.reversed()).joined(separator: "/").replacingOccurrences(of: "//", with: "/")
+                return ([String(cString: resolved)] + rest.reversed()).joined(separator: "/").replacing("//", with: "/")
             }
-            rest.append((existing as NSString).lastPathComponent)
-            existing = (existing as NSString).deletingLastPathComponent
+            rest.append(existing.lastPathComponent)
+            existing = existing.deletingLastPathComponent
         }
         return path
     }

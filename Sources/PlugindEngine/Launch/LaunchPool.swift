@@ -1,5 +1,6 @@
 import CPlugindShims
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 import PlugindWire
 

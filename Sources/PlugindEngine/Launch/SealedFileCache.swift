@@ -1,5 +1,6 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 package import PlugindBundle
 package import PlugindSystem
 import PlugindWire
@@ -118,7 +119,7 @@ package final class SealedFileCache: Sendable {
             defer { file.close() }
             var stream = SHA256Stream()
             (copy, size) = try SealedFile.copy(
-                from: file, name: "plugind:" + (source.path as NSString).lastPathComponent, maximumBytes: BundleContents.Limits.fileBytes
+                from: file, name: "plugind:" + source.path.lastPathComponent, maximumBytes: BundleContents.Limits.fileBytes
             ) { stream.update($0) }
             digest = stream.finish()
         } catch {

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 // mkdir, rmdir and access on the control-group file system, and kill(pid, 0) for a stale group's
 // owner: a control group is a directory, and this file is the one place that speaks that interface.
 import Glibc
@@ -171,7 +171,7 @@ package struct WorkerCgroup: Sendable {
     package var cpuNanoseconds: UInt64? {
         if version == 1 {
             return (try? String(contentsOfFile: cpuAccounting + "/cpuacct.usage", encoding: .utf8))
-                .flatMap { UInt64($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+                .flatMap { UInt64($0.filter { !$0.isWhitespace }) }
         }
         guard let stat = try? String(contentsOfFile: cpuAccounting + "/cpu.stat", encoding: .utf8),
             let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("usage_usec ") }),

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 // fnmatch(3): identifier patterns match as the shell's do, by the C library's own matcher.
 import Glibc
 import PlugindBundle

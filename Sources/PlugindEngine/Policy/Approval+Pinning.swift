@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindBundle
 import PlugindSystem
 
@@ -39,7 +40,7 @@ extension Approval {
                 version: bundle.manifest.version
             )
         } catch {
-            throw PinningFailure(message: error.localizedDescription)
+            throw PinningFailure(message: ErrorText.describe(error))
         }
     }
 }

@@ -1,4 +1,5 @@
-package import Foundation
+package import FoundationEssentials
+import Glibc
 package import PlugindBundle
 package import PlugindSystem
 import PlugindWire
@@ -121,7 +122,7 @@ package struct CrashLog: Sendable {
     /// went, or nil when the log was fine or absent.
     package func moveAside() throws -> String? {
         guard FileManager.default.fileExists(atPath: path), case .failure = read() else { return nil }
-        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let stamp = Date().formatted(.iso8601).replacing(":", with: "")
         let destination = "\(path).corrupt-\(stamp)"
         try FileManager.default.moveItem(atPath: path, toPath: destination)
         return destination

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 package import PlugindBundle
 
 /// How each of a plugin's limits is enforced on this machine, in words: for `plugind info`,

@@ -1,5 +1,6 @@
-package import Foundation
+package import FoundationEssentials
 import Glibc
+import PlugindBundle
 // flock and open of the lock file: the policy files' lock protocol lives here, not in PlugindSystem.
 package import PlugindSystem
 
@@ -33,12 +34,12 @@ package enum LockedFileUpdate {
         readableByEveryone: Bool = false,
         _ body: (Data?) throws -> (data: Data?, result: Result)
     ) throws -> Result {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = path.deletingLastPathComponent
         do {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: readableByEveryone ? 0o755 : 0o700])
         } catch {
-            throw Failure(path: directory, reason: "cannot be created: \(error.localizedDescription)")
+            throw Failure(path: directory, reason: "cannot be created: \(ErrorText.describe(error))")
         }
         let lockPath = path + ".lock"
         let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
@@ -65,8 +66,8 @@ package enum LockedFileUpdate {
     /// writer killed between making one and renaming it over `path` left beside it. Every writer of
     /// `path` holds its lock while its own temporary file exists, so under the lock any is stale.
     static func removeStaleTemporaries(of path: String) {
-        let directory = (path as NSString).deletingLastPathComponent
-        let prefix = (path as NSString).lastPathComponent + "."
+        let directory = path.deletingLastPathComponent
+        let prefix = path.lastPathComponent + "."
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         where name.hasPrefix(prefix) && name.utf8.count == prefix.utf8.count + 6
             && name.utf8.dropFirst(prefix.utf8.count).allSatisfy({ isASCIIAlphanumeric($0) })

@@ -1,4 +1,5 @@
-package import Foundation
+package import FoundationEssentials
+import Glibc
 package import PlugindBundle
 package import PlugindSystem
 import PlugindWire

@@ -1,4 +1,6 @@
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 
 /// Why a plugin may or may not be used, decided once from its policy decision and quarantine:
 /// the code scripts read, the category the counts use, and each sentence that says it — in a
@@ -88,7 +90,7 @@ package struct PolicyExplanation: Sendable {
     /// quarantined.
     package var stateCode: String { kind?.code ?? "available" }
 
-    private static func date(_ date: Date) -> String { ISO8601DateFormatter().string(from: date) }
+    private static func date(_ date: Date) -> String { date.formatted(.iso8601) }
 
     /// What a listing says, with the command that fixes it; nil when the plugin is available.
     package var listing: String? {

@@ -1,5 +1,7 @@
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
+import PlugindSystem
 import PlugindBundle
 
 /// Writes a crash record when a worker ends badly, so that repeated crashes quarantine the

@@ -433,7 +433,7 @@ final class PluginServer: @unchecked Sendable {
 
     /// Waits for the answer to ask `id` until `deadline`, running what the host nests in it and
     /// reading from the host when nobody else does. Nil when the deadline passed.
-    private func awaitAnswer(_ id: UInt64, until deadline: timespec) -> WorkerCore<ConnectionRecord>.AskResult? {
+    private func awaitAnswer(_ id: UInt64, until deadline: ThreadDeadline) -> WorkerCore<ConnectionRecord>.AskResult? {
         var nestedResponse: ResponseBuffer?
         condition.lock()
         defer { condition.unlock() }
