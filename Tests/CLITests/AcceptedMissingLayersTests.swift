@@ -1,4 +1,5 @@
 import ExtensionFoundation
+import PlugindEngine
 import Foundation
 import Glibc
 import TestSupport

@@ -4,6 +4,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 /// How the host ends a worker, for each way a worker ends: the protocol's lifecycle and the
 /// teardown it decides, as data (`WorkerChannel.tearDown` carries it out), without a process.

@@ -340,6 +340,24 @@ struct HostAPIShapeTests {
         }
     }
 
+    @Test("the modules hosts link import FoundationEssentials, never all of Foundation (whose ICU data would triple libplugind)")
+    func foundationEssentialsOnly() throws {
+        let root = BuiltProducts.packageRoot + "/Sources/"
+        var offending: [String] = []
+        for module in ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "PlugindEngine", "ExtensionFoundation", "PlugindHost"] {
+            let enumerator = FileManager.default.enumerator(atPath: root + module)
+            while let file = enumerator?.nextObject() as? String {
+                guard file.hasSuffix(".swift") else { continue }
+                let text = try String(contentsOfFile: root + module + "/" + file, encoding: .utf8)
+                for line in text.split(separator: "\n") {
+                    let words = line.split(separator: " ")
+                    if words.contains("import"), words.last == "Foundation" { offending.append("\(module)/\(file): \(line)") }
+                }
+            }
+        }
+        #expect(offending.isEmpty, "\(offending)")
+    }
+
     @Test("the public API re-exports only the modules of its own value types")
     func reexports() throws {
         // FunctionValue and PluginLogLevel come with `import ExtensionFoundation` alone.

@@ -2,6 +2,7 @@ import TestSupport
 import Testing
 
 @testable import ExtensionFoundation
+@testable import PlugindEngine
 
 /// The launch pool's state machine driven directly, as `LaunchPool` drives it: the cases the
 /// soak found (a launcher killed mid-request, a mount change while a spare prepares, priming,

@@ -1,4 +1,6 @@
 import ExtensionFoundation
+import PlugindEngine
+import PlugindPolicyEditing
 import Foundation
 import PlugindBundle
 import PlugindWire
