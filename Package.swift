@@ -256,7 +256,9 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            dependencies: ["ExtensionFoundation", "PlugindEngine", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport"],
+            dependencies: [
+                "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport",
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,8 +1,8 @@
 public import FoundationEssentials
 import Glibc
-import PlugindSystem
 package import PlugindBundle
 import PlugindEngine
+import PlugindSystem
 
 extension AppExtensionHost {
     /// Why a host's extension-point descriptors could not be written or removed.

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 import PlugindEngine
+import PlugindSystem
 import PlugindWire
 
 extension AppExtensionProcess {

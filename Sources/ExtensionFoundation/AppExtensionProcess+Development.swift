@@ -1,8 +1,8 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 package import PlugindBundle
 import PlugindEngine
+import PlugindSystem
 
 extension AppExtensionProcess {
     /// A process of a bundle that is neither installed nor approved, for `plugind dev`: confined

@@ -1,8 +1,8 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 package import PlugindBundle
 import PlugindEngine
+import PlugindSystem
 import PlugindWire
 
 extension AppExtensionProcess {

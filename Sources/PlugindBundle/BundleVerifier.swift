@@ -1,6 +1,6 @@
-import PlugindSystem
 import FoundationEssentials
 import Glibc
+import PlugindSystem
 import PlugindTypes
 
 /// One thing `plugind verify` found wrong, with how to fix it.

@@ -1,7 +1,7 @@
-import PlugindSystem
 import CCrypto
 package import FoundationEssentials
 import Glibc
+import PlugindSystem
 
 /// SHA-256 through OpenSSL's libcrypto.
 package enum SHA256Digest {

@@ -1,6 +1,7 @@
 public import CPlugindHostAPI
 import ExtensionFoundation
 import Glibc
+import PlugindEngine
 import PlugindSystem
 
 /// A `plugind_function_session`: an `AppExtensionFunctionSession` and the handles its calls

@@ -76,4 +76,3 @@ package final class ThreadCondition: @unchecked Sendable {
                 tv_nsec: Int(nanoseconds % 1_000_000_000)))
     }
 }
-

@@ -1,7 +1,7 @@
 import ExtensionFoundation
-import PlugindEngine
 import Foundation
 import Glibc
+import PlugindEngine
 import TestSupport
 import Testing
 

@@ -344,7 +344,9 @@ struct HostAPIShapeTests {
     func foundationEssentialsOnly() throws {
         let root = BuiltProducts.packageRoot + "/Sources/"
         var offending: [String] = []
-        for module in ["PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "PlugindEngine", "ExtensionFoundation", "PlugindHost"] {
+        for module in [
+            "PlugindTypes", "PlugindSystem", "PlugindWire", "PlugindBundle", "PlugindEngine", "ExtensionFoundation", "PlugindHost",
+        ] {
             let enumerator = FileManager.default.enumerator(atPath: root + module)
             while let file = enumerator?.nextObject() as? String {
                 guard file.hasSuffix(".swift") else { continue }

@@ -1,8 +1,8 @@
 import ExtensionFoundation
-import PlugindEngine
-import PlugindPolicyEditing
 import Foundation
 import PlugindBundle
+import PlugindEngine
+import PlugindPolicyEditing
 import PlugindWire
 import TestSupport
 import Testing

@@ -1,5 +1,7 @@
 import ExtensionFoundation
 import Foundation
+import PlugindEngine
+import PlugindPolicyEditing
 import TestSupport
 import Testing
 

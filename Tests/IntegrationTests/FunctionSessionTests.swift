@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import Glibc
+import PlugindEngine
 import TestSupport
 import Testing
 

@@ -1,6 +1,6 @@
 import ExtensionFoundation
-import PlugindEngine
 import Foundation
+import PlugindEngine
 import TestSupport
 import Testing
 

@@ -1,5 +1,5 @@
-package import FoundationEssentials
 import Dispatch
+package import FoundationEssentials
 import Glibc
 import PlugindBundle
 import PlugindSystem

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 import PlugindBundle
+import PlugindSystem
 import PlugindWire
 
 /// Which of the host's files stand for the objects a worker names in a stack report. A hostile

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 import PlugindBundle
+import PlugindSystem
 
 /// Every plugin installed for a host at one moment, with the owner's decision about each: the
 /// common ground of `AppExtensionPoint.Monitor` and the owner's tools (`plugind list`).

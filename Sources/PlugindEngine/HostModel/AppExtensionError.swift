@@ -139,7 +139,7 @@ public struct AppExtensionError: Error, Sendable, CustomStringConvertible, Local
     /// `workerCrashed` (and a limit that ended the worker with a signal), the frames of the
     /// thread serving the request for a request's `timedOut`. Empty when the worker could not
     /// say (it blocks the signals, or an older worker). Linux addition.
-    public internal(set) var backtrace: [StackFrame] = []
+    public package(set) var backtrace: [StackFrame] = []
     /// The stack as the worker sent it, until the channel has named its frames.
     package var unsymbolizedStack: StackReport?
 

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 package import PlugindBundle
+import PlugindSystem
 
 /// How each of a plugin's limits is enforced on this machine, in words: for `plugind info`,
 /// the approval review and the browser. A plugin without the `processes` permission can hold

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 import PlugindBundle
+import PlugindSystem
 import PlugindWire
 
 /// Turns an identity into the bundle to launch, refusing it unless it is (still) approved and

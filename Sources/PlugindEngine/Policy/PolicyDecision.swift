@@ -1,7 +1,7 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 import PlugindBundle
+import PlugindSystem
 import PlugindWire
 
 /// Whether the host may use a catalog entry, and if not, why.

@@ -1,8 +1,8 @@
 import Dispatch
 import FoundationEssentials
 import Glibc
-import PlugindSystem
 import PlugindBundle
+import PlugindSystem
 
 /// Writes a crash record when a worker ends badly, so that repeated crashes quarantine the
 /// plugin. File I/O happens on a utility queue, never on the event loop or the caller's task.

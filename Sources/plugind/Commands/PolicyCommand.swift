@@ -1,9 +1,9 @@
 import ExtensionFoundation
 import Foundation
 import PlugindBundle
-import PlugindWire
 import PlugindEngine
 import PlugindPolicyEditing
+import PlugindWire
 
 /// `plugind policy`: where the policy lives, recovery from a corrupt policy file, and which
 /// missing confinement layers this machine accepts.
