@@ -6,7 +6,7 @@ import Synchronization
 /// pointer it gave out before gets the same number) does not release the other; and the
 /// releases of dropped handles, each a call of the kind's release function started without
 /// waiting.
-final class ProcessHandles: FunctionHandleOwner {
+final class ProcessHandles: FunctionHandleReleasing {
     private let channel: WorkerChannel
     private let pluginIdentifier: String
     /// Kind → the index of its release function in the manifest's functions.

@@ -41,7 +41,7 @@ extension ObjectReader {
     /// `"handles": {"sqlite3": {"release": "sqlite3_close_v2"}}`.
     private mutating func readHandleKinds() throws(ManifestError) -> HandleKinds {
         guard let value = members["handles"] else { return HandleKinds() }
-        var handles = ObjectReader(file: file, path: keyPath("handles"), value: value)
+        let handles = ObjectReader(file: file, path: keyPath("handles"), value: value)
         try handles.requireObject()
         guard handles.members.count <= ManifestParser.maximumListCount else {
             throw error("handles", "declares \(handles.members.count) kinds; at most \(ManifestParser.maximumListCount) are allowed")

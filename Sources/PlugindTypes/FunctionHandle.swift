@@ -17,7 +17,9 @@ public final class FunctionHandle: Hashable, Sendable, CustomStringConvertible {
     public let kind: String
     /// The number the worker gave it: from 1, never reused while the worker runs; 0 for NULL.
     public let id: UInt64
-    private let owner: (any FunctionHandleOwner)?
+    /// What releases it (`FunctionHandle.release()`, which the host API adds); nil for a handle
+    /// made by hand.
+    package let owner: (any FunctionHandleOwner)?
     private let released = Atomic(false)
 
     /// A handle by its kind and number, with no process to release it: one a worker returns
@@ -60,21 +62,6 @@ public final class FunctionHandle: Hashable, Sendable, CustomStringConvertible {
         !released.exchange(true, ordering: .acquiringAndReleasing)
     }
 
-    /// Calls the kind's release function (the manifest's `"handles"`) with this handle, once: a
-    /// second call, or one after passing the handle to the release function, does nothing. The
-    /// NULL handle needs no release.
-    ///
-    /// - Throws: the errors of the call (`AppExtensionError` from a process); `FunctionCallError`
-    ///   for a handle made by hand, which has no process to release it in.
-    public func release() async throws {
-        guard let owner else {
-            throw FunctionCallError(
-                "handle \(self) has no process to release it in (it was made by hand); call its release function instead")
-        }
-        guard !isNull, markReleased() else { return }
-        try await owner.release(kind: kind, id: id)
-    }
-
     deinit {
         guard let owner, !isNull else { return }
         owner.dropped(kind: kind, id: id, needsRelease: markReleased())
@@ -105,11 +92,11 @@ public final class FunctionHandle: Hashable, Sendable, CustomStringConvertible {
 }
 
 /// What releases the handles a process received: the host's side of a worker's handle table.
+/// Nothing here is `async`, since the worker links this module and must not link Swift's
+/// concurrency runtime; the host API's `FunctionHandle.release()` adds the awaited release.
 package protocol FunctionHandleOwner: AnyObject, Sendable {
     /// The worker whose handle table numbers the handles.
     var worker: ObjectIdentifier { get }
-    /// Calls the release function of `kind` with the handle numbered `id`.
-    func release(kind: String, id: UInt64) async throws
     /// The last reference to the handle is gone; when `needsRelease` (it was not released),
     /// release it without waiting (a refusal, say of a handle the worker no longer knows, is
     /// ignored).

@@ -205,11 +205,9 @@ struct HandleWireTests {
         _ = try Self.dbHandle.result(value: .handle(.null(kind: "sqlite3")), outputs: [], errorNumber: nil, arguments: statement)
     }
 
-    @Test("a handle made by hand cannot release itself; two handles are equal by kind and number")
-    func handMade() async {
+    @Test("two handles are equal by kind and number")
+    func handMade() {
         let handle = FunctionHandle(kind: "sqlite3", id: 5)
-        await #expect(throws: FunctionCallError.self) { try await handle.release() }
-        #expect(!handle.isReleased)
         #expect(handle == FunctionHandle(kind: "sqlite3", id: 5))
         #expect(handle != FunctionHandle(kind: "sqlite3_stmt", id: 5))
         #expect(Set([handle, FunctionHandle(kind: "sqlite3", id: 5)]).count == 1)
