@@ -1,4 +1,4 @@
-import Foundation
+import Glibc
 import PlugindSystem
 
 /// With `PLUGIND_TRACE` set (to anything but empty or 0), one line on stderr for each step of a
@@ -19,7 +19,7 @@ package enum LaunchTrace {
         guard let start else { return }
         let elapsed = start.duration(to: .now)
         let milliseconds = Double(elapsed.components.seconds) * 1e3 + Double(elapsed.components.attoseconds) * 1e-15
-        let line = "plugind trace: +\(String(format: "%.3f", milliseconds)) ms \(event())\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        let line = Array("plugind trace: +\(DecimalText.fixed(milliseconds, digits: 3)) ms \(event())\n".utf8)
+        _ = line.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
     }
 }

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import PlugindSystem
 
 /// What plugind keeps between calls of the public API in a host process — the discovery engines,
@@ -209,7 +210,7 @@ enum ChildProcesses {
         guard let tasks = try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/task") else { return [] }
         return tasks.flatMap { task -> [Int32] in
             let text = (try? String(contentsOfFile: "/proc/self/task/\(task)/children", encoding: .utf8)) ?? ""
-            return text.split(separator: " ").compactMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            return text.split(whereSeparator: { $0.isWhitespace }).compactMap { Int32($0) }
         }
     }
 
