@@ -1,4 +1,4 @@
-import ExtensionFoundation
+import PlugindEngine
 
 /// The body of the launch-pool-state fuzz target and of the test that replays it: any order of
 /// what happens to a launch pool (launches, launchers that get ready, answer, die or are killed
