@@ -16,12 +16,15 @@
 #                       what the user's own files allow), and users are who run plugind
 #   packaging           (root) the Debian packages from build to removal
 #                       (Tests/Packaging/packaging-test.sh: it installs and removes them here)
+#   containers          (root) plugind in real containers: systemd-nspawn on a debootstrapped
+#                       Debian 12 (cached in /var/cache/plugind-tests), and Podman; each shows its
+#                       layers, and a plugin refused without the policy and running with it
 #
 #   Scripts/test.sh [SWIFT-TEST-ARGUMENTS]      e.g. Scripts/test.sh --filter SecurityTests
 #   Scripts/test.sh --quick [SWIFT-TEST-ARGUMENTS]
 #
 # Arguments go to every test stage (`swift test`, and the test binary as the user); with
-# arguments, packaging is skipped, as a filtered run asks for particular suites.
+# arguments, packaging and containers are skipped, as a filtered run asks for particular suites.
 #
 # --quick builds (`swift build --build-tests`: no setup, no lint, warnings not made errors) and
 # runs the unit tier alone, in seconds: the suites tagged `unit`, which start no process and use
@@ -47,7 +50,7 @@ NESTED_BUILD_SUITES=(
 
 case "${1:-}" in
     -h | --help)
-        sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'
+        sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
         exit 0
         ;;
 esac
@@ -214,6 +217,15 @@ stage_packaging() {
     Tests/Packaging/packaging-test.sh
 }
 
+# Both container tests run, whatever the first one's result; each says when it is skipped, and why
+# (no container can start here, nothing to install them with, no cached tree and no mirror).
+stage_containers() {
+    local status=0
+    Tests/Containers/nspawn-test.sh || status=$?
+    Tests/Containers/podman-test.sh || status=$?
+    return "$status"
+}
+
 # The unit tier's suites, as an anchored --filter. Swift Testing 6.3 filters by name only (a tag
 # filter, `--filter tag:unit`, came in a later version), so the tier is what the test binary says
 # is tagged `unit`: its listing as an event stream carries each suite's tags (the field `_tags`,
@@ -272,13 +284,15 @@ if [ "$(id -u)" -eq 0 ]; then
             run_stage "$stage"
         fi
     done
-    if [ $# -gt 0 ] && [ -z "$stopped" ]; then
-        skip_stage packaging "arguments given"
-    else
-        run_stage packaging
-    fi
+    for stage in packaging containers; do
+        if [ $# -gt 0 ] && [ -z "$stopped" ]; then
+            skip_stage "$stage" "arguments given"
+        else
+            run_stage "$stage"
+        fi
+    done
 else
-    for stage in user-setup user-suites user-nested-builds packaging; do
+    for stage in user-setup user-suites user-nested-builds packaging containers; do
         skip_stage "$stage" "needs root"
     done
 fi

@@ -117,11 +117,26 @@ int plugind_sandbox_enter(void) {
         }
     }
     if (base == NULL) return errno;
-    if (chdir(base) != 0) return errno;
-    if (mkdir("newroot", 0755) != 0 || mkdir("oldroot", 0755) != 0) return errno;
+    int error = 0;
+    if (chdir(base) != 0 || mkdir("newroot", 0755) != 0 || mkdir("oldroot", 0755) != 0 || mkdir("proc", 0755) != 0) {
+        error = errno;
+    }
+    // The view needs a /proc of its own. A container that masks parts of its /proc (Podman's
+    // default) refuses to mount another: find out before the worker moves, so that a view that
+    // cannot be built leaves it where it was (with its /proc), not in a root without one.
+    if (error == 0 && mount("proc", "proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "subset=pid,hidepid=invisible") != 0) {
+        error = errno;
+    }
+    if (error == 0) (void)umount2("proc", MNT_DETACH);
     // The new root is a tmpfs of its own, so that it can be made read-only once it is complete.
-    if (mount("tmpfs", "newroot", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0) return errno;
-    if (syscall(SYS_pivot_root, ".", "oldroot") != 0) return errno;
+    if (error == 0 && mount("tmpfs", "newroot", "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=0755") != 0) error = errno;
+    if (error == 0 && syscall(SYS_pivot_root, ".", "oldroot") != 0) error = errno;
+    if (error != 0) {
+        // Nothing of the attempt stays: the temporary root goes, the worker keeps the host's tree.
+        (void)chdir("/");
+        (void)umount2(base, MNT_DETACH);
+        return error;
+    }
     return chdir("/") == 0 ? 0 : errno;
 }
 

@@ -53,7 +53,7 @@ enum WorkerView {
         func check(_ step: String, _ result: CInt) -> Failure? {
             result == 0 ? nil : Failure(step: step, errno: Errno(rawValue: result))
         }
-        if let failure = check("enter a new root", plugind_sandbox_enter()) { return .failure(failure) }
+        if let failure = check("enter a new root with a /proc of its own", plugind_sandbox_enter()) { return .failure(failure) }
         var bound: Set<String> = []
         for operation in common {
             // A system without /usr/lib/locale, say, simply has nothing to show there.
