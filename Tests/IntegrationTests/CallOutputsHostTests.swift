@@ -122,24 +122,8 @@ struct CallOutputsHostTests {
         let point = "org.plugind.tests.c-outputs"
         try Self.installZlib(point: point, in: test)
         let host = test.directory.path + "/outputs_host"
-        try await CCompiler.executable(
-            Self.cHost, output: host,
-            flags: [
-                "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsanitize=address", "-fno-omit-frame-pointer", "-g",
-                "-I", BuiltProducts.packageRoot + "/Sources/CPlugindHostAPI/include",
-                "-L", BuiltProducts.directory, "-lPlugindHost", "-Wl,-rpath," + BuiltProducts.directory,
-            ])
-        var environment = test.environment
-        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-        environment["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=23:abort_on_error=0"
-        environment["LSAN_OPTIONS"] =
-            "suppressions=" + BuiltProducts.packageRoot + "/Tests/CHost/lsan-suppressions.txt:print_suppressions=0"
-        var result = try await CommandRunner.run(host, [point], environment: environment)
-        // LeakSanitizer sometimes cannot stop a thread that is ending at exit and says its scan
-        // is not to be trusted (HostLibraryTests explains it): such a run is repeated.
-        for _ in 0..<2 where HostLibraryTests.leakScanWasIncomplete(result.stderr) {
-            result = try await CommandRunner.run(host, [point], environment: environment)
-        }
+        try await SanitizedCHost.build(Self.cHost, output: host)
+        let result = try await SanitizedCHost.run(host, [point], in: test)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stdout

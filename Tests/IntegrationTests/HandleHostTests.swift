@@ -141,23 +141,8 @@ struct HandleHostTests {
         let point = "org.plugind.tests.c-handles"
         try Self.installSqlite(point: point, in: test)
         let host = test.directory.path + "/handles_host"
-        try await CCompiler.executable(
-            Self.cHost, output: host,
-            flags: [
-                "-std=c11", "-Wall", "-Wextra", "-Werror", "-fsanitize=address", "-fno-omit-frame-pointer", "-g",
-                "-I", BuiltProducts.packageRoot + "/Sources/CPlugindHostAPI/include",
-                "-L", BuiltProducts.directory, "-lPlugindHost", "-Wl,-rpath," + BuiltProducts.directory,
-            ])
-        var environment = test.environment
-        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-        environment["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=23:abort_on_error=0"
-        environment["LSAN_OPTIONS"] =
-            "suppressions=" + BuiltProducts.packageRoot + "/Tests/CHost/lsan-suppressions.txt:print_suppressions=0"
-        var result = try await CommandRunner.run(host, [point], environment: environment)
-        // As in CallOutputsHostTests: a leak scan LeakSanitizer itself calls incomplete is repeated.
-        for _ in 0..<2 where HostLibraryTests.leakScanWasIncomplete(result.stderr) {
-            result = try await CommandRunner.run(host, [point], environment: environment)
-        }
+        try await SanitizedCHost.build(Self.cHost, output: host)
+        let result = try await SanitizedCHost.run(host, [point], in: test)
         #expect(result.status == 0, "\(result.stderr)")
         #expect(
             result.stdout == """

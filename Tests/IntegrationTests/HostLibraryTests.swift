@@ -15,14 +15,7 @@ struct HostLibraryTests {
     func buildHost(in test: TestHost) async throws -> String {
         let output = test.directory.path + "/host_test"
         let source = try String(contentsOfFile: BuiltProducts.packageRoot + "/Tests/CHost/host_test.c", encoding: .utf8)
-        try await CCompiler.executable(
-            source, output: output,
-            flags: [
-                "-std=c11", "-Wall", "-Wextra", "-Werror", "-D_GNU_SOURCE", "-pthread", "-fsanitize=address", "-fno-omit-frame-pointer",
-                "-g",
-                "-I", BuiltProducts.packageRoot + "/Sources/CPlugindHostAPI/include",
-                "-L", BuiltProducts.directory, "-lPlugindHost", "-Wl,-rpath," + BuiltProducts.directory,
-            ])
+        try await SanitizedCHost.build(source, output: output)
         return output
     }
 
@@ -41,32 +34,7 @@ struct HostLibraryTests {
     }
 
     func runSanitized(_ host: String, _ arguments: [String], in test: TestHost) async throws -> CommandRunner.Output {
-        var environment = test.environment
-        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-        // Built with AddressSanitizer: a bad read, write or free in the host or the library, or a
-        // leak at exit, fails the scenario (with the suppressions' one false report of the Swift
-        // runtime, explained in the file).
-        environment["ASAN_OPTIONS"] = "detect_leaks=1:exitcode=23:abort_on_error=0"
-        environment["LSAN_OPTIONS"] =
-            "suppressions=" + BuiltProducts.packageRoot + "/Tests/CHost/lsan-suppressions.txt:print_suppressions=0"
-        // LeakSanitizer stops the process's threads with ptrace to scan them at exit; when a
-        // thread is starting or ending just then (the host's pool and event threads wind down at
-        // exit), it can fail to stop it: the tool then gives up ("LeakSanitizer has encountered a
-        // fatal error") or scans without that thread's stack and registers and says its report may
-        // be false ("Running thread N was not suspended. False leaks are possible."; CI saw a
-        // dispatch continuation held only by such a thread reported as leaked). Both are the
-        // tool's failure, not a finding: such a run is repeated, at most twice. A report from a
-        // scan that stopped every thread never is.
-        var result = try await CommandRunner.run(host, arguments, environment: environment)
-        for _ in 0..<2 where Self.leakScanWasIncomplete(result.stderr) {
-            result = try await CommandRunner.run(host, arguments, environment: environment)
-        }
-        return result
-    }
-
-    /// Whether LeakSanitizer said its own scan could not be trusted.
-    static func leakScanWasIncomplete(_ stderr: String) -> Bool {
-        stderr.contains("LeakSanitizer has encountered a fatal error") || stderr.contains("False leaks are possible")
+        try await SanitizedCHost.run(host, arguments, in: test)
     }
 
     @Test("the leak check's positive control: a reply the host never frees is reported, with the call that made it")

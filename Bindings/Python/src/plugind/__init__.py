@@ -153,6 +153,51 @@ def _python_value(value: Value, process: Optional["Process"] = None):
     return data.decode() if kind == TYPES["string"] else data
 
 
+
+def _call(function, handle, owner, name: str, arguments, timeout: Optional[float]):
+    """One call through `function` (plugind_process_call or the session's): its value as a Python
+    value, handles `owner`'s."""
+    values, keep = _values(arguments)
+    result = Value()
+    error = ctypes.c_void_p()
+    status = function(
+        handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result), ctypes.byref(error)
+    )
+    if status != 0:
+        _errors.raise_if(error)
+    del keep
+    converted = _python_value(result, owner)
+    if result.type in (TYPES["string"], TYPES["bytes"]):
+        library.plugind_bytes_free(result.payload.data.bytes)
+    return converted
+
+
+def _call_with_outputs(function, handle, owner, name: str, arguments, timeout: Optional[float]) -> "CallOutputs":
+    """One call through `function` (plugind_process_call_outputs or the session's): its value,
+    each output by argument name, and errno where declared."""
+    values, keep = _values(arguments)
+    result = CallResult()
+    error = ctypes.c_void_p()
+    status = function(
+        handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result), ctypes.byref(error)
+    )
+    if status != 0:
+        _errors.raise_if(error)
+    del keep
+    return _outputs(result, owner)
+
+
+def _outputs(result: "CallResult", owner) -> "CallOutputs":
+    """A call's result as CallOutputs; the C result is freed."""
+    try:
+        outputs = {
+            result.outputs[index].name.decode(): _python_value(result.outputs[index].value, owner)
+            for index in range(result.output_count)
+        }
+        return CallOutputs(_python_value(result.value, owner), outputs, result.error_number if result.has_errno else None)
+    finally:
+        library.plugind_call_result_free(ctypes.byref(result))
+
 class Handle:
     """An opaque pointer a library gave out (a `sqlite3 *`), of a `kind` the manifest's "handles"
     declares, held by its number (`id`) in the worker's table: pass it to later calls of the same
@@ -475,19 +520,7 @@ class Process:
         """Calls a function the plugin's manifest declares; arguments are converted to the declared
         types (an int out of the declared range raises CallError). Returns the result as a Python
         value (None for void)."""
-        values, keep = _values(arguments)
-        result = Value()
-        error = ctypes.c_void_p()
-        if library.plugind_process_call(
-            self._handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result),
-            ctypes.byref(error)
-        ) != 0:
-            _errors.raise_if(error)
-        del keep
-        converted = _python_value(result, self)
-        if result.type in (TYPES["string"], TYPES["bytes"]):
-            library.plugind_bytes_free(result.payload.data.bytes)
-        return converted
+        return _call(library.plugind_process_call, self._handle, self, name, arguments, timeout)
 
     def call_with_outputs(
         self, name: str, *arguments: Union[bool, int, float, str, bytes], timeout: Optional[float] = None
@@ -500,25 +533,7 @@ class Process:
         as the function used) and errno where declared. A library that reports a length beyond the
         capacity it was given raises CrashedError (protocolViolation), naming the function and the
         argument; its worker is stopped."""
-        values, keep = _values(arguments)
-        result = CallResult()
-        error = ctypes.c_void_p()
-        if library.plugind_process_call_outputs(
-            self._handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result),
-            ctypes.byref(error)
-        ) != 0:
-            _errors.raise_if(error)
-        del keep
-        try:
-            outputs = {
-                result.outputs[index].name.decode(): _python_value(result.outputs[index].value, self)
-                for index in range(result.output_count)
-            }
-            return CallOutputs(
-                _python_value(result.value, self), outputs, result.error_number if result.has_errno else None
-            )
-        finally:
-            library.plugind_call_result_free(ctypes.byref(result))
+        return _call_with_outputs(library.plugind_process_call_outputs, self._handle, self, name, arguments, timeout)
 
     def close(self) -> None:
         """Ends the process."""
@@ -615,7 +630,7 @@ class FunctionSession:
             error = ctypes.c_void_p()
             if library.plugind_function_session_set_up_result(self._handle, index, ctypes.byref(result), ctypes.byref(error)) != 0:
                 _errors.raise_if(error)
-            results.append(self._outputs(result))
+            results.append(_outputs(result, self))
         return results
 
     @property
@@ -629,46 +644,17 @@ class FunctionSession:
         """How many workers the session has started."""
         return library.plugind_function_session_workers_started(self._handle)
 
-    def _outputs(self, result: CallResult) -> CallOutputs:
-        try:
-            outputs = {
-                result.outputs[index].name.decode(): _python_value(result.outputs[index].value, self)
-                for index in range(result.output_count)
-            }
-            return CallOutputs(_python_value(result.value, self), outputs, result.error_number if result.has_errno else None)
-        finally:
-            library.plugind_call_result_free(ctypes.byref(result))
-
     def call(self, name: str, *arguments: Union[bool, int, float, str, bytes, Handle], timeout: Optional[float] = None):
         """Process.call on the session's worker, started (and set up) first when none runs."""
-        values, keep = _values(arguments)
-        result = Value()
-        error = ctypes.c_void_p()
-        if library.plugind_function_session_call(
-            self._handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result),
-            ctypes.byref(error)
-        ) != 0:
-            _errors.raise_if(error)
-        del keep
-        converted = _python_value(result, self)
-        if result.type in (TYPES["string"], TYPES["bytes"]):
-            library.plugind_bytes_free(result.payload.data.bytes)
-        return converted
+        return _call(library.plugind_function_session_call, self._handle, self, name, arguments, timeout)
 
     def call_with_outputs(
         self, name: str, *arguments: Union[bool, int, float, str, bytes, Handle], timeout: Optional[float] = None
     ) -> CallOutputs:
         """Process.call_with_outputs on the session's worker."""
-        values, keep = _values(arguments)
-        result = CallResult()
-        error = ctypes.c_void_p()
-        if library.plugind_function_session_call_outputs(
-            self._handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result),
-            ctypes.byref(error)
-        ) != 0:
-            _errors.raise_if(error)
-        del keep
-        return self._outputs(result)
+        return _call_with_outputs(
+            library.plugind_function_session_call_outputs, self._handle, self, name, arguments, timeout
+        )
 
     def close(self) -> None:
         """Ends the session's worker and waits until every worker it started has exited."""
