@@ -276,7 +276,8 @@ let package = Package(
         ),
         .testTarget(
             name: "PlugindWorkerCoreTests",
-            dependencies: ["PlugindWorkerCore", "PlugindWire", "TestSupport"],
+            // The engine for what the host reads back of the worker's refusals.
+            dependencies: ["PlugindWorkerCore", "PlugindWire", "PlugindEngine", "TestSupport"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -35,32 +35,13 @@ package enum ConfinementLayerName {
 /// The words of a load refused because layers the host requires cannot be applied: written by
 /// the worker, read back by the host, which adds how this machine's policy could accept them.
 package enum MissingLayersRefusal {
-    private static let opening = "confinement layer '"
-    private static let others = "; nor can "
+    package static let opening = "confinement layer '"
+    package static let others = "; nor can "
 
     /// "confinement layer 'filesystem' cannot be applied: why; nor can 'signals'".
     package static func message(layers: [String], detail: String) -> String {
         var text = opening + (layers.first ?? "") + "' cannot be applied: " + detail
         if layers.count > 1 { text += others + layers.dropFirst().map { "'\($0)'" }.joined(separator: ", ") }
         return text
-    }
-
-    /// The layers `message` names, when it is such a refusal.
-    package static func layers(in message: String) -> [String]? {
-        guard message.hasPrefix(opening) else { return nil }
-        let rest = message.dropFirst(opening.count)
-        guard let close = rest.firstIndex(of: "'"), ConfinementLayerName.all.contains(String(rest[..<close])) else { return nil }
-        var layers = [String(rest[..<close])]
-        // The others close the message: quoted names after the last "; nor can ".
-        var tail = Substring(message)
-        while let next = tail.firstRange(of: others) { tail = tail[next.upperBound...] }
-        guard tail.count < message.count else { return layers }
-        let named = tail.split(separator: ", ").map { String($0.dropFirst().dropLast()) }
-        if tail.split(separator: ", ").allSatisfy({ $0.hasPrefix("'") && $0.hasSuffix("'") }),
-            named.allSatisfy(ConfinementLayerName.all.contains)
-        {
-            layers += named
-        }
-        return layers
     }
 }

@@ -1,3 +1,4 @@
+import PlugindEngine
 import PlugindWire
 import PlugindWorkerCore
 import TestSupport

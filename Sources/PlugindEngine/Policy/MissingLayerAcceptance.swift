@@ -82,3 +82,26 @@ package struct MissingLayerAcceptance: Sendable, Hashable {
             standardErrorTail: error.standardErrorTail, underlying: error.underlying)
     }
 }
+
+// Read by hosts only: the search and split below come from `_StringProcessing`, which the worker
+// (linking PlugindWire, where the message is written) must not link.
+extension MissingLayersRefusal {
+    /// The layers `message` names, when it is such a refusal.
+    package static func layers(in message: String) -> [String]? {
+        guard message.hasPrefix(opening) else { return nil }
+        let rest = message.dropFirst(opening.count)
+        guard let close = rest.firstIndex(of: "'"), ConfinementLayerName.all.contains(String(rest[..<close])) else { return nil }
+        var layers = [String(rest[..<close])]
+        // The others close the message: quoted names after the last "; nor can ".
+        var tail = Substring(message)
+        while let next = tail.firstRange(of: others) { tail = tail[next.upperBound...] }
+        guard tail.count < message.count else { return layers }
+        let named = tail.split(separator: ", ").map { String($0.dropFirst().dropLast()) }
+        if tail.split(separator: ", ").allSatisfy({ $0.hasPrefix("'") && $0.hasSuffix("'") }),
+            named.allSatisfy(ConfinementLayerName.all.contains)
+        {
+            layers += named
+        }
+        return layers
+    }
+}
