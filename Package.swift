@@ -257,7 +257,8 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindWire", "PlugindSystem", "PlugindBundle", "TestSupport",
+                "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindWire", "PlugindSystem", "PlugindBundle",
+                "TestSupport",
             ],
             swiftSettings: swiftSettings
         ),

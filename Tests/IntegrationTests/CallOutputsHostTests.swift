@@ -136,21 +136,11 @@ struct CallOutputsHostTests {
         defer { test.remove() }
         try Self.installZlib(point: "org.plugind.tests.python-zlib", in: test)
         try Self.installLibc(point: "org.plugind.tests.python-libc", in: test)
-        let site = try await PythonPackage.installed(in: test.directory.path)
-        var environment = test.environment
-        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-        environment["PLUGIND_LIBRARY"] = BuiltProducts.directory + "/libPlugindHost.so"
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        environment["PYTHONPATH"] = site
-        environment["PLUGIND_TEST_ZLIB_POINT"] = "org.plugind.tests.python-zlib"
-        environment["PLUGIND_TEST_LIBC_POINT"] = "org.plugind.tests.python-libc"
-        let result = try await CommandRunner.run(
-            "/usr/bin/python3",
-            [
-                "-X", "faulthandler", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                BuiltProducts.packageRoot + "/Bindings/Python/tests/test_call_outputs.py",
-            ],
-            environment: environment, currentDirectory: test.directory.path)
+        let result = try await PythonPackage.pytest(
+            "test_call_outputs.py", in: test,
+            variables: [
+                "PLUGIND_TEST_ZLIB_POINT": "org.plugind.tests.python-zlib", "PLUGIND_TEST_LIBC_POINT": "org.plugind.tests.python-libc",
+            ])
         #expect(result.status == 0, "pytest:\n\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("2 passed"), "\(result.stdout)")
     }

@@ -195,21 +195,9 @@ struct FunctionSessionHostTests {
         let seedFile = try seeds.publicFile("seed", contents: "7\n")
         let point = "org.plugind.tests.python-function-session"
         try Self.install(point: point, readable: seeds.path, in: &test)
-        let site = try await PythonPackage.installed(in: test.directory.path)
-        var environment = test.environment
-        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-        environment["PLUGIND_LIBRARY"] = BuiltProducts.directory + "/libPlugindHost.so"
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        environment["PYTHONPATH"] = site
-        environment["PLUGIND_TEST_SESSION_POINT"] = point
-        environment["PLUGIND_TEST_SESSION_SEED"] = seedFile
-        let result = try await CommandRunner.run(
-            "/usr/bin/python3",
-            [
-                "-X", "faulthandler", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                BuiltProducts.packageRoot + "/Bindings/Python/tests/test_function_session.py",
-            ],
-            environment: environment, currentDirectory: test.directory.path)
+        let result = try await PythonPackage.pytest(
+            "test_function_session.py", in: test,
+            variables: ["PLUGIND_TEST_SESSION_POINT": point, "PLUGIND_TEST_SESSION_SEED": seedFile])
         #expect(result.status == 0, "pytest:\n\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("3 passed"), "\(result.stdout)")
     }

@@ -170,20 +170,8 @@ struct HandleHostTests {
         let test = try TestHost()
         defer { test.remove() }
         try Self.installSqlite(point: "org.plugind.tests.python-sqlite", in: test)
-        let site = try await PythonPackage.installed(in: test.directory.path)
-        var environment = test.environment
-        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
-        environment["PLUGIND_LIBRARY"] = BuiltProducts.directory + "/libPlugindHost.so"
-        environment["PYTHONDONTWRITEBYTECODE"] = "1"
-        environment["PYTHONPATH"] = site
-        environment["PLUGIND_TEST_SQLITE_POINT"] = "org.plugind.tests.python-sqlite"
-        let result = try await CommandRunner.run(
-            "/usr/bin/python3",
-            [
-                "-X", "faulthandler", "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                BuiltProducts.packageRoot + "/Bindings/Python/tests/test_handles.py",
-            ],
-            environment: environment, currentDirectory: test.directory.path)
+        let result = try await PythonPackage.pytest(
+            "test_handles.py", in: test, variables: ["PLUGIND_TEST_SQLITE_POINT": "org.plugind.tests.python-sqlite"])
         #expect(result.status == 0, "pytest:\n\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("3 passed"), "\(result.stdout)")
     }

@@ -20,4 +20,23 @@ package enum PythonPackage {
         #expect(installed.status == 0, "pip install Bindings/Python: \(installed.stderr)")
         return site
     }
+
+    /// Runs `tests` (a file or directory under Bindings/Python/tests) with pytest against the
+    /// built libplugind and worker and the package installed in `test`'s directory, with
+    /// `variables` (the points the tests use) added to the environment.
+    package static func pytest(_ tests: String, in test: TestHost, variables: [String: String]) async throws -> CommandRunner.Output {
+        var environment = test.environment
+        environment["PLUGIND_WORKER"] = try BuiltProducts.worker()
+        environment["PLUGIND_LIBRARY"] = BuiltProducts.directory + "/libPlugindHost.so"
+        environment["PYTHONDONTWRITEBYTECODE"] = "1"
+        environment["PYTHONPATH"] = try await installed(in: test.directory.path)
+        environment.merge(variables) { _, new in new }
+        return try await CommandRunner.run(
+            "/usr/bin/python3",
+            [
+                "-X", "faulthandler", "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                BuiltProducts.packageRoot + "/Bindings/Python/tests/" + tests,
+            ],
+            environment: environment, currentDirectory: test.directory.path)
+    }
 }
