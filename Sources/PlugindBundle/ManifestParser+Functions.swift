@@ -23,6 +23,8 @@ private struct ArgumentDraft {
 
     var name: String?
     var kind: Kind
+    /// The layout and fields of a struct argument or a struct handle.
+    var fields: FunctionStructAccess? = nil
 }
 
 /// The `handles` key: each kind of opaque pointer, and the declared function that releases one.
@@ -31,6 +33,10 @@ private struct HandleKinds {
     var release: [String: String] = [:]
     /// Function name → the kind it releases.
     var releasedBy: [String: String] = [:]
+    /// Kind → the struct it is, for the kinds the worker makes (`"struct"`).
+    var layout: [String: FunctionStruct] = [:]
+    /// Every struct `structs` declares, by name.
+    var structs: [String: FunctionStruct] = [:]
 
     var list: String {
         release.isEmpty ? "it declares none" : "it declares " + release.keys.sorted().joined(separator: ", ")
@@ -40,13 +46,14 @@ private struct HandleKinds {
 extension ObjectReader {
     /// `"handles": {"sqlite3": {"release": "sqlite3_close_v2"}}`.
     private mutating func readHandleKinds() throws(ManifestError) -> HandleKinds {
-        guard let value = members["handles"] else { return HandleKinds() }
+        let structs = try readStructs()
+        guard let value = members["handles"] else { return HandleKinds(structs: structs) }
         let handles = ObjectReader(file: file, path: keyPath("handles"), value: value)
         try handles.requireObject()
         guard handles.members.count <= ManifestParser.maximumListCount else {
             throw error("handles", "declares \(handles.members.count) kinds; at most \(ManifestParser.maximumListCount) are allowed")
         }
-        var kinds = HandleKinds()
+        var kinds = HandleKinds(structs: structs)
         for (kind, declaration) in handles.members.sorted(by: { $0.key < $1.key }) {
             guard ManifestParser.isCIdentifier(kind) else {
                 throw handles.error(kind, "is not a C identifier (a handle kind is one, such as sqlite3_stmt)")
@@ -67,6 +74,12 @@ extension ObjectReader {
             }
             kinds.release[kind] = release
             kinds.releasedBy[release] = kind
+            if let name = try entry.optionalString("struct") {
+                guard let layout = structs[name] else {
+                    throw entry.error("struct", "names struct '\(InertText.escape(name))', which \"structs\" does not declare")
+                }
+                kinds.layout[kind] = layout
+            }
         }
         return kinds
     }
@@ -122,6 +135,11 @@ extension ObjectReader {
         }
         for (kind, release) in kinds.release.sorted(by: { $0.key < $1.key }) where !seen.contains(release) {
             throw error("handles.\(kind).release", "names \(release), which \"functions\" does not declare")
+        }
+        do {
+            try FunctionSignature.validateHandles(of: functions)
+        } catch {
+            throw self.error("functions", "is refused: \(error)")
         }
         return functions
     }
@@ -215,7 +233,7 @@ extension ObjectReader {
         for (position, draft) in drafts.enumerated() {
             switch draft.kind {
             case .resolved(let kind):
-                parameters.append(FunctionParameter(kind, name: draft.name))
+                parameters.append(FunctionParameter(kind, name: draft.name, fields: draft.fields))
             case .buffer(let direction, let element, let count):
                 let resolved: FunctionBuffer.Count
                 switch count {
@@ -274,10 +292,26 @@ extension ObjectReader {
             for key in keys where members[key] != nil { throw error(key, "does not apply: \(reason)") }
         }
         if type != "handle" { try refuseKeys(["kind"], "only a handle has a kind") }
+        if type != "struct" { try refuseKeys(["struct"], "only a struct argument names a struct") }
+        if type != "struct" && type != "handle" { try refuseKeys(["set", "get"], "only a struct argument or a struct handle has fields") }
         switch type {
+        case "struct":
+            try refuseKeys(["to", "element", "count", "direction"], "a struct argument says what it exchanges with set and get")
+            guard name != nil else { throw error("name", "is missing (a struct argument needs a name: its fields are named by it)") }
+            let structName = try requiredString("struct")
+            guard let layout = kinds.structs[structName] else {
+                throw error("struct", "names struct '\(InertText.escape(structName))', which \"structs\" does not declare")
+            }
+            return ArgumentDraft(name: name, kind: .resolved(.structure), fields: try readStructAccess(layout, of: function))
         case "handle":
             try refuseKeys(["to", "element", "count"], "a handle is one opaque pointer of its kind")
             let kind = try handleKind(of: function, kinds: kinds)
+            var fields: FunctionStructAccess?
+            if let layout = kinds.layout[kind] {
+                fields = try readStructAccess(layout, of: function)
+            } else {
+                try refuseKeys(["set", "get"], "handle kind \(kind) is not a struct (\"handles\" gives it no \"struct\")")
+            }
             var direction = FunctionDirection.in
             if members["direction"] != nil {
                 direction = try self.direction()
@@ -288,7 +322,7 @@ extension ObjectReader {
             if direction == .out, name == nil {
                 throw error("name", "is missing (an out handle needs a name: the result reports the handle by it)")
             }
-            return ArgumentDraft(name: name, kind: .resolved(.handle(kind, direction)))
+            return ArgumentDraft(name: name, kind: .resolved(.handle(kind, direction)), fields: fields)
         case "pointer":
             try refuseKeys(["element", "count"], "a pointer points to one value; a buffer has elements and a count")
             guard name != nil else { throw error("name", "is missing (a pointer needs a name: the result reports its value by it)") }

@@ -13,7 +13,8 @@ package enum ManifestParser {
 
     static let knownKeys: Set<String> = [
         "manifestVersion", "identifier", "name", "version", "extensionPoint", "library", "description",
-        "localizedNames", "localizedDescriptions", "extensionPointVersions", "capabilities", "functions", "handles", "limits",
+        "localizedNames", "localizedDescriptions", "extensionPointVersions", "capabilities", "functions", "handles", "structs",
+        "limits",
         "permissions",
         "minimumHostVersion",
         "concurrency",
@@ -41,9 +42,11 @@ package enum ManifestParser {
             && bytes.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
     }
     static let functionKeys: Set<String> = ["name", "arguments", "returns", "errno"]
-    static let argumentKeys: Set<String> = ["name", "type", "to", "direction", "element", "count", "kind"]
+    static let argumentKeys: Set<String> = ["name", "type", "to", "direction", "element", "count", "kind", "struct", "set", "get"]
     static let returnKeys: Set<String> = ["type", "kind"]
-    static let handleKeys: Set<String> = ["release"]
+    static let handleKeys: Set<String> = ["release", "struct"]
+    static let structKeys: Set<String> = ["size", "alignment", "fields"]
+    static let fieldKeys: Set<String> = ["name", "offset", "type", "direction", "element", "count", "advances"]
 
     /// Parses manifest bytes; `file` names the source in every message.
     package static func parse(_ data: Data, file: String) throws(ManifestError) -> Result {

@@ -50,11 +50,35 @@ package struct FunctionArguments: Sendable, Equatable {
         case null
         /// A handle passed by value: the worker passes the pointer its table holds for it.
         case handle(FunctionHandle)
-        /// A pointer to a handle the function writes (NULL on entry).
+        /// A pointer to a handle the function writes (NULL on entry); for a struct kind, the
+        /// struct the worker makes.
         case handleOut
+        /// A pointer to a struct the worker makes for the call.
+        case structure
+    }
+
+    /// A value a call gives a struct field before the function runs.
+    package struct FieldSetting: Sendable, Equatable {
+        package enum Value: Sendable, Equatable {
+            /// A scalar field's value.
+            case value(FunctionValue)
+            /// A buffer field bound to `capacity` bytes of the worker's, starting with `content`.
+            case buffer(content: [UInt8], capacity: Int)
+        }
+
+        package var field: String
+        package var value: Value
+
+        package init(field: String, value: Value) {
+            self.field = field
+            self.value = value
+        }
     }
 
     package var slots: [Slot]
+    /// The struct fields the call sets, by parameter index, in the order the declaration's
+    /// `set` lists them.
+    package var fieldSettings: [Int: [FieldSetting]] = [:]
 
     /// The bytes of every `out` and `inout` buffer: what the result will carry at most.
     package var outputCapacity: Int
@@ -63,6 +87,15 @@ package struct FunctionArguments: Sendable, Equatable {
     package func capacity(of index: Int) -> Int {
         guard slots.indices.contains(index), case .buffer(_, let capacity) = slots[index] else { return 0 }
         return capacity
+    }
+
+    /// The capacity in bytes a call binds to buffer field `field` of the parameter at `index`;
+    /// 0 when it binds none.
+    package func capacity(of field: String, at index: Int) -> Int {
+        for setting in fieldSettings[index] ?? [] where setting.field == field {
+            if case .buffer(_, let capacity) = setting.value { return capacity }
+        }
+        return 0
     }
 }
 
@@ -78,8 +111,10 @@ extension FunctionSignature {
             throw FunctionCallError("\(self) takes \(inputs.count) argument(s), got \(values.count)")
         }
         var given: [Int: FunctionValue] = [:]
+        var givenFields: [Int: [String: FunctionValue]] = [:]
         for (position, (value, input)) in zip(values, inputs).enumerated() {
-            let named = parameters[input.parameter].name.map { " ('\($0)')" } ?? ""
+            let parameterName = parameters[input.parameter].name
+            let named = (input.field.map { "\(parameterName ?? "").\($0)" } ?? parameterName).map { " ('\($0)')" } ?? ""
             guard value.type == input.type else {
                 throw FunctionCallError("argument \(position + 1)\(named) of \(self) must be \(input.type), got \(value.type)")
             }
@@ -92,7 +127,11 @@ extension FunctionSignature {
                 guard !handle.isNull else { throw FunctionCallError("\(given): a NULL handle is not passed") }
                 guard !handle.isReleased else { throw FunctionCallError("\(given), which was released") }
             }
-            given[input.parameter] = value
+            if let field = input.field {
+                givenFields[input.parameter, default: [:]][field] = value
+            } else {
+                given[input.parameter] = value
+            }
         }
         let counts = try derivedCountValues(given)
         var slots: [FunctionArguments.Slot] = []
@@ -115,6 +154,8 @@ extension FunctionSignature {
                 slots.append(.buffer(content: slot.content, capacity: slot.capacity))
             case .null:
                 slots.append(.null)
+            case .structure:
+                slots.append(.structure)
             case .handle(_, let direction):
                 if direction.isOutput {
                     slots.append(.handleOut)
@@ -124,7 +165,85 @@ extension FunctionSignature {
                 }
             }
         }
-        return FunctionArguments(slots: slots, outputCapacity: outputCapacity)
+        var arguments = FunctionArguments(slots: slots, outputCapacity: outputCapacity)
+        for (index, parameter) in parameters.enumerated() {
+            guard let access = parameter.fields else { continue }
+            let settings = try fieldSettings(index, access, given: givenFields[index] ?? [:])
+            for setting in settings {
+                guard case .buffer(_, let capacity) = setting.value,
+                    case .buffer(.out, _, _, _)? = access.layout.field(named: setting.field)?.kind
+                else { continue }
+                arguments.outputCapacity += capacity
+            }
+            guard arguments.outputCapacity <= Int(Self.maximumBufferBytes) else {
+                throw FunctionCallError("the out buffers of \(name) would hold more than \(Self.maximumBufferBytes) bytes together")
+            }
+            arguments.fieldSettings[index] = settings
+        }
+        return arguments
+    }
+
+    /// What a call sets in the struct of the parameter at `index`: the caller's values, the
+    /// counts of the `in` buffers from their lengths, and room for each `out` buffer as its count
+    /// says.
+    private func fieldSettings(
+        _ index: Int, _ access: FunctionStructAccess, given: [String: FunctionValue]
+    ) throws(FunctionCallError) -> [FunctionArguments.FieldSetting] {
+        let argument = label(ofParameter: index)
+        var counts: [String: FunctionValue] = [:]
+        var settings: [FunctionArguments.FieldSetting] = []
+        for name in access.sets {
+            guard let field = access.layout.field(named: name), case .buffer(.in, let element, let counter, _) = field.kind else {
+                continue
+            }
+            guard case .bytes(let content)? = given[name] else {
+                throw FunctionCallError("field '\(name)' of \(argument) of \(self.name) has no value")
+            }
+            let width = element.byteWidth
+            guard content.count % width == 0 else {
+                throw FunctionCallError(
+                    "field '\(name)' of \(argument) of \(self.name) holds \(content.count) bytes, not a whole number of \(element) elements"
+                )
+            }
+            guard case .scalar(let type)? = access.layout.field(named: counter)?.kind,
+                let count = FunctionValue.integer(UInt64(content.count / width), as: type)
+            else {
+                throw FunctionCallError(
+                    "field '\(name)' of \(argument) of \(self.name) holds \(content.count / width) elements, more than '\(counter)' can count"
+                )
+            }
+            counts[counter] = count
+        }
+        for name in access.sets {
+            guard let field = access.layout.field(named: name) else { continue }
+            switch field.kind {
+            case .scalar:
+                guard let value = given[name] else {
+                    throw FunctionCallError("field '\(name)' of \(argument) of \(self.name) has no value")
+                }
+                settings.append(.init(field: name, value: .value(value)))
+            case .buffer(.in, _, let counter, _):
+                guard case .bytes(let content)? = given[name], let count = counts[counter] else { continue }
+                settings.append(.init(field: name, value: .buffer(content: content, capacity: content.count)))
+                settings.append(.init(field: counter, value: .value(count)))
+            case .buffer(_, let element, let counter, _):
+                guard let value = given[counter], let count = value.asCount else {
+                    throw FunctionCallError(
+                        "field '\(counter)' of \(argument) of \(self.name) is \(given[counter]?.description ?? "missing"), which cannot count '\(name)'"
+                    )
+                }
+                let width = UInt64(element.byteWidth)
+                guard count <= Self.maximumBufferBytes / width else {
+                    throw FunctionCallError(
+                        "field '\(name)' of \(argument) of \(self.name) would hold \(count) elements, more than \(Self.maximumBufferBytes) bytes"
+                    )
+                }
+                settings.append(.init(field: name, value: .buffer(content: [], capacity: Int(count * width))))
+            case .string:
+                continue
+            }
+        }
+        return settings
     }
 
     private func missing(_ index: Int) -> FunctionCallError {
@@ -237,6 +356,7 @@ extension FunctionSignature {
             throw refuse(nil, "the result of \(name) has \(values.count) outputs, not the \(expected.count) declared")
         }
         var byParameter: [Int: FunctionValue] = [:]
+        var byField: [Int: [String: FunctionValue]] = [:]
         for (output, value) in zip(expected, values) {
             guard value.type == output.type else {
                 throw refuse(output.name, "\(name) returned \(value.type) for '\(output.name)', not \(output.type)")
@@ -244,9 +364,17 @@ extension FunctionSignature {
             if case .handle(let handle) = value, handle.kind != output.kind {
                 throw refuse(output.name, "\(name) returned handle \(handle) for '\(output.name)', not one of kind \(output.kind ?? "")")
             }
-            byParameter[output.parameter] = value
+            if let field = output.field {
+                byField[output.parameter, default: [:]][field] = value
+            } else {
+                byParameter[output.parameter] = value
+            }
         }
         for output in expected {
+            if let field = output.field {
+                try checkField(field, of: output, in: byField[output.parameter] ?? [:], arguments: arguments)
+                continue
+            }
             guard case .buffer(let buffer) = parameters[output.parameter].kind, case .bytes(let bytes)? = byParameter[output.parameter]
             else { continue }
             let capacity = arguments.capacity(of: output.parameter)
@@ -275,6 +403,33 @@ extension FunctionSignature {
         }
         let named = zip(expected, values).map { FunctionOutput(name: $0.name, value: $1) }
         return FunctionResult(value: value, outputs: named, errorNumber: errorNumber)
+    }
+
+    /// An out buffer field's bytes: within the room the call bound, and as many as its count
+    /// field says — what the library used, or for a field that `advances`, the room less what
+    /// it left.
+    private func checkField(
+        _ field: String, of output: Output, in values: [String: FunctionValue], arguments: FunctionArguments
+    ) throws(FunctionResultError) {
+        guard let layout = parameters[output.parameter].fields?.layout,
+            case .buffer(_, let element, let counter, let advances)? = layout.field(named: field)?.kind,
+            case .bytes(let bytes)? = values[field]
+        else { return }
+        let capacity = arguments.capacity(of: field, at: output.parameter)
+        let counterName = output.name.dropLast(field.count) + counter
+        func refuse(_ message: String) -> FunctionResultError {
+            FunctionResultError(function: name, argument: String(counterName), message: message)
+        }
+        let width = UInt64(element.byteWidth)
+        guard let count = values[counter]?.asCount, count <= UInt64(capacity) / width else {
+            throw refuse(
+                "\(name) set '\(counterName)' to \(values[counter]?.description ?? "nothing"), beyond the \(UInt64(capacity) / width) \(element) elements bound to '\(output.name)'"
+            )
+        }
+        let expected = advances ? UInt64(capacity) - count * width : count * width
+        guard UInt64(bytes.count) == expected else {
+            throw refuse("\(name) returned \(bytes.count) bytes for '\(output.name)', where '\(counterName)' says \(expected)")
+        }
     }
 }
 

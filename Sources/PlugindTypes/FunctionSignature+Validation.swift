@@ -26,7 +26,22 @@ extension FunctionSignature {
                 guard Self.isCIdentifier(name) else { throw refuse(index, "has a name that is not a C identifier") }
                 guard names.insert(name).inserted else { throw refuse(index, "repeats the name of an earlier argument") }
             }
+            if let fields = parameter.fields {
+                switch parameter.kind {
+                case .structure, .handle: break
+                default: throw refuse(index, "has struct fields, but only a struct argument or a handle of a struct kind has them")
+                }
+                do {
+                    try fields.layout.validate()
+                } catch {
+                    throw refuse(index, "is a struct \(fields.layout.name) that is refused: \(error)")
+                }
+                if let problem = fields.validate() { throw refuse(index, problem) }
+            }
             switch parameter.kind {
+            case .structure:
+                guard parameter.name != nil else { throw refuse(index, "is a struct and needs a name") }
+                guard parameter.fields != nil else { throw refuse(index, "is a struct of no declared layout") }
             case .value(let type):
                 guard type.isValidArgument else { throw refuse(index, "cannot be void") }
                 guard type != .handle else { throw refuse(index, "is a handle of no kind") }
@@ -116,7 +131,29 @@ extension FunctionSignature {
             }
             releasers[kind] = function.name
         }
+        var layouts: [String: FunctionStruct] = [:]
+        var plain: Set<String> = []
         for function in functions {
+            for (index, parameter) in function.parameters.enumerated() {
+                guard case .handle(let kind, _) = parameter.kind else { continue }
+                let refused = FunctionDeclarationError(
+                    function: function.name, parameter: index, argument: function.label(ofParameter: index),
+                    problem: "is a handle of kind \(kind), which other arguments declare with another struct layout or none")
+                if let layout = parameter.fields?.layout {
+                    guard !plain.contains(kind), layouts[kind].map({ $0 == layout }) ?? true else { throw refused }
+                    layouts[kind] = layout
+                } else {
+                    guard layouts[kind] == nil else { throw refused }
+                    plain.insert(kind)
+                }
+            }
+        }
+        for function in functions {
+            if let kind = function.returnKind, layouts[kind] != nil {
+                throw FunctionDeclarationError(
+                    function: function.name, parameter: nil, argument: nil,
+                    problem: "returns a handle of kind \(kind), a struct the worker makes; a function gets one as an out argument")
+            }
             if let kind = function.returnKind, releasers[kind] == nil {
                 throw FunctionDeclarationError(
                     function: function.name, parameter: nil, argument: nil,

@@ -209,17 +209,26 @@ public struct FunctionParameter: Hashable, Sendable {
         case null
         /// An opaque pointer of the named kind (the manifest's `"handles"`): `in`, passed by value
         /// (`sqlite3 *db`), the caller passes a `FunctionHandle`; `out`, a pointer to one the
-        /// function writes (`sqlite3 **ppDb`), which the result returns.
+        /// function writes (`sqlite3 **ppDb`), which the result returns. For a kind that is a
+        /// struct (`fields` says which), `out` is a struct the worker makes, zeroed, and passes
+        /// (`deflateInit_(z_stream *strm, …)`): the handle lives in the worker from then on.
         case handle(String, FunctionDirection)
+        /// A pointer to a struct the worker makes, zeroed, for this call only (`fields` gives
+        /// its layout and which fields the caller sets and the result reports).
+        case structure
     }
 
     /// The name the manifest gives it (required for pointers and buffers); nil when unnamed.
     public var name: String?
     public var kind: Kind
+    /// For a `structure`, or a handle of a struct kind: the layout, and the fields the call
+    /// sets and reads.
+    public var fields: FunctionStructAccess?
 
-    public init(_ kind: Kind, name: String? = nil) {
+    public init(_ kind: Kind, name: String? = nil, fields: FunctionStructAccess? = nil) {
         self.kind = kind
         self.name = name
+        self.fields = fields
     }
 }
 
@@ -266,6 +275,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
         public var type: FunctionValueType
         /// The handle's kind, for a handle.
         public var kind: String?
+        /// The struct field the value sets, for a field of a `structure` or a struct handle.
+        public var field: String?
     }
 
     /// A value the result returns: the scalar an `out`/`inout` pointer points to, or the bytes of
@@ -276,34 +287,49 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
         public var type: FunctionValueType
         /// The handle's kind, for an out handle.
         public var kind: String?
+        /// The struct field it reports (`name` is then `argument.field`).
+        public var field: String?
     }
 
     /// The values a caller passes, in order: every parameter but `NULL`, `out` pointers, `out`
     /// buffers, and the counts of `in`/`inout` buffers (their lengths).
     public var inputs: [Input] {
         let derived = derivedCounts
-        return parameters.indices.compactMap { index -> Input? in
+        return parameters.indices.flatMap { index -> [Input] in
+            let own: Input?
             switch parameters[index].kind {
-            case .value(let type): derived.contains(index) ? nil : Input(parameter: index, type: type)
-            case .pointer(let type, let direction): direction.isInput ? Input(parameter: index, type: type) : nil
-            case .buffer(let buffer): buffer.direction.isInput ? Input(parameter: index, type: .bytes) : nil
-            case .handle(let kind, let direction): direction.isInput ? Input(parameter: index, type: .handle, kind: kind) : nil
-            case .null: nil
+            case .value(let type): own = derived.contains(index) ? nil : Input(parameter: index, type: type)
+            case .pointer(let type, let direction): own = direction.isInput ? Input(parameter: index, type: type) : nil
+            case .buffer(let buffer): own = buffer.direction.isInput ? Input(parameter: index, type: .bytes) : nil
+            case .handle(let kind, let direction): own = direction.isInput ? Input(parameter: index, type: .handle, kind: kind) : nil
+            case .null, .structure: own = nil
             }
+            let fields = (parameters[index].fields?.inputFields ?? []).map { field in
+                Input(parameter: index, type: FunctionStructAccess.valueType(of: field), field: field.name)
+            }
+            return (own.map { [$0] } ?? []) + fields
         }
     }
 
     /// The values a result returns besides the function's own, in parameter order.
     public var outputs: [Output] {
-        parameters.indices.compactMap { index -> Output? in
+        parameters.indices.flatMap { index -> [Output] in
             let name = parameters[index].name ?? "argument \(index + 1)"
+            let own: Output?
             switch parameters[index].kind {
-            case .pointer(let type, let direction): return direction.isOutput ? Output(parameter: index, name: name, type: type) : nil
-            case .buffer(let buffer): return buffer.direction.isOutput ? Output(parameter: index, name: name, type: .bytes) : nil
+            case .pointer(let type, let direction): own = direction.isOutput ? Output(parameter: index, name: name, type: type) : nil
+            case .buffer(let buffer): own = buffer.direction.isOutput ? Output(parameter: index, name: name, type: .bytes) : nil
             case .handle(let kind, let direction):
-                return direction.isOutput ? Output(parameter: index, name: name, type: .handle, kind: kind) : nil
-            case .value, .null: return nil
+                own = direction.isOutput ? Output(parameter: index, name: name, type: .handle, kind: kind) : nil
+            case .value, .null, .structure: own = nil
             }
+            let access = parameters[index].fields
+            let fields = (access?.gets ?? []).compactMap { fieldName -> Output? in
+                guard let field = access?.layout.field(named: fieldName) else { return nil }
+                return Output(
+                    parameter: index, name: name + "." + fieldName, type: FunctionStructAccess.valueType(of: field), field: fieldName)
+            }
+            return (own.map { [$0] } ?? []) + fields
         }
     }
 
@@ -354,8 +380,22 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
         case .null:
             return "NULL"
         case .handle(let kind, let direction):
+            if let fields = parameter.fields {
+                return "\(direction == .in ? "" : "out ")\(kind) (struct \(fields.layout.name)) *\(parameter.name ?? "")"
+                    + Self.fieldList(fields)
+            }
             return (direction == .in ? "\(kind) *" : "\(direction) \(kind) **") + (parameter.name ?? "")
+        case .structure:
+            return "struct \(parameter.fields?.layout.name ?? "") *\(parameter.name ?? "")" + (parameter.fields.map(Self.fieldList) ?? "")
         }
+    }
+
+    /// ` {set a, b; get c}`, or nothing when the call exchanges no field.
+    private static func fieldList(_ access: FunctionStructAccess) -> String {
+        var parts: [String] = []
+        if !access.sets.isEmpty { parts.append("set " + access.sets.joined(separator: ", ")) }
+        if !access.gets.isEmpty { parts.append("get " + access.gets.joined(separator: ", ")) }
+        return parts.isEmpty ? "" : " {" + parts.joined(separator: "; ") + "}"
     }
 
     func referenceName(_ index: Int) -> String {

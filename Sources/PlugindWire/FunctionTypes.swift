@@ -74,6 +74,14 @@ private enum ParameterCode {
     static let buffer: UInt8 = 2
     static let null: UInt8 = 3
     static let handle: UInt8 = 4
+    static let structure: UInt8 = 5
+}
+
+// Struct field kinds on the wire.
+private enum FieldCode {
+    static let scalar: UInt8 = 0
+    static let string: UInt8 = 1
+    static let buffer: UInt8 = 2
 }
 
 private enum CountCode {
@@ -147,12 +155,43 @@ extension PayloadWriter {
                 writer.write(ParameterCode.handle)
                 writer.write(kind)
                 writer.write(direction.wireCode)
+            case .structure:
+                writer.write(ParameterCode.structure)
             }
+            writer.write(parameter.fields != nil)
+            if let fields = parameter.fields { writer.write(fields) }
         }
         write(signature.returns.wireCode)
         if signature.returns == .handle { write(signature.returnKind ?? "") }
         write((signature.reportsErrno ? SignatureFlags.reportsErrno : 0) | (signature.releases != nil ? SignatureFlags.releases : 0))
         if let kind = signature.releases { write(kind) }
+    }
+
+    /// The layout (name, size, alignment, fields), then the fields set and read.
+    mutating func write(_ access: FunctionStructAccess) {
+        let layout = access.layout
+        write(layout.name)
+        write(UInt32(truncatingIfNeeded: layout.size))
+        write(UInt32(truncatingIfNeeded: layout.alignment))
+        write(layout.fields) { writer, field in
+            writer.write(field.name)
+            writer.write(UInt32(truncatingIfNeeded: field.offset))
+            switch field.kind {
+            case .scalar(let type):
+                writer.write(FieldCode.scalar)
+                writer.write(type.wireCode)
+            case .string:
+                writer.write(FieldCode.string)
+            case .buffer(let direction, let element, let count, let advances):
+                writer.write(FieldCode.buffer)
+                writer.write(direction.wireCode)
+                writer.write(element.wireCode)
+                writer.write(count)
+                writer.write(advances)
+            }
+        }
+        write(access.sets)
+        write(access.gets)
     }
 
     package mutating func write(_ reply: FunctionCallReply) {
@@ -234,10 +273,42 @@ extension PayloadReader {
             kind = .null
         case ParameterCode.handle:
             kind = .handle(try readString(), try FunctionDirection(wireCode: readUInt8()))
+        case ParameterCode.structure:
+            kind = .structure
         case let code:
             throw .malformedPayload("unknown parameter kind \(code)")
         }
-        return FunctionParameter(kind, name: name.isEmpty ? nil : name)
+        let fields = try readBool() ? try readStructAccess() : nil
+        return FunctionParameter(kind, name: name.isEmpty ? nil : name, fields: fields)
+    }
+
+    /// Checked by `FunctionSignature.validate`, which `readFunctionSignature` calls.
+    private mutating func readStructAccess() throws(WireError) -> FunctionStructAccess {
+        let name = try readString()
+        let size = Int(try readUInt32())
+        let alignment = Int(try readUInt32())
+        let count = try readCount()
+        guard count <= FunctionStruct.maximumFields else {
+            throw .malformedPayload("struct \(name) has \(count) fields; at most \(FunctionStruct.maximumFields) are allowed")
+        }
+        var fields: [FunctionStruct.Field] = []
+        for _ in 0..<count {
+            let fieldName = try readString()
+            let offset = Int(try readUInt32())
+            let kind: FunctionStruct.Field.Kind
+            switch try readUInt8() {
+            case FieldCode.scalar: kind = .scalar(try FunctionValueType(wireCode: readUInt8()))
+            case FieldCode.string: kind = .string
+            case FieldCode.buffer:
+                kind = .buffer(
+                    direction: try FunctionDirection(wireCode: readUInt8()), element: try FunctionValueType(wireCode: readUInt8()),
+                    count: try readString(), advances: try readBool())
+            case let code: throw .malformedPayload("unknown field kind \(code) in struct \(name)")
+            }
+            fields.append(FunctionStruct.Field(name: fieldName, offset: offset, kind: kind))
+        }
+        let layout = FunctionStruct(name: name, size: size, alignment: alignment, fields: fields)
+        return FunctionStructAccess(layout: layout, sets: try readStrings(), gets: try readStrings())
     }
 
     package mutating func readFunctionCallReply() throws(WireError) -> FunctionCallReply {

@@ -94,6 +94,42 @@ struct CallOutputsTests {
         #expect(hex.stderr.contains("argument 2 of compress("), "\(hex.stderr)")
     }
 
+    @Test("a struct made for one call from the shell: its fields set by argument, read back by name, in text and --json")
+    func structFields() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let timegm = try await Self.approved(
+            [
+                "manifestVersion": 1, "identifier": "org.plugind.tests.cli-timegm", "name": "timegm", "version": "1",
+                "extensionPoint": "org.plugind.tests.functions", "library": "libc.so.6",
+                "structs": ["tm": GlibcStructLayouts.tm],
+                "functions": [
+                    [
+                        "name": "timegm", "returns": "int64",
+                        "arguments": [
+                            [
+                                "name": "tm", "type": "struct", "struct": "tm", "set": ["tm_year", "tm_mon", "tm_mday"],
+                                "get": ["tm_wday", "tm_yday", "tm_zone"],
+                            ]
+                        ],
+                    ]
+                ],
+            ], in: test)
+        // 2026-12-06 (C counts years from 1900 and months from 0): a Sunday, day 339 from 0.
+        // Python: calendar.timegm((2026, 12, 6, 0, 0, 0)) == 1796515200
+        let text = try await plugind("call", timegm, "timegm", "126", "11", "6", in: test)
+        #expect(text.status == 0, "\(text.stderr)")
+        #expect(text.stdout == "1796515200\ntm.tm_wday: 0\ntm.tm_yday: 339\ntm.tm_zone: GMT\n")
+        let json = try await plugind("call", timegm, "timegm", "126", "11", "6", "--json", in: test)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [String: Any])
+        let outputs = try #require(document["outputs"] as? [String: Any])
+        #expect(outputs["tm.tm_yday"] as? Int == 339)
+        #expect(outputs["tm.tm_zone"] as? String == "GMT")
+        let refused = try await plugind("call", timegm, "timegm", "126", "11", in: test)
+        #expect(refused.status != 0)
+        #expect(refused.stderr.contains("takes 3 argument(s), got 2"), "\(refused.stderr)")
+    }
+
     @Test("verify refuses an inconsistent declaration, naming the function and the argument")
     func verifyRefuses() async throws {
         let test = try TestHost()

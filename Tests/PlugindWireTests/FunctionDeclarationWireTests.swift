@@ -40,6 +40,8 @@ struct FunctionDeclarationWireTests {
                 FunctionParameter(.value(.uint16), name: "n"),
             ],
             returns: .void),
+        StructDeclarationTests.deflate,
+        StructDeclarationTests.timegm,
     ]
 
     static func roundTrip(_ signature: FunctionSignature) throws(WireError) -> FunctionSignature {

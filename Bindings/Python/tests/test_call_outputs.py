@@ -1,7 +1,8 @@
 """Typed calls with out values, buffers and errno, from Python. CallOutputsHostTests (Swift)
 installs and approves the zlib example and a libc bundle and runs this file with:
 
-  PLUGIND_TEST_ZLIB_POINT   the zlib example (compress, uncompress, compressBound)
+  PLUGIND_TEST_ZLIB_POINT   the zlib example (compress, uncompress, compressBound, the
+                            deflate stream on a z_stream kept in the worker)
   PLUGIND_TEST_LIBC_POINT   libc.so.6: strtol with NULL and errno, rand_r with an inout seed
 
 Without them (the suite of the other plugins) these tests are skipped.
@@ -45,6 +46,32 @@ def test_zlib_round_trip_checked_by_pythons_zlib():
         small = process.call_with_outputs("compress", 4, data, timeout=DEADLINE)
         assert small.value == -5  # Z_BUF_ERROR: zlib's answer, not an exception
         assert small.outputs["destLen"] <= 4
+
+
+def test_a_deflate_stream_on_a_struct_handle_checked_by_pythons_zlib():
+    data = os.urandom(150_000) + b"plugind " * 20_000
+    with plugind.Process(only("ZLIB")) as process:
+        version = process.call("zlibVersion", timeout=DEADLINE)
+        made = process.call_with_outputs("deflateInit_", 6, version, 112, timeout=DEADLINE)
+        assert made.value == 0
+        stream = made.outputs["strm"]
+        deflated = b""
+        offset = 0
+        while True:
+            chunk = data[offset : offset + 65536]
+            finish = offset + len(chunk) == len(data)
+            # The struct's fields travel with the call: next_in (avail_in from its length),
+            # room for next_out (avail_out); what the library left comes back by field.
+            step = process.call_with_outputs("deflate", stream, chunk, 16384, 4 if finish else 0, timeout=DEADLINE)
+            assert step.value in (0, 1, -5), step.outputs["strm.msg"]
+            assert len(step.outputs["strm.next_out"]) == 16384 - step.outputs["strm.avail_out"]
+            deflated += step.outputs["strm.next_out"]
+            offset += len(chunk) - step.outputs["strm.avail_in"]
+            if step.value == 1:  # Z_STREAM_END
+                break
+        assert step.outputs["strm.total_in"] == len(data)
+        assert process.call("deflateEnd", stream, timeout=DEADLINE) == 0
+        assert zlib.decompress(deflated) == data
 
 
 def test_null_errno_and_an_inout_seed():

@@ -10,6 +10,10 @@ import PlugindWire
 /// and `inout` pointers, and each `out`/`inout` buffer, never past its capacity. A buffer counted
 /// by a length the function set beyond the capacity is returned empty with that length, for the
 /// host to refuse.
+///
+/// A struct argument is a `WorkerStruct` the frame makes and frees; so is the struct of an out
+/// handle of a struct kind, until `outputs` gives it to the handle table. A handle of a struct
+/// kind passed in brings its own, which the frame sets and reads but never frees.
 final class ForeignCallFrame {
     let values: UnsafeMutablePointer<UnsafeMutableRawPointer?>
     private let slots: UnsafeMutableRawPointer
@@ -20,12 +24,20 @@ final class ForeignCallFrame {
     private var buffers: [Int: (memory: UnsafeMutableRawPointer, capacity: Int)] = [:]
     private var ownedMemory: [UnsafeMutableRawPointer] = []
     private let signature: FunctionSignature
+    /// The struct of each struct argument and struct handle, by parameter index.
+    private var structs: [Int: WorkerStruct] = [:]
+    /// The structs the frame made and frees, unless the handle table took them.
+    private var ownedStructs: [Int: WorkerStruct] = [:]
 
     private static let slotSize = 16
 
     /// Nil when memory for a copy cannot be had. `handles` holds the pointer of each handle the
-    /// call passes, by parameter index (the worker's handle table's).
-    init?(signature: FunctionSignature, arguments: FunctionArguments, handles: [Int: UnsafeMutableRawPointer]) {
+    /// call passes, by parameter index (the worker's handle table's), and `residents` the struct
+    /// of each handle of a struct kind.
+    init?(
+        signature: FunctionSignature, arguments: FunctionArguments, handles: [Int: UnsafeMutableRawPointer],
+        residents: [Int: WorkerStruct]
+    ) {
         self.signature = signature
         let parameterCount = signature.parameters.count
         let cCount = signature.parameters.reduce(0) { count, parameter in
@@ -60,11 +72,11 @@ final class ForeignCallFrame {
                     complete = complete && copy != nil
                     cSlot.storeBytes(of: copy, as: UnsafeMutableRawPointer?.self)
                 } else {
-                    Self.store(value, at: cSlot)
+                    ForeignValue.store(value, at: cSlot)
                 }
             case .pointer(let value):
                 let pointee = pointees + index * Self.slotSize
-                Self.store(value, at: pointee)
+                ForeignValue.store(value, at: pointee)
                 cSlot.storeBytes(of: pointee, as: UnsafeMutableRawPointer?.self)
             case .buffer(let content, let capacity):
                 let memory = copied(content, capacity: capacity)
@@ -75,9 +87,19 @@ final class ForeignCallFrame {
                 cSlot.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
             case .handle:
                 cSlot.storeBytes(of: handles[index], as: UnsafeMutableRawPointer?.self)
-            case .handleOut:
+                structs[index] = residents[index]
+            case .handleOut where signature.parameters[index].fields == nil:
                 // The pointee slot is zero: the handle is NULL until the function writes one.
                 cSlot.storeBytes(of: pointees + index * Self.slotSize, as: UnsafeMutableRawPointer?.self)
+            case .handleOut, .structure:
+                let made = signature.parameters[index].fields.flatMap { WorkerStruct(layout: $0.layout) }
+                structs[index] = made
+                ownedStructs[index] = made
+                complete = complete && made != nil
+                cSlot.storeBytes(of: made?.memory, as: UnsafeMutableRawPointer?.self)
+            }
+            if let settings = arguments.fieldSettings[index] {
+                complete = complete && structs[index]?.apply(settings) == true
             }
         }
         guard complete else {
@@ -96,54 +118,27 @@ final class ForeignCallFrame {
         return memory
     }
 
-    private static func store(_ value: FunctionValue, at slot: UnsafeMutableRawPointer) {
-        switch value {
-        case .bool(let value): slot.storeBytes(of: value ? 1 : 0, as: UInt8.self)
-        case .int8(let value): slot.storeBytes(of: value, as: Int8.self)
-        case .uint8(let value): slot.storeBytes(of: value, as: UInt8.self)
-        case .int16(let value): slot.storeBytes(of: value, as: Int16.self)
-        case .uint16(let value): slot.storeBytes(of: value, as: UInt16.self)
-        case .int32(let value): slot.storeBytes(of: value, as: Int32.self)
-        case .uint32(let value): slot.storeBytes(of: value, as: UInt32.self)
-        case .int64(let value): slot.storeBytes(of: value, as: Int64.self)
-        case .uint64(let value): slot.storeBytes(of: value, as: UInt64.self)
-        case .float(let value): slot.storeBytes(of: value, as: Float.self)
-        case .double(let value): slot.storeBytes(of: value, as: Double.self)
-        case .void, .string, .bytes, .handle: break
-        }
-    }
-
-    private static func load(_ type: FunctionValueType, at slot: UnsafeRawPointer) -> FunctionValue {
-        switch type {
-        case .bool: .bool(slot.load(as: UInt8.self) != 0)
-        case .int8: .int8(slot.load(as: Int8.self))
-        case .uint8: .uint8(slot.load(as: UInt8.self))
-        case .int16: .int16(slot.load(as: Int16.self))
-        case .uint16: .uint16(slot.load(as: UInt16.self))
-        case .int32: .int32(slot.load(as: Int32.self))
-        case .uint32: .uint32(slot.load(as: UInt32.self))
-        case .int64: .int64(slot.load(as: Int64.self))
-        case .uint64: .uint64(slot.load(as: UInt64.self))
-        case .float: .float(slot.load(as: Float.self))
-        case .double: .double(slot.load(as: Double.self))
-        case .void, .string, .bytes, .handle: .void
-        }
-    }
-
     /// The values of the declared outputs, in order (`FunctionSignature.outputs`); the pointer
     /// an out handle was left with gets its number from `handles`.
     func outputs(handles: HandleTable) -> [FunctionValue] {
         signature.outputs.map { output in
+            if let field = output.field { return structs[output.parameter]?.value(of: field) ?? .void }
+            if let made = ownedStructs[output.parameter], case .handle(let kind, .out) = signature.parameters[output.parameter].kind {
+                // The library initialised the struct the worker made: the table keeps it now.
+                ownedStructs[output.parameter] = nil
+                return .handle(FunctionHandle(kind: kind, id: handles.register(made, kind: kind)))
+            }
             switch signature.parameters[output.parameter].kind {
             case .pointer(let type, _):
-                return Self.load(type, at: pointees + output.parameter * Self.slotSize)
+                return ForeignValue.load(type, at: pointees + output.parameter * Self.slotSize)
             case .buffer(let buffer):
                 guard let (memory, capacity) = buffers[output.parameter] else { return .bytes([]) }
                 var used = capacity
                 if case .length(let counter) = buffer.count, case .pointer(let type, _) = signature.parameters[counter].kind {
                     let width = UInt64(buffer.element.byteWidth)
                     // Checked before anything is copied: a length beyond the capacity copies nothing.
-                    guard let count = Self.load(type, at: pointees + counter * Self.slotSize).asCount, count <= UInt64(capacity) / width
+                    guard let count = ForeignValue.load(type, at: pointees + counter * Self.slotSize).asCount,
+                        count <= UInt64(capacity) / width
                     else { return .bytes([]) }
                     used = Int(count * width)
                 }
@@ -151,13 +146,16 @@ final class ForeignCallFrame {
             case .handle(let kind, _):
                 let pointer = (pointees + output.parameter * Self.slotSize).load(as: UnsafeMutableRawPointer?.self)
                 return .handle(FunctionHandle(kind: kind, id: handles.number(of: pointer, kind: kind)))
-            case .value, .null:
+            case .value, .null, .structure:
                 return .void
             }
         }
     }
 
     func release() {
+        for made in ownedStructs.values { made.free() }
+        ownedStructs = [:]
+        structs = [:]
         for memory in ownedMemory { free(memory) }
         ownedMemory = []
         buffers = [:]

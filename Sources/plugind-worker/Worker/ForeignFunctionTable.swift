@@ -94,7 +94,10 @@ struct ForeignFunctionTable {
         case .success(let taken): uses = taken
         case .failure(let refusal): return .failure(refusal)
         }
-        guard let frame = ForeignCallFrame(signature: signature, arguments: bound, handles: uses.mapValues(\.pointer)) else {
+        guard
+            let frame = ForeignCallFrame(
+                signature: signature, arguments: bound, handles: uses.mapValues(\.pointer), residents: uses.compactMapValues(\.resident))
+        else {
             for (index, use) in uses { handles.abandon(use, kind: Self.handleKind(signature.parameters[index].kind)) }
             return .failure(Refusal(message: "no memory for the arguments of \(signature.name)"))
         }
@@ -112,6 +115,10 @@ struct ForeignFunctionTable {
             )
         }
         let errorNumber = errorLocation?.pointee ?? 0
+        // Read while the call still holds its handles: a struct handle's fields are its alone.
+        let outputs = frame.outputs(handles: handles)
+        // The release function ran and its fields were read: a released struct goes now.
+        for use in uses.values where use.releasing { use.resident?.free() }
         // A handle the function released is gone now; the others are free for its release.
         for use in uses.values { handles.end(use) }
         let value: FunctionValue
@@ -124,7 +131,6 @@ struct ForeignFunctionTable {
             case .failure(let refusal): return .failure(refusal)
             }
         }
-        let outputs = frame.outputs(handles: handles)
         let outputBytes = outputs.reduce(0) { total, output in
             if case .bytes(let bytes) = output { return total + bytes.count }
             return total + 16
@@ -203,7 +209,7 @@ struct ForeignFunctionTable {
         switch kind {
         case .value(.bytes): [plugind_ffi_type_pointer(), plugind_ffi_type_uint64()]
         case .value(let type): [returnType(for: type)]
-        case .pointer, .buffer, .null, .handle: [plugind_ffi_type_pointer()]
+        case .pointer, .buffer, .null, .handle, .structure: [plugind_ffi_type_pointer()]
         }
     }
 

@@ -11,12 +11,18 @@ import Synchronization
 /// is under a `Mutex`, never held across a call into the library. A handle in use by a call is
 /// counted; its release function is refused while another call uses it, and once a release has
 /// begun the handle is gone for every other call.
+///
+/// A handle of a struct kind is a struct the worker made (`WorkerStruct`): the table owns it,
+/// a call that sets or reads its fields holds it alone, and its release frees it after the
+/// library's release function ran.
 final class HandleTable: Sendable {
     private struct Entry {
         let kind: String
         let pointer: UInt
         /// Calls running with it.
         var uses: Int
+        /// The struct, for a struct kind.
+        var resident: WorkerStruct? = nil
     }
 
     private struct State {
@@ -34,6 +40,9 @@ final class HandleTable: Sendable {
         let id: UInt64
         let pointer: UnsafeMutableRawPointer
         let releasing: Bool
+        /// The struct, for a struct kind: the call's alone until `end`; freed by the caller
+        /// after the release function ran, when `releasing`.
+        let resident: WorkerStruct?
     }
 
     /// Takes the handle numbered `id` for a call that passes it as a `kind` (and, when
@@ -45,6 +54,8 @@ final class HandleTable: Sendable {
             }
             guard entry.kind == kind else { return .failure(.wrongKind(entry.kind)) }
             guard let pointer = UnsafeMutableRawPointer(bitPattern: entry.pointer) else { return .failure(.unknown) }
+            // A struct's fields are set before the call and read after it: one call at a time.
+            if entry.resident != nil, entry.uses > 0 { return .failure(.structInUse) }
             if releasing {
                 guard entry.uses == 0 else { return .failure(.inUse) }
                 // Gone for every other call from now on: the library is about to free it.
@@ -54,7 +65,7 @@ final class HandleTable: Sendable {
                 entry.uses += 1
                 state.entries[id] = entry
             }
-            return .success(Use(id: id, pointer: pointer, releasing: releasing))
+            return .success(Use(id: id, pointer: pointer, releasing: releasing, resident: entry.resident))
         }
     }
 
@@ -72,7 +83,7 @@ final class HandleTable: Sendable {
         guard use.releasing else { return end(use) }
         let address = UInt(bitPattern: use.pointer)
         state.withLock { state in
-            state.entries[use.id] = Entry(kind: kind, pointer: address, uses: 0)
+            state.entries[use.id] = Entry(kind: kind, pointer: address, uses: 0, resident: use.resident)
             state.numbers[kind, default: [:]][address] = use.id
         }
     }
@@ -81,12 +92,22 @@ final class HandleTable: Sendable {
     /// one. 0 for NULL.
     func number(of pointer: UnsafeMutableRawPointer?, kind: String) -> UInt64 {
         guard let pointer else { return 0 }
+        return number(of: pointer, kind: kind, resident: nil)
+    }
+
+    /// A new number for `resident`, a struct of a struct kind the worker made for an out
+    /// handle: the table owns it from now on.
+    func register(_ resident: WorkerStruct, kind: String) -> UInt64 {
+        number(of: resident.memory, kind: kind, resident: resident)
+    }
+
+    private func number(of pointer: UnsafeMutableRawPointer, kind: String, resident: WorkerStruct?) -> UInt64 {
         let address = UInt(bitPattern: pointer)
         return state.withLock { state in
             if let id = state.numbers[kind]?[address] { return id }
             let id = state.next
             state.next += 1
-            state.entries[id] = Entry(kind: kind, pointer: address, uses: 0)
+            state.entries[id] = Entry(kind: kind, pointer: address, uses: 0, resident: resident)
             state.numbers[kind, default: [:]][address] = id
             return id
         }
@@ -103,6 +124,8 @@ enum HandleRefusal: Error, Equatable {
     case wrongKind(String)
     /// A call of its release function while another call uses it.
     case inUse
+    /// A struct handle another call is using.
+    case structInUse
 
     /// Follows "argument 1 ('db') of f(…) is handle sqlite3#7".
     var reason: String {
@@ -111,6 +134,7 @@ enum HandleRefusal: Error, Equatable {
         case .released: "which was released"
         case .wrongKind(let kind): "which is a \(kind) handle"
         case .inUse: "which another call is using; its release function must wait for that call"
+        case .structInUse: "a struct another call is using; a struct handle serves one call at a time"
         }
     }
 }

@@ -71,3 +71,28 @@ int32_t negative_length(uint8_t *dest, int32_t *len) {
     *len = -1;
     return 0;
 }
+
+/* A struct the host declares with an out buffer counted by a count the library decreases as it
+ * writes (zlib's next_out/avail_out): this one claims more room left than it was given. */
+struct sink {
+    uint8_t *next_out;
+    uint32_t avail_out;
+    uint32_t written;
+};
+
+int32_t sink_overstate(struct sink *sink) {
+    sink->written = 1;
+    sink->avail_out += 100;
+    sink->next_out = (uint8_t *)(uintptr_t)0x1000; /* never followed by the worker */
+    return 0;
+}
+
+/* An honest one: writes `value` into every byte of the room given. */
+int32_t sink_fill(struct sink *sink, uint8_t value) {
+    while (sink->avail_out > 0) {
+        *sink->next_out++ = value;
+        sink->avail_out--;
+        sink->written++;
+    }
+    return 0;
+}
