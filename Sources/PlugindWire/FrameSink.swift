@@ -80,6 +80,10 @@ package struct FrameSink: Sendable {
     private var pipeFull = false
     /// The last write found the ring full: nothing is tried until the reader says it read.
     private var ringFull = false
+    /// The reader said it read while a turn was writing: the turn's write may find the ring
+    /// full only because the word came before it ended, and the word is not sent twice (the
+    /// reader cleared the request it answered). That turn writes again instead of waiting.
+    private var roomArrivedDuringTurn = false
     package private(set) var isClosed = false
 
     package init(from writer: Writer) {
@@ -145,10 +149,12 @@ package struct FrameSink: Sendable {
         if roomAvailable {
             pipeFull = false
             ringFull = false
+            if writing { roomArrivedDuringTurn = true }
         }
         if pipeFull || ringFull { return .waitingForRoom }
         if writing { return .busy }
         writing = true
+        roomArrivedDuringTurn = false
         return nil
     }
 
@@ -206,11 +212,18 @@ package struct FrameSink: Sendable {
             head = 0
         }
         if count == write.count { return nil }
-        writing = false
         if write.lane == .ring {
+            // The reader's word that it read came while this turn wrote: it is spent, so look
+            // at the ring again rather than wait for another.
+            if roomArrivedDuringTurn {
+                roomArrivedDuringTurn = false
+                return nil
+            }
+            writing = false
             ringFull = true
             return .ringFull
         }
+        writing = false
         pipeFull = true
         return .blocked
     }

@@ -262,6 +262,63 @@ struct FrameSinkTests {
         #expect(sink.isEmpty && sink.queuedBytes == 0)
     }
 
+    @Test("the reader's word that it read, arriving while another thread's turn fills the ring, is not lost: that turn writes on")
+    func roomWordDuringTheTurn() throws {
+        let pipe = try TestPipe()
+        defer { pipe.close() }
+        let memory = try Self.sharedMemory()
+        var sink = FrameSink(from: .host)
+        sink.switchToRing(SharedRingProducer(memory: memory, layout: SharedMemoryLayout.toWorkerRing))
+        #expect(Self.flush(&sink, to: pipe) == .done)
+        let sent = (1...6).map { Self.request(UInt64($0), size: 5000 + $0) }
+        for message in sent { sink.enqueue(message.encode().header, payload: message.encode().payload) }
+        var reader = SharedRingConsumer(memory: memory, layout: SharedMemoryLayout.toWorkerRing)
+        // A caller's turn (`FrameWriter.flush` on its own thread) fills the ring and asks the
+        // reader to say when it read…
+        #expect(sink.takeTurn() == nil)
+        guard var write = sink.nextWrite() else {
+            Issue.record("nothing to write")
+            return
+        }
+        let written = write.writeRing { wake in
+            if case .failed = pipe.pipe.writeEnd.writeAvailable(wake) { return false }
+            return true
+        }
+        // … the reader reads and says so before that turn ended, and the loop's turn, told of
+        // the room, finds the caller's turn still writing.
+        var bytes = try Self.drain(&reader)
+        #expect(reader.producerNeedsWake())
+        #expect(sink.takeTurn(roomAvailable: true) == .busy)
+        // The caller's turn ends: not waiting for a word that already came, it writes on.
+        #expect(sink.complete(write, written) == nil)
+        var outcome: FrameSink.Outcome?
+        var turns = 0
+        while outcome != .done, turns < 100 {
+            turns += 1
+            guard var next = sink.nextWrite() else {
+                outcome = .done
+                break
+            }
+            let more = next.writeRing { wake in
+                if case .failed = pipe.pipe.writeEnd.writeAvailable(wake) { return false }
+                return true
+            }
+            bytes += try Self.drain(&reader)
+            if let ended = sink.complete(next, more) {
+                outcome = ended
+                if ended == .ringFull {
+                    #expect(reader.producerNeedsWake())
+                    outcome = Self.flush(&sink, to: pipe, roomAvailable: true)
+                    bytes += try Self.drain(&reader)
+                }
+            }
+        }
+        bytes += try Self.drain(&reader)
+        let frames = try Self.frames(bytes, direction: .hostToWorker)
+        #expect(try frames.map { try HostMessage($0) } == sent)
+        #expect(sink.isEmpty)
+    }
+
     @Test("a full ring: the worker waits for room (here, the reader reads meanwhile) and goes on; a 1 MiB frame arrives whole")
     func largeFrameThroughAFullRing() throws {
         let pipe = try TestPipe()
