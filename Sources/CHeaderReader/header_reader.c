@@ -19,8 +19,10 @@ typedef void *CXTranslationUnit;
 typedef void *CXDiagnostic;
 typedef void *CXFile;
 typedef int (*CXCursorVisitor)(CXCursor cursor, CXCursor parent, void *data);
+typedef int (*CXFieldVisitor)(CXCursor cursor, void *data);
 
-enum { CXCursor_FunctionDecl = 8, CXChildVisit_Continue = 1, CXDiagnostic_Error = 3, CX_SC_Static = 3 };
+enum { CXCursor_UnionDecl = 3, CXCursor_FunctionDecl = 8, CXCursor_TypedefDecl = 20 };
+enum { CXChildVisit_Continue = 1, CXVisit_Break = 0, CXVisit_Continue = 1, CXDiagnostic_Error = 3, CX_SC_Static = 3 };
 enum { CXTranslationUnit_SkipFunctionBodies = 0x40 };
 
 static struct {
@@ -54,6 +56,12 @@ static struct {
     CXType (*getPointeeType)(CXType);
     unsigned (*isConstQualifiedType)(CXType);
     long long (*typeGetSizeOf)(CXType);
+    long long (*typeGetAlignOf)(CXType);
+    unsigned (*typeVisitFields)(CXType, CXFieldVisitor, void *);
+    long long (*cursorGetOffsetOfField)(CXCursor);
+    unsigned (*cursorIsBitField)(CXCursor);
+    CXType (*getTypedefDeclUnderlyingType)(CXCursor);
+    unsigned (*equalCursors)(CXCursor, CXCursor);
     CXCursor (*getTypeDeclaration)(CXType);
     const char *(*getCString)(CXString);
     void (*disposeString)(CXString);
@@ -116,6 +124,12 @@ static int load_libclang(char *error, size_t error_size) {
         {(void **)&clang.getPointeeType, "clang_getPointeeType"},
         {(void **)&clang.isConstQualifiedType, "clang_isConstQualifiedType"},
         {(void **)&clang.typeGetSizeOf, "clang_Type_getSizeOf"},
+        {(void **)&clang.typeGetAlignOf, "clang_Type_getAlignOf"},
+        {(void **)&clang.typeVisitFields, "clang_Type_visitFields"},
+        {(void **)&clang.cursorGetOffsetOfField, "clang_Cursor_getOffsetOfField"},
+        {(void **)&clang.cursorIsBitField, "clang_Cursor_isBitField"},
+        {(void **)&clang.getTypedefDeclUnderlyingType, "clang_getTypedefDeclUnderlyingType"},
+        {(void **)&clang.equalCursors, "clang_equalCursors"},
         {(void **)&clang.getTypeDeclaration, "clang_getTypeDeclaration"},
         {(void **)&clang.getCString, "clang_getCString"},
         {(void **)&clang.disposeString, "clang_disposeString"},
@@ -131,16 +145,28 @@ static int load_libclang(char *error, size_t error_size) {
     return 0;
 }
 
-// The strings of one function's visit, disposed of after it.
-enum { MAXIMUM_PARAMETERS = 128, MAXIMUM_STRINGS = 8 + 4 * MAXIMUM_PARAMETERS };
+enum { MAXIMUM_PARAMETERS = 128 };
 
+// The strings and blocks of one function's visit (or of the whole parse), freed after it. A
+// struct's fields make their number unbounded; when memory runs out, a string reads as "".
 struct string_pool {
-    CXString strings[MAXIMUM_STRINGS];
-    int count;
+    CXString *strings;
+    int count, capacity;
+    void **blocks;
+    int block_count, block_capacity;
 };
 
+static int grow(void **array, int *capacity, size_t element_size) {
+    int wanted = *capacity == 0 ? 32 : *capacity * 2;
+    void *grown = realloc(*array, (size_t)wanted * element_size);
+    if (grown == NULL) return -1;
+    *array = grown;
+    *capacity = wanted;
+    return 0;
+}
+
 static const char *keep(struct string_pool *pool, CXString string) {
-    if (pool->count == MAXIMUM_STRINGS) {
+    if (pool->count == pool->capacity && grow((void **)&pool->strings, &pool->capacity, sizeof(CXString)) != 0) {
         clang.disposeString(string);
         return "";
     }
@@ -149,12 +175,112 @@ static const char *keep(struct string_pool *pool, CXString string) {
     return text != NULL ? text : "";
 }
 
-static void drain(struct string_pool *pool) {
-    for (int index = 0; index < pool->count; index++) clang.disposeString(pool->strings[index]);
-    pool->count = 0;
+// Takes `block` (malloc'd) to free with the pool; NULL when it cannot, having freed it.
+static void *keep_block(struct string_pool *pool, void *block) {
+    if (block == NULL) return NULL;
+    if (pool->block_count == pool->block_capacity && grow((void **)&pool->blocks, &pool->block_capacity, sizeof(void *)) != 0) {
+        free(block);
+        return NULL;
+    }
+    pool->blocks[pool->block_count++] = block;
+    return block;
 }
 
-static plugind_header_type describe(CXType type, struct string_pool *pool) {
+static void drain(struct string_pool *pool) {
+    for (int index = 0; index < pool->count; index++) clang.disposeString(pool->strings[index]);
+    for (int index = 0; index < pool->block_count; index++) free(pool->blocks[index]);
+    free(pool->strings);
+    free(pool->blocks);
+    memset(pool, 0, sizeof *pool);
+}
+
+// The translation unit's typedefs of structs and unions (typedef struct z_stream_s {…} z_stream),
+// first declared first. Records are compared by declaration, so that a const struct finds its
+// typedef too.
+struct record_names {
+    CXCursor *records;
+    const char **names;
+    int count, capacity, name_capacity;
+};
+
+struct typedef_collection {
+    struct record_names *names;
+    struct string_pool *pool;
+};
+
+static int collect_typedef(CXCursor cursor, CXCursor parent, void *data) {
+    (void)parent;
+    struct typedef_collection *collect = data;
+    if (clang.getCursorKind(cursor) != CXCursor_TypedefDecl) return CXChildVisit_Continue;
+    CXType underlying = clang.getCanonicalType(clang.getTypedefDeclUnderlyingType(cursor));
+    if (underlying.kind != PLUGIND_HEADER_TYPE_RECORD) return CXChildVisit_Continue;
+    struct record_names *names = collect->names;
+    if (names->count == names->capacity && grow((void **)&names->records, &names->capacity, sizeof(CXCursor)) != 0)
+        return CXChildVisit_Continue;
+    if (names->count == names->name_capacity && grow((void **)&names->names, &names->name_capacity, sizeof(char *)) != 0)
+        return CXChildVisit_Continue;
+    names->records[names->count] = clang.getTypeDeclaration(underlying);
+    names->names[names->count] = keep(collect->pool, clang.getCursorSpelling(cursor));
+    names->count += 1;
+    return CXChildVisit_Continue;
+}
+
+// A record's name as its header's users write it: the first typedef of it, else its tag, passing
+// over names with a leading underscore (the implementation's) while another is left: glibc's
+// `typedef struct _IO_FILE __FILE;` comes before `typedef struct _IO_FILE FILE;`.
+static const char *record_name(const struct record_names *names, CXType record, struct string_pool *pool) {
+    CXCursor declaration = clang.getTypeDeclaration(record);
+    const char *first = NULL;
+    for (int index = 0; index < names->count; index++) {
+        const char *name = names->names[index];
+        if (name[0] == '\0' || !clang.equalCursors(names->records[index], declaration)) continue;
+        if (name[0] != '_') return name;
+        if (first == NULL) first = name;
+    }
+    const char *tag = keep(pool, clang.getCursorSpelling(declaration));
+    if ((tag[0] != '\0' && tag[0] != '_') || first == NULL) return tag;
+    return first;
+}
+
+static plugind_header_type describe(CXType type, struct string_pool *pool, const struct record_names *names);
+
+struct field_visit {
+    struct string_pool *pool;
+    plugind_header_field *fields;
+    int count, capacity;
+};
+
+static int visit_field(CXCursor cursor, void *data) {
+    struct field_visit *visit = data;
+    if (visit->count == PLUGIND_HEADER_MAXIMUM_FIELDS) return CXVisit_Break;
+    if (visit->count == visit->capacity && grow((void **)&visit->fields, &visit->capacity, sizeof(plugind_header_field)) != 0)
+        return CXVisit_Break;
+    plugind_header_field *field = &visit->fields[visit->count++];
+    field->name = keep(visit->pool, clang.getCursorSpelling(cursor));
+    field->offset = clang.cursorGetOffsetOfField(cursor);
+    field->is_bit_field = clang.cursorIsBitField(cursor) != 0;
+    field->type = describe(clang.getCursorType(cursor), visit->pool, NULL);
+    return CXVisit_Continue;
+}
+
+// The layout of a complete struct or union, or NULL when memory runs out.
+static const plugind_header_record *lay_out(CXType record, int is_union, struct string_pool *pool,
+                                            const struct record_names *names) {
+    plugind_header_record *layout = keep_block(pool, calloc(1, sizeof *layout));
+    if (layout == NULL) return NULL;
+    layout->name = record_name(names, record, pool);
+    layout->is_union = is_union;
+    layout->size = clang.typeGetSizeOf(record);
+    layout->alignment = clang.typeGetAlignOf(record);
+    struct field_visit visit = {pool, NULL, 0, 0};
+    clang.typeVisitFields(record, visit_field, &visit);
+    layout->fields = keep_block(pool, visit.fields);
+    layout->field_count = layout->fields != NULL ? visit.count : 0;
+    return layout;
+}
+
+// `names` given: the layout of a complete struct one pointer points to is described too.
+static plugind_header_type describe(CXType type, struct string_pool *pool, const struct record_names *names) {
     plugind_header_type description;
     memset(&description, 0, sizeof description);
     CXType canonical = clang.getCanonicalType(type);
@@ -174,8 +300,13 @@ static plugind_header_type describe(CXType type, struct string_pool *pool) {
     }
     description.innermost_kind = innermost.kind;
     description.innermost_size = clang.typeGetSizeOf(innermost);
-    if (innermost.kind == PLUGIND_HEADER_TYPE_RECORD || innermost.kind == PLUGIND_HEADER_TYPE_ENUM)
-        description.innermost_name = keep(pool, clang.getCursorSpelling(clang.getTypeDeclaration(innermost)));
+    if (innermost.kind == PLUGIND_HEADER_TYPE_RECORD || innermost.kind == PLUGIND_HEADER_TYPE_ENUM) {
+        CXCursor declaration = clang.getTypeDeclaration(innermost);
+        description.innermost_name = keep(pool, clang.getCursorSpelling(declaration));
+        description.innermost_is_union = clang.getCursorKind(declaration) == CXCursor_UnionDecl;
+    }
+    if (names != NULL && description.pointer_depth == 1 && innermost.kind == PLUGIND_HEADER_TYPE_RECORD && description.innermost_size > 0)
+        description.record = lay_out(innermost, description.innermost_is_union, pool, names);
     return description;
 }
 
@@ -183,6 +314,7 @@ struct visit {
     plugind_header_visitor visitor;
     void *context;
     int main_file_only;
+    const struct record_names *names;
 };
 
 static int visit_declaration(CXCursor cursor, CXCursor parent, void *data) {
@@ -193,7 +325,7 @@ static int visit_declaration(CXCursor cursor, CXCursor parent, void *data) {
     if (visit->main_file_only && !clang.locationIsFromMainFile(location)) return CXChildVisit_Continue;
 
     struct string_pool pool;
-    pool.count = 0;
+    memset(&pool, 0, sizeof pool);
     plugind_header_function function;
     memset(&function, 0, sizeof function);
     CXFile file = NULL;
@@ -202,7 +334,7 @@ static int visit_declaration(CXCursor cursor, CXCursor parent, void *data) {
     function.name = keep(&pool, clang.getCursorSpelling(cursor));
     function.is_variadic = clang.isFunctionTypeVariadic(clang.getCursorType(cursor)) != 0;
     function.is_static = clang.cursorGetStorageClass(cursor) == CX_SC_Static || clang.cursorIsFunctionInlined(cursor) != 0;
-    function.result = describe(clang.getCursorResultType(cursor), &pool);
+    function.result = describe(clang.getCursorResultType(cursor), &pool, visit->names);
 
     int count = clang.cursorGetNumArguments(cursor);
     if (count < 0) count = 0;
@@ -212,7 +344,7 @@ static int visit_declaration(CXCursor cursor, CXCursor parent, void *data) {
     for (int index = 0; index < count && index < MAXIMUM_PARAMETERS; index++) {
         CXCursor argument = clang.cursorGetArgument(cursor, (unsigned)index);
         names[index] = keep(&pool, clang.getCursorSpelling(argument));
-        types[index] = describe(clang.getCursorType(argument), &pool);
+        types[index] = describe(clang.getCursorType(argument), &pool, visit->names);
     }
     for (int index = MAXIMUM_PARAMETERS; index < count; index++) {
         // The one past the limit, there to say "too many": described as nothing.
@@ -261,8 +393,18 @@ int plugind_header_read(const char *header, const char *const *arguments, int ar
     if (used > 0) {
         status = -1;
     } else {
-        struct visit visit = {visitor, context, main_file_only};
-        clang.visitChildren(clang.getTranslationUnitCursor(unit), visit_declaration, &visit);
+        struct string_pool pool;
+        memset(&pool, 0, sizeof pool);
+        struct record_names names;
+        memset(&names, 0, sizeof names);
+        struct typedef_collection collect = {&names, &pool};
+        CXCursor root = clang.getTranslationUnitCursor(unit);
+        clang.visitChildren(root, collect_typedef, &collect);
+        struct visit visit = {visitor, context, main_file_only, &names};
+        clang.visitChildren(root, visit_declaration, &visit);
+        free(names.records);
+        free(names.names);
+        drain(&pool);
     }
     clang.disposeTranslationUnit(unit);
     clang.disposeIndex(index);

@@ -81,16 +81,228 @@ struct DeclareCommandTests {
         #expect(open.toComplete.isEmpty)
         let query = try #require(Self.function("database_query", in: draft))
         #expect(query.declaration["returns"] == .object([("type", .string("handle")), ("kind", .string("cursor"))]))
+        // fill(size2d *) is no handle: the header completes size2d (see completeStructs).
         #expect(
             draft.handles == [
                 DeclarationDraft.HandleKind(kind: "database", releaseCandidates: ["database_close"]),
                 DeclarationDraft.HandleKind(kind: "cursor", releaseCandidates: ["cursor_free"]),
-                // fill(size2d *): the header completes size2d, so its kind is left to confirm.
-                DeclarationDraft.HandleKind(kind: "size2d", releaseCandidates: []),
             ])
-        let fill = try #require(Self.function("fill", in: draft))
-        #expect(fill.toComplete.map(\.field) == ["kind"])
         #expect(draft.fragment.rendered().contains(#""release": "TODO: the function that releases a database (database_close?)""#))
+    }
+
+    @Test("a pointer to a struct the header completes drafts its layout, and leaves struct or handle to choose")
+    func completeStructs() throws {
+        let draft = try Self.draft()
+        let fill = try #require(Self.function("fill", in: draft))
+        #expect(fill.toComplete.map(\.field) == ["type"])
+        guard case .array(let arguments)? = fill.declaration["arguments"], let size = arguments.first else { throw DraftShapeError() }
+        #expect(size["type"].map { $0.containsTodo } == true)
+        #expect(size["struct"] == .string("size2d"))
+        #expect(size["set"] == .array([]) && size["get"] == .array([]))
+        // An anonymous struct is named by its typedef.
+        #expect(
+            draft.structs.map(\.name) == ["size2d"] && draft.structs.first?.toComplete.isEmpty == true
+                && draft.structs.first?.leftOut.isEmpty == true)
+        #expect(
+            draft.fragment["structs"]?["size2d"]
+                == .object([
+                    ("size", .integer(8)), ("alignment", .integer(4)),
+                    (
+                        "fields",
+                        .array([
+                            .object([("name", .string("width")), ("offset", .integer(0)), ("type", .string("int32"))]),
+                            .object([("name", .string("height")), ("offset", .integer(4)), ("type", .string("int32"))]),
+                        ])
+                    ),
+                ]))
+    }
+
+    /// A struct with a field of each shape a manifest can and cannot declare.
+    static let structHeader = """
+        #include <stddef.h>
+        #include <stdint.h>
+        typedef enum { red, green } colour;
+        typedef struct point { double x, y; } point;
+        struct shape {
+            const char *label;
+            char *note;
+            unsigned char *pixels;
+            size_t pixel_count;
+            const float *weights;
+            uint32_t weight_count;
+            unsigned visible : 1;
+            point origin;
+            union { int i; float f; } value;
+            char tag[8];
+            char **names;
+            void (*draw)(struct shape *);
+            struct shape *next;
+            struct hidden *library_state;
+            long double scale;
+            _Bool closed;
+            colour tint;
+        };
+        int shape_draw(struct shape *shape);
+        typedef struct _widget __widget;
+        typedef struct _widget widget;
+        struct _widget { int id; };
+        int widget_id(__widget *w);
+        """
+
+    @Test("struct fields: scalars, strings and buffers drafted at their offsets; the rest left out, each with its reason")
+    func structFields() throws {
+        let (directory, path) = try Self.writeHeader(Self.structHeader)
+        defer { directory.remove() }
+        let draft = try DeclarationDraft(HeaderReader.functions(in: path, arguments: [], mainFileOnly: true))
+        // Named by the tag without a typedef; by the first typedef without a leading underscore.
+        #expect(draft.structs.map(\.name) == ["shape", "widget"])
+        let shape = try #require(draft.structs.first { $0.name == "shape" })
+        guard case .array(let fields)? = shape.declaration["fields"] else { throw DraftShapeError() }
+        let shapes = fields.map { field -> String in
+            guard case .string(let name)? = field["name"], case .integer(let offset)? = field["offset"],
+                case .string(let type)? = field["type"]
+            else { return "?" }
+            return "\(name)@\(offset):\(type)"
+        }
+        #expect(
+            shapes == [
+                "label@0:string", "note@8:string", "pixels@16:buffer", "pixel_count@24:uint64", "weights@32:buffer",
+                "weight_count@40:uint32", "closed@128:bool", "tint@132:int32",
+            ])
+        // Each buffer's count is the next integer field; a pointer to const is the caller's (in).
+        #expect(fields[2]["count"] == .string("TODO: the integer field that counts it (pixel_count?)"))
+        #expect(fields[2]["direction"]?.containsTodo == true)
+        #expect(fields[4]["direction"] == .string("in") && fields[4]["element"] == .string("float"))
+        #expect(fields[4]["count"] == .string("TODO: the integer field that counts it (weight_count?)"))
+        #expect(
+            shape.toComplete.map(\.field) == [
+                "pixels.direction", "pixels.count", "pixels.advances", "weights.count", "weights.advances",
+            ])
+        let reasons = Dictionary(uniqueKeysWithValues: shape.leftOut.map { ($0.name, $0.reason) })
+        #expect(reasons["shape.visible"]?.contains("bit-field") == true)
+        #expect(reasons["shape.origin"]?.contains("nested struct (point)") == true)
+        #expect(reasons["shape.value"]?.contains("nested union") == true)
+        #expect(reasons["shape.tag"]?.contains("array (char[8])") == true)
+        #expect(reasons["shape.names"]?.contains("pointer to a pointer (char **)") == true)
+        #expect(reasons["shape.draw"]?.contains("function pointer") == true)
+        #expect(reasons["shape.next"]?.contains("pointer to a struct (struct shape *)") == true)
+        #expect(reasons["shape.library_state"]?.contains("opaque pointer") == true)
+        #expect(reasons["shape.scale"]?.contains("long double") == true)
+        #expect(reasons.count == 9, "\(reasons.keys.sorted())")
+        // Left-out fields are reported with the functions that cannot be declared.
+        #expect(draft.notDeclarable.map(\.name) == shape.leftOut.map(\.name))
+    }
+
+    struct DraftShapeError: Error {}
+
+    /// Foundation values of a draft, to complete as an author would.
+    static func object(_ json: DraftJSON) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(json)) as? [String: Any])
+    }
+
+    /// A function-only manifest around `fragment`'s keys, as `plugind verify` reads it.
+    static func manifest(_ fragment: [String: Any]) throws -> Data {
+        var manifest: [String: Any] = [
+            "manifestVersion": 1, "identifier": "org.plugind.tests.declared", "name": "Declared", "version": "1.0.0",
+            "extensionPoint": "org.plugind.functions", "library": "libz.so.1",
+        ]
+        manifest.merge(fragment) { _, new in new }
+        return try JSONSerialization.data(withJSONObject: manifest)
+    }
+
+    @Test("zlib's deflate: z_stream drafted as the compiler lays it out; completed as handles, it is ExamplePlugins/Zlib's")
+    func zlibStream() throws {
+        let header = try HeaderReader.functions(in: "/usr/include/zlib.h", arguments: [], mainFileOnly: false)
+        let draft = try DeclarationDraft(header, selected: ["deflateInit_", "deflate", "deflateEnd"])
+        let stream = try #require(draft.structs.first)
+        #expect(draft.structs.count == 1 && stream.name == "z_stream", "named by its typedef, not its tag z_stream_s")
+        #expect(stream.declaration["size"] == .integer(112) && stream.declaration["alignment"] == .integer(8))
+        guard case .array(let fields)? = stream.declaration["fields"] else { throw DraftShapeError() }
+        func field(_ name: String) -> DraftJSON? { fields.first { $0["name"] == .string(name) } }
+        #expect(field("next_in")?["offset"] == .integer(0) && field("next_in")?["type"] == .string("buffer"))
+        #expect(field("next_in")?["count"] == .string("TODO: the integer field that counts it (avail_in?)"))
+        #expect(field("avail_in")?["offset"] == .integer(8) && field("avail_in")?["type"] == .string("uint32"))
+        #expect(field("total_in")?["offset"] == .integer(16) && field("total_in")?["type"] == .string("uint64"))
+        #expect(field("next_out")?["offset"] == .integer(24) && field("next_out")?["type"] == .string("buffer"))
+        #expect(field("next_out")?["count"] == .string("TODO: the integer field that counts it (avail_out?)"))
+        #expect(field("avail_out")?["offset"] == .integer(32) && field("avail_out")?["type"] == .string("uint32"))
+        #expect(field("msg")?["offset"] == .integer(48) && field("msg")?["type"] == .string("string"))
+        // The pointers the library keeps for itself are never the host's to write.
+        #expect(
+            stream.leftOut.map(\.name) == ["z_stream.state", "z_stream.zalloc", "z_stream.zfree"],
+            "\(stream.leftOut)")
+        #expect(stream.leftOut.first?.reason.contains("opaque pointer") == true)
+        #expect(stream.leftOut.dropFirst().allSatisfy { $0.reason.contains("function pointer") })
+        #expect(draft.handles.isEmpty, "a complete struct proposes no handle kind of its own")
+        let deflate = try #require(Self.function("deflate", in: draft))
+        #expect(deflate.toComplete.map(\.field) == ["type"])
+        #expect(deflate.declaration.rendered().contains("a release function, deflateEnd or inflateEnd or inflateBackEnd?)"))
+
+        // Refused as drafted, and while the argument alone is left to complete.
+        var fragment = try Self.object(draft.fragment)
+        #expect(throws: ManifestError.self) { try ManifestParser.parse(Self.manifest(fragment), file: "manifest.json") }
+        var structs = try #require(fragment["structs"] as? [String: Any])
+        var layout = try #require(structs["z_stream"] as? [String: Any])
+        layout["fields"] = try #require(layout["fields"] as? [[String: Any]]).compactMap { field -> [String: Any]? in
+            var field = field
+            switch field["name"] as? String {
+            case "opaque", "reserved": return nil  // fields the host does not need, deleted as an author would
+            case "next_in": field.merge(["direction": "in", "count": "avail_in", "advances": true]) { _, new in new }
+            case "next_out": field.merge(["direction": "out", "count": "avail_out", "advances": true]) { _, new in new }
+            default: break
+            }
+            return field
+        }
+        structs["z_stream"] = layout
+        fragment["structs"] = structs
+        #expect(throws: ManifestError.self) { try ManifestParser.parse(Self.manifest(fragment), file: "manifest.json") }
+
+        // Completed as a handle kind that is the struct, kept between calls.
+        fragment["handles"] = ["deflate_stream": ["struct": "z_stream", "release": "deflateEnd"]]
+        fragment["functions"] = try #require(fragment["functions"] as? [[String: Any]]).map { function -> [String: Any] in
+            var function = function
+            var arguments = function["arguments"] as? [Any] ?? []
+            var stream: [String: Any] = ["name": "strm", "type": "handle", "kind": "deflate_stream"]
+            switch function["name"] as? String {
+            case "deflateInit_": stream["direction"] = "out"
+            case "deflate":
+                stream["set"] = ["next_in", "next_out", "avail_out"]
+                stream["get"] = ["avail_in", "next_out", "avail_out", "total_in", "total_out", "msg"]
+            default: break
+            }
+            arguments[0] = stream
+            function["arguments"] = arguments
+            return function
+        }
+        let parsed = try ManifestParser.parse(Self.manifest(fragment), file: "manifest.json").manifest
+        let example = try ManifestParser.parse(contentsOf: BuiltProducts.packageRoot + "/ExamplePlugins/Zlib/manifest.json").manifest
+        // The draft is in the header's order, where deflateInit_ follows the functions its macro serves.
+        let expected = example.functions.filter { ["deflateInit_", "deflate", "deflateEnd"].contains($0.name) }
+        #expect(parsed.functions.sorted { $0.name < $1.name } == expected.sorted { $0.name < $1.name })
+    }
+
+    @Test("struct tm for timegm: drafted as glibc lays it out; completed as a struct made for the call, it verifies")
+    func timeStruct() throws {
+        let header = try HeaderReader.functions(in: "/usr/include/time.h", arguments: [], mainFileOnly: false)
+        let draft = try DeclarationDraft(header, selected: ["timegm"])
+        let tm = try #require(draft.structs.first)
+        #expect(draft.structs.count == 1 && tm.name == "tm" && tm.toComplete.isEmpty && tm.leftOut.isEmpty)
+        let drafted = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(tm.declaration)) as? NSDictionary)
+        #expect(drafted == GlibcStructLayouts.tm as NSDictionary, "\(drafted)")
+
+        var fragment = try Self.object(draft.fragment)
+        #expect(throws: ManifestError.self) { try ManifestParser.parse(Self.manifest(fragment), file: "manifest.json") }
+        var function = try #require((fragment["functions"] as? [[String: Any]])?.first)
+        var argument = try #require((function["arguments"] as? [[String: Any]])?.first)
+        argument["type"] = "struct"
+        argument["set"] = ["tm_year", "tm_mon", "tm_mday"]
+        argument["get"] = ["tm_wday", "tm_yday", "tm_zone"]
+        function["arguments"] = [argument]
+        fragment["functions"] = [function]
+        let parsed = try ManifestParser.parse(Self.manifest(fragment), file: "manifest.json").manifest
+        let timegm = try #require(parsed.functions.first)
+        #expect(timegm.parameters.first?.fields?.layout.fields.count == 11)
+        #expect(timegm.parameters.first?.fields?.gets == ["tm_wday", "tm_yday", "tm_zone"])
     }
 
     @Test("what C cannot say is left to complete, with the next argument suggested as a count")
@@ -172,5 +384,15 @@ struct DeclareCommandTests {
         let system = try await plugind("declare", "/usr/include/math.h", "--function", "frexp", in: test)
         #expect(system.status == 0, "functions of the headers a header includes are found by name: \(system.stderr)")
         #expect(system.stdout.contains("\"name\": \"exponent\""))
+        let stream = try await plugind("declare", "/usr/include/zlib.h", "--function", "deflate", in: test)
+        #expect(stream.status == 0, "\(stream.stderr)")
+        #expect(stream.stdout.contains("\"structs\": {\n        \"z_stream\": {"))
+        #expect(stream.stderr.contains("structs z_stream.next_in.direction: in"), "\(stream.stderr)")
+        #expect(stream.stderr.contains("z_stream.zalloc: left out: a function pointer (alloc_func)"), "\(stream.stderr)")
+        let json = try await plugind("declare", "/usr/include/zlib.h", "--function", "deflate", "--json", in: test)
+        let document = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput)) as? [String: Any])
+        let leftOut = (document["notDeclarable"] as? [[String: Any]] ?? []).compactMap { $0["name"] as? String }
+        #expect(leftOut == ["z_stream.state", "z_stream.zalloc", "z_stream.zfree"])
+        #expect((document["fragment"] as? [String: Any])?["structs"] is [String: Any])
     }
 }

@@ -6,6 +6,8 @@
 
 #include <stddef.h>
 
+typedef struct plugind_header_record plugind_header_record;
+
 // A C type as the header writes it and as it resolves: the pointer levels above the innermost
 // type, whether that innermost type is const, its kind and size. Kinds are libclang's CXTypeKind
 // values of the canonical type (see the PLUGIND_HEADER_TYPE_* constants).
@@ -19,7 +21,31 @@ typedef struct plugind_header_type {
     int innermost_is_const;     // whether the type one pointer points to is const (depth >= 1)
     long long innermost_size;   // the innermost type's size; negative when incomplete (opaque)
     const char *innermost_name; // a struct's, union's or enum's name ("sqlite3"), else ""
+    int innermost_is_union;     // whether the innermost type is a union
+    // The layout of the struct or union one pointer points to, when the header completes it
+    // (z_stream *); NULL otherwise, and always for a field's own type.
+    const plugind_header_record *record;
 } plugind_header_type;
+
+typedef struct plugind_header_field {
+    const char *name;          // "" for an anonymous struct or union member
+    long long offset;          // in bits, as libclang gives it; negative when it cannot say
+    int is_bit_field;
+    plugind_header_type type;  // its record is NULL: nested layouts are not described
+} plugind_header_field;
+
+// A struct or union the header completes, as the compiler lays it out for this machine.
+struct plugind_header_record {
+    const char *name;          // the first typedef naming it in the translation unit (z_stream), else its tag (tm)
+    int is_union;
+    long long size;
+    long long alignment;
+    int field_count;           // at most PLUGIND_HEADER_MAXIMUM_FIELDS
+    const plugind_header_field *fields;
+};
+
+// Far more fields than a manifest may declare: a struct past it is described up to it.
+enum { PLUGIND_HEADER_MAXIMUM_FIELDS = 1024 };
 
 typedef struct plugind_header_function {
     const char *name;
@@ -66,6 +92,9 @@ enum {
     PLUGIND_HEADER_TYPE_FUNCTION_NO_PROTO = 110,
     PLUGIND_HEADER_TYPE_FUNCTION_PROTO = 111,
     PLUGIND_HEADER_TYPE_CONSTANT_ARRAY = 112,
+    PLUGIND_HEADER_TYPE_VECTOR = 113,
+    PLUGIND_HEADER_TYPE_INCOMPLETE_ARRAY = 114,
+    PLUGIND_HEADER_TYPE_VARIABLE_ARRAY = 115,
 };
 
 #endif

@@ -26,15 +26,18 @@ struct DeclareCommand: PlugindCommand {
         discussion: """
             Reads the header with libclang (Debian's libclang1-14 and libclang-common-14-dev, or
             the libclang named by PLUGIND_LIBCLANG) and writes a manifest fragment,
-            {"functions": [...], "handles": {...}}, with a declaration for each function it can
-            express: scalars, strings, buffers, pointers to one value, handles to structs the header
-            never completes (sqlite3 *, and sqlite3 ** as an out-handle). What C does not say is
-            left as a "TODO: …" value for you to complete: which way a pointer goes (out or inout),
-            what counts a buffer (the next argument is suggested when it is an integer), and which
-            function releases each handle kind (the header's candidates are named). plugind verify
-            refuses a declaration until every TODO is gone. Functions a declaration cannot express
-            (variadic, callbacks, structs, static inline) are listed on standard error with the
-            reason, never dropped silently. Nothing is built or loaded: the library is not needed.
+            {"functions": [...], "handles": {...}, "structs": {...}}, with a declaration for each
+            function it can express: scalars, strings, buffers, pointers to one value, handles to
+            structs the header never completes (sqlite3 *, and sqlite3 ** as an out-handle), and the
+            layout of each struct a function points to. What C does not say is left as a "TODO: …"
+            value for you to complete: which way a pointer goes (out or inout), what counts a
+            buffer (the next argument is suggested when it is an integer), whether a struct lives
+            for one call or between calls, and which function releases each handle kind (the
+            header's candidates are named). plugind verify refuses a declaration until every TODO
+            is gone. Functions a declaration cannot express (variadic, callbacks, structs by value,
+            static inline) and struct fields it cannot (function pointers, nested structs, arrays,
+            bit-fields, opaque pointers) are listed on standard error with the reason, never dropped
+            silently. Nothing is built or loaded: the library is not needed.
             """,
         arguments: [("<header>", "The C header that declares the library's functions.")],
         options: [Options.function, Options.include, Options.define, Options.output, Options.json]

@@ -2,10 +2,11 @@ import Foundation
 import PlugindTypes
 
 /// What `plugind declare` derives from a header: a manifest declaration for each function C lets
-/// it express, with what C cannot say (which way a pointer goes, what counts a buffer, which
-/// function releases a handle) left as `TODO:` values for the author — values `plugind verify`
-/// refuses, naming the function and argument, until they are completed. A function the vocabulary
-/// cannot express is listed with the reason, never dropped.
+/// it express, and the layout of each struct those functions point to, with what C cannot say
+/// (which way a pointer goes, what counts a buffer, which function releases a handle, whether a
+/// struct lives for one call or between calls) left as `TODO:` values for the author — values
+/// `plugind verify` refuses, naming the function and argument, until they are completed. A
+/// function or struct field the vocabulary cannot express is listed with the reason, never dropped.
 struct DeclarationDraft: Sendable, Equatable {
     /// A value the author has to write.
     struct ToComplete: Sendable, Equatable {
@@ -27,6 +28,17 @@ struct DeclarationDraft: Sendable, Equatable {
         var reason: String
     }
 
+    /// A struct a drafted function points to (`z_stream *`), laid out as the header's compiler
+    /// lays it out: the fields a manifest can declare, what C does not say about its pointer
+    /// fields left to the author, and the fields a manifest cannot declare left out, with why.
+    struct DraftedStruct: Sendable, Equatable {
+        var name: String
+        var declaration: DraftJSON
+        var toComplete: [ToComplete]
+        /// Named `struct.field` (`z_stream.zalloc`).
+        var leftOut: [NotDeclarable]
+    }
+
     /// A handle kind the drafted functions use, and the header's functions that may release it.
     struct HandleKind: Sendable, Equatable {
         var kind: String
@@ -41,8 +53,10 @@ struct DeclarationDraft: Sendable, Equatable {
     static let todo = "TODO: "
 
     var functions: [Drafted] = []
+    /// The functions that cannot be declared, then the struct fields left out (`z_stream.zalloc`).
     var notDeclarable: [NotDeclarable] = []
     var handles: [HandleKind] = []
+    var structs: [DraftedStruct] = []
 
     /// Drafts `selected` (every function the header declares when nil), in the header's order.
     init(_ header: [HeaderFunction], selected: [String]? = nil) throws(UnknownFunctions) {
@@ -53,19 +67,26 @@ struct DeclarationDraft: Sendable, Equatable {
         }
         let wanted = selected.map(Set.init)
         var kinds: [String] = []
+        var records: [HeaderRecord] = []
         for function in header where wanted?.contains(function.name) ?? true {
-            switch Self.draft(function) {
-            case .success(let (drafted, usedKinds)):
+            switch Self.draft(function, in: header) {
+            case .success(let (drafted, usedKinds, usedRecords)):
                 functions.append(drafted)
                 for kind in usedKinds where !kinds.contains(kind) { kinds.append(kind) }
+                for record in usedRecords where !records.contains(where: { $0.name == record.name }) { records.append(record) }
             case .failure(let refusal):
                 notDeclarable.append(refusal)
             }
         }
-        handles = kinds.map { kind in HandleKind(kind: kind, releaseCandidates: Self.releaseCandidates(of: kind, in: header)) }
+        handles = kinds.map { kind in
+            HandleKind(kind: kind, releaseCandidates: Self.releaseCandidates(in: header) { Self.recordName($0) == kind })
+        }
+        structs = records.map(Self.draftStruct)
+        notDeclarable += structs.flatMap(\.leftOut)
     }
 
-    /// `{"functions": [...], "handles": {...}}`: what goes into the manifest beside its other keys.
+    /// `{"functions": [...], "handles": {...}, "structs": {...}}`: what goes into the manifest
+    /// beside its other keys.
     var fragment: DraftJSON {
         var members: [(String, DraftJSON)] = [("functions", .array(functions.map(\.declaration)))]
         if !handles.isEmpty {
@@ -78,12 +99,16 @@ struct DeclarationDraft: Sendable, Equatable {
                         })
                 ))
         }
+        if !structs.isEmpty {
+            members.append(("structs", .object(structs.map { ($0.name, $0.declaration) })))
+        }
         return .object(members)
     }
 
-    /// Every value left to the author, the handles' release functions included.
+    /// Every value left to the author, the structs' pointer fields and the handles' release
+    /// functions included.
     var allToComplete: [ToComplete] {
-        functions.flatMap(\.toComplete)
+        functions.flatMap(\.toComplete) + structs.flatMap(\.toComplete)
             + handles.map { handle in
                 ToComplete(
                     function: "handles", argument: handle.kind, field: "release",
@@ -98,8 +123,11 @@ struct DeclarationDraft: Sendable, Equatable {
 
     // MARK: Classifying
 
-    private static func draft(_ function: HeaderFunction) -> Result<(Drafted, [String]), NotDeclarable> {
-        func refuse(_ reason: String) -> Result<(Drafted, [String]), NotDeclarable> {
+    /// A function's declaration, with the handle kinds and the structs it uses.
+    private static func draft(
+        _ function: HeaderFunction, in header: [HeaderFunction]
+    ) -> Result<(Drafted, [String], [HeaderRecord]), NotDeclarable> {
+        func refuse(_ reason: String) -> Result<(Drafted, [String], [HeaderRecord]), NotDeclarable> {
             .failure(NotDeclarable(name: function.name, reason: reason))
         }
         if function.isStatic { return refuse("is static or inline in the header: no library exports it") }
@@ -108,6 +136,7 @@ struct DeclarationDraft: Sendable, Equatable {
         var arguments: [DraftJSON] = []
         var toComplete: [ToComplete] = []
         var kinds: [String] = []
+        var records: [HeaderRecord] = []
         var names = function.parameters.enumerated().map { Self.argumentName($1.name, index: $0) }
         if Set(names).count != names.count {
             names = function.parameters.enumerated().map { $1.name.isEmpty ? "arg\($0 + 1)" : $1.name }
@@ -115,13 +144,15 @@ struct DeclarationDraft: Sendable, Equatable {
         for (index, parameter) in function.parameters.enumerated() {
             let name = names[index]
             let next = function.parameters.indices.contains(index + 1) ? function.parameters[index + 1] : nil
-            switch argument(parameter.type, name: name, next: next, nextName: names.indices.contains(index + 1) ? names[index + 1] : "") {
+            let nextName = names.indices.contains(index + 1) ? names[index + 1] : ""
+            switch argument(parameter.type, name: name, next: next, nextName: nextName, header: header) {
             case .failure(let reason):
                 return refuse("\(name) \(reason.text)")
             case .success(let drafted):
                 arguments.append(drafted.json)
                 toComplete += drafted.todo.map { ToComplete(function: function.name, argument: name, field: $0.field, note: $0.note) }
                 if let kind = drafted.kind, !kinds.contains(kind) { kinds.append(kind) }
+                if let record = drafted.record { records.append(record) }
             }
         }
         let returns: DraftJSON
@@ -140,7 +171,7 @@ struct DeclarationDraft: Sendable, Equatable {
             }
         }
         let declaration = DraftJSON.object([("name", .string(function.name)), ("arguments", .array(arguments)), ("returns", returns)])
-        return .success((Drafted(name: function.name, declaration: declaration, toComplete: toComplete), kinds))
+        return .success((Drafted(name: function.name, declaration: declaration, toComplete: toComplete), kinds, records))
     }
 
     /// Why an argument or result cannot be declared, completing "<argument> …" or "returns …".
@@ -153,6 +184,8 @@ struct DeclarationDraft: Sendable, Equatable {
         var json: DraftJSON
         var todo: [(field: String, note: String)] = []
         var kind: String?
+        /// The struct it points to, whose layout the draft's `structs` gives.
+        var record: HeaderRecord?
     }
 
     /// The header's name for an argument, without the `__` system headers reserve (`__exponent`).
@@ -163,7 +196,7 @@ struct DeclarationDraft: Sendable, Equatable {
     }
 
     private static func argument(
-        _ type: HeaderType, name: String, next: HeaderFunction.Parameter?, nextName: String
+        _ type: HeaderType, name: String, next: HeaderFunction.Parameter?, nextName: String, header: [HeaderFunction]
     ) -> Result<DraftedArgument, Reason> {
         let named: (String) -> DraftJSON = { typeName in .object([("name", .string(name)), ("type", .string(typeName))]) }
         switch type.pointerDepth {
@@ -176,6 +209,10 @@ struct DeclarationDraft: Sendable, Equatable {
             }
             return .failure(Reason("is of type \(type.spelling), which a declaration cannot pass"))
         case 1:
+            if let record = type.record, !record.isUnion, FunctionSignature.isCIdentifier(record.name) {
+                let releases = releaseCandidates(in: header) { $0.pointerDepth == 1 && $0.record?.name == record.name }
+                return .success(structArgument(record, name: name, releaseCandidates: releases))
+            }
             return pointerArgument(type, name: name, next: next, nextName: nextName)
         case 2:
             if let kind = opaqueKind(type) {
@@ -218,20 +255,22 @@ struct DeclarationDraft: Sendable, Equatable {
             return .success(DraftedArgument(json: json, kind: kind))
         }
         if inner == HeaderType.Kind.record, let kind = recordName(type) {
-            // The header shows the struct's fields: a handle only if callers never read them.
+            // A union the header completes (or a struct it names with no identifier): a handle
+            // only if callers never read its members, for a union has no layout a manifest declares.
+            let what = type.innermostIsUnion ? "union" : "struct"
             let json = DraftJSON.object([
                 ("name", .string(name)), ("type", .string("handle")),
                 (
                     "kind",
                     .string(
                         todo
-                            + "\(kind) (the header completes this struct of \(type.innermostSize) bytes: a handle if callers only pass it back)"
+                            + "\(kind) (the header completes this \(what) of \(type.innermostSize) bytes: a handle if callers only pass it back)"
                     )
                 ),
             ])
             var drafted = DraftedArgument(json: json, kind: kind)
             drafted.todo.append(
-                ("kind", "\(kind) if the library owns the struct and callers only pass it back; structs by layout are not declarable yet"))
+                ("kind", "\(kind) if the library owns the \(what) and callers only pass it back; unions are not declarable by layout"))
             return .success(drafted)
         }
         let element: String
@@ -273,6 +312,29 @@ struct DeclarationDraft: Sendable, Equatable {
         var drafted = DraftedArgument(json: json)
         drafted.todo.append(("direction", "out or inout; or a buffer of \(element) elements (\"type\": \"buffer\" with a count)"))
         return .success(drafted)
+    }
+
+    /// A pointer to a struct the header completes (`z_stream *strm`): a struct the worker makes for
+    /// the call, or a handle of a kind that is that struct, kept between calls. C cannot say which
+    /// (zlib keeps a pointer to the stream in its state), nor which fields a call sets and reads.
+    private static func structArgument(_ record: HeaderRecord, name: String, releaseCandidates: [String]) -> DraftedArgument {
+        let guess = releaseCandidates.isEmpty ? "" : ", " + releaseCandidates.joined(separator: " or ") + "?"
+        let type =
+            todo + "struct (made for this call) or handle (kept between calls: a kind in \"handles\" with \"struct\": "
+            + "\"\(record.name)\" and a release function\(guess))"
+        let json = DraftJSON.object([
+            ("name", .string(name)), ("type", .string(type)), ("struct", .string(record.name)), ("set", .array([])), ("get", .array([])),
+        ])
+        var drafted = DraftedArgument(json: json, record: record)
+        drafted.todo.append(
+            (
+                "type",
+                "struct if the library uses the \(record.name) during the call only (the worker makes it, zeroed, for each call); "
+                    + "handle if it keeps it between calls: \"kind\" in place of \"struct\", naming a kind of \"handles\" with "
+                    + "\"struct\": \"\(record.name)\" and its release function (and \"direction\": \"out\" where a function "
+                    + "initialises it); then list in set and get the fields the call gives and reads"
+            ))
+        return drafted
     }
 
     /// What the next argument suggests as a count: its name when it is an integer passed by
@@ -350,12 +412,12 @@ struct DeclarationDraft: Sendable, Equatable {
         }
     }
 
-    /// Functions of the header that take one `kind` handle and nothing else, whose names say they
-    /// end something.
-    private static func releaseCandidates(of kind: String, in header: [HeaderFunction]) -> [String] {
+    /// Functions of the header that take one pointer `matching` a kind and nothing else, whose
+    /// names say they end something.
+    private static func releaseCandidates(in header: [HeaderFunction], matching: (HeaderType) -> Bool) -> [String] {
         let endings = ["close", "free", "finalize", "destroy", "release", "delete", "end", "dispose", "unref"]
         return header.filter { function in
-            guard !function.isStatic, function.parameters.count == 1, recordName(function.parameters[0].type) == kind,
+            guard !function.isStatic, function.parameters.count == 1, matching(function.parameters[0].type),
                 function.parameters[0].type.pointerDepth == 1
             else { return false }
             // The last word of the name, a version suffix aside: sqlite3_close_v2, deflateEnd.
@@ -365,5 +427,117 @@ struct DeclarationDraft: Sendable, Equatable {
             guard let last = words.last else { return false }
             return endings.contains { String(last).hasSuffix($0) }
         }.map(\.name)
+    }
+
+    // MARK: Structs
+
+    /// What a field of a struct is in a manifest.
+    private enum FieldShape {
+        case scalar(String)
+        case string
+        case buffer(element: String, isConst: Bool)
+
+        var isInteger: Bool {
+            guard case .scalar(let type) = self else { return false }
+            return type.hasPrefix("int") || type.hasPrefix("uint")
+        }
+    }
+
+    /// A field as a manifest declares it, or why it is left out. A pointer the host must never
+    /// write (an opaque pointer, a function pointer, a pointer to a struct) is left out: the bytes
+    /// no field declares stay the library's.
+    private static func fieldShape(_ field: HeaderRecord.Field) -> Result<FieldShape, Reason> {
+        let type = field.type
+        let record = type.innermostIsUnion ? "union" : "struct"
+        let fieldKinds = "a field is a scalar, a string or a buffer"
+        if field.name.isEmpty { return .failure(Reason("an anonymous \(record) member: \(fieldKinds)")) }
+        if field.isBitField { return .failure(Reason("a bit-field (\(type.spelling)): a field is whole bytes at an offset")) }
+        if field.offsetBits < 0 || field.offsetBits % 8 != 0 { return .failure(Reason("at no byte offset libclang can give")) }
+        switch type.pointerDepth {
+        case 0:
+            if type.kind == HeaderType.Kind.record { return .failure(Reason("a nested \(record) (\(type.spelling)): \(fieldKinds)")) }
+            if HeaderType.Kind.arrays.contains(type.kind) { return .failure(Reason("an array (\(type.spelling)): \(fieldKinds)")) }
+            if let scalar = scalarName(kind: type.kind, size: type.size), scalar != "void" { return .success(.scalar(scalar)) }
+            return .failure(Reason("of type \(type.spelling), which no field type holds"))
+        case 1:
+            let inner = type.innermostKind
+            if inner == HeaderType.Kind.charSigned || inner == HeaderType.Kind.charUnsigned { return .success(.string) }
+            if inner == HeaderType.Kind.functionPrototype || inner == HeaderType.Kind.functionWithoutPrototype {
+                return .failure(Reason("a function pointer (\(type.spelling)): callbacks are not declarable"))
+            }
+            if inner == HeaderType.Kind.record {
+                if type.innermostSize < 0 {
+                    return .failure(Reason("an opaque pointer (\(type.spelling)): the library's, never the host's to write"))
+                }
+                return .failure(Reason("a pointer to a \(record) (\(type.spelling)): a buffer field points to scalars"))
+            }
+            if inner == HeaderType.Kind.void { return .success(.buffer(element: "uint8", isConst: type.innermostIsConst)) }
+            if let scalar = scalarName(kind: inner, size: type.innermostSize), scalar != "void" {
+                return .success(.buffer(element: scalar, isConst: type.innermostIsConst))
+            }
+            return .failure(Reason("a pointer (\(type.spelling)) to what no buffer field holds"))
+        default:
+            return .failure(Reason("a pointer to a pointer (\(type.spelling)): a buffer field points to scalars"))
+        }
+    }
+
+    /// `{"size": 112, "alignment": 8, "fields": [...]}`: every field the vocabulary can declare,
+    /// each at its offset. A pointer to scalars is a buffer whose direction (unless the pointee is
+    /// const), count and advancing C does not say: the count suggested is the next integer field
+    /// not already suggested for an earlier buffer (`next_in`, `avail_in`).
+    private static func draftStruct(_ record: HeaderRecord) -> DraftedStruct {
+        let shapes = record.fields.map { field in (field, fieldShape(field)) }
+        var fields: [DraftJSON] = []
+        var toComplete: [ToComplete] = []
+        var leftOut: [NotDeclarable] = []
+        var suggested: Set<String> = []
+        for (index, (field, shape)) in shapes.enumerated() {
+            let offset = field.offsetBits / 8
+            let placed: [(String, DraftJSON)] = [("name", .string(field.name)), ("offset", .integer(offset))]
+            switch shape {
+            case .failure(let reason):
+                let name = field.name.isEmpty ? "(anonymous at byte \(max(offset, 0)))" : field.name
+                leftOut.append(NotDeclarable(name: "\(record.name).\(name)", reason: "left out: " + reason.text))
+            case .success(.scalar(let type)):
+                fields.append(.object(placed + [("type", .string(type))]))
+            case .success(.string):
+                fields.append(.object(placed + [("type", .string("string"))]))
+            case .success(.buffer(let element, let isConst)):
+                func todoField(_ key: String, _ note: String) {
+                    toComplete.append(ToComplete(function: "structs", argument: record.name, field: "\(field.name).\(key)", note: note))
+                }
+                let counter = shapes[(index + 1)...].first { candidate in
+                    (try? candidate.1.get())?.isInteger == true && !suggested.contains(candidate.0.name)
+                }?.0.name
+                if let counter { suggested.insert(counter) }
+                let guess = counter.map { " (\($0)?)" } ?? ""
+                let direction: DraftJSON
+                if isConst {
+                    // The library cannot write through a pointer to const: the caller's elements.
+                    direction = .string("in")
+                } else {
+                    direction = .string(todo + "in (the caller's bytes) or out (room the library fills)")
+                    todoField("direction", "in (the caller's elements) or out (room the library fills)")
+                }
+                todoField("count", "the integer field of \(record.name) that counts its \(element) elements" + guess)
+                todoField(
+                    "advances",
+                    "true if the library moves the pointer along and decreases the count as it goes (zlib's next_in), else false")
+                fields.append(
+                    .object(
+                        placed + [
+                            ("type", .string("buffer")), ("direction", direction), ("element", .string(element)),
+                            ("count", .string(todo + "the integer field that counts it" + guess)),
+                            (
+                                "advances",
+                                .string(todo + "true if the library moves the pointer along and decreases the count as it goes, else false")
+                            ),
+                        ]))
+            }
+        }
+        let declaration = DraftJSON.object([
+            ("size", .integer(record.size)), ("alignment", .integer(record.alignment)), ("fields", .array(fields)),
+        ])
+        return DraftedStruct(name: record.name, declaration: declaration, toComplete: toComplete, leftOut: leftOut)
     }
 }

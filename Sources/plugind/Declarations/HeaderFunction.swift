@@ -23,6 +23,11 @@ struct HeaderType: Sendable, Equatable {
         static let enumeration: Int32 = 106
         static let functionWithoutPrototype: Int32 = 110
         static let functionPrototype: Int32 = 111
+        static let constantArray: Int32 = 112
+        static let vector: Int32 = 113
+        static let incompleteArray: Int32 = 114
+        static let variableArray: Int32 = 115
+        static let arrays = [constantArray, vector, incompleteArray, variableArray]
     }
 
     /// As written, typedefs kept (`uLongf *`).
@@ -41,6 +46,29 @@ struct HeaderType: Sendable, Equatable {
     var innermostSize: Int64
     /// The struct's, union's or enum's name under the pointers (`sqlite3`); empty otherwise.
     var innermostName: String
+    var innermostIsUnion: Bool = false
+    /// The layout of the struct one pointer points to, when the header completes it (`z_stream *`);
+    /// nil otherwise, and for a field's own type.
+    var record: HeaderRecord? = nil
+}
+
+/// A struct or union a header completes, as the compiler lays it out for this machine.
+struct HeaderRecord: Sendable, Equatable {
+    struct Field: Sendable, Equatable {
+        /// Empty for an anonymous struct or union member.
+        var name: String
+        /// In bits; negative when libclang cannot say.
+        var offsetBits: Int64
+        var isBitField: Bool
+        var type: HeaderType
+    }
+
+    /// The first typedef naming it (`z_stream` for `struct z_stream_s`), else its tag (`tm`).
+    var name: String
+    var isUnion: Bool
+    var size: Int64
+    var alignment: Int64
+    var fields: [Field]
 }
 
 /// A function a header declares.

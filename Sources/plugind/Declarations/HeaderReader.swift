@@ -47,7 +47,18 @@ enum HeaderReader {
         HeaderType(
             spelling: text(type.spelling), canonical: text(type.canonical), kind: type.kind, size: type.size,
             pointerDepth: Int(type.pointer_depth), innermostKind: type.innermost_kind, innermostIsConst: type.innermost_is_const != 0,
-            innermostSize: type.innermost_size, innermostName: text(type.innermost_name))
+            innermostSize: type.innermost_size, innermostName: text(type.innermost_name), innermostIsUnion: type.innermost_is_union != 0,
+            record: type.record.map { copy($0.pointee) })
+    }
+
+    private static func copy(_ record: plugind_header_record) -> HeaderRecord {
+        let fields = (0..<Int(max(record.field_count, 0))).compactMap { index -> HeaderRecord.Field? in
+            guard let field = record.fields?[index] else { return nil }
+            return HeaderRecord.Field(
+                name: text(field.name), offsetBits: field.offset, isBitField: field.is_bit_field != 0, type: copy(field.type))
+        }
+        return HeaderRecord(
+            name: text(record.name), isUnion: record.is_union != 0, size: record.size, alignment: record.alignment, fields: fields)
     }
 
     private static func copy(_ function: plugind_header_function) -> HeaderFunction {
