@@ -135,6 +135,8 @@ let package = Package(
         // libseccomp (Debian's libseccomp-dev for its header, libseccomp2 at run time) is loaded
         // when filters are compiled, not linked: the launcher lets it go before it forks.
         .target(name: "CPlugindConfinement", cSettings: gnuSource),
+        // Callbacks into the worker without generated code: a pool of compiled stubs (x86-64).
+        .target(name: "CPlugindCallbacks", cSettings: gnuSource),
         // C: names a plugin's stack from the host's files with elfutils' libdw (Debian's
         // libdw-dev for the headers, libdw1 at run time), in `plugind-worker --symbolize`,
         // confined before it parses them. libdw is loaded then (dlopen), not linked: workers and
@@ -198,7 +200,7 @@ let package = Package(
             name: "plugind-worker",
             dependencies: [
                 "PlugindSystem", "PlugindWire", "PlugindWorkerCore", "PlugindPluginABI", "CFFI", "CPlugindShims",
-                "CPlugindConfinement", "CPlugindSymbolizer",
+                "CPlugindConfinement", "CPlugindSymbolizer", "CPlugindCallbacks",
             ],
             swiftSettings: swiftSettings
         ),

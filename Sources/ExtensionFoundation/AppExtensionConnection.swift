@@ -123,8 +123,10 @@ public final class AppExtensionConnection: Sendable {
     /// - Throws: `AppExtensionError`: `unknownFunction`; `invalidArguments` for a wrong count or
     ///   type (checked before anything is sent); `workerCrashed` when the function crashes; the
     ///   same errors as `callWithOutputs` and `send` otherwise.
-    public func call(_ function: String, arguments: [FunctionValue] = [], timeout: Duration? = nil) async throws -> FunctionValue {
-        try await callWithOutputs(function, arguments: arguments, timeout: timeout).value
+    public func call(
+        _ function: String, arguments: [FunctionValue] = [], callbacks: [String: FunctionCallbackHandler] = [:], timeout: Duration? = nil
+    ) async throws -> FunctionValue {
+        try await callWithOutputs(function, arguments: arguments, callbacks: callbacks, timeout: timeout).value
     }
 
     /// Calls a function the plugin's manifest declares and returns its value, the values its
@@ -147,12 +149,19 @@ public final class AppExtensionConnection: Sendable {
     /// not give out, or of another kind than its number names, is refused by the worker before
     /// the library is called. Calling a kind's release function consumes its handle.
     ///
+    /// `callbacks` holds a handler for each callback argument the function declares, by name
+    /// (`["compar": { arguments in … }]`): the library's calls of it run the handler while the
+    /// call runs (see `FunctionCallbackHandler`).
+    ///
     /// - Throws: `AppExtensionError`: `unknownFunction`; `invalidArguments` for a wrong count or
-    ///   type, a buffer whose length does not fit its count, or out buffers larger than the
-    ///   message limit (all checked before anything is sent); `protocolViolation` as above;
-    ///   `workerCrashed` when the function crashes; the same errors as `send` otherwise.
+    ///   type, a buffer whose length does not fit its count, out buffers larger than the
+    ///   message limit, or a callback without a handler (all checked before anything is sent);
+    ///   `callbackFailed` when a handler throws or the library passes a callback what its
+    ///   declaration rules out; `protocolViolation` as above; `workerCrashed` when the function
+    ///   crashes; the same errors as `send` otherwise.
     public func callWithOutputs(
-        _ function: String, arguments: [FunctionValue] = [], timeout: Duration? = nil
+        _ function: String, arguments: [FunctionValue] = [], callbacks: [String: FunctionCallbackHandler] = [:],
+        timeout: Duration? = nil
     ) async throws -> FunctionResult {
         let functions = process.functions
         guard let index = functions.firstIndex(where: { $0.name == function }) else {
@@ -161,8 +170,10 @@ public final class AppExtensionConnection: Sendable {
         }
         let signature = functions[index]
         let bound: FunctionArguments
+        let callbackHandler: WorkerChannel.CallbackHandler?
         do {
             bound = try signature.bind(arguments)
+            callbackHandler = try signature.callbackHandler(callbacks)
         } catch {
             throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, error.message)
         }
@@ -178,7 +189,8 @@ public final class AppExtensionConnection: Sendable {
                 .invalidArguments, plugin: pluginIdentifier,
                 "argument \(position + 1) of \(signature) is handle \(handle), which another worker gave out")
         }
-        let reply = try await channel.call(function: UInt32(index), arguments: arguments, timeout: timeout ?? process.defaultRequestTimeout)
+        let reply = try await channel.call(
+            function: UInt32(index), arguments: arguments, timeout: timeout ?? process.defaultRequestTimeout, callbacks: callbackHandler)
         // The worker took the handle back whatever the function returned.
         signature.releasedHandle(in: arguments)?.markReleased()
         do {

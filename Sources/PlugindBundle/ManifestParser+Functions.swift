@@ -19,6 +19,7 @@ private struct ArgumentDraft {
     enum Kind {
         case resolved(FunctionParameter.Kind)
         case buffer(FunctionDirection, FunctionValueType, Count)
+        case callback(CallbackDraft)
     }
 
     var name: String?
@@ -202,6 +203,9 @@ extension ObjectReader {
         return kind
     }
 
+    /// The argument objects' types besides the value types.
+    static let argumentKinds: Set<String> = ["handle", "pointer", "buffer", "null", "struct", "callback"]
+
     static var typeList: String {
         "one of " + FunctionValueType.allCases.map(\.rawValue).joined(separator: ", ")
     }
@@ -234,6 +238,16 @@ extension ObjectReader {
             switch draft.kind {
             case .resolved(let kind):
                 parameters.append(FunctionParameter(kind, name: draft.name, fields: draft.fields))
+            case .callback(let callback):
+                switch callback.resolved(outerIndex: indexByName) {
+                case .success(let signature):
+                    parameters.append(FunctionParameter(.callback(signature), name: draft.name))
+                case .failure(let unresolved):
+                    throw error(
+                        "arguments[\(position)].arguments",
+                        "is refused: a buffer of callback '\(draft.name ?? "")' of \(function) is counted by '\(unresolved.name)', which is neither an argument of the callback nor of \(function)"
+                    )
+                }
             case .buffer(let direction, let element, let count):
                 let resolved: FunctionBuffer.Count
                 switch count {
@@ -291,10 +305,21 @@ extension ObjectReader {
         func refuseKeys(_ keys: [String], _ reason: String) throws(ManifestError) {
             for key in keys where members[key] != nil { throw error(key, "does not apply: \(reason)") }
         }
+        // An unknown type first: a draft's "TODO: …" type is quoted, not a key it brings refused.
+        guard Self.argumentKinds.contains(type) || FunctionValueType(rawValue: type) != nil else {
+            throw error(
+                "type",
+                "names unknown type '\(InertText.escape(type))' (\(Self.typeList), pointer, buffer, null, handle, struct or callback)")
+        }
         if type != "handle" { try refuseKeys(["kind"], "only a handle has a kind") }
         if type != "struct" { try refuseKeys(["struct"], "only a struct argument names a struct") }
         if type != "struct" && type != "handle" { try refuseKeys(["set", "get"], "only a struct argument or a struct handle has fields") }
+        if type != "callback" { try refuseKeys(["arguments", "returns"], "only a callback has arguments and a return type") }
         switch type {
+        case "callback":
+            try refuseKeys(["to", "element", "count", "direction"], "a callback is declared by its arguments and return type")
+            guard name != nil else { throw error("name", "is missing (a callback needs a name: a caller gives its handler by it)") }
+            return ArgumentDraft(name: name, kind: .callback(try readCallback(of: function)))
         case "struct":
             try refuseKeys(["to", "element", "count", "direction"], "a struct argument says what it exchanges with set and get")
             guard name != nil else { throw error("name", "is missing (a struct argument needs a name: its fields are named by it)") }

@@ -42,10 +42,13 @@ package enum ManifestParser {
             && bytes.allSatisfy { (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
     }
     static let functionKeys: Set<String> = ["name", "arguments", "returns", "errno"]
-    static let argumentKeys: Set<String> = ["name", "type", "to", "direction", "element", "count", "kind", "struct", "set", "get"]
+    static let argumentKeys: Set<String> = [
+        "name", "type", "to", "direction", "element", "count", "kind", "struct", "set", "get", "arguments", "returns",
+    ]
     static let returnKeys: Set<String> = ["type", "kind"]
     static let handleKeys: Set<String> = ["release", "struct"]
     static let structKeys: Set<String> = ["size", "alignment", "fields"]
+    static let callbackArgumentKeys: Set<String> = ["name", "type", "element", "count"]
     static let fieldKeys: Set<String> = ["name", "offset", "type", "direction", "element", "count", "advances"]
 
     /// Parses manifest bytes; `file` names the source in every message.

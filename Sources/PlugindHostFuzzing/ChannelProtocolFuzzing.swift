@@ -72,6 +72,12 @@ package enum ChannelProtocolFuzzing {
                 case .runAskHandler(_, let ask, _):
                     asks.append(ask)
                     reached.asks += 1
+                case .runCallbackHandler(let call, let ask, _, _):
+                    guard requests.contains(call), !completedRequests.contains(call) else {
+                        throw InvariantViolation(description: "a callback of call \(call), which is not waited for, runs a handler")
+                    }
+                    asks.append(ask)
+                    reached.asks += 1
                 case .sharedResponse(let id, _):
                     sharedResponses.append(id)
                 case .stop(let cause):
@@ -226,6 +232,10 @@ package enum ChannelProtocolFuzzing {
             // A response in shared memory, read back.
             worker([ready]) + open + worker([.connectionAccepted(1)]) + request
                 + worker([.sharedResponse(id: 1, SharedMemoryLocation(offset: 0, length: 4))]) + [7, 0, 1, 2, 3, 4, 5, 6, 7, 8],
+            // A typed call whose callback the library calls: the host answers it, then the call fails in it.
+            worker([ready]) + [1, 0, 0, 0]
+                + worker([.callback(id: 1, call: 1, parameter: 0, arguments: [.bytes([1, 2]), .int32(3)])]) + [6, 0]
+                + worker([.callbackFailed(id: 1, message: "callback 'c' of f failed")]),
         ]
     }
 }

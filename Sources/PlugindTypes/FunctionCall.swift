@@ -55,6 +55,8 @@ package struct FunctionArguments: Sendable, Equatable {
         case handleOut
         /// A pointer to a struct the worker makes for the call.
         case structure
+        /// A function pointer the worker hands out for the call: one of its callback stubs.
+        case callback
     }
 
     /// A value a call gives a struct field before the function runs.
@@ -156,6 +158,8 @@ extension FunctionSignature {
                 slots.append(.null)
             case .structure:
                 slots.append(.structure)
+            case .callback:
+                slots.append(.callback)
             case .handle(_, let direction):
                 if direction.isOutput {
                     slots.append(.handleOut)

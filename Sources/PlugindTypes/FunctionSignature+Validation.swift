@@ -39,6 +39,9 @@ extension FunctionSignature {
                 if let problem = fields.validate() { throw refuse(index, problem) }
             }
             switch parameter.kind {
+            case .callback(let callback):
+                guard parameter.name != nil else { throw refuse(index, "is a callback and needs a name: a caller gives its handler by it") }
+                if let problem = callback.problem(outer: parameters) { throw refuse(index, "is a callback that \(problem)") }
             case .structure:
                 guard parameter.name != nil else { throw refuse(index, "is a struct and needs a name") }
                 guard parameter.fields != nil else { throw refuse(index, "is a struct of no declared layout") }

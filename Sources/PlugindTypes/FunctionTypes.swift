@@ -216,6 +216,9 @@ public struct FunctionParameter: Hashable, Sendable {
         /// A pointer to a struct the worker makes, zeroed, for this call only (`fields` gives
         /// its layout and which fields the caller sets and the result reports).
         case structure
+        /// A function pointer the library calls during the call: the host's handler for it
+        /// answers each call. The caller passes the handler, not a value.
+        case callback(FunctionCallbackSignature)
     }
 
     /// The name the manifest gives it (required for pointers and buffers); nil when unnamed.
@@ -302,7 +305,7 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             case .pointer(let type, let direction): own = direction.isInput ? Input(parameter: index, type: type) : nil
             case .buffer(let buffer): own = buffer.direction.isInput ? Input(parameter: index, type: .bytes) : nil
             case .handle(let kind, let direction): own = direction.isInput ? Input(parameter: index, type: .handle, kind: kind) : nil
-            case .null, .structure: own = nil
+            case .null, .structure, .callback: own = nil
             }
             let fields = (parameters[index].fields?.inputFields ?? []).map { field in
                 Input(parameter: index, type: FunctionStructAccess.valueType(of: field), field: field.name)
@@ -321,7 +324,7 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             case .buffer(let buffer): own = buffer.direction.isOutput ? Output(parameter: index, name: name, type: .bytes) : nil
             case .handle(let kind, let direction):
                 own = direction.isOutput ? Output(parameter: index, name: name, type: .handle, kind: kind) : nil
-            case .value, .null, .structure: own = nil
+            case .value, .null, .structure, .callback: own = nil
             }
             let access = parameters[index].fields
             let fields = (access?.gets ?? []).compactMap { fieldName -> Output? in
@@ -330,6 +333,14 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
                     parameter: index, name: name + "." + fieldName, type: FunctionStructAccess.valueType(of: field), field: fieldName)
             }
             return (own.map { [$0] } ?? []) + fields
+        }
+    }
+
+    /// The callback parameters, by parameter index: the handlers a call needs, by name.
+    public var callbacks: [(parameter: Int, name: String, signature: FunctionCallbackSignature)] {
+        parameters.indices.compactMap { index in
+            guard case .callback(let callback) = parameters[index].kind else { return nil }
+            return (index, parameters[index].name ?? "argument \(index + 1)", callback)
         }
     }
 
@@ -387,6 +398,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             return (direction == .in ? "\(kind) *" : "\(direction) \(kind) **") + (parameter.name ?? "")
         case .structure:
             return "struct \(parameter.fields?.layout.name ?? "") *\(parameter.name ?? "")" + (parameter.fields.map(Self.fieldList) ?? "")
+        case .callback(let callback):
+            return "callback \(parameter.name ?? ""): \(callback.described(outer: parameters))"
         }
     }
 

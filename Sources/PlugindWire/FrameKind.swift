@@ -30,6 +30,10 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     /// The host wrote to the ring while the worker was not polling it: look at it. Only on the
     /// pipe, after `switchToRing`.
     case wake = 0x0C
+    /// A typed call the host's handler of a callback makes while the library waits for the
+    /// handler's answer: the callback's ask identifier (8 bytes), then the call (`call`'s
+    /// payload). The thread that waits for the answer runs it.
+    case nestedCall = 0x0D
 
     // Worker → host
     /// The plugin is loaded and the worker is serving (`Ready`).
@@ -75,6 +79,14 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     /// frames travel through the ring, except those its signal handlers write: `fatalSignal`,
     /// `stackReport`, `sandboxRefusal`).
     case wakeHost = 0x93
+    /// The library called a callback of the typed call in the payload (its identifier, 8 bytes),
+    /// then the callback's parameter index (4 bytes) and its arguments: the host's handler
+    /// answers with `answer` (the returned value) or `askFailed`, as for an ask with the
+    /// identifier in the header.
+    case callback = 0x94
+    /// A typed call with callbacks ended, but a callback failed (message string): the library
+    /// got zero from it from then on.
+    case callbackFailed = 0x95
 
     package enum Direction: Sendable {
         case hostToWorker
@@ -91,7 +103,7 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
     package var carriesRequestID: Bool {
         switch self {
         case .request, .call, .cancel, .response, .failure, .callResult, .callFailed, .cancelled, .event, .progress, .answer,
-            .askFailed, .nestedRequest, .ask, .askCancelled, .stackReport:
+            .askFailed, .nestedRequest, .ask, .askCancelled, .stackReport, .nestedCall, .callback, .callbackFailed:
             true
         case .hello, .shutdown, .ready, .loadFailed, .log, .fatalSignal, .goodbye, .openConnection, .closeConnection,
             .connectionAccepted, .connectionRefused, .sandboxRefusal, .switchToRing, .wake, .wakeHost:
@@ -107,7 +119,7 @@ package enum FrameKind: UInt8, CaseIterable, Sendable {
             true
         case .hello, .call, .cancel, .shutdown, .answer, .askFailed, .ready, .loadFailed, .response, .failure, .callResult,
             .callFailed, .cancelled, .event, .progress, .log, .fatalSignal, .goodbye, .askCancelled, .stackReport,
-            .sandboxRefusal, .switchToRing, .wake, .wakeHost:
+            .sandboxRefusal, .switchToRing, .wake, .wakeHost, .nestedCall, .callback, .callbackFailed:
             false
         }
     }

@@ -75,6 +75,18 @@ private enum ParameterCode {
     static let null: UInt8 = 3
     static let handle: UInt8 = 4
     static let structure: UInt8 = 5
+    static let callback: UInt8 = 6
+}
+
+// Callback argument kinds and counts on the wire.
+private enum CallbackCode {
+    static let value: UInt8 = 0
+    static let string: UInt8 = 1
+    static let buffer: UInt8 = 2
+    static let ignored: UInt8 = 3
+    static let constant: UInt8 = 0
+    static let argument: UInt8 = 1
+    static let outer: UInt8 = 2
 }
 
 // Struct field kinds on the wire.
@@ -157,6 +169,9 @@ extension PayloadWriter {
                 writer.write(direction.wireCode)
             case .structure:
                 writer.write(ParameterCode.structure)
+            case .callback(let callback):
+                writer.write(ParameterCode.callback)
+                writer.write(callback)
             }
             writer.write(parameter.fields != nil)
             if let fields = parameter.fields { writer.write(fields) }
@@ -165,6 +180,37 @@ extension PayloadWriter {
         if signature.returns == .handle { write(signature.returnKind ?? "") }
         write((signature.reportsErrno ? SignatureFlags.reportsErrno : 0) | (signature.releases != nil ? SignatureFlags.releases : 0))
         if let kind = signature.releases { write(kind) }
+    }
+
+    /// Each argument (name, kind and its count), then the return type.
+    mutating func write(_ callback: FunctionCallbackSignature) {
+        write(callback.parameters) { writer, parameter in
+            writer.write(parameter.name ?? "")
+            switch parameter.kind {
+            case .value(let type):
+                writer.write(CallbackCode.value)
+                writer.write(type.wireCode)
+            case .string:
+                writer.write(CallbackCode.string)
+            case .ignored:
+                writer.write(CallbackCode.ignored)
+            case .buffer(let element, let count):
+                writer.write(CallbackCode.buffer)
+                writer.write(element.wireCode)
+                switch count {
+                case .constant(let value):
+                    writer.write(CallbackCode.constant)
+                    writer.write(value)
+                case .argument(let index):
+                    writer.write(CallbackCode.argument)
+                    writer.write(UInt32(truncatingIfNeeded: index))
+                case .outer(let index):
+                    writer.write(CallbackCode.outer)
+                    writer.write(UInt32(truncatingIfNeeded: index))
+                }
+            }
+        }
+        write(callback.returns.wireCode)
     }
 
     /// The layout (name, size, alignment, fields), then the fields set and read.
@@ -275,11 +321,44 @@ extension PayloadReader {
             kind = .handle(try readString(), try FunctionDirection(wireCode: readUInt8()))
         case ParameterCode.structure:
             kind = .structure
+        case ParameterCode.callback:
+            kind = .callback(try readCallbackSignature())
         case let code:
             throw .malformedPayload("unknown parameter kind \(code)")
         }
         let fields = try readBool() ? try readStructAccess() : nil
         return FunctionParameter(kind, name: name.isEmpty ? nil : name, fields: fields)
+    }
+
+    /// Checked by `FunctionSignature.validate`, which `readFunctionSignature` calls.
+    private mutating func readCallbackSignature() throws(WireError) -> FunctionCallbackSignature {
+        let count = try readCount()
+        guard count <= FunctionSignature.maximumParameters else {
+            throw .malformedPayload("a callback with \(count) arguments")
+        }
+        var parameters: [FunctionCallbackSignature.Parameter] = []
+        for _ in 0..<count {
+            let name = try readString()
+            let kind: FunctionCallbackSignature.Kind
+            switch try readUInt8() {
+            case CallbackCode.value: kind = .value(try FunctionValueType(wireCode: readUInt8()))
+            case CallbackCode.string: kind = .string
+            case CallbackCode.ignored: kind = .ignored
+            case CallbackCode.buffer:
+                let element = try FunctionValueType(wireCode: readUInt8())
+                let counted: FunctionCallbackSignature.Count
+                switch try readUInt8() {
+                case CallbackCode.constant: counted = .constant(try readUInt64())
+                case CallbackCode.argument: counted = .argument(Int(try readUInt32()))
+                case CallbackCode.outer: counted = .outer(Int(try readUInt32()))
+                case let code: throw .malformedPayload("unknown callback buffer count kind \(code)")
+                }
+                kind = .buffer(element: element, count: counted)
+            case let code: throw .malformedPayload("unknown callback argument kind \(code)")
+            }
+            parameters.append(FunctionCallbackSignature.Parameter(kind, name: name.isEmpty ? nil : name))
+        }
+        return FunctionCallbackSignature(parameters: parameters, returns: try FunctionValueType(wireCode: readUInt8()))
     }
 
     /// Checked by `FunctionSignature.validate`, which `readFunctionSignature` calls.

@@ -13,6 +13,8 @@ package enum HostMessage: Equatable, Sendable {
     case askFailed(ask: UInt64, AskFailure)
     /// A request sent while the plugin waits for the answer to `ask`, for the thread that asked.
     case nestedRequest(id: UInt64, connection: UInt32, ask: UInt64, bytes: [UInt8])
+    /// A typed call sent while the library waits for the answer to callback `ask`.
+    case nestedCall(id: UInt64, ask: UInt64, function: UInt32, arguments: [FunctionValue])
 
     /// The frame for this message.
     package func encode() -> Frame {
@@ -59,6 +61,12 @@ package enum HostMessage: Equatable, Sendable {
         case .call(let id, let function, let arguments):
             kind = .call
             requestID = id
+            writer.write(function)
+            writer.write(arguments) { $0.write($1) }
+        case .nestedCall(let id, let ask, let function, let arguments):
+            kind = .nestedCall
+            requestID = id
+            writer.write(ask)
             writer.write(function)
             writer.write(arguments) { $0.write($1) }
         case .cancel(let id):
@@ -118,6 +126,11 @@ package enum HostMessage: Equatable, Sendable {
             let function = try reader.readUInt32()
             let arguments = try reader.readArray { (reader) throws(WireError) in try reader.readFunctionValue() }
             self = .call(id: id, function: function, arguments: arguments)
+        case .nestedCall:
+            let ask = try reader.readUInt64()
+            let function = try reader.readUInt32()
+            let arguments = try reader.readArray { (reader) throws(WireError) in try reader.readFunctionValue() }
+            self = .nestedCall(id: id, ask: ask, function: function, arguments: arguments)
         case .cancel:
             self = .cancel(id: id)
         case .shutdown:

@@ -8,6 +8,7 @@ package enum WorkerMessage: Equatable, Sendable {
     case failure(id: UInt64, PluginFailure)
     case callResult(id: UInt64, FunctionCallReply)
     case callFailed(id: UInt64, message: String)
+    case callbackFailed(id: UInt64, message: String)
     case cancelled(id: UInt64)
     case event(requestID: UInt64, bytes: [UInt8])
     case progress(requestID: UInt64, completed: UInt64, total: UInt64)
@@ -21,6 +22,9 @@ package enum WorkerMessage: Equatable, Sendable {
     case connectionRefused(UInt32, reason: String)
     case ask(id: UInt64, connection: UInt32, bytes: [UInt8])
     case askCancelled(id: UInt64)
+    /// The library called the callback at `parameter` of typed call `call`: ask `id` waits for
+    /// the host's handler.
+    case callback(id: UInt64, call: UInt64, parameter: UInt32, arguments: [FunctionValue])
 
     /// The frame for this message.
     package func encode() -> Frame {
@@ -65,6 +69,10 @@ package enum WorkerMessage: Equatable, Sendable {
             writer.write(reply)
         case .callFailed(let id, let message):
             kind = .callFailed
+            requestID = id
+            writer.write(message)
+        case .callbackFailed(let id, let message):
+            kind = .callbackFailed
             requestID = id
             writer.write(message)
         case .cancelled(let id):
@@ -112,6 +120,12 @@ package enum WorkerMessage: Equatable, Sendable {
         case .askCancelled(let id):
             kind = .askCancelled
             requestID = id
+        case .callback(let id, let call, let parameter, let arguments):
+            kind = .callback
+            requestID = id
+            writer.write(call)
+            writer.write(parameter)
+            writer.write(arguments) { $0.write($1) }
         }
         return Frame(header: FrameHeader(kind: kind, requestID: requestID, payloadLength: writer.bytes.count), payload: writer.bytes)
     }
@@ -176,6 +190,8 @@ package enum WorkerMessage: Equatable, Sendable {
             self = .callResult(id: id, try reader.readFunctionCallReply())
         case .callFailed:
             self = .callFailed(id: id, message: try reader.readString())
+        case .callbackFailed:
+            self = .callbackFailed(id: id, message: try reader.readString())
         case .cancelled:
             self = .cancelled(id: id)
         case .event:
@@ -223,6 +239,16 @@ package enum WorkerMessage: Equatable, Sendable {
             return
         case .askCancelled:
             self = .askCancelled(id: id)
+        case .callback:
+            let call = try reader.readUInt64()
+            let parameter = try reader.readUInt32()
+            let count = try reader.readCount()
+            guard count <= FunctionSignature.maximumParameters else {
+                throw .malformedPayload("a callback with \(count) arguments; a callback has at most \(FunctionSignature.maximumParameters)")
+            }
+            var arguments: [FunctionValue] = []
+            for _ in 0..<count { arguments.append(try reader.readFunctionValue()) }
+            self = .callback(id: id, call: call, parameter: parameter, arguments: arguments)
         default:
             throw .unknownKind(frame.header.kind.rawValue)
         }

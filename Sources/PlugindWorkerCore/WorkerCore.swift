@@ -226,6 +226,9 @@ package struct WorkerCore<Handle> {
             return nest(job, inAsk: ask) ? .wake : .job(queued(job))
         case .call(let id, let function, let arguments):
             return .job(queued(.call(id: id, function: function, arguments: arguments)))
+        case .nestedCall(let id, let ask, let function, let arguments):
+            let job = Job.call(id: id, function: function, arguments: arguments)
+            return nest(job, inAsk: ask) ? .wake : .job(queued(job))
         case .cancel(let id):
             cancel(id)
             return .handled
@@ -395,6 +398,20 @@ package struct WorkerCore<Handle> {
         return .success(id)
     }
 
+    /// Registers a callback of a typed call that `thread` runs, to be answered like an ask: its
+    /// identifier, or the errno it fails with (ECONNRESET: stopping; ELOOP: nested too deep). A
+    /// callback belongs to no connection.
+    package mutating func registerCallback(thread: UInt) -> Result<UInt64, AskRefusal> {
+        if stopping { return .failure(AskRefusal(errno: ECONNRESET)) }
+        let depth = nesting[thread, default: 0]
+        guard depth < maximumNestingDepth else { return .failure(AskRefusal(errno: ELOOP)) }
+        nesting[thread] = depth + 1
+        let id = nextAsk
+        nextAsk += 1
+        asks[id] = AskWaiter(connection: callbackConnection)
+        return .success(id)
+    }
+
     package struct AskRefusal: Error, Equatable {
         package let errno: Int32
 
@@ -457,3 +474,7 @@ package struct WorkerCore<Handle> {
         }
     }
 }
+
+/// The connection of a callback's ask: none is ever numbered so (the host numbers connections
+/// from 1, and the worker accepts none numbered 0).
+package let callbackConnection: UInt32 = 0

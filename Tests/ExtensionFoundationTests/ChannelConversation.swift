@@ -27,6 +27,8 @@ struct Conversation {
     var readyCount = 0
     var stackRequests: [UInt64] = []
     /// Each teardown the machine decided, in order.
+    /// The callback handlers started, by ask: their typed call, parameter and arguments.
+    var callbackHandlers: [UInt64: (call: UInt64, parameter: UInt32, arguments: [FunctionValue])] = [:]
     var teardowns: [[ChannelProtocol.TeardownStep]] = []
     /// The kills carried out: those of each teardown before its `wait` (the steps after it come
     /// back when its timer fires).
@@ -51,6 +53,8 @@ struct Conversation {
             case .completeConnection(let id, let result): connections[id] = result
             case .handshakeDone: readyCount += 1
             case .runAskHandler(_, let ask, let bytes): handlers[ask] = bytes
+            case .runCallbackHandler(let call, let ask, let parameter, let arguments):
+                callbackHandlers[ask] = (call, parameter, arguments)
             case .cancelAskHandler(let ask): cancelledHandlers.append(ask)
             case .stop(let cause):
                 // As `WorkerChannel` does: the stop is an input of its own, which decides the
@@ -103,6 +107,13 @@ struct Conversation {
             exit: ProcessExit(reason: reason), fatalReport: nil, stopCause: machine.lifecycle.stopCause, loadFailure: nil, output: "",
             wasInvalidated: machine.lifecycle.isInvalidated)
         apply(machine.ended(termination, failure: termination.error(plugin: "org.plugind.tests.machine", limits: ResourceLimits())))
+    }
+
+    /// Reserves and sends a typed call of function 0.
+    mutating func call(timeout: Duration? = .seconds(1)) throws -> UInt64 {
+        let id = try machine.reserveRequest(connection: 0, timeout: timeout).get()
+        apply(machine.sendRequest(id, .call(id: id, function: 0, arguments: []), now: clock))
+        return id
     }
 
     /// Reserves and sends a request.

@@ -22,6 +22,7 @@ struct ChannelProtocolFuzzTests {
         #expect(reached[3].failed == 1 && reached[3].stopped, "the stuck worker is stopped after the grace: \(reached[3])")
         #expect(reached[4].answered == 1 && reached[4].accepted == 0, "\(reached[4])")
         #expect(reached[5].answered == 1, "\(reached[5])")
+        #expect(reached[6].asks == 1 && reached[6].failed == 1, "a callback's handler ran, then its call failed: \(reached[6])")
         let inputs = FuzzReplay.inputs(in: [BuiltProducts.packageRoot + "/Fuzz/Corpus/channel-protocol"])
         #expect(inputs.count >= 6)
         for (path, bytes) in inputs {

@@ -14,3 +14,12 @@ package protocol AskHandlerFailure: Error {
     var code: Int32 { get }
     var message: String { get }
 }
+
+/// A callback of a typed call whose caller gave no handler for it (the worker's declaration and
+/// the host's disagree, or the call was made without handlers).
+struct CallbackWithoutHandler: AskHandlerFailure, CustomStringConvertible {
+    let parameter: UInt32
+    var code: Int32 { 1 }
+    var message: String { "the caller of the typed call gave no handler for the callback at argument \(parameter + 1)" }
+    var description: String { message }
+}

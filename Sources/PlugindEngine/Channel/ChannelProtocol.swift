@@ -58,6 +58,9 @@ package struct ChannelProtocol {
         case handshakeDone(Ready)
         /// Runs the connection's request handler for the plugin's ask.
         case runAskHandler(connection: UInt32, ask: UInt64, bytes: [UInt8])
+        /// Runs the handler the caller of typed call `call` gave for its callback at
+        /// `parameter`; its answer goes back as an ask's (`answerAsk`).
+        case runCallbackHandler(call: UInt64, ask: UInt64, parameter: UInt32, arguments: [FunctionValue])
         case cancelAskHandler(UInt64)
         /// A message for the readers of `connection`'s messages, or (nil) of every connection's:
         /// a log line, or what the plugin posted outside any request.
@@ -135,8 +138,10 @@ package struct ChannelProtocol {
     /// Connections the host closed because the plugin did not answer them in time: an answer
     /// must still come within the grace period.
     private var unansweredConnections: Set<UInt32> = []
-    /// Asks whose handler runs, by ask identifier: their connection.
+    /// Asks whose handler runs, by ask identifier: their connection (0 for a callback).
     private var asks: [UInt64: UInt32] = [:]
+    /// The callbacks whose handler runs, by ask identifier: their typed call.
+    private var callbackCalls: [UInt64: UInt64] = [:]
     /// The payload bytes of each running ask, and their sum: what the host holds for them.
     private var askPayloads: [UInt64: Int] = [:]
     private var askBytes = 0
@@ -364,13 +369,21 @@ package struct ChannelProtocol {
         }
         requests[id] = nil
         disarm(.deadline(id))
+        var effects: [Effect] = []
+        // A call's callbacks end with it (a worker that answered while one ran does not wait).
+        for (ask, call) in callbackCalls where call == id {
+            callbackCalls[ask] = nil
+            asks[ask] = nil
+            releasePayload(of: ask)
+            effects.append(.cancelAskHandler(ask))
+        }
         if request.awaitingStack {
             // Answered past its deadline, while the host asked where it was: the deadline holds,
             // and there is nothing left to cancel.
             disarm(.stackWait(id))
-            return [.completeRequest(id, .failure(timedOut(request.timeout)))]
+            return effects + [.completeRequest(id, .failure(timedOut(request.timeout)))]
         }
-        return [.completeRequest(id, result)]
+        return effects + [.completeRequest(id, result)]
     }
 
     // MARK: Connections
@@ -450,10 +463,40 @@ package struct ChannelProtocol {
         return [.runAskHandler(connection: connection, ask: id, bytes: bytes)]
     }
 
+    /// The library called a callback of typed call `call`, which the worker forwards as ask `id`:
+    /// the caller's handler runs, unless the call is no longer waited for.
+    private mutating func received(
+        callback id: UInt64, call: UInt64, parameter: UInt32, arguments: [FunctionValue]
+    ) -> [Effect] {
+        guard asks[id] == nil else { return [.stop(.protocolViolation("sent ask \(id) twice"))] }
+        guard let request = requests[call], request.connection == 0, case .sent = request.slot else {
+            let message = "typed call \(call) is not waited for: its callback has no handler"
+            return [.send(.askFailed(ask: id, AskFailure(reason: .closed, message: message)))]
+        }
+        let bytes = arguments.reduce(0) { total, value in
+            switch value {
+            case .bytes(let bytes): total + bytes.count
+            case .string(let text): total + text.utf8.count
+            default: total + 16
+            }
+        }
+        guard askBytes + bytes <= askByteBudget else {
+            let message =
+                "the host holds \(ByteCount(UInt64(askBytes))) of this plugin's asks already (at most \(ByteCount(UInt64(askByteBudget))))"
+            return [.send(.askFailed(ask: id, AskFailure(reason: .tooManyAsks, message: message)))]
+        }
+        asks[id] = 0
+        callbackCalls[id] = call
+        askPayloads[id] = bytes
+        askBytes += bytes
+        return [.runCallbackHandler(call: call, ask: id, parameter: parameter, arguments: arguments)]
+    }
+
     /// The host's handler finished: its answer goes to the plugin, unless the ask was cancelled or
     /// its connection closed meanwhile.
     package mutating func answerAsk(_ id: UInt64, _ result: Result<[UInt8], AskFailure>, maximumBytes: Int) -> [Effect] {
         guard let connection = asks.removeValue(forKey: id) else { return [] }
+        callbackCalls[id] = nil
         connections[connection]?.asks.remove(id)
         releasePayload(of: id)
         switch result {
@@ -493,6 +536,8 @@ package struct ChannelProtocol {
             return complete(id, .failure(pluginFailureError(failure)))
         case .callFailed(let id, let message):
             return complete(id, .failure(error(.invalidArguments, message)))
+        case .callbackFailed(let id, let message):
+            return complete(id, .failure(error(.callbackFailed, message)))
         case .cancelled(let id):
             return complete(id, .failure(error(.cancelled, "request was cancelled")))
         case .event(let id, let bytes):
@@ -539,8 +584,11 @@ package struct ChannelProtocol {
             return [.completeConnection(id, .failure(error(.connectionRefused, "refused the connection: \(reason)")))]
         case .ask(let id, let connection, let bytes):
             return received(ask: id, connection: connection, bytes: bytes)
+        case .callback(let id, let call, let parameter, let arguments):
+            return received(callback: id, call: call, parameter: parameter, arguments: arguments)
         case .askCancelled(let id):
             guard let connection = asks.removeValue(forKey: id) else { return [] }
+            callbackCalls[id] = nil
             connections[connection]?.asks.remove(id)
             releasePayload(of: id)
             return [.cancelAskHandler(id)]
@@ -679,6 +727,7 @@ package struct ChannelProtocol {
         }
         for ask in asks.keys.sorted() { effects.append(.cancelAskHandler(ask)) }
         asks.removeAll()
+        callbackCalls.removeAll()
         askPayloads.removeAll()
         askBytes = 0
         for id in connections.keys { connections[id]?.asks.removeAll() }

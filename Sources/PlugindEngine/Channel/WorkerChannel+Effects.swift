@@ -88,6 +88,18 @@ extension WorkerChannel {
                 }
             case .runAskHandler(let connection, let ask, let bytes):
                 actions.askHandlers.append((ask, connection, bytes, state.handlers[connection]))
+            case .runCallbackHandler(let call, let ask, let parameter, let arguments):
+                let handler = state.callbackHandlers[call]
+                actions.askHandlers.append(
+                    (
+                        ask, 0, [],
+                        { _ in
+                            guard let handler else { throw CallbackWithoutHandler(parameter: parameter) }
+                            var writer = PayloadWriter()
+                            writer.write(try await handler(parameter, arguments))
+                            return writer.bytes
+                        }
+                    ))
             case .cancelAskHandler(let ask):
                 if let task = state.askTasks.removeValue(forKey: ask) { actions.cancelledAsks.append(task) }
             case .broadcast(let message, let connection):

@@ -52,12 +52,19 @@ package final class WorkerChannel: EventLoopHandler {
     /// Answers the plugin's asks on one connection.
     package typealias RequestHandler = @Sendable ([UInt8]) async throws -> [UInt8]
 
+    /// Answers the library's calls of a typed call's callbacks: the callback's parameter index
+    /// and its arguments, as the worker sent them (the caller checks them against the
+    /// declaration); the value returned goes back to the library.
+    package typealias CallbackHandler = @Sendable (_ parameter: UInt32, _ arguments: [FunctionValue]) async throws -> FunctionValue
+
     struct State {
         var machine: ChannelProtocol
         var handshake: CheckedContinuation<Ready, any Error>?
         var requests: [UInt64: ReplyWaiter] = [:]
         var connections: [UInt32: CheckedContinuation<Void, any Error>] = [:]
         var handlers: [UInt32: RequestHandler] = [:]
+        /// The callback handler of each typed call that has callbacks, while it runs.
+        var callbackHandlers: [UInt64: CallbackHandler] = [:]
         var askTasks: [UInt64: Task<Void, Never>] = [:]
         /// The one loop timer of the channel: set for the protocol's earliest deadline (or an
         /// earlier one that has since been disarmed, which then fires for nothing), and its token
@@ -295,9 +302,24 @@ package final class WorkerChannel: EventLoopHandler {
     }
 
     /// Calls the manifest-declared function at `index`; what the worker returned is unchecked.
-    package func call(function index: UInt32, arguments: [FunctionValue], timeout: Duration?) async throws -> FunctionCallReply {
+    /// `callbacks` answers the library's calls of the function's callbacks while it runs. Inside
+    /// a callback handler of this worker, the call is nested in the callback: the thread that
+    /// waits for the handler's answer runs it.
+    package func call(
+        function index: UInt32, arguments: [FunctionValue], timeout: Duration?, callbacks: CallbackHandler? = nil
+    ) async throws -> FunctionCallReply {
+        let nestedIn = AskContext.current.flatMap { $0.channel == ObjectIdentifier(self) ? $0.ask : nil }
+        var registered: UInt64?
+        defer {
+            if let registered { _ = state.withLock { $0.callbackHandlers.removeValue(forKey: registered) } }
+        }
         let reply = try await perform(connection: 0, timeout: timeout) { id in
-            .call(id: id, function: index, arguments: arguments)
+            if let callbacks {
+                registered = id
+                state.withLock { $0.callbackHandlers[id] = callbacks }
+            }
+            if let nestedIn { return .nestedCall(id: id, ask: nestedIn, function: index, arguments: arguments) }
+            return .call(id: id, function: index, arguments: arguments)
         }
         guard case .value(let value) = reply else {
             throw AppExtensionError(.protocolViolation, plugin: pluginIdentifier, "answered a call with response bytes")

@@ -62,6 +62,10 @@ public struct AppExtensionError: Error, Sendable, CustomStringConvertible, Local
         public static let unknownFunction = Code("unknownFunction")
         /// A typed call's arguments do not match the declared signature.
         public static let invalidArguments = Code("invalidArguments")
+        /// A callback of a typed call failed: the caller's handler threw or answered the wrong
+        /// type, or the library passed what the callback's declaration rules out. The library got
+        /// zero from the callback from then on; the call's result is this error.
+        public static let callbackFailed = Code("callbackFailed")
         /// The operation needs something the plugin does not offer (e.g. a request handler).
         public static let unsupported = Code("unsupported")
         /// The process was already invalidated or has ended.

@@ -36,7 +36,7 @@ final class ForeignCallFrame {
     /// of each handle of a struct kind.
     init?(
         signature: FunctionSignature, arguments: FunctionArguments, handles: [Int: UnsafeMutableRawPointer],
-        residents: [Int: WorkerStruct]
+        residents: [Int: WorkerStruct], callbacks: [Int: UnsafeMutableRawPointer] = [:]
     ) {
         self.signature = signature
         let parameterCount = signature.parameters.count
@@ -91,6 +91,8 @@ final class ForeignCallFrame {
             case .handleOut where signature.parameters[index].fields == nil:
                 // The pointee slot is zero: the handle is NULL until the function writes one.
                 cSlot.storeBytes(of: pointees + index * Self.slotSize, as: UnsafeMutableRawPointer?.self)
+            case .callback:
+                cSlot.storeBytes(of: callbacks[index], as: UnsafeMutableRawPointer?.self)
             case .handleOut, .structure:
                 let made = signature.parameters[index].fields.flatMap { WorkerStruct(layout: $0.layout) }
                 structs[index] = made
@@ -146,7 +148,7 @@ final class ForeignCallFrame {
             case .handle(let kind, _):
                 let pointer = (pointees + output.parameter * Self.slotSize).load(as: UnsafeMutableRawPointer?.self)
                 return .handle(FunctionHandle(kind: kind, id: handles.number(of: pointer, kind: kind)))
-            case .value, .null, .structure:
+            case .value, .null, .structure, .callback:
                 return .void
             }
         }

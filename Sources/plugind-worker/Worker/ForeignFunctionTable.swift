@@ -20,9 +20,11 @@ struct ForeignFunctionTable {
     /// an errno of its own).
     private let errnoLocation: (@convention(c) () -> UnsafeMutablePointer<Int32>?)?
 
-    /// Why a call was refused before the function ran, or its result could not be sent.
+    /// Why a call was refused before the function ran, or its result could not be sent; or,
+    /// when `inCallback`, why a callback failed while it ran.
     struct Refusal: Error {
         let message: String
+        var inCallback = false
     }
 
     init(library: UnsafeMutableRawPointer, path: String, signatures: [FunctionSignature]) throws(LoadFailure) {
@@ -70,7 +72,10 @@ struct ForeignFunctionTable {
     /// outputs: never more of a buffer than its capacity, whatever length the function reports.
     ///
     /// - Parameter maximumBytes: the most bytes the outputs may hold together (the message limit).
-    func call(_ index: UInt32, arguments: [FunctionValue], maximumBytes: Int) -> Result<FunctionCallReply, Refusal> {
+    ///   - forward: forwards the library's calls of the function's callbacks to the host.
+    func call(
+        _ index: UInt32, arguments: [FunctionValue], maximumBytes: Int, forward: CallbackCall.Forward? = nil
+    ) -> Result<FunctionCallReply, Refusal> {
         guard Int(index) < entries.count else {
             return .failure(Refusal(message: "no function with index \(index) (the manifest declares \(entries.count))"))
         }
@@ -89,6 +94,14 @@ struct ForeignFunctionTable {
                         "the out buffers of \(signature.name) would hold \(bound.outputCapacity) bytes, more than the message limit of \(maximumBytes)"
                 ))
         }
+        var callbacks: (call: CallbackCall, stubs: [Int: (slot: UInt32, pointer: UnsafeMutableRawPointer)])?
+        if !signature.callbacks.isEmpty {
+            switch Self.callbackStubs(signature, bound, maximumBytes: maximumBytes, forward: forward) {
+            case .success(let taken): callbacks = taken
+            case .failure(let refusal): return .failure(refusal)
+            }
+        }
+        defer { if let callbacks { CallbackPool.shared.release(callbacks.stubs.values.map(\.slot)) } }
         let uses: [Int: HandleTable.Use]
         switch takeHandles(bound, of: signature) {
         case .success(let taken): uses = taken
@@ -96,7 +109,8 @@ struct ForeignFunctionTable {
         }
         guard
             let frame = ForeignCallFrame(
-                signature: signature, arguments: bound, handles: uses.mapValues(\.pointer), residents: uses.compactMapValues(\.resident))
+                signature: signature, arguments: bound, handles: uses.mapValues(\.pointer), residents: uses.compactMapValues(\.resident),
+                callbacks: callbacks?.stubs.mapValues(\.pointer) ?? [:])
         else {
             for (index, use) in uses { handles.abandon(use, kind: Self.handleKind(signature.parameters[index].kind)) }
             return .failure(Refusal(message: "no memory for the arguments of \(signature.name)"))
@@ -131,6 +145,7 @@ struct ForeignFunctionTable {
             case .failure(let refusal): return .failure(refusal)
             }
         }
+        if let message = callbacks?.call.failureMessage { return .failure(Refusal(message: message, inCallback: true)) }
         let outputBytes = outputs.reduce(0) { total, output in
             if case .bytes(let bytes) = output { return total + bytes.count }
             return total + 16
@@ -141,6 +156,28 @@ struct ForeignFunctionTable {
                     message: "the outputs of \(signature.name) are \(outputBytes) bytes, more than the message limit of \(maximumBytes)"))
         }
         return .success(FunctionCallReply(value, outputs: outputs, errorNumber: signature.reportsErrno ? errorNumber : nil))
+    }
+
+    /// A stub of the pool for each callback of the call, bound to a `CallbackCall` that forwards
+    /// to the host; refused where there are no stubs, none free, or nobody to forward to.
+    private static func callbackStubs(
+        _ signature: FunctionSignature, _ bound: FunctionArguments, maximumBytes: Int, forward: CallbackCall.Forward?
+    ) -> Result<(call: CallbackCall, stubs: [Int: (slot: UInt32, pointer: UnsafeMutableRawPointer)]), Refusal> {
+        guard CallbackPool.capacity > 0 else {
+            return .failure(Refusal(message: "\(signature.name) takes a callback, and callbacks work only on x86-64 here"))
+        }
+        guard let forward else {
+            return .failure(Refusal(message: "\(signature.name) takes a callback, and this call has no way to the host"))
+        }
+        let call = CallbackCall(signature: signature, arguments: bound, maximumBytes: maximumBytes, forward: forward)
+        guard let stubs = CallbackPool.shared.acquire(for: call) else {
+            return .failure(
+                Refusal(
+                    message:
+                        "\(signature.name) takes \(signature.callbacks.count) callback(s), and all \(CallbackPool.capacity) callback stubs of the worker are in use by running calls"
+                ))
+        }
+        return .success((call, stubs))
     }
 
     /// The table's pointer for every handle the call passes, each taken for the call (and for
@@ -209,7 +246,7 @@ struct ForeignFunctionTable {
         switch kind {
         case .value(.bytes): [plugind_ffi_type_pointer(), plugind_ffi_type_uint64()]
         case .value(let type): [returnType(for: type)]
-        case .pointer, .buffer, .null, .handle, .structure: [plugind_ffi_type_pointer()]
+        case .pointer, .buffer, .null, .handle, .structure, .callback: [plugind_ffi_type_pointer()]
         }
     }
 

@@ -258,8 +258,12 @@ final class PluginServer: @unchecked Sendable {
             end(id, connection: connection)
         case .call(let id, let function, let arguments):
             guard begin(id, connection: 0) != nil else { return }
-            switch plugin.functions.call(function, arguments: arguments, maximumBytes: Int(clamping: load.limits.maxMessageBytes)) {
+            let result = plugin.functions.call(
+                function, arguments: arguments, maximumBytes: Int(clamping: load.limits.maxMessageBytes),
+                forward: { [self] parameter, values in forwardCallback(call: id, parameter: parameter, arguments: values) })
+            switch result {
             case .success(let reply): send(.callResult(id: id, reply))
+            case .failure(let refusal) where refusal.inCallback: send(.callbackFailed(id: id, message: refusal.message))
             case .failure(let refusal): send(.callFailed(id: id, message: refusal.message))
             }
             end(id, connection: 0)
@@ -459,6 +463,45 @@ final class PluginServer: @unchecked Sendable {
                 if ThreadCondition.milliseconds(until: deadline) <= 0 { return nil }
                 _ = condition.wait(until: deadline)
             }
+        }
+    }
+
+    // MARK: Callbacks
+
+    /// Forwards the library's call of a callback of typed call `call` to the host and blocks
+    /// until the handler answers, running what the host nests in it (a typed call the handler
+    /// makes) on the way, as an ask does.
+    func forwardCallback(
+        call: UInt64, parameter: UInt32, arguments: [FunctionValue]
+    ) -> Result<FunctionValue, CallbackCall.CallbackFailure> {
+        let thread = UInt(pthread_self())
+        let id: UInt64
+        switch condition.withLock({ core.registerCallback(thread: thread) }) {
+        case .success(let registered): id = registered
+        case .failure(let refusal):
+            return .failure(.init(message: "could not be forwarded to the host: \(Errno(rawValue: refusal.errno))"))
+        }
+        let sent = (try? transport.send(.callback(id: id, call: call, parameter: parameter, arguments: arguments))) != nil
+        if !sent { hostHungUp.store(true, ordering: .releasing) }
+        let deadline = ThreadCondition.deadline(afterMilliseconds: UInt64(load.askTimeoutMilliseconds))
+        let result = sent ? awaitAnswer(id, until: deadline) : .closed
+        let leftovers = condition.withLock { core.finishAsk(id, connection: callbackConnection, thread: thread) }
+        condition.broadcast()
+        for job in leftovers { enqueue(job) }
+        if result == nil { try? transport.send(.askCancelled(id: id)) }
+        switch result {
+        case .answered(let bytes)?:
+            var reader = PayloadReader(bytes)
+            guard let value = try? reader.readFunctionValue(), reader.remaining == 0 else {
+                return .failure(.init(message: "was answered with bytes that are not a value"))
+            }
+            return .success(value)
+        case .failed(let failure)?:
+            return .failure(.init(message: "failed in the host's handler: \(failure.message)"))
+        case .closed?:
+            return .failure(.init(message: "was not answered: the host closed the channel"))
+        case nil:
+            return .failure(.init(message: "was not answered within \(load.askTimeoutMilliseconds) ms"))
         }
     }
 
