@@ -124,7 +124,7 @@ enum OneShotBenchmarks {
 
     /// An example bundle that names a library of the machine's (`ExamplePlugins/NAME`), as a
     /// bundled plugin; its identifier.
-    private static func installExample(_ bench: BenchHost, _ name: String, identifier: String) throws -> String {
+    static func installExample(_ bench: BenchHost, _ name: String, identifier: String) throws -> String {
         let bundle = bench.directory + "/bundled/\(name).appex"
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         try FileManager.default.copyItem(
@@ -134,7 +134,7 @@ enum OneShotBenchmarks {
 
     /// Alternates `ours` and `theirs`, `iterations` of each after a tenth as many to warm up;
     /// their samples in microseconds.
-    private static func alternate(
+    static func alternate(
         iterations: Int, _ ours: () async throws -> Void, _ theirs: () async throws -> Void
     ) async throws -> ([Double], [Double]) {
         var first: [Double] = []

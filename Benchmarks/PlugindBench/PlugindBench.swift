@@ -108,6 +108,14 @@ enum PlugindBench {
                 let bench = try BenchHost()
                 defer { bench.remove() }
                 try await OneShotBenchmarks.zlibCompress(bench, iterations: iterations)
+            case "typed-call-callback":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await CallbackBenchmarks.roundTrip(bench, iterations: iterations)
+            case "qsort-100k":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await CallbackBenchmarks.qsortLarge(bench, iterations: iterations)
             case "host-request":
                 let bench = try BenchHost()
                 defer { bench.remove() }
@@ -178,7 +186,7 @@ enum PlugindBench {
                 try await ActivityBenchmarks.statistics(iterations: iterations)
             default:
                 print(
-                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|typed-call-out-buffer|typed-call-handle|zlib-compress|one-shot-run|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings; round-trip: [--idle-ms MS] a pause before each)"
+                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|typed-call-out-buffer|typed-call-handle|zlib-compress|typed-call-callback|qsort-100k|one-shot-run|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings; round-trip: [--idle-ms MS] a pause before each)"
                 )
                 exit(64)
             }

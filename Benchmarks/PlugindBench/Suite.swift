@@ -102,6 +102,8 @@ struct Suite {
         bench(["typed-call-out-buffer", "--iterations", "\(count(5000))"])
         bench(["typed-call-handle", "--iterations", "\(count(10000))"])
         bench(["zlib-compress", "--iterations", "\(count(200))"])
+        bench(["typed-call-callback", "--iterations", "\(count(200))"])
+        bench(["qsort-100k", "--iterations", quick ? "1" : "3"], times: 1)
         // The shell's `plugind run`, end to end, against bubblewrap's one-shot sandbox.
         bench(["one-shot-run", "--pairs", quick ? "3" : "10"], times: 1)
         section("load")

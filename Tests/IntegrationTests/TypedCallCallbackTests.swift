@@ -199,6 +199,19 @@ struct TypedCallCallbackTests {
                 }
             ])
         #expect(threaded == .int32(42))
+        // The callbacks were compiled stubs: after all of them, no mapping of the worker is both
+        // writable and executable (libffi's closures would have made one). Root reads any
+        // process's maps; an ordinary user's worker is another user's in its namespace.
+        if getuid() == 0 {
+            let pid = process.processIdentifier
+            let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+            let writableAndExecutable = maps.split(separator: "\n").filter { line in
+                let permissions = line.split(separator: " ").dropFirst().first ?? ""
+                return permissions.contains("w") && permissions.contains("x")
+            }
+            #expect(writableAndExecutable.isEmpty, "\(writableAndExecutable)")
+            #expect(maps.contains("r-xp"), "the maps were read")
+        }
         await process.invalidateAndWait()
     }
 
@@ -235,7 +248,7 @@ struct TypedCallCallbackTests {
         let fixture = try await Self.callbacksFixture(in: test)
         let process = try await test.launch(fixture)
         let connection = try await process.makeConnection()
-        try await connection.call("keep", arguments: [], callbacks: ["f": { $0[0] }])
+        _ = try await connection.call("keep", arguments: [], callbacks: ["f": { $0[0] }])
         let late = await #expect(throws: AppExtensionError.self) {
             try await connection.call("call_kept", arguments: [.int32(3)])
         }
