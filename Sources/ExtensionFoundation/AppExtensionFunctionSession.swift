@@ -161,9 +161,15 @@ public final class AppExtensionFunctionSession: Sendable {
     /// `AppExtensionConnection.call` on the session's worker.
     ///
     /// - Throws: `AppExtensionError`: the errors of `callWithOutputs`.
-    public func call(_ function: String, arguments: [FunctionValue] = [], timeout: Duration? = nil) async throws -> FunctionValue {
-        try await callWithOutputs(function, arguments: arguments, timeout: timeout).value
+    public func call(
+        _ function: String, arguments: [FunctionValue] = [], callbacks: [String: FunctionCallbackHandler] = [:], timeout: Duration? = nil
+    ) async throws -> FunctionValue {
+        try await callWithOutputs(function, arguments: arguments, callbacks: callbacks, timeout: timeout).value
     }
+
+    /// The session whose callback handler the current task runs: a call of it from there would
+    /// wait for the call that runs the handler.
+    @TaskLocal private static var handling: ObjectIdentifier?
 
     /// `AppExtensionConnection.callWithOutputs` on the session's worker, launched first (and set
     /// up) when none runs.
@@ -173,15 +179,29 @@ public final class AppExtensionFunctionSession: Sendable {
     ///   `limitExceeded` with a termination, `protocolViolation`) with a reason that starts with
     ///   the function's name; `invalidArguments` for a handle of an earlier worker; the launch's
     ///   errors and a set-up call's error (its reason names the set-up call) when a new worker was
-    ///   needed; `invalidated` after `invalidate()`.
+    ///   needed; `invalidated` after `invalidate()`; `invalidArguments` for a call of the session
+    ///   from one of its own callback handlers (the session's calls run one at a time, so it
+    ///   would wait for itself).
     public func callWithOutputs(
-        _ function: String, arguments: [FunctionValue] = [], timeout: Duration? = nil
+        _ function: String, arguments: [FunctionValue] = [], callbacks: [String: FunctionCallbackHandler] = [:],
+        timeout: Duration? = nil
     ) async throws -> FunctionResult {
-        try await withTurn {
+        let identifier = ObjectIdentifier(self)
+        if Self.handling == identifier {
+            throw AppExtensionError(
+                .invalidArguments, plugin: configuration.appExtensionIdentity.bundleIdentifier,
+                "\(function) was called from a callback handler of the same function session, whose calls run one at a time: it would wait for itself"
+            )
+        }
+        let marked = callbacks.mapValues { handler -> FunctionCallbackHandler in
+            { arguments in try await Self.$handling.withValue(identifier) { try await handler(arguments) } }
+        }
+        return try await withTurn {
             let worker = try await self.readyWorker()
             try self.refuseForeignHandles(function, arguments, worker: worker)
             do {
-                let result = try await worker.connection.callWithOutputs(function, arguments: arguments, timeout: timeout)
+                let result = try await worker.connection.callWithOutputs(
+                    function, arguments: arguments, callbacks: marked, timeout: timeout)
                 self.counted(worker)
                 return result
             } catch let error as AppExtensionError {
