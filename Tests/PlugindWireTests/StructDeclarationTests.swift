@@ -48,20 +48,11 @@ struct StructDeclarationTests {
         ],
         returns: .int64)
 
-    static func roundTrip(_ signature: FunctionSignature) throws(WireError) -> FunctionSignature {
-        var writer = PayloadWriter()
-        writer.write(signature)
-        var reader = PayloadReader(writer.bytes)
-        let decoded = try reader.readFunctionSignature()
-        guard reader.remaining == 0 else { throw .malformedPayload("trailing bytes") }
-        return decoded
-    }
-
     @Test("struct arguments and struct handles round-trip on the wire; what a caller passes and a result reports is flattened by field")
     func shapes() throws {
         for signature in [Self.deflate, Self.timegm] {
             try signature.validate()
-            #expect(try Self.roundTrip(signature) == signature)
+            #expect(try FunctionDeclarationWireTests.roundTrip(signature) == signature)
         }
         #expect(Self.deflate.arguments == [.handle, .bytes, .uint32, .int32])
         #expect(Self.deflate.inputs.map(\.field) == [nil, "next_in", "avail_out", nil])
