@@ -51,6 +51,7 @@ package enum ChannelProtocolFuzzing {
         var completedConnections: Set<UInt32> = []
         var asks: [UInt64] = []
         var sharedResponses: [UInt64] = []
+        var sharedCallResults: [UInt64] = []
         var released = false
         var reached = Reached()
 
@@ -80,6 +81,8 @@ package enum ChannelProtocolFuzzing {
                     reached.asks += 1
                 case .sharedResponse(let id, _):
                     sharedResponses.append(id)
+                case .sharedCallResult(let id, _):
+                    sharedCallResults.append(id)
                 case .stop(let cause):
                     // As the real channel does: the stop is the machine's input, which decides the
                     // kill. Frames already written are still read here.
@@ -162,10 +165,13 @@ package enum ChannelProtocolFuzzing {
                     choice & 1 == 0 ? .success(input.take(Int(choice) % 32)) : .failure(AskFailure(reason: .closed, message: "no"))
                 try host.apply(host.machine.answerAsk(ask, result, maximumBytes: 16))
             case 7:
-                guard !host.sharedResponses.isEmpty else { continue }
-                let id = host.sharedResponses.removeFirst()
+                // A response or a call result read from shared memory: bytes (of any shape), or none.
                 let bytes = (input.next() ?? 0) & 1 == 0 ? input.take(8) : nil
-                try host.apply(host.machine.complete(sharedResponse: id, bytes: bytes))
+                if !host.sharedResponses.isEmpty {
+                    try host.apply(host.machine.complete(sharedResponse: host.sharedResponses.removeFirst(), bytes: bytes))
+                } else if !host.sharedCallResults.isEmpty {
+                    try host.apply(host.machine.complete(sharedCallResult: host.sharedCallResults.removeFirst(), bytes: bytes))
+                }
             default:
                 try host.apply(host.machine.invalidate(grace: .seconds(1), now: host.now))
             }

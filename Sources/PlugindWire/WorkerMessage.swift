@@ -7,6 +7,9 @@ package enum WorkerMessage: Equatable, Sendable {
     case sharedResponse(id: UInt64, SharedMemoryLocation)
     case failure(id: UInt64, PluginFailure)
     case callResult(id: UInt64, FunctionCallReply)
+    /// A call result whose encoding (`FunctionCallReply`) lies in the worker's shared-memory
+    /// region: a large out buffer crosses in one copy, not through the ring a piece at a time.
+    case sharedCallResult(id: UInt64, SharedMemoryLocation)
     case callFailed(id: UInt64, message: String)
     case callbackFailed(id: UInt64, message: String)
     case cancelled(id: UInt64)
@@ -58,6 +61,10 @@ package enum WorkerMessage: Equatable, Sendable {
             let payload = location.encoded
             return Frame(
                 header: FrameHeader(kind: .response, flags: .sharedMemory, requestID: id, payloadLength: payload.count), payload: payload)
+        case .sharedCallResult(let id, let location):
+            let payload = location.encoded
+            return Frame(
+                header: FrameHeader(kind: .callResult, flags: .sharedMemory, requestID: id, payloadLength: payload.count), payload: payload)
         case .failure(let id, let failure):
             kind = .failure
             requestID = id
@@ -138,10 +145,13 @@ package enum WorkerMessage: Equatable, Sendable {
             throw .malformedPayload("a \(frame.header.kind) message carries no request identifier, found \(id)")
         }
         if frame.header.flags.contains(.sharedMemory) {
-            guard frame.header.kind == .response else {
-                throw .invalidHeader("the shared-memory flag is only allowed on responses, found it on \(frame.header.kind)")
+            switch frame.header.kind {
+            case .response: self = .sharedResponse(id: id, try SharedMemoryLocation(frame.payload))
+            case .callResult: self = .sharedCallResult(id: id, try SharedMemoryLocation(frame.payload))
+            default:
+                throw .invalidHeader(
+                    "the shared-memory flag is only allowed on responses and call results, found it on \(frame.header.kind)")
             }
-            self = .sharedResponse(id: id, try SharedMemoryLocation(frame.payload))
             return
         }
         switch frame.header.kind {

@@ -65,4 +65,27 @@ struct ChannelCallbackTests {
         #expect(crashing.cancelledHandlers == [1])
         #expect(failureCode(crashing.requests[crashed]) == .workerCrashed)
     }
+
+    @Test("a call result in shared memory is read there and decoded as the pipe's; bytes that are not one stop the worker")
+    func sharedCallResult() throws {
+        var conversation = Conversation()
+        try conversation.ready()
+        let call = try conversation.call()
+        _ = try conversation.sentToWorker()
+        let location = SharedMemoryLocation(offset: 0, length: 64)
+        let effects = conversation.machine.receive(.sharedCallResult(id: call, location))
+        guard case .sharedCallResult(call, location)? = effects.first else {
+            Issue.record("no read of the region: \(effects)")
+            return
+        }
+        var writer = PayloadWriter()
+        writer.write(FunctionCallReply(.int32(0), outputs: [.bytes([1, 2, 3])]))
+        conversation.apply(conversation.machine.complete(sharedCallResult: call, bytes: writer.bytes))
+        #expect(try conversation.requests[call]?.get() == .value(FunctionCallReply(.int32(0), outputs: [.bytes([1, 2, 3])])))
+
+        let second = try conversation.call()
+        _ = try conversation.sentToWorker()
+        conversation.apply(conversation.machine.complete(sharedCallResult: second, bytes: writer.bytes + [0]))
+        #expect(conversation.stops.count == 1, "trailing bytes after the reply: a protocol violation")
+    }
 }

@@ -63,7 +63,7 @@ struct Conversation {
                 apply(machine.stop(cause))
             case .tearDown(let steps): teardowns.append(steps)
             case .captureStack(let id): stackRequests.append(id)
-            case .broadcast, .sharedResponse: break
+            case .broadcast, .sharedResponse, .sharedCallResult: break
             }
         }
     }

@@ -82,8 +82,12 @@ struct TypedCallBufferTests {
             Issue.record("compressBound did not return a uint64")
             return
         }
+        let sharedBefore = process.sharedMemoryTransfers.responses
         let compressed = try await connection.callWithOutputs("compress", arguments: [.uint64(bound), .bytes(data)])
         #expect(compressed.value == .int32(Self.zOK))
+        // A result with 16 KiB of out buffers or more comes through the shared region in one copy.
+        let sharedAfter = process.sharedMemoryTransfers.responses
+        #expect(sharedAfter == sharedBefore + (bound >= 16 << 10 ? 1 : 0), "\(size) bytes: \(sharedBefore) → \(sharedAfter)")
         let dest = try #require(Self.bytes(compressed[output: "dest"]))
         #expect(compressed[output: "destLen"] == .uint64(UInt64(dest.count)))
         #expect(UInt64(dest.count) <= bound)

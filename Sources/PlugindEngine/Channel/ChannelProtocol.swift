@@ -72,6 +72,8 @@ package struct ChannelProtocol {
         /// Asks the worker where request `id` is (its stack signal): `stackReport` answers.
         case captureStack(UInt64)
         case sharedResponse(UInt64, SharedMemoryLocation)
+        /// A call result to read from the worker's region, then `complete(sharedCallResult:)`.
+        case sharedCallResult(UInt64, SharedMemoryLocation)
     }
 
     package enum Abandonment {
@@ -532,6 +534,10 @@ package struct ChannelProtocol {
             return complete(id, .success(.bytes([])))
         case .callResult(let id, let reply):
             return complete(id, .success(.value(reply)))
+        case .sharedCallResult(let id, let location):
+            // Read outside, like a shared response, then `complete(sharedCallResult:)`.
+            if abandoned.contains(id) || requests[id] != nil { return [.sharedCallResult(id, location)] }
+            return complete(id, .success(.value(FunctionCallReply(.void))))
         case .failure(let id, let failure):
             return complete(id, .failure(pluginFailureError(failure)))
         case .callFailed(let id, let message):
@@ -611,6 +617,22 @@ package struct ChannelProtocol {
             return [.stop(.protocolViolation("response \(id) lies outside the shared-memory region or exceeds the message limit"))]
         }
         return complete(id, .success(.bytes(bytes)))
+    }
+
+    /// A call result read from shared memory (nil: outside the region or over the limit), decoded
+    /// as the pipe's would be.
+    package mutating func complete(sharedCallResult id: UInt64, bytes: [UInt8]?) -> [Effect] {
+        guard let bytes else {
+            return [.stop(.protocolViolation("call result \(id) lies outside the shared-memory region or exceeds the message limit"))]
+        }
+        var reader = PayloadReader(bytes)
+        do {
+            let reply = try reader.readFunctionCallReply()
+            try reader.finish("call result")
+            return complete(id, .success(.value(reply)))
+        } catch {
+            return [.stop(.protocolViolation("call result \(id) in shared memory: \(error)"))]
+        }
     }
 
     private func pluginFailureError(_ failure: PluginFailure) -> AppExtensionError {

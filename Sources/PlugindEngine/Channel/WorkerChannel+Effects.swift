@@ -28,6 +28,7 @@ extension WorkerChannel {
         var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
         var stop: StopCause?
         var sharedResponses: [(UInt64, SharedMemoryLocation)] = []
+        var sharedCallResults: [(UInt64, SharedMemoryLocation)] = []
         var stackRequests: [UInt64] = []
         /// The steps of ending the worker, in the order the protocol decided them.
         var teardown: [ChannelProtocol.TeardownStep] = []
@@ -112,6 +113,8 @@ extension WorkerChannel {
                 actions.stackRequests.append(id)
             case .sharedResponse(let id, let location):
                 actions.sharedResponses.append((id, location))
+            case .sharedCallResult(let id, let location):
+                actions.sharedCallResults.append((id, location))
             }
         }
         if !actions.broadcasts.isEmpty { actions.subscribers = Array(state.subscribers.values) }
@@ -159,6 +162,10 @@ extension WorkerChannel {
         for (id, location) in actions.sharedResponses {
             let bytes = readSharedResponse(at: location)
             decide { $0.complete(sharedResponse: id, bytes: bytes) }
+        }
+        for (id, location) in actions.sharedCallResults {
+            let bytes = readSharedResponse(at: location)
+            decide { $0.complete(sharedCallResult: id, bytes: bytes) }
         }
         // A worker that cannot be signalled leaves the request to fail when the wait ends.
         for id in actions.stackRequests { process.requestStack(of: id) }

@@ -262,7 +262,7 @@ final class PluginServer: @unchecked Sendable {
                 function, arguments: arguments, maximumBytes: Int(clamping: load.limits.maxMessageBytes),
                 forward: { [self] parameter, values in forwardCallback(call: id, parameter: parameter, arguments: values) })
             switch result {
-            case .success(let reply): send(.callResult(id: id, reply))
+            case .success(let reply): sendCallResult(id, reply)
             case .failure(let refusal) where refusal.inCallback: send(.callbackFailed(id: id, message: refusal.message))
             case .failure(let refusal): send(.callFailed(id: id, message: refusal.message))
             }
@@ -337,6 +337,28 @@ final class PluginServer: @unchecked Sendable {
             if let note = DescriptorLimitNote.current(limit: load.limits.openFiles) { message += " (\(note))" }
             send(.failure(id: id, PluginFailure(code: status, message: message)))
         }
+    }
+
+    /// A call's result: in the shared region when its out buffers are large and the region is
+    /// free (one copy, as a large response), else through the ring or pipe.
+    private func sendCallResult(_ id: UInt64, _ reply: FunctionCallReply) {
+        let outputBytes = reply.outputs.reduce(0) { total, output in
+            if case .bytes(let bytes) = output { return total + bytes.count }
+            return total
+        }
+        guard outputBytes >= SharedMemoryLayout.threshold, let sharedMemory, let region = sharedMemory.claimResponseRegion() else {
+            return send(.callResult(id: id, reply))
+        }
+        var writer = PayloadWriter()
+        writer.write(reply)
+        guard writer.bytes.count <= region.count, let start = region.baseAddress else {
+            sharedMemory.release()
+            return send(.callResult(id: id, reply))
+        }
+        writer.bytes.withUnsafeBytes { encoded in
+            if let source = encoded.baseAddress { start.copyMemory(from: source, byteCount: encoded.count) }
+        }
+        send(.sharedCallResult(id: id, sharedMemory.placedResponse(length: writer.bytes.count)))
     }
 
     // MARK: Connections
