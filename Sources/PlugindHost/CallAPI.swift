@@ -249,7 +249,7 @@ public func plugindProcessCall(
 ) -> CInt {
     typedCall(
         process, name, arguments, count, timeout, hasResult: result != nil, error,
-        call: { connection, function, values, timeout in try await connection.call(function, arguments: values, timeout: timeout) },
+        call: { connection, function, values, _, timeout in try await connection.call(function, arguments: values, timeout: timeout) },
         store: { value, handles in result?.pointee = TypedValue.encode(value, handles: handles) })
 }
 
@@ -260,18 +260,23 @@ public func plugindProcessCallOutputs(
 ) -> CInt {
     typedCall(
         process, name, arguments, count, timeout, hasResult: result != nil, error,
-        call: { connection, function, values, timeout in
+        call: { connection, function, values, _, timeout in
             try await connection.callWithOutputs(function, arguments: values, timeout: timeout)
         },
         store: { value, handles in result?.pointee = CallResultStorage.encode(value, handles: handles) })
 }
 
+/// The handlers of a typed call's callbacks, by callback name.
+typealias CallbackHandlers = [String: FunctionCallbackHandler]
+
 /// A typed call from C: the arguments checked and converted, `call` made on the process's
-/// connection for calls, and what it returned handed to `store`. 0, or -1 with `error` set.
-private func typedCall<Value: Sendable>(
+/// connection for calls with a handler for each of `callbacks` (run on the calling thread while
+/// it waits), and what it returned handed to `store`. 0, or -1 with `error` set. Made from inside
+/// a callback's handler, the call is nested in the callback (`CallerWait`).
+func typedCall<Value: Sendable>(
     _ process: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
-    _ timeout: UInt32, hasResult: Bool, _ error: UnsafeMutablePointer<OpaquePointer?>?,
-    call: @escaping @Sendable (AppExtensionConnection, String, [FunctionValue], Duration?) async throws -> Value,
+    _ timeout: UInt32, hasResult: Bool, _ error: UnsafeMutablePointer<OpaquePointer?>?, callbacks: [HostCallback] = [],
+    call: @escaping @Sendable (AppExtensionConnection, String, [FunctionValue], CallbackHandlers, Duration?) async throws -> Value,
     store: (Value, HeldHandles) -> Void
 ) -> CInt {
     let prepared: (process: HostProcess, function: String, values: [FunctionValue])
@@ -281,8 +286,16 @@ private func typedCall<Value: Sendable>(
         failure.report(to: error)
         return -1
     }
-    let called = BlockingCall.run {
-        try await call(prepared.process.connectionForCalls(), prepared.function, prepared.values, requestTimeout(timeout))
+    let declared = prepared.process.process.functions.first { $0.name == prepared.function }?.callbacks ?? []
+    let called = CallerWait.run { wait in
+        var handlers: CallbackHandlers = [:]
+        for callback in callbacks {
+            let returns = declared.first { $0.name == callback.name }?.signature.returns
+            handlers[callback.name] = callback.answering(
+                function: prepared.function, returns: returns, process: prepared.process, wait: wait)
+        }
+        return try await call(
+            prepared.process.connectionForCalls(), prepared.function, prepared.values, handlers, requestTimeout(timeout))
     }
     prepared.process.handles.forgetReleased()
     switch called {
@@ -317,7 +330,8 @@ public func plugindHandleRelease(
             .report(to: error)
         return -1
     case .held(let held):
-        switch BlockingCall.run({ try await held.release() }) {
+        // As a call: nested in a callback when a handler releases a handle.
+        switch CallerWait.run({ _ in try await held.release() }) {
         case .success:
             return 0
         case .failure(let failure):

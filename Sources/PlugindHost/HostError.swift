@@ -52,6 +52,7 @@ final class HostError: Error, Sendable {
         .configurationError: PLUGIND_ERROR_CONFIGURATION_ERROR, .bundleChanged: PLUGIND_ERROR_BUNDLE_CHANGED,
         .connectionRefused: PLUGIND_ERROR_CONNECTION_REFUSED, .connectionClosed: PLUGIND_ERROR_CONNECTION_CLOSED,
         .disabledByOwner: PLUGIND_ERROR_DISABLED_BY_OWNER, .workerKilled: PLUGIND_ERROR_WORKER_KILLED,
+        .callbackFailed: PLUGIND_ERROR_CALLBACK_FAILED,
     ]
 
     /// Stores `self` in `*slot` as a new handle when the caller asked for errors.

@@ -12,7 +12,8 @@ never takes the Python process down. This package is libplugind's C API through 
 Threads: every call may be made from any thread. Callbacks (`ask`, `on_interruption`) run on
 plugind's threads, holding the GIL while they run; they must not call the blocking methods
 (`Monitor()`, `Process()`, `connect`, `send`, `call`) — answer an ask by returning, or later
-through `Ask.respond` from any thread.
+through `Ask.respond` from any thread. A typed call's `callbacks` are the exception: they run on
+the thread that made the call, while it waits, and may call the same process (see `Process.call`).
 """
 
 from __future__ import annotations
@@ -22,11 +23,22 @@ import ctypes
 import itertools
 import threading
 import weakref
-from typing import AsyncIterator, Callable, List, Optional, Union
+from typing import AsyncIterator, Callable, Dict, List, Optional, Union
 
 from . import _errors
 from ._errors import *  # noqa: F401,F403  (the exception classes are part of the API)
-from ._native import ASK_HANDLER, INTERRUPTION_HANDLER, SEND_COMPLETION, TYPES, CallResult, Value, library
+from ._native import (
+    ASK_HANDLER,
+    CALLBACK_HANDLER,
+    INTERRUPTION_HANDLER,
+    SEND_COMPLETION,
+    TYPES,
+    Callback,
+    CallResult,
+    Value,
+    libc,
+    library,
+)
 
 __all__ = ["Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs", "Handle", "FunctionSession"] + _errors.__all__
 
@@ -81,6 +93,15 @@ def _on_sent(context, reply, length, error):
             library.plugind_error_free(error)
         return
     handler(reply, length, error)
+
+
+@CALLBACK_HANDLER
+def _on_callback(context, arguments, count, result, message):
+    handler = _lookup(context)
+    if handler is None:  # never expected: the call unregisters its handlers only once it returned
+        message[0] = libc.strdup(b"the handler is gone")
+        return 1
+    return handler(arguments, count, result, message)
 
 
 def _buffer(data: bytes):
@@ -184,6 +205,84 @@ def _call_with_outputs(function, handle, owner, name: str, arguments, timeout: O
     if status != 0:
         _errors.raise_if(error)
     del keep
+    return _outputs(result, owner)
+
+
+def _store_return(returned, value: Value) -> None:
+    """A callback handler's Python result as the plugind_value libplugind converts to the declared
+    return type (None for void)."""
+    if returned is None:
+        value.type = TYPES["void"]
+    elif isinstance(returned, bool):
+        value.type, value.payload.integer = TYPES["bool"], int(returned)
+    elif isinstance(returned, int):
+        if not -(2**63) <= returned < 2**64:
+            raise OverflowError("the handler returned %d, beyond 64 bits" % returned)
+        if returned > 2**63 - 1:
+            value.type, value.payload.unsigned_integer = TYPES["uint64"], returned
+        else:
+            value.type, value.payload.integer = TYPES["int64"], returned
+    elif isinstance(returned, float):
+        value.type, value.payload.real = TYPES["double"], returned
+    else:
+        raise TypeError("the handler returned %r; a callback returns None, a bool, an int or a float" % (returned,))
+
+
+def _callback_handler(function: Callable, failures: list):
+    """What _on_callback calls for one of a call's callbacks: `function` with the callback's
+    arguments as Python values, its result stored for libplugind. An exception fails the call with
+    its text; it is kept in `failures`, for the call to raise from."""
+
+    def answer(arguments, count, result, message) -> int:
+        try:
+            values = [_python_value(arguments[index]) for index in range(count)]
+            _store_return(function(*values), result[0])
+            return 0
+        except BaseException as failure:  # noqa: B036 (even KeyboardInterrupt must not unwind into C)
+            failures.append(failure)
+            text = "%s: %s" % (type(failure).__name__, failure) if str(failure) else type(failure).__name__
+            message[0] = libc.strdup(text.encode("utf-8", "replace"))
+            return 1
+
+    return answer
+
+
+def _call_callbacks(handle, owner, name: str, arguments, callbacks, timeout: Optional[float]) -> "CallOutputs":
+    """plugind_process_call_callbacks: `callbacks` (name → callable) answer the library's calls of
+    the function's callbacks, on this thread, while the call waits."""
+    if not isinstance(callbacks, dict) or not all(
+        isinstance(key, str) and callable(value) for key, value in callbacks.items()
+    ):
+        raise InvalidArgumentError("callbacks must be a dict of callback names to callables")  # noqa: F405
+    values, keep = _values(arguments)
+    failures: list = []
+    keys = [_register(_callback_handler(function, failures)) for function in callbacks.values()]
+    table = (Callback * max(1, len(callbacks)))()
+    for index, (callback_name, key) in enumerate(zip(callbacks, keys)):
+        encoded = callback_name.encode()
+        keep.append(encoded)
+        table[index].name = encoded
+        table[index].handler = _on_callback
+        table[index].context = key
+    result = CallResult()
+    error = ctypes.c_void_p()
+    try:
+        status = library.plugind_process_call_callbacks(
+            handle, name.encode(), values, len(arguments), table, len(callbacks), _milliseconds(timeout),
+            ctypes.byref(result), ctypes.byref(error)
+        )
+    finally:
+        for key in keys:
+            _unregister(key)
+    del keep
+    if status != 0:
+        if not error.value:
+            raise Error("libplugind reported a failure without an error")  # noqa: F405
+        failure = _errors.from_handle(error)
+        raised = failures[0] if failures else None
+        if raised is not None and not isinstance(raised, Exception):
+            raise raised  # KeyboardInterrupt, SystemExit: the handler's, once the call is over
+        raise failure from raised
     return _outputs(result, owner)
 
 
@@ -516,14 +615,35 @@ class Process:
         plugin's ask with the exception's text."""
         return Connection(self, ask)
 
-    def call(self, name: str, *arguments: Union[bool, int, float, str, bytes], timeout: Optional[float] = None):
+    def call(
+        self,
+        name: str,
+        *arguments: Union[bool, int, float, str, bytes],
+        timeout: Optional[float] = None,
+        callbacks: Optional[Dict[str, Callable]] = None,
+    ):
         """Calls a function the plugin's manifest declares; arguments are converted to the declared
         types (an int out of the declared range raises CallError). Returns the result as a Python
-        value (None for void)."""
+        value (None for void).
+
+        `callbacks` holds a callable for each callback argument the function declares, by the
+        argument's name (`{"compar": lambda a, b: ...}`; a missing or unknown name raises CallError
+        before anything is sent). The library's calls of a callback call it with the callback's
+        arguments (int, float, bool; str for a string; bytes for a buffer) on this thread, while the
+        call waits; it returns the callback's value (an int, float or bool; None for void). It may
+        call this process (`call`, `call_with_outputs`): those calls run while the library waits.
+        When it raises, the call raises CallbackError with the exception's text, the exception as
+        its cause, and the library gets 0 from its callbacks until the call returns."""
+        if callbacks is not None:
+            return _call_callbacks(self._handle, self, name, arguments, callbacks, timeout).value
         return _call(library.plugind_process_call, self._handle, self, name, arguments, timeout)
 
     def call_with_outputs(
-        self, name: str, *arguments: Union[bool, int, float, str, bytes], timeout: Optional[float] = None
+        self,
+        name: str,
+        *arguments: Union[bool, int, float, str, bytes],
+        timeout: Optional[float] = None,
+        callbacks: Optional[Dict[str, Callable]] = None,
     ) -> "CallOutputs":
         """Calls a function whose declaration has out or inout pointers and buffers, or errno.
         `arguments` are the declaration's inputs in order: every argument but NULL, out pointers,
@@ -532,7 +652,9 @@ class Process:
         Returns the function's value, each out value by argument name (buffers as bytes, as many
         as the function used) and errno where declared. A library that reports a length beyond the
         capacity it was given raises CrashedError (protocolViolation), naming the function and the
-        argument; its worker is stopped."""
+        argument; its worker is stopped. `callbacks` as for `call`."""
+        if callbacks is not None:
+            return _call_callbacks(self._handle, self, name, arguments, callbacks, timeout)
         return _call_with_outputs(library.plugind_process_call_outputs, self._handle, self, name, arguments, timeout)
 
     def close(self) -> None:

@@ -18,6 +18,7 @@ __all__ = [
     "LimitExceededError",
     "PluginError",
     "CallError",
+    "CallbackError",
     "ConnectionClosedError",
     "CODES",
 ]
@@ -52,6 +53,7 @@ CODES = {
     26: "connectionClosed",
     27: "disabledByOwner",
     28: "workerKilled",
+    29: "callbackFailed",
 }
 
 
@@ -114,6 +116,12 @@ class CallError(Error):
     not handle requests."""
 
 
+class CallbackError(CallError):
+    """A typed call's callback handler raised or returned a value of another type than the callback
+    declares (callbackFailed); the message says which and why. Raised from the call, with the
+    handler's exception as its `__cause__` when there was one."""
+
+
 class ConnectionClosedError(Error):
     """The connection was refused or closed, or the process ended."""
 
@@ -144,6 +152,7 @@ _FAMILIES = {
     "unknownFunction": CallError,
     "invalidArguments": CallError,
     "unsupported": CallError,
+    "callbackFailed": CallbackError,
     "connectionRefused": ConnectionClosedError,
     "connectionClosed": ConnectionClosedError,
     "invalidated": ConnectionClosedError,

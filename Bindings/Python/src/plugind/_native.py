@@ -10,7 +10,18 @@ import ctypes
 import ctypes.util
 import os
 
-__all__ = ["library", "Value", "CallResult", "ASK_HANDLER", "INTERRUPTION_HANDLER", "SEND_COMPLETION", "TYPES"]
+__all__ = [
+    "library",
+    "libc",
+    "Value",
+    "CallResult",
+    "Callback",
+    "ASK_HANDLER",
+    "INTERRUPTION_HANDLER",
+    "SEND_COMPLETION",
+    "CALLBACK_HANDLER",
+    "TYPES",
+]
 
 
 def _load() -> ctypes.CDLL:
@@ -33,6 +44,12 @@ def _load() -> ctypes.CDLL:
 
 
 library = _load()
+
+# The process's C library: a callback handler's error message is a string from its malloc (strdup),
+# which libplugind frees.
+libc = ctypes.CDLL(None)
+libc.strdup.restype = ctypes.c_void_p
+libc.strdup.argtypes = [ctypes.c_char_p]
 
 _handle = ctypes.c_void_p
 _error_out = ctypes.POINTER(ctypes.c_void_p)
@@ -66,6 +83,23 @@ class Value(ctypes.Structure):
     """plugind_value: one argument or result of a typed call."""
 
     _fields_ = [("type", ctypes.c_int), ("payload", _Payload)]
+
+
+# plugind_callback_handler: (context, arguments, count, result, error_message) -> int.
+CALLBACK_HANDLER = ctypes.CFUNCTYPE(
+    ctypes.c_int,
+    ctypes.c_void_p,
+    ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    ctypes.POINTER(Value),
+    ctypes.POINTER(ctypes.c_void_p),
+)
+
+
+class Callback(ctypes.Structure):
+    """plugind_callback: a handler for one callback argument, by its name."""
+
+    _fields_ = [("name", ctypes.c_char_p), ("handler", CALLBACK_HANDLER), ("context", ctypes.c_void_p)]
 
 
 class Output(ctypes.Structure):
@@ -173,6 +207,19 @@ _declare(
     _handle,
     ctypes.c_char_p,
     ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    ctypes.POINTER(CallResult),
+    _error_out,
+)
+_declare(
+    "plugind_process_call_callbacks",
+    ctypes.c_int,
+    _handle,
+    ctypes.c_char_p,
+    ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    ctypes.POINTER(Callback),
     ctypes.c_size_t,
     ctypes.c_uint32,
     ctypes.POINTER(CallResult),

@@ -21,8 +21,11 @@
  *    plugind_connection_send, plugind_process_call) may be called from any thread of the host,
  *    but not from inside a plugind callback: a callback runs on a thread plugind needs to make
  *    progress. From a callback, use plugind_connection_send_async and plugind_ask_respond.
+ *    A typed call's callback handler (plugind_callback_handler) is the exception: it runs on the
+ *    host's own thread and may block.
  *  - Callbacks run on plugind's threads, never on the caller's, and may run concurrently with
- *    each other and with the host's threads.
+ *    each other and with the host's threads; but a typed call's callback handlers run on the
+ *    thread that made the call, one at a time, while it waits.
  */
 #ifndef PLUGIND_H
 #define PLUGIND_H
@@ -78,6 +81,10 @@ typedef enum plugind_error_code {
     /* Killed from outside (SIGKILL nobody in the host sent and no limit explains): not the
      * plugin's crash, never counted toward a quarantine. */
     PLUGIND_ERROR_WORKER_KILLED = 28,
+    /* A typed call's callback handler failed (returned non-zero, or left a result of another
+     * type than the callback declares), or the library passed a callback what its declaration
+     * rules out. */
+    PLUGIND_ERROR_CALLBACK_FAILED = 29,
 } plugind_error_code;
 
 /* The code of `error`; PLUGIND_ERROR_INVALID_ARGUMENT for a NULL or freed error. */
@@ -323,6 +330,57 @@ int plugind_process_call_outputs(
 /* Frees the strings, bytes, names and outputs of *result and zeroes it (a handle stays the
  * process's until plugind_handle_release). NULL is ignored. */
 void plugind_call_result_free(plugind_call_result *result);
+
+/* Answers one call of a callback the library makes during a typed call (qsort's comparator; a
+ * manifest argument of "type": "callback", see plugind-manifest(5)). `arguments` are the
+ * callback's arguments as its declaration gives them, `count` of them: scalars; a string as
+ * PLUGIND_TYPE_STRING (NUL-terminated; NULL from the library is ""); a buffer as
+ * PLUGIND_TYPE_BYTES (a copy of the elements); the "void *" arguments it declares as ignored are
+ * left out. They and their bytes are valid only during this call of the handler.
+ *
+ * Return 0 with *result set to a value of the declared return type: *result arrives as
+ * PLUGIND_TYPE_VOID, which is the answer for a void callback; for a scalar, set `type` and the
+ * payload as for an argument (any integer type for an integer, range-checked; PLUGIND_TYPE_BOOL
+ * for bool; PLUGIND_TYPE_DOUBLE, or a signed integer type, for float and double). Return non-zero
+ * to fail the typed call with PLUGIND_ERROR_CALLBACK_FAILED; the library gets 0 from this and
+ * every later call of its callbacks until the call returns. Before returning non-zero the handler may store
+ * in *error_message a message from malloc (strdup), which becomes the error's and which libplugind
+ * frees (it frees one stored with a 0 return too). A result of another type fails the call with
+ * PLUGIND_ERROR_CALLBACK_FAILED, naming the callback, the function and the types.
+ *
+ * The handler runs on the thread that called plugind_process_call_callbacks, while that call
+ * waits, never on plugind's threads and never after the call returned; the handlers of one call
+ * run one at a time, even when the library calls its callback from several threads. Unlike other
+ * callbacks it may block and may call the blocking functions: a typed call of the same process
+ * it makes on its own thread (plugind_process_call, _call_outputs, _call_callbacks,
+ * plugind_handle_release) runs nested in the callback, on the library's thread that waits for the
+ * answer. Made from another thread, it is an ordinary call, which waits for a free thread of the
+ * worker (one unless the manifest's "concurrency" says more): behind the call that waits for the
+ * handler, until a deadline ends one of them. A handler that never returns holds the typed call
+ * until its deadline, then the calling thread for ever. */
+typedef int (*plugind_callback_handler)(
+    void *context, const plugind_value *arguments, size_t count, plugind_value *result, char **error_message);
+
+/* A handler for the callback argument `name` (the argument's name in the manifest). */
+typedef struct plugind_callback {
+    const char *name;
+    plugind_callback_handler handler;
+    void *context;
+} plugind_callback;
+
+/* plugind_process_call_outputs for a function that takes callbacks: `callback_count` handlers in
+ * `callbacks`, one for each callback argument the function declares (the array and the names are
+ * read before this returns and need not outlive it). A NULL name or handler, a name given twice,
+ * or `callbacks` NULL with a count give PLUGIND_ERROR_INVALID_ARGUMENT; a callback the function
+ * declares without a handler here, or a name it does not declare, give
+ * PLUGIND_ERROR_INVALID_ARGUMENTS naming them, before anything is sent. A handler that fails, or
+ * answers another type, fails the call with PLUGIND_ERROR_CALLBACK_FAILED and the handler's
+ * message. On success fills *result, which the caller frees with plugind_call_result_free.
+ * Blocking: the handlers run on the calling thread meanwhile (see plugind_callback_handler). */
+int plugind_process_call_callbacks(
+    plugind_process *process, const char *name, const plugind_value *arguments, size_t count,
+    const plugind_callback *callbacks, size_t callback_count, uint32_t timeout_ms, plugind_call_result *result,
+    plugind_error **error);
 
 /* Releases a handle a call of `process` returned (PLUGIND_TYPE_HANDLE, as a result or an output):
  * calls the release function its kind declares in the manifest's "handles", and the handle's
