@@ -349,7 +349,8 @@ final class PluginServer: @unchecked Sendable {
         guard outputBytes >= SharedMemoryLayout.threshold, let sharedMemory, let region = sharedMemory.claimResponseRegion() else {
             return send(.callResult(id: id, reply))
         }
-        var writer = PayloadWriter()
+        // Room for the buffers and what frames them: one allocation, no growth copies.
+        var writer = PayloadWriter(capacity: outputBytes + 64 + 16 * reply.outputs.count)
         writer.write(reply)
         guard writer.bytes.count <= region.count, let start = region.baseAddress else {
             sharedMemory.release()
