@@ -64,6 +64,7 @@ step "The owner approves them (pinned to their SHA-256 and requested permissions
 for id in org.plugind.examples.text-filter-c org.plugind.examples.text-filter-swift \
           org.plugind.examples.echo org.plugind.examples.function-library org.plugind.examples.countdown \
           org.plugind.examples.greeter org.plugind.examples.greeter-swift org.plugind.examples.zlib \
+          org.plugind.examples.qsort \
           org.plugind.examples.text-filter-cpp org.plugind.examples.greeter-rust org.plugind.examples.text-filter-go; do
     plugind approve "$id" --yes
 done
@@ -116,6 +117,10 @@ run make -s -C Examples/CHost PLUGIND_CFLAGS="-I$PWD/Sources/CPlugindHostAPI/inc
 run Examples/CHost/text_host --name "Grace" "The quick brown fox"
 run env PYTHONPATH="$PWD/Bindings/Python/src" PLUGIND_LIBRARY="$bin/libPlugindHost.so" PYTHONDONTWRITEBYTECODE=1 \
     python3 Examples/PythonHost/text_host.py --name "Guido" "The quick brown fox"
+
+step "The machine's C libraries, confined, from Python: zlib's deflate stream and qsort with a Python comparator"
+run env PYTHONPATH="$PWD/Bindings/Python/src" PLUGIND_LIBRARY="$bin/libPlugindHost.so" PYTHONDONTWRITEBYTECODE=1 \
+    python3 Examples/PythonHost/c_libraries.py --size 1048576 --count 2000
 
 echo
 echo "demo: done (state kept in $demo)"
