@@ -40,8 +40,8 @@ extension FunctionSignature {
             guard let callback = declared[parameter] else {
                 throw CallbackMismatch(message: "\(function) has no callback at argument \(parameter + 1)")
             }
-            let types = arguments.map(\.type)
-            guard types == callback.signature.handlerArguments else {
+            guard callback.signature.matches(arguments) else {
+                let types = arguments.map(\.type)
                 throw CallbackMismatch(
                     message:
                         "the worker passed callback '\(callback.name)' of \(function) (\(types.map(\.rawValue).joined(separator: ", "))), not what it declares: \(callback.signature)"

@@ -9,8 +9,8 @@ struct CallbackDraft {
     enum Kind {
         case resolved(FunctionCallbackSignature.Kind)
         /// A buffer counted by a constant, or by a name: one of the callback's own integer
-        /// arguments, else one of the declared function's.
-        case buffer(FunctionValueType, count: String?, constant: UInt64?)
+        /// arguments, else one of the declared function's; `nil` element: an array of strings.
+        case buffer(FunctionValueType?, count: String?, constant: UInt64?)
     }
 
     var parameters: [(name: String?, kind: Kind)]
@@ -42,7 +42,11 @@ struct CallbackDraft {
                 } else {
                     return .failure(UnresolvedCount(name: count ?? ""))
                 }
-                resolved.append(.init(.buffer(element: element, count: counted), name: parameter.name))
+                if let element {
+                    resolved.append(.init(.buffer(element: element, count: counted), name: parameter.name))
+                } else {
+                    resolved.append(.init(.strings(count: counted), name: parameter.name))
+                }
             }
         }
         return .success(FunctionCallbackSignature(parameters: resolved, returns: returns))
@@ -74,14 +78,17 @@ extension ObjectReader {
                     throw argument.error("name", "must be a C identifier, found '\(InertText.escape(name))'")
                 }
                 let typeName = try argument.requiredString("type")
-                guard typeName == "buffer" else {
+                guard typeName == "buffer" || typeName == "strings" else {
                     for key in ["element", "count"] where argument.members[key] != nil {
                         throw argument.error(key, "does not apply: only a buffer has elements and a count")
                     }
                     parameters.append((name, try argument.callbackKind(typeName, key: "type")))
                     continue
                 }
-                var element = FunctionValueType.uint8
+                if typeName == "strings", argument.members["element"] != nil {
+                    throw argument.error("element", "does not apply: strings are C strings")
+                }
+                var element: FunctionValueType? = typeName == "strings" ? nil : .uint8
                 if argument.members["element"] != nil {
                     let text = try argument.requiredString("element")
                     guard let type = FunctionValueType(rawValue: text), type.isScalar else {

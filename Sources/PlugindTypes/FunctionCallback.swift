@@ -25,6 +25,10 @@ public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvert
         case buffer(element: FunctionValueType, count: Count)
         /// A pointer the handler does not see (the `void *` context a library passes back).
         case ignored
+        /// A `char **` of `count` C strings (`sqlite3_exec`'s row): the handler gets them as
+        /// `count` values in its place, each `.string`, or `.void` for a NULL. Counted by a
+        /// constant or by an earlier integer argument of the callback.
+        case strings(count: Count)
     }
 
     public struct Parameter: Hashable, Sendable {
@@ -52,22 +56,60 @@ public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvert
     public static let maximumFloatingArguments = 8
     /// The longest string a handler gets from a `string` argument.
     public static let maximumStringBytes = 1 << 16
+    /// The most strings a `strings` argument may hold.
+    public static let maximumStrings = 4096
 
     public init(parameters: [Parameter], returns: FunctionValueType) {
         self.parameters = parameters
         self.returns = returns
     }
 
-    /// The types of the values a handler gets, in order: every argument but the ignored ones.
-    public var handlerArguments: [FunctionValueType] {
-        parameters.compactMap { parameter in
+    /// Whether `values` are what a handler of this callback gets: every argument but the ignored
+    /// ones, in order, a `strings` argument as as many strings (or voids) as its count says.
+    public func matches(_ values: [FunctionValue]) -> Bool {
+        var position = 0
+        var counts: [Int: UInt64] = [:]
+        for (index, parameter) in parameters.enumerated() {
+            let single: FunctionValueType?
             switch parameter.kind {
-            case .value(let type): type
-            case .string: .string
-            case .buffer: .bytes
+            case .ignored: continue
+            case .value(let type): single = type
+            case .string: single = .string
+            case .buffer: single = .bytes
+            case .strings: single = nil
+            }
+            if let single {
+                guard position < values.count, values[position].type == single else { return false }
+                if let count = values[position].asCount { counts[index] = count }
+                position += 1
+                continue
+            }
+            guard case .strings(let count) = parameter.kind else { return false }
+            let expected: UInt64?
+            switch count {
+            case .constant(let value): expected = value
+            case .argument(let other): expected = counts[other]
+            case .outer: expected = nil
+            }
+            guard let expected, expected <= UInt64(values.count - position) else { return false }
+            let strings = values[position..<position + Int(expected)]
+            guard strings.allSatisfy({ $0.type == .string || $0.type == .void }) else { return false }
+            position += Int(expected)
+        }
+        return position == values.count
+    }
+
+    /// The types a handler gets, a `strings` argument as `[strings]`: for messages.
+    public var handlerArgumentList: String {
+        parameters.compactMap { parameter -> String? in
+            switch parameter.kind {
+            case .value(let type): type.rawValue
+            case .string: "string"
+            case .buffer: "bytes"
+            case .strings: "[strings]"
             case .ignored: nil
             }
-        }
+        }.joined(separator: ", ")
     }
 
     /// `int32 (*)(in uint8 a[outer argument 3], …)`; `described(outer:)` names the function's
@@ -83,6 +125,14 @@ public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvert
             case .value(let type): return type.rawValue + name
             case .string: return "string" + name
             case .ignored: return "void *" + name
+            case .strings(let count):
+                let counted: String
+                switch count {
+                case .constant(let value): counted = String(value)
+                case .argument(let index): counted = parameters.indices.contains(index) ? parameters[index].name ?? "" : ""
+                case .outer(let index): counted = (outer.indices.contains(index) ? outer[index].name : nil) ?? "outer argument \(index + 1)"
+                }
+                return "strings\(name)[\(counted)]"
             case .buffer(let element, let count):
                 let counted: String
                 switch count {
@@ -122,6 +172,17 @@ public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvert
                 guard type.isScalar else { return "takes \(type) as \(label); a callback's value arguments are scalars" }
             case .string, .ignored:
                 break
+            case .strings(let count):
+                switch count {
+                case .constant(let value):
+                    guard value > 0, value <= UInt64(Self.maximumStrings) else { return "has \(label) with a constant count of \(value)" }
+                case .argument(let other):
+                    guard other < index, case .value(let type) = parameters[other].kind, type.isInteger else {
+                        return "has \(label) counted by something that is not an earlier integer argument of the callback"
+                    }
+                case .outer:
+                    return "has \(label) counted by an argument of the function; strings are counted by the callback's own"
+                }
             case .buffer(let element, let count):
                 guard element.isScalar else { return "has \(label) holding \(element); a buffer holds scalars" }
                 switch count {

@@ -84,6 +84,7 @@ private enum CallbackCode {
     static let string: UInt8 = 1
     static let buffer: UInt8 = 2
     static let ignored: UInt8 = 3
+    static let strings: UInt8 = 4
     static let constant: UInt8 = 0
     static let argument: UInt8 = 1
     static let outer: UInt8 = 2
@@ -197,20 +198,27 @@ extension PayloadWriter {
             case .buffer(let element, let count):
                 writer.write(CallbackCode.buffer)
                 writer.write(element.wireCode)
-                switch count {
-                case .constant(let value):
-                    writer.write(CallbackCode.constant)
-                    writer.write(value)
-                case .argument(let index):
-                    writer.write(CallbackCode.argument)
-                    writer.write(UInt32(truncatingIfNeeded: index))
-                case .outer(let index):
-                    writer.write(CallbackCode.outer)
-                    writer.write(UInt32(truncatingIfNeeded: index))
-                }
+                writer.write(count)
+            case .strings(let count):
+                writer.write(CallbackCode.strings)
+                writer.write(count)
             }
         }
         write(callback.returns.wireCode)
+    }
+
+    private mutating func write(_ count: FunctionCallbackSignature.Count) {
+        switch count {
+        case .constant(let value):
+            write(CallbackCode.constant)
+            write(value)
+        case .argument(let index):
+            write(CallbackCode.argument)
+            write(UInt32(truncatingIfNeeded: index))
+        case .outer(let index):
+            write(CallbackCode.outer)
+            write(UInt32(truncatingIfNeeded: index))
+        }
     }
 
     /// The layout (name, size, alignment, fields), then the fields set and read.
@@ -346,19 +354,23 @@ extension PayloadReader {
             case CallbackCode.ignored: kind = .ignored
             case CallbackCode.buffer:
                 let element = try FunctionValueType(wireCode: readUInt8())
-                let counted: FunctionCallbackSignature.Count
-                switch try readUInt8() {
-                case CallbackCode.constant: counted = .constant(try readUInt64())
-                case CallbackCode.argument: counted = .argument(Int(try readUInt32()))
-                case CallbackCode.outer: counted = .outer(Int(try readUInt32()))
-                case let code: throw .malformedPayload("unknown callback buffer count kind \(code)")
-                }
-                kind = .buffer(element: element, count: counted)
+                kind = .buffer(element: element, count: try readCallbackCount())
+            case CallbackCode.strings:
+                kind = .strings(count: try readCallbackCount())
             case let code: throw .malformedPayload("unknown callback argument kind \(code)")
             }
             parameters.append(FunctionCallbackSignature.Parameter(kind, name: name.isEmpty ? nil : name))
         }
         return FunctionCallbackSignature(parameters: parameters, returns: try FunctionValueType(wireCode: readUInt8()))
+    }
+
+    private mutating func readCallbackCount() throws(WireError) -> FunctionCallbackSignature.Count {
+        switch try readUInt8() {
+        case CallbackCode.constant: .constant(try readUInt64())
+        case CallbackCode.argument: .argument(Int(try readUInt32()))
+        case CallbackCode.outer: .outer(Int(try readUInt32()))
+        case let code: throw .malformedPayload("unknown callback count kind \(code)")
+        }
     }
 
     /// Checked by `FunctionSignature.validate`, which `readFunctionSignature` calls.

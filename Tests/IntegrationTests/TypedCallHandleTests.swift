@@ -1,6 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindEngine
+import Synchronization
 import TestSupport
 import Testing
 
@@ -157,6 +158,62 @@ struct TypedCallHandleTests {
         #expect(rows.count == Self.values.count)
         #expect(rows == python["rows"] as? [[String]])
         #expect(message == python["error"] as? String)
+        await process.invalidateAndWait()
+    }
+
+    @Test("sqlite3_exec with the host answering its row callback: the rows, NULLs and column names Python's sqlite3 gets")
+    func execRowCallback() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let process = try await Self.launchSqlite(in: test)
+        let connection = try await process.makeConnection()
+        let db = try await Self.open(connection)
+        let script = [Self.create] + Self.values.map { "INSERT INTO numbers (n, label) VALUES (\($0), \($0 < 0 ? "NULL" : "'n=\($0)'"))" }
+        #expect(
+            try await connection.call(
+                "sqlite3_exec", arguments: [.handle(db), .string(script.joined(separator: "; "))],
+                callbacks: ["callback": { _ in .int32(0) }]) == Self.sqliteOK)
+        let rows = Mutex<[[String]]>([])
+        let names = Mutex<[String]>([])
+        // sqlite3_exec's callback gets every column as text (NULL as a NULL pointer: void here).
+        let status = try await connection.call(
+            "sqlite3_exec", arguments: [.handle(db), .string("SELECT n, label, n * 3 AS triple FROM numbers ORDER BY n")],
+            callbacks: [
+                "callback": { arguments in
+                    guard case .int32(let count) = arguments.first, arguments.count == 1 + 2 * Int(count) else { return .int32(1) }
+                    let values = arguments[1...Int(count)].map { value -> String in
+                        if case .string(let text) = value { return "'\(text)'" }
+                        return "NULL"
+                    }
+                    rows.withLock { $0.append(values) }
+                    names.withLock { $0 = arguments[(1 + Int(count))...].map(\.description) }
+                    return .int32(0)
+                }
+            ])
+        #expect(status == Self.sqliteOK)
+        // A callback that answers non-zero aborts the statement: SQLITE_ABORT.
+        let aborted = try await connection.call(
+            "sqlite3_exec", arguments: [.handle(db), .string("SELECT n FROM numbers")], callbacks: ["callback": { _ in .int32(1) }])
+        #expect(aborted == .int32(4))
+        #expect(try await connection.call("sqlite3_close_v2", arguments: [.handle(db)]) == Self.sqliteOK)
+
+        let program = """
+            import json, sqlite3, sys
+            db = sqlite3.connect(":memory:")
+            db.executescript("; ".join(json.loads(sys.argv[1])))
+            cursor = db.execute("SELECT CAST(n AS TEXT), label, CAST(n * 3 AS TEXT) AS triple FROM numbers ORDER BY n")
+            rows = [["NULL" if v is None else "'%s'" % v for v in row] for row in cursor]
+            print(json.dumps({"rows": rows, "names": ["n", "label", "triple"]}))
+            """
+        let input = try JSONSerialization.data(withJSONObject: script)
+        let result = try await CommandRunner.run(
+            "/usr/bin/env", ["python3", "-c", program, String(decoding: input, as: UTF8.self)],
+            environment: ProcessInfo.processInfo.environment)
+        try #require(result.status == 0, "python3 failed: \(result.stderr)")
+        let python = try #require(try JSONSerialization.jsonObject(with: Data(result.standardOutput)) as? [String: Any])
+        #expect(rows.withLock { $0.count } == Self.values.count)
+        #expect(rows.withLock { $0 } == python["rows"] as? [[String]])
+        #expect(names.withLock { $0 } == python["names"] as? [String])
         await process.invalidateAndWait()
     }
 

@@ -42,7 +42,43 @@ struct FunctionDeclarationWireTests {
             returns: .void),
         StructDeclarationTests.deflate,
         StructDeclarationTests.timegm,
+        execWithRows,
     ]
+
+    /// `sqlite3_exec` with its row callback: a context it does not see, a count, two arrays of
+    /// strings that count counts; and a buffer counted by the function's own argument.
+    static let execWithRows = FunctionSignature(
+        name: "exec_rows",
+        parameters: [
+            FunctionParameter(.value(.string), name: "sql"),
+            FunctionParameter(.value(.uint64), name: "size"),
+            FunctionParameter(
+                .callback(
+                    FunctionCallbackSignature(
+                        parameters: [
+                            .init(.ignored), .init(.value(.int32), name: "ncols"), .init(.strings(count: .argument(1)), name: "values"),
+                            .init(.buffer(element: .uint8, count: .outer(1)), name: "key"), .init(.value(.double), name: "weight"),
+                        ], returns: .int32)), name: "callback"),
+        ],
+        returns: .int32)
+
+    @Test("a callback's handler gets a strings argument as as many values as its count, each a string or void (NULL)")
+    func callbackArguments() throws {
+        guard case .callback(let callback) = Self.execWithRows.parameters[2].kind else { return }
+        #expect(
+            callback.matches([.int32(2), .string("a"), .void, .bytes([1]), .double(0.5)]),
+            "two strings, one of them NULL")
+        #expect(!callback.matches([.int32(2), .string("a"), .bytes([1]), .double(0.5)]), "one string short")
+        #expect(!callback.matches([.int32(1), .bytes([1]), .bytes([1]), .double(0.5)]), "a string of another type")
+        #expect(!callback.matches([.int32(0), .bytes([1]), .double(0.5), .double(1)]), "one too many")
+        #expect(callback.matches([.int32(0), .bytes([1]), .double(0.5)]))
+        #expect(
+            callback.described(outer: Self.execWithRows.parameters)
+                == "int32 (*)(void *, int32 ncols, strings values[ncols], in uint8 key[size], double weight)")
+        let counted = FunctionCallbackSignature(
+            parameters: [.init(.strings(count: .argument(1)), name: "v"), .init(.value(.int32), name: "n")], returns: .void)
+        #expect(counted.problem(outer: []) == "has 'v' counted by something that is not an earlier integer argument of the callback")
+    }
 
     static func roundTrip(_ signature: FunctionSignature) throws(WireError) -> FunctionSignature {
         var writer = PayloadWriter()

@@ -101,6 +101,35 @@ final class CallbackCall: Sendable {
                 continue
             case .value(let type):
                 values.append(Self.scalar(type, register))
+            case .strings(let count):
+                let elements: UInt64?
+                switch count {
+                case .constant(let value): elements = value
+                case .argument(let other): elements = Self.scalar(Self.type(of: callback.parameters[other]), registers[other]).asCount
+                case .outer: elements = nil
+                }
+                guard let elements, elements <= UInt64(FunctionCallbackSignature.maximumStrings) else {
+                    return .failure(
+                        CallbackFailure(
+                            message:
+                                "was passed \(label) of \(elements.map(String.init) ?? "a negative number of") strings, more than \(FunctionCallbackSignature.maximumStrings)"
+                        ))
+                }
+                guard let array = UnsafePointer<UnsafePointer<CChar>?>(bitPattern: UInt(register)) else {
+                    guard elements == 0 else {
+                        return .failure(CallbackFailure(message: "was passed NULL as \(label), which holds \(elements) strings"))
+                    }
+                    continue
+                }
+                for index in 0..<Int(elements) {
+                    guard let text = array[index] else {
+                        values.append(.void)
+                        continue
+                    }
+                    let length = strnlen(text, FunctionCallbackSignature.maximumStringBytes)
+                    total += length
+                    values.append(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
+                }
             case .string:
                 guard let text = UnsafePointer<CChar>(bitPattern: UInt(register)) else {
                     values.append(.string(""))
