@@ -151,8 +151,8 @@ struct FunctionDeclarationParserTests {
             what: "two arguments of one name", arguments: #"[{"name": "x", "type": "int32"}, {"name": "x", "type": "int32"}]"#,
             key: "functions[0].arguments[1].name", words: ["repeats 'x'", "f"]),
         Refusal(
-            what: "an unknown type", arguments: #"[{"name": "x", "type": "struct"}]"#,
-            key: "functions[0].arguments[0].type", words: ["'struct'"]),
+            what: "an unknown type", arguments: #"[{"name": "x", "type": "union"}]"#,
+            key: "functions[0].arguments[0].type", words: ["'union'"]),
         Refusal(
             what: "a number for an argument", arguments: #"[{"name": "x", "type": "int32"}, 7]"#,
             key: "functions[0].arguments[1]", words: ["type name or an argument object"]),
