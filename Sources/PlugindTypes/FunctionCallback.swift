@@ -99,19 +99,6 @@ public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvert
         return position == values.count
     }
 
-    /// The types a handler gets, a `strings` argument as `[strings]`: for messages.
-    public var handlerArgumentList: String {
-        parameters.compactMap { parameter -> String? in
-            switch parameter.kind {
-            case .value(let type): type.rawValue
-            case .string: "string"
-            case .buffer: "bytes"
-            case .strings: "[strings]"
-            case .ignored: nil
-            }
-        }.joined(separator: ", ")
-    }
-
     /// `int32 (*)(in uint8 a[outer argument 3], …)`; `described(outer:)` names the function's
     /// arguments.
     public var description: String { described(outer: []) }
@@ -119,6 +106,13 @@ public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvert
     /// `int32 (*)(in uint8 a[size], in uint8 b[size])`, a count that is one of the function's
     /// arguments named by `outer` (the function's parameters).
     public func described(outer: [FunctionParameter]) -> String {
+        func counted(_ count: Count) -> String {
+            switch count {
+            case .constant(let value): String(value)
+            case .argument(let index): parameters.indices.contains(index) ? parameters[index].name ?? "" : ""
+            case .outer(let index): (outer.indices.contains(index) ? outer[index].name : nil) ?? "outer argument \(index + 1)"
+            }
+        }
         let list = parameters.map { parameter -> String in
             let name = parameter.name.map { " " + $0 } ?? ""
             switch parameter.kind {
@@ -126,22 +120,9 @@ public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvert
             case .string: return "string" + name
             case .ignored: return "void *" + name
             case .strings(let count):
-                let counted: String
-                switch count {
-                case .constant(let value): counted = String(value)
-                case .argument(let index): counted = parameters.indices.contains(index) ? parameters[index].name ?? "" : ""
-                case .outer(let index): counted = (outer.indices.contains(index) ? outer[index].name : nil) ?? "outer argument \(index + 1)"
-                }
-                return "strings\(name)[\(counted)]"
+                return "strings\(name)[\(counted(count))]"
             case .buffer(let element, let count):
-                let counted: String
-                switch count {
-                case .constant(let value): counted = String(value)
-                case .argument(let index): counted = parameters.indices.contains(index) ? parameters[index].name ?? "" : ""
-                case .outer(let index):
-                    counted = (outer.indices.contains(index) ? outer[index].name : nil) ?? "outer argument \(index + 1)"
-                }
-                return "in \(element)\(name)[\(counted)]"
+                return "in \(element)\(name)[\(counted(count))]"
             }
         }
         return "\(returns) (*)(\(list.joined(separator: ", ")))"

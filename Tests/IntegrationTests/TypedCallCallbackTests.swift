@@ -12,12 +12,17 @@ import Testing
 /// a thread of its own, passes a garbage pointer and keeps a callback past its call.
 @Suite("Typed calls with callbacks", .tags(.process, .slow), .serialized, .timeLimit(.minutes(10)))
 struct TypedCallCallbackTests {
-    static func launchQsort(in test: TestHost) async throws -> AppExtensionProcess {
+    /// The qsort example bundle, as it ships, in the host's bundled root: its configuration.
+    static func installQsort(in test: TestHost) throws -> AppExtensionProcess.Configuration {
         let bundle = test.bundledRoot + "/qsort.appex"
         try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
         try FileManager.default.copyItem(
             atPath: BuiltProducts.packageRoot + "/ExamplePlugins/Qsort/manifest.json", toPath: bundle + "/manifest.json")
-        return try await AppExtensionProcess(configuration: try test.configuration("org.plugind.examples.qsort"))
+        return try test.configuration("org.plugind.examples.qsort")
+    }
+
+    static func launchQsort(in test: TestHost) async throws -> AppExtensionProcess {
+        try await AppExtensionProcess(configuration: try installQsort(in: test))
     }
 
     static func int64s(_ bytes: [UInt8]) -> [Int64] {
@@ -268,11 +273,7 @@ extension TypedCallCallbackTests {
     func sessions() async throws {
         let test = try TestHost()
         defer { test.remove() }
-        let bundle = test.bundledRoot + "/qsort.appex"
-        try FileManager.default.createDirectory(atPath: bundle, withIntermediateDirectories: true)
-        try FileManager.default.copyItem(
-            atPath: BuiltProducts.packageRoot + "/ExamplePlugins/Qsort/manifest.json", toPath: bundle + "/manifest.json")
-        let session = AppExtensionFunctionSession(configuration: try test.configuration("org.plugind.examples.qsort"))
+        let session = AppExtensionFunctionSession(configuration: try Self.installQsort(in: test))
         let sorted = try await session.callWithOutputs(
             "qsort", arguments: [.bytes(Self.bytes([5, -1, 3])), .uint64(8)], callbacks: ["compar": Self.ascending])
         #expect(sorted[output: "base"] == .bytes(Self.bytes([-1, 3, 5])))

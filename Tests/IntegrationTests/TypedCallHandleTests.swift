@@ -30,11 +30,6 @@ struct TypedCallHandleTests {
         return handle
     }
 
-    struct TestFailure: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
-
     /// Opens an in-memory database.
     static func open(_ connection: AppExtensionConnection) async throws -> FunctionHandle {
         let opened = try await connection.callWithOutputs("sqlite3_open", arguments: [.string(":memory:")])

@@ -240,8 +240,3 @@ struct TypedCallStructTests {
         await process.invalidateAndWait()
     }
 }
-
-struct TestFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
-}

@@ -102,13 +102,10 @@ final class CallbackCall: Sendable {
             case .value(let type):
                 values.append(Self.scalar(type, register))
             case .strings(let count):
-                let elements: UInt64?
-                switch count {
-                case .constant(let value): elements = value
-                case .argument(let other): elements = Self.scalar(Self.type(of: callback.parameters[other]), registers[other]).asCount
-                case .outer: elements = nil
-                }
-                guard let elements, elements <= UInt64(FunctionCallbackSignature.maximumStrings) else {
+                let elements = elementCount(count, of: callback, registers: registers)
+                guard let elements,
+                    elements <= UInt64(FunctionCallbackSignature.maximumStrings)
+                else {
                     return .failure(
                         CallbackFailure(
                             message:
@@ -126,31 +123,19 @@ final class CallbackCall: Sendable {
                         values.append(.void)
                         continue
                     }
-                    let length = strnlen(text, FunctionCallbackSignature.maximumStringBytes)
-                    total += length
-                    values.append(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
+                    values.append(Self.string(text, total: &total))
                 }
             case .string:
                 guard let text = UnsafePointer<CChar>(bitPattern: UInt(register)) else {
                     values.append(.string(""))
                     continue
                 }
-                let length = strnlen(text, FunctionCallbackSignature.maximumStringBytes)
-                total += length
-                values.append(.string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self)))
+                values.append(Self.string(text, total: &total))
             case .buffer(let element, let count):
-                let elements: UInt64?
-                switch count {
-                case .constant(let value): elements = value
-                case .argument(let other):
-                    elements =
-                        Self.scalar(
-                            callback.parameters.indices.contains(other) ? Self.type(of: callback.parameters[other]) : .uint64,
-                            registers[other]
-                        ).asCount
-                case .outer(let other): elements = outerCounts[other]
-                }
-                guard let elements, elements <= UInt64(maximumBytes) / UInt64(element.byteWidth) else {
+                let elements = elementCount(count, of: callback, registers: registers)
+                guard let elements,
+                    elements <= UInt64(maximumBytes) / UInt64(element.byteWidth)
+                else {
                     return .failure(
                         CallbackFailure(
                             message:
@@ -175,9 +160,28 @@ final class CallbackCall: Sendable {
         return .success(values)
     }
 
-    private static func type(of parameter: FunctionCallbackSignature.Parameter) -> FunctionValueType {
-        if case .value(let type) = parameter.kind { return type }
-        return .uint64
+    /// How many elements `count` says: a constant, one of the callback's integers (as its
+    /// register holds it) or one of the call's; nil for a negative number.
+    private func elementCount(
+        _ count: FunctionCallbackSignature.Count, of callback: FunctionCallbackSignature, registers: [UInt64]
+    ) -> UInt64? {
+        switch count {
+        case .constant(let value):
+            return value
+        case .argument(let other):
+            // The declaration was checked: `other` is one of the callback's integer arguments.
+            guard callback.parameters.indices.contains(other), case .value(let type) = callback.parameters[other].kind else { return nil }
+            return Self.scalar(type, registers[other]).asCount
+        case .outer(let other):
+            return outerCounts[other]
+        }
+    }
+
+    /// A C string the library passed, read up to `maximumStringBytes`; adds its length to `total`.
+    private static func string(_ text: UnsafePointer<CChar>, total: inout Int) -> FunctionValue {
+        let length = strnlen(text, FunctionCallbackSignature.maximumStringBytes)
+        total += length
+        return .string(String(decoding: UnsafeRawBufferPointer(start: text, count: length), as: UTF8.self))
     }
 
     /// A scalar argument from its register: integers at their width (the ABI leaves the bits

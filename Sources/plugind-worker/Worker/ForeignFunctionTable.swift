@@ -10,6 +10,8 @@ struct ForeignFunctionTable {
         let signature: FunctionSignature
         let function: UnsafeMutableRawPointer
         let interface: UnsafeMutablePointer<ffi_cif>
+        /// Known at load: a call without callbacks takes no stubs, and looks for none.
+        let hasCallbacks: Bool
     }
 
     private let entries: [Entry]
@@ -54,7 +56,8 @@ struct ForeignFunctionTable {
                     message: "libffi cannot prepare a call to \(signature) (status \(status.rawValue))"
                 )
             }
-            entries.append(Entry(signature: signature, function: function, interface: interface))
+            entries.append(
+                Entry(signature: signature, function: function, interface: interface, hasCallbacks: !signature.callbacks.isEmpty))
         }
         self.entries = entries
         errnoLocation = dlsym(library, "__errno_location").map {
@@ -95,7 +98,7 @@ struct ForeignFunctionTable {
                 ))
         }
         var callbacks: (call: CallbackCall, stubs: [Int: (slot: UInt32, pointer: UnsafeMutableRawPointer)])?
-        if !signature.callbacks.isEmpty {
+        if entry.hasCallbacks {
             switch Self.callbackStubs(signature, bound, maximumBytes: maximumBytes, forward: forward) {
             case .success(let taken): callbacks = taken
             case .failure(let refusal): return .failure(refusal)

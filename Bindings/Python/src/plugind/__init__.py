@@ -174,19 +174,24 @@ def _python_value(value: Value, process: Optional["Process"] = None):
     return data.decode() if kind == TYPES["string"] else data
 
 
-
-def _call(function, handle, owner, name: str, arguments, timeout: Optional[float]):
-    """One call through `function` (plugind_process_call or the session's): its value as a Python
-    value, handles `owner`'s."""
+def _invoke(function, handle, name: str, arguments, timeout: Optional[float], result) -> None:
+    """Calls `function` (a plugind_*_call or _call_outputs) with `arguments` converted to C values,
+    filling `result`; raises the call's error."""
     values, keep = _values(arguments)
-    result = Value()
     error = ctypes.c_void_p()
     status = function(
         handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result), ctypes.byref(error)
     )
+    del keep
     if status != 0:
         _errors.raise_if(error)
-    del keep
+
+
+def _call(function, handle, owner, name: str, arguments, timeout: Optional[float]):
+    """One call through `function` (plugind_process_call or the session's): its value as a Python
+    value, handles `owner`'s."""
+    result = Value()
+    _invoke(function, handle, name, arguments, timeout, result)
     converted = _python_value(result, owner)
     if result.type in (TYPES["string"], TYPES["bytes"]):
         library.plugind_bytes_free(result.payload.data.bytes)
@@ -196,15 +201,8 @@ def _call(function, handle, owner, name: str, arguments, timeout: Optional[float
 def _call_with_outputs(function, handle, owner, name: str, arguments, timeout: Optional[float]) -> "CallOutputs":
     """One call through `function` (plugind_process_call_outputs or the session's): its value,
     each output by argument name, and errno where declared."""
-    values, keep = _values(arguments)
     result = CallResult()
-    error = ctypes.c_void_p()
-    status = function(
-        handle, name.encode(), values, len(arguments), _milliseconds(timeout), ctypes.byref(result), ctypes.byref(error)
-    )
-    if status != 0:
-        _errors.raise_if(error)
-    del keep
+    _invoke(function, handle, name, arguments, timeout, result)
     return _outputs(result, owner)
 
 
@@ -296,6 +294,7 @@ def _outputs(result: "CallResult", owner) -> "CallOutputs":
         return CallOutputs(_python_value(result.value, owner), outputs, result.error_number if result.has_errno else None)
     finally:
         library.plugind_call_result_free(ctypes.byref(result))
+
 
 class Handle:
     """An opaque pointer a library gave out (a `sqlite3 *`), of a `kind` the manifest's "handles"
