@@ -302,6 +302,10 @@ public final class AppExtensionProcess: Sendable {
     /// How many requests and responses have travelled through shared memory rather than the pipe.
     package var sharedMemoryTransfers: (requests: Int, responses: UInt64) { channel.sharedMemoryTransfers }
 
+    /// The data area a foreign plugin's buffers live in, shared with the worker; nil for a plugin
+    /// of plugind's own ABI.
+    package var sharedData: SharedDataArea? { channel.sharedData }
+
     /// The executor of the thread that does this host's worker I/O. A task that prefers it
     /// (`withTaskExecutorPreference(process.taskExecutor) { … }`) resumes on the thread that read
     /// the worker's answer instead of waking another one: worth it for tight loops of small

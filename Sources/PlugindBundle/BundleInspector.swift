@@ -1,6 +1,7 @@
 import FoundationEssentials
 import Glibc
 import PlugindSystem
+import PlugindTypes
 
 /// A bundle directory that passed the checks plugind can make without loading anything:
 /// manifest schema, library location, ownership and permissions, ELF class and machine.
@@ -143,7 +144,16 @@ package enum BundleInspector {
         var usesSystemLibrary = false
         let candidate = bundlePath + "/" + manifest.library
         checkedLibrary = candidate
-        if let resolved = canonicalPath(of: manifest.library, inCanonicalDirectory: bundlePath) {
+        if let adapter = manifest.adapter {
+            // The unchanged library its package installed, outside the bundle: trusted as a
+            // system library is, root owning every directory on the way and the file.
+            switch TrustedLibraryPath.resolve(manifest.library, rule: .systemPlugin) {
+            case .success(let resolution): libraryPath = resolution.canonicalPath
+            case .failure(let refusal):
+                return problem(.insecurePermissions, "\(adapter.abi.name) library '\(manifest.library)' is refused: \(refusal)")
+            }
+            usesSystemLibrary = true
+        } else if let resolved = canonicalPath(of: manifest.library, inCanonicalDirectory: bundlePath) {
             guard resolved.hasPrefix(bundlePath + "/") else {
                 return problem(
                     .libraryOutsideBundle, "library '\(manifest.library)' resolves to \(resolved), outside the bundle \(bundlePath)")

@@ -33,6 +33,9 @@ package struct Manifest: Equatable, Sendable {
     /// How many requests the plugin handles at once, each on a thread of its own; nil: what its
     /// descriptor says, else 1.
     package var concurrency: Int?
+    /// Set when `library` is a plugin of a foreign ABI (LADSPA, frei0r) hosted through the
+    /// worker's adapter: then `library` is an absolute path outside the bundle.
+    package var adapter: ForeignPluginDeclaration?
 
     package static let maximumConcurrency: UInt64 = 64
 
@@ -155,4 +158,7 @@ package struct Manifest: Equatable, Sendable {
     package var librarySonameCandidate: Bool {
         !library.contains("/")
     }
+
+    /// Whether `library` is a foreign plugin's absolute path (only with `adapter`).
+    package var usesForeignLibrary: Bool { adapter != nil }
 }

@@ -17,7 +17,7 @@ package enum ManifestParser {
         "limits",
         "permissions",
         "minimumHostVersion",
-        "concurrency",
+        "concurrency", "adapter",
     ]
     static let limitKeys: Set<String> = [
         "memoryBytes", "cpuSeconds", "openFiles", "requestTimeoutMilliseconds", "maxMessageBytes", "threads", "scratchBytes",
@@ -235,9 +235,7 @@ struct ObjectReader {
             throw error("extensionPoint", "must be a reverse-DNS name such as com.example.app.filters, found '\(extensionPoint)'")
         }
         let library = try requiredString("library")
-        guard !library.hasPrefix("/") else {
-            throw error("library", "must be relative to the bundle (or a bare soname), found '\(library)'")
-        }
+        let adapter = try readAdapter(library: library)
 
         var manifest = Manifest(
             manifestVersion: Int(version),
@@ -265,6 +263,10 @@ struct ObjectReader {
         }
         manifest.limits = try readLimits()
         manifest.permissions = try readPermissions()
+        manifest.adapter = adapter
+        if adapter != nil, !manifest.functions.isEmpty {
+            throw error("functions", "must be absent: a foreign plugin is served by its adapter")
+        }
         return ManifestParser.Result(manifest: manifest, warnings: warnings)
     }
 

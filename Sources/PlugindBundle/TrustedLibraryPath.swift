@@ -21,17 +21,21 @@ package enum TrustedLibraryPath {
         /// toolchain, a library the owner built): root or the user running the host owns
         /// everything on the way, so that no other user can change it.
         case dependency
+        /// A foreign plugin (LADSPA, frei0r) its package installed: root owns everything on the
+        /// way, as for a system library, wherever the ABI's directories are (/usr/lib/ladspa,
+        /// /usr/local/lib/frei0r-1, a directory on LADSPA_PATH).
+        case systemPlugin
 
         func trusts(_ uid: uid_t) -> Bool {
             switch self {
-            case .systemLibrary: uid == 0
+            case .systemLibrary, .systemPlugin: uid == 0
             case .dependency: uid == 0 || uid == geteuid()
             }
         }
 
         var phrase: String {
             switch self {
-            case .systemLibrary: "root owns"
+            case .systemLibrary, .systemPlugin: "root owns"
             case .dependency: "root or you own"
             }
         }

@@ -35,6 +35,9 @@ package struct LoadConfiguration: Equatable, Sendable {
     /// so that the launch that says go loads only the plugin. A Swift plugin's runtime is most
     /// of its load: the installed worker links its own runtime statically, not the plugin's.
     package var preloadLibraries: [String] = []
+    /// Set when the library is a plugin of a foreign ABI that the worker drives through its
+    /// adapter (and exports no `plugind_plugin_entry`).
+    package var adapter: ForeignPluginAdapter?
 
     package init(
         pluginIdentifier: String,

@@ -170,8 +170,14 @@ extension PayloadWriter {
         write(load.askTimeoutMilliseconds)
         // Last and only when there are some: a hello without them reads as before.
         let accepted = load.confinement.acceptedMissingLayers
-        if !load.preloadLibraries.isEmpty || !accepted.isEmpty { write(load.preloadLibraries) }
-        if !accepted.isEmpty { write(accepted) }
+        let adapter = load.adapter
+        if !load.preloadLibraries.isEmpty || !accepted.isEmpty || adapter != nil { write(load.preloadLibraries) }
+        if !accepted.isEmpty || adapter != nil { write(accepted) }
+        if let adapter {
+            write(adapter.abi.rawValue)
+            write(adapter.plugin)
+            write(adapter.dataBytes)
+        }
     }
 
     mutating func write(_ operation: ViewOperation) {
@@ -233,6 +239,11 @@ extension PayloadReader {
         load.askTimeoutMilliseconds = try readUInt32()
         if remaining > 0 { load.preloadLibraries = try readStrings() }
         if remaining > 0 { load.confinement.acceptedMissingLayers = try readStrings() }
+        if remaining > 0 {
+            let code = try readUInt8()
+            guard let abi = ForeignPluginAdapter.ABI(rawValue: code) else { throw .malformedPayload("unknown foreign ABI \(code)") }
+            load.adapter = ForeignPluginAdapter(abi: abi, plugin: try readString(), dataBytes: try readUInt64())
+        }
         return load
     }
 

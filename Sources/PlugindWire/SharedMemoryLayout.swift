@@ -7,11 +7,16 @@
 ///     64                      448          the host → worker ring's words (`SharedRingLayout`: 5
 ///                                          words of 64 bytes each, one cache line apiece)
 ///     512                     448          the worker → host ring's words
-///     960                     3136         reserved, zero
+///     960                     8            the data area's size (written by the host before the
+///                                          worker maps the region)
+///     968                     3128         reserved, zero
 ///     4096                    ringSize     the host → worker ring's bytes
 ///     4096 + ringSize         ringSize     the worker → host ring's bytes
 ///     headerSize              regionSize   host → worker payloads (written by the host only)
 ///     headerSize + regionSize regionSize   worker → host payloads (written by the worker only)
+///     dataOffset              dataSize     a foreign plugin's buffers (`ForeignPluginAdapter`):
+///                                          ports and frames at the addresses the plugin keeps;
+///                                          absent (0) for every other worker
 ///
 /// Once both sides agreed to `ProtocolFeature.ring`, every frame travels through the rings (see
 /// `SharedRing`) and the pipes carry only wake-ups. Large payloads travel in the regions instead:
@@ -24,6 +29,7 @@ package struct SharedMemoryLayout: Equatable, Sendable {
     /// The counters, the rings' words and the rings' bytes: where the payload regions start.
     package static let headerSize = 4096 + 2 * ringSize
     package static let consumedResponsesOffset = 0
+    package static let dataSizeOffset = 960
     /// Each ring's bytes: a pipe's worth of small frames is a quarter of a pipe's default buffer,
     /// and every page of it ends up mapped by both processes.
     package static let ringSize = 16 << 10
@@ -39,31 +45,45 @@ package struct SharedMemoryLayout: Equatable, Sendable {
     private static let pageSize = 4096
 
     package let regionSize: Int
+    /// The data area's bytes, a whole number of pages; 0 for a worker without an adapter.
+    package let dataSize: Int
 
-    package init(regionSize: Int) {
+    package init(regionSize: Int, dataSize: Int = 0) {
         self.regionSize = regionSize
+        self.dataSize = dataSize
     }
 
-    /// The layout of a mapping of `totalSize` bytes, or nil when no layout has that size.
-    package init?(totalSize: Int) {
-        let regions = totalSize - Self.headerSize
+    /// The layout of a mapping of `totalSize` bytes whose header says `dataSize`, or nil when no
+    /// layout has those sizes (the header is the host's, but checked all the same).
+    package init?(totalSize: Int, dataSize: UInt64) {
+        guard dataSize <= UInt64(totalSize), Int(dataSize) % Self.pageSize == 0 else { return nil }
+        let regions = totalSize - Self.headerSize - Int(dataSize)
         guard regions > 0, regions % (2 * Self.pageSize) == 0 else { return nil }
         regionSize = regions / 2
+        self.dataSize = Int(dataSize)
     }
 
     /// The layout for a worker with these limits, or nil when shared memory is not worth it: the
-    /// messages allowed are small, or the address-space limit leaves no room for the regions.
-    package init?(limits: ResourceLimits) {
+    /// messages allowed are small, or the address-space limit leaves no room for the regions. A
+    /// worker with a data area (`dataBytes` > 0) always has one: its plugin's buffers live there.
+    package init?(limits: ResourceLimits, dataBytes: UInt64 = 0) {
         var region = min(Int(clamping: limits.maxMessageBytes), Self.maximumRegionSize)
         if limits.addressSpaceBytes > 0 {
             region = min(region, Int(clamping: limits.addressSpaceBytes / 8))
         }
         region = (region + Self.pageSize - 1) / Self.pageSize * Self.pageSize
-        guard region >= Self.threshold else { return nil }
+        if dataBytes > 0 {
+            guard dataBytes <= ForeignPluginAdapter.maximumDataBytes else { return nil }
+            region = max(region, Self.threshold)
+        } else {
+            guard region >= Self.threshold else { return nil }
+        }
         regionSize = region
+        dataSize = (Int(dataBytes) + Self.pageSize - 1) / Self.pageSize * Self.pageSize
     }
 
-    package var totalSize: Int { Self.headerSize + 2 * regionSize }
+    package var totalSize: Int { Self.headerSize + 2 * regionSize + dataSize }
+    package var dataOffset: Int { Self.headerSize + 2 * regionSize }
     package var toWorkerOffset: Int { Self.headerSize }
     package var toHostOffset: Int { Self.headerSize + regionSize }
 }

@@ -59,8 +59,8 @@ struct SharedMemoryTests {
         let odd = try #require(SharedMemoryLayout(limits: ResourceLimits(maxMessageBytes: 100_000)))
         #expect(odd.regionSize == 102_400)
         #expect(SharedMemoryLayout(limits: ResourceLimits(maxMessageBytes: 12 << 10)) == nil)
-        #expect(SharedMemoryLayout(totalSize: standard.totalSize) == standard)
-        #expect(SharedMemoryLayout(totalSize: standard.totalSize + 1) == nil)
+        #expect(SharedMemoryLayout(totalSize: standard.totalSize, dataSize: 0) == standard)
+        #expect(SharedMemoryLayout(totalSize: standard.totalSize + 1, dataSize: 0) == nil)
     }
 
     @Test("the memfd is sealed: the other process can neither shrink nor grow it")

@@ -125,6 +125,9 @@ package final class WorkerChannel: EventLoopHandler {
         case disabledByOwner(String)
     }
 
+    /// The data area of a foreign plugin's buffers, when it has one.
+    package let sharedData: SharedDataArea?
+
     init(
         pluginIdentifier: String,
         hostIdentifier: String,
@@ -144,6 +147,10 @@ package final class WorkerChannel: EventLoopHandler {
         self.stackSource = stackSource
         self.activity = activity
         self.pluginIdentifier = pluginIdentifier
+        self.sharedData = sharedMemory.flatMap { shared in
+            shared.layout.dataSize > 0
+                ? SharedDataArea(memory: shared.memory, offset: shared.layout.dataOffset, count: shared.layout.dataSize) : nil
+        }
         self.limits = limits
         self.process = WorkerProcess(process, cgroup: cgroup, loop: loop)
         self.toWorker = toWorker

@@ -16,7 +16,7 @@ struct CatalogStore {
     /// Bumped whenever the layout of a stored bundle changes. 8: bundles in chunks, each decoded
     /// on its own (a new process decodes them on every processor). 11: function declarations with
     /// pointers, buffers, NULL and errno.
-    private static let formatVersion: UInt32 = 11
+    private static let formatVersion: UInt32 = 12
     /// Bundles per chunk.
     static let defaultChunkSize = 512
     /// A store larger than this is not read: far larger than the store of any catalog of bundles.

@@ -60,6 +60,11 @@ extension PayloadWriter {
                 writer.write(translation.value)
             }
         }
+        write(UInt8(manifest.adapter?.abi.rawValue ?? 0))
+        if let adapter = manifest.adapter {
+            write(adapter.plugin)
+            write(adapter.buffers)
+        }
     }
 
     mutating func write(_ status: FileStatus) {
@@ -146,6 +151,11 @@ extension PayloadReader {
         manifest.capabilities = try readStrings()
         manifest.localizedNames = try readLocalizedTexts()
         manifest.localizedDescriptions = try readLocalizedTexts()
+        let abi = try readUInt8()
+        if abi != 0 {
+            guard let known = ForeignABI(rawValue: abi) else { throw .malformedPayload("unknown foreign ABI \(abi)") }
+            manifest.adapter = ForeignPluginDeclaration(abi: known, plugin: try readString(), buffers: try readUInt64())
+        }
         return manifest
     }
 

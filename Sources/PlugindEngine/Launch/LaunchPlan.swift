@@ -158,6 +158,10 @@ package struct LaunchPlan: Sendable {
         )
         self.load.concurrency = UInt32(manifest.concurrency ?? 0)
         self.load.preloadLibraries = dependencies.libraries
+        if let adapter = manifest.adapter {
+            self.load.adapter = ForeignPluginAdapter(
+                abi: adapter.abi, plugin: adapter.plugin, dataBytes: adapter.abi.dataBytes(buffers: adapter.buffers))
+        }
         let (seconds, attoseconds) = requestTimeout.components
         self.load.askTimeoutMilliseconds = UInt32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         self.requestTimeout = requestTimeout

@@ -25,8 +25,11 @@ struct WorkerResources {
         }
         (toWorker, fromWorker, output) = (made[0], made[1], made[2])
         // Without shared memory every message takes the pipe.
-        sharedMemory = SharedMemoryLayout(limits: load.limits).flatMap { layout in
-            (try? SharedMemory.create(size: layout.totalSize)).map { (memory: $0.0, layout: layout, descriptor: $0.1) }
+        sharedMemory = SharedMemoryLayout(limits: load.limits, dataBytes: load.adapter?.dataBytes ?? 0).flatMap { layout in
+            guard let (memory, descriptor) = try? SharedMemory.create(size: layout.totalSize) else { return nil }
+            // Read by the worker before anything else: where its regions end and the data begins.
+            memory.storeCounter(UInt64(layout.dataSize), at: SharedMemoryLayout.dataSizeOffset)
+            return (memory: memory, layout: layout, descriptor: descriptor)
         }
         do {
             pending = try WorkerResources.writeHello(load: load, sharedMemory: sharedMemory != nil, to: toWorker.writeEnd)

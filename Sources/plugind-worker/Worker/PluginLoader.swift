@@ -50,11 +50,18 @@ enum PluginLoader {
     /// copies of its dependencies; without a view, through /proc/self/fd. The worker never opens
     /// the host's file by path. Every failure is a `LoadFailure` whose message names the library
     /// and the cause (`dlerror()` verbatim for dlopen).
-    static func load(_ load: LoadConfiguration, inView: Bool) throws(LoadFailure) -> LoadedPlugin {
+    /// A foreign plugin (`load.adapter`) is served by its adapter, its buffers in `dataArea`.
+    static func load(_ load: LoadConfiguration, inView: Bool, dataArea: UnsafeMutableRawBufferPointer?) throws(LoadFailure) -> LoadedPlugin
+    {
         let path = load.libraryPath
         let openedPath = inView || load.libraryDescriptor < 0 ? path : "/proc/self/fd/\(load.libraryDescriptor)"
         guard let handle = dlopen(openedPath, RTLD_NOW | RTLD_LOCAL) else {
             throw LoadFailure(kind: .libraryOpenFailed, message: lastDynamicLinkerError() ?? "dlopen(\(path)) failed")
+        }
+        if let adapter = load.adapter {
+            let served = try ForeignAdapterPlugin.load(adapter, library: handle, path: path, dataArea: dataArea)
+            let functions = try ForeignFunctionTable(library: handle, path: path, signatures: [])
+            return LoadedPlugin(handle: handle, descriptor: served.descriptor, functions: functions, name: served.name, version: "")
         }
 
         var descriptor: UnsafePointer<plugind_plugin>?

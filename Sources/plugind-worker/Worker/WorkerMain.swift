@@ -147,7 +147,13 @@ enum WorkerMain {
                 report("debug mode: traceable by the owner's debugger (pid \(getpid()) in the worker's namespace); waiting for it")
             }
             let inView = confinement.contains { $0.layer == Confinement.Layer.filesystemView && $0.state == .applied }
-            let plugin = try PluginLoader.load(hello.load, inView: inView)
+            if received.load.mode != .primed {
+                // Loaded by their canonical paths as a primed worker does: a dependency the
+                // linker would reach through a symlink outside the view (Debian's alternatives,
+                // /etc/alternatives/liblapack.so.3) is then found loaded by its soname.
+                PluginLoader.preload(hello.load.preloadLibraries)
+            }
+            let plugin = try PluginLoader.load(hello.load, inView: inView, dataArea: sharedMemory?.dataArea)
             if hello.load.mode == .inspectLibrary {
                 try transport.send(.ready(ready(version: version, plugin: plugin, confinement: confinement, features: [])))
                 return .ended(0)

@@ -31,10 +31,17 @@ final class WorkerSharedMemory: Sendable {
         var status = stat()
         guard fstat(descriptor.rawValue, &status) == 0 else { return nil }
         defer { descriptor.close() }
-        guard let memory = try? SharedMemory.map(descriptor), let layout = SharedMemoryLayout(totalSize: memory.size) else {
+        guard let memory = try? SharedMemory.map(descriptor), memory.size > SharedMemoryLayout.dataSizeOffset + 8,
+            let layout = SharedMemoryLayout(totalSize: memory.size, dataSize: memory.loadCounter(at: SharedMemoryLayout.dataSizeOffset))
+        else {
             return nil
         }
         return WorkerSharedMemory(memory: memory, layout: layout)
+    }
+
+    /// The data area of a foreign plugin's buffers, or nil when the layout has none.
+    var dataArea: UnsafeMutableRawBufferPointer? {
+        layout.dataSize > 0 ? memory.bytes(at: layout.dataOffset, count: layout.dataSize) : nil
     }
 
     /// The bytes of a request at `location` in the host's region, or nil when it lies outside.

@@ -1,0 +1,176 @@
+import CPlugindShims
+import Glibc
+import PlugindWire
+
+/// Drives one plugin of a LADSPA 1.1 library: `ladspa_descriptor(i)` until NULL to describe it;
+/// `instantiate`, `connect_port` for every port into the data area (where the plugin reads and
+/// writes on every later `run`, as the ABI requires), `activate` before the first run, `run`,
+/// and `deactivate` and `cleanup` at the end.
+final class LADSPAAdapter: ForeignAdapter {
+    /// More descriptors or ports than this is a library that does not end its list.
+    static let maximumDescriptors: UInt = 4096
+    static let maximumPorts: UInt = 4096
+
+    private let path: String
+    private let entry: plugind_ladspa_descriptor_function
+    /// The plugin the worker serves; nil for a scanning worker.
+    private let descriptor: UnsafePointer<plugind_ladspa_descriptor>?
+    private let label: String
+    private let dataArea: UnsafeMutableRawBufferPointer?
+    private var instance: UnsafeMutableRawPointer?
+    private var active = false
+    private var maximumFrames: UInt32 = 0
+
+    var displayName: String { label.isEmpty ? path : "\(path) (\(label))" }
+
+    init(library: UnsafeMutableRawPointer, path: String, label: String, dataArea: UnsafeMutableRawBufferPointer?) throws(LoadFailure) {
+        guard let entry = ForeignText.symbol(library, "ladspa_descriptor", as: plugind_ladspa_descriptor_function.self) else {
+            throw LoadFailure(kind: .symbolMissing, message: "\(path) does not export ladspa_descriptor: it is not a LADSPA library")
+        }
+        self.path = path
+        self.entry = entry
+        self.label = label
+        self.dataArea = dataArea
+        guard !label.isEmpty else {
+            descriptor = nil
+            return
+        }
+        var labels: [String] = []
+        var index: UInt = 0
+        while index < Self.maximumDescriptors, let candidate = entry(index) {
+            let candidateLabel = ForeignText.read(candidate.pointee.label)
+            if candidateLabel == label {
+                guard candidate.pointee.instantiate != nil, candidate.pointee.connect_port != nil, candidate.pointee.run != nil,
+                    candidate.pointee.cleanup != nil
+                else {
+                    throw LoadFailure(
+                        kind: .abiMismatch, message: "\(path) (\(label)): the descriptor lacks instantiate, connect_port, run or cleanup")
+                }
+                guard candidate.pointee.port_count <= Self.maximumPorts,
+                    candidate.pointee.port_count == 0 || candidate.pointee.port_descriptors != nil
+                else {
+                    throw LoadFailure(
+                        kind: .abiMismatch, message: "\(path) (\(label)): \(candidate.pointee.port_count) ports without descriptors")
+                }
+                descriptor = candidate
+                return
+            }
+            labels.append(candidateLabel)
+            index += 1
+        }
+        throw LoadFailure(
+            kind: .symbolMissing, message: "\(path) has no LADSPA plugin labelled '\(label)' (it has \(labels.joined(separator: ", ")))")
+    }
+
+    func answer(_ request: ForeignPluginRequest) throws(ForeignAdapterFailure) -> [UInt8] {
+        switch request {
+        case .describe:
+            // A worker serving one plugin describes that one; a scanning worker, every one.
+            let plugins = try describe().filter { label.isEmpty || $0.label == label }
+            return ForeignLibraryDescription.ladspa(plugins).encoded
+        case .instantiate(let sampleRate, let maximumFrames):
+            return try instantiate(sampleRate: sampleRate, maximumFrames: maximumFrames).encoded
+        case .run(let frames):
+            try run(frames)
+            return []
+        case .reset:
+            guard let instance, let descriptor else { throw ForeignAdapterFailure(message: "reset before instantiate") }
+            if active { descriptor.pointee.deactivate?(instance) }
+            active = false
+            return []
+        case .construct, .setParameter, .getParameter, .update:
+            throw ForeignAdapterFailure(message: "a frei0r request to a LADSPA plugin")
+        }
+    }
+
+    private func describe() throws(ForeignAdapterFailure) -> [LADSPAPluginDescription] {
+        var plugins: [LADSPAPluginDescription] = []
+        var index: UInt = 0
+        while let candidate = entry(index) {
+            guard index < Self.maximumDescriptors else {
+                throw ForeignAdapterFailure(message: "more than \(Self.maximumDescriptors) descriptors")
+            }
+            let count = candidate.pointee.port_count
+            guard count <= Self.maximumPorts else {
+                throw ForeignAdapterFailure(message: "descriptor \(index) declares \(count) ports")
+            }
+            var ports: [LADSPAPortDescription] = []
+            if count > 0 {
+                guard let flags = candidate.pointee.port_descriptors else {
+                    throw ForeignAdapterFailure(message: "descriptor \(index) has \(count) ports and no port descriptors")
+                }
+                for port in 0..<Int(count) {
+                    let hint = candidate.pointee.port_range_hints?[port]
+                    ports.append(
+                        LADSPAPortDescription(
+                            name: ForeignText.read(candidate.pointee.port_names?[port]), flags: UInt32(bitPattern: flags[port]),
+                            hints: UInt32(bitPattern: hint?.hint_descriptor ?? 0), lowerBound: hint?.lower_bound ?? 0,
+                            upperBound: hint?.upper_bound ?? 0))
+                }
+            }
+            plugins.append(
+                LADSPAPluginDescription(
+                    index: UInt32(index), uniqueID: UInt64(candidate.pointee.unique_id), label: ForeignText.read(candidate.pointee.label),
+                    name: ForeignText.read(candidate.pointee.name), maker: ForeignText.read(candidate.pointee.maker),
+                    copyright: ForeignText.read(candidate.pointee.copyright), properties: UInt32(bitPattern: candidate.pointee.properties),
+                    ports: ports))
+            index += 1
+        }
+        return plugins
+    }
+
+    private func instantiate(sampleRate: Double, maximumFrames: UInt32) throws(ForeignAdapterFailure) -> ForeignPortLayout {
+        guard let descriptor else { throw ForeignAdapterFailure(message: "a scanning worker instantiates nothing") }
+        guard instance == nil else { throw ForeignAdapterFailure(message: "instantiated already (one instance per worker)") }
+        guard sampleRate >= 1, sampleRate <= 1_536_000, sampleRate.rounded() == sampleRate else {
+            throw ForeignAdapterFailure(message: "sample rate \(sampleRate) is not a whole number of hertz from 1 to 1536000")
+        }
+        guard maximumFrames > 0 else { throw ForeignAdapterFailure(message: "a block of 0 frames") }
+        guard let dataArea, dataArea.count > 0 else { throw ForeignAdapterFailure(message: "the worker has no data area for the ports") }
+        var layout = DataAreaLayout(dataArea)
+        var offsets: [UInt64] = []
+        let ports = Int(descriptor.pointee.port_count)
+        for port in 0..<ports {
+            let flags = descriptor.pointee.port_descriptors?[port] ?? 0
+            let bytes = flags & PLUGIND_LADSPA_PORT_AUDIO != 0 ? UInt64(maximumFrames) * 4 : 4
+            guard let offset = layout.place(bytes) else {
+                throw ForeignAdapterFailure(
+                    message: "\(ports) ports of \(maximumFrames) frames do not fit the data area of \(dataArea.count) bytes")
+            }
+            offsets.append(offset)
+        }
+        guard let instantiate = descriptor.pointee.instantiate, let connect = descriptor.pointee.connect_port,
+            let made = instantiate(descriptor, UInt(sampleRate))
+        else {
+            throw ForeignAdapterFailure(message: "instantiate at \(Int(sampleRate)) Hz returned NULL")
+        }
+        for (port, offset) in offsets.enumerated() {
+            connect(made, UInt(port), layout.pointer(at: offset).assumingMemoryBound(to: Float.self))
+        }
+        instance = made
+        self.maximumFrames = maximumFrames
+        return ForeignPortLayout(offsets: offsets)
+    }
+
+    private func run(_ frames: UInt32) throws(ForeignAdapterFailure) {
+        guard let instance, let descriptor, let run = descriptor.pointee.run else {
+            throw ForeignAdapterFailure(message: "run before instantiate")
+        }
+        guard frames <= maximumFrames else {
+            throw ForeignAdapterFailure(message: "run of \(frames) frames; the ports hold \(maximumFrames)")
+        }
+        if !active {
+            descriptor.pointee.activate?(instance)
+            active = true
+        }
+        run(instance, UInt(frames))
+    }
+
+    func end() {
+        guard let instance, let descriptor else { return }
+        if active { descriptor.pointee.deactivate?(instance) }
+        descriptor.pointee.cleanup?(instance)
+        self.instance = nil
+        active = false
+    }
+}
