@@ -159,12 +159,13 @@ public final class AudioEffect: Sendable {
     }
 
     /// Runs the plugin over the first `frames` samples of its ports (activating it first when
-    /// it is not active).
-    public func run(frames: Int) async throws {
+    /// it is not active), within `timeout` (nil: the plugin's request timeout). A plugin that
+    /// crashes or misses the deadline ends its worker: `workerCrashed` or `timedOut`.
+    public func run(frames: Int, timeout: Duration? = nil) async throws {
         guard (0...maximumFrames).contains(frames) else {
             throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, "run of \(frames) frames; the ports hold \(maximumFrames)")
         }
-        _ = try await connection.send(ForeignPluginRequest.run(frames: UInt32(frames)).encoded)
+        _ = try await connection.send(ForeignPluginRequest.run(frames: UInt32(frames)).encoded, timeout: timeout)
     }
 
     /// Deactivates the plugin: the next run activates it again, its history cleared.

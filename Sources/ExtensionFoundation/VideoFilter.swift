@@ -180,10 +180,11 @@ public final class VideoFilter: Sendable {
         }
     }
 
-    /// Renders one frame at `time` (seconds) from the inputs into the output.
-    public func update(time: Double) async throws {
+    /// Renders one frame at `time` (seconds) from the inputs into the output, within `timeout`
+    /// (nil: the plugin's request timeout).
+    public func update(time: Double, timeout: Duration? = nil) async throws {
         guard time.isFinite else { throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, "update at time \(time)") }
-        _ = try await connection.send(ForeignPluginRequest.update(time: time).encoded)
+        _ = try await connection.send(ForeignPluginRequest.update(time: time).encoded, timeout: timeout)
     }
 }
 

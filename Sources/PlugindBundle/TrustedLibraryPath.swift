@@ -12,7 +12,7 @@ package import Glibc
 /// such bytes change only when the package manager (or an administrator) changes them.
 package enum TrustedLibraryPath {
     /// Which files the walk trusts.
-    package enum Rule: Sendable {
+    package enum Rule: Sendable, Hashable {
         /// A library named by soname, which the owner approves as one the package manager
         /// maintains: root owns everything on the way, and the file lies in the system library
         /// directories.

@@ -18,6 +18,9 @@ package struct SealedSource: Sendable, Hashable {
     package var identity: FileIdentity
     /// The SHA-256 the owner approved, when there is an approval.
     package var expectedDigest: String?
+    /// How a file outside every bundle is walked to: a system library, or a foreign plugin's
+    /// library wherever its package put it.
+    package var outsideRule: TrustedLibraryPath.Rule = .systemLibrary
 
     /// The path as the host sees it, for messages.
     package var displayPath: String {
@@ -237,8 +240,10 @@ struct WorkerViewPlan {
             // No digest: the approval pins the soname and who may change the file (root alone),
             // so a security update of the library keeps the plugin usable. The sealed copy is
             // opened through the same trusted walk that found it.
-            let descriptor = seal(
-                SealedSource(bundlePath: nil, path: bundle.libraryPath, identity: bundle.libraryStatus.identity, expectedDigest: nil))
+            var source = SealedSource(
+                bundlePath: nil, path: bundle.libraryPath, identity: bundle.libraryStatus.identity, expectedDigest: nil)
+            if bundle.manifest.adapter != nil { source.outsideRule = .systemPlugin }
+            let descriptor = seal(source)
             libraryPath = LaunchPlan.systemLibraryDirectory + "/" + name
             libraryDescriptor = descriptor
             operations.append(.sealed(path: libraryPath, descriptor: descriptor))

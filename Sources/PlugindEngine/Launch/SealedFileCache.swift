@@ -111,7 +111,7 @@ package final class SealedFileCache: Sendable {
             if let bundlePath = source.bundlePath {
                 file = try Self.open(source.path, beneath: bundlePath)
             } else {
-                switch TrustedLibraryPath.open(source.path, rule: .systemLibrary) {
+                switch TrustedLibraryPath.open(source.path, rule: source.outsideRule) {
                 case .success(let opened): file = FileDescriptor(rawValue: opened.descriptor)
                 case .failure(let refusal): return .failure(.untrusted(refusal))
                 }
