@@ -20,6 +20,7 @@ enum Plugind {
         .of(QuarantineCommand.self),
         .of(PolicyCommand.self),
         .of(PointsCommand.self),
+        .of(ScanCommand.self),
         .of(CompletionsCommand.self),
     ]
 

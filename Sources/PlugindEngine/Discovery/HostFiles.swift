@@ -17,6 +17,8 @@ struct HostFiles: Sendable {
             roots.append(SearchRoot(path: bundled.path, isBundledWithHost: true))
         }
         roots += host.searchPaths.map { SearchRoot(path: $0.path, isBundledWithHost: false) }
+        // Last: the bundles discovery made for the machine's LADSPA and frei0r plugins.
+        roots.append(SearchRoot(path: ForeignPluginBundles.root(stateDirectory: host.stateDirectory.path), isBundledWithHost: false))
         self.roots = roots
         userPolicyFile = host.policyDirectory.path + "/" + PolicyDocument.fileName
         administratorPolicyDirectory = host.administratorPolicyDirectory.path
