@@ -33,7 +33,8 @@ public final class AppExtensionProcess: Sendable {
         /// true when the identity's extension point declared `EnhancedSecurity(true)`.
         public var requiresEnhancedSecurity: Bool
         /// Whether this process may share a running worker (the default, as on Apple platforms)
-        /// or gets one of its own, say one per document. Linux addition.
+        /// or gets one of its own, say one per document. A LADSPA or frei0r plugin's process
+        /// always gets its own: its worker holds one instance. Linux addition.
         public var sharing: Sharing
 
         /// `onInterruption` may be left out, as on Apple platforms (then an interruption is only
@@ -127,8 +128,10 @@ public final class AppExtensionProcess: Sendable {
         // disable can have landed during it.
         let policyBefore = PolicyEnforcement.Fingerprint(host: host)
         let (entry, approval) = try PluginResolution.entry(for: configuration.appExtensionIdentity, host: host)
+        // A foreign plugin's worker holds one instance (LADSPA and frei0r are single-threaded per
+        // instance, and its buffers are that instance's): never shared.
         let key: WorkerSession.Key? =
-            configuration.sharing == .dedicated
+            configuration.sharing == .dedicated || entry.manifest.adapter != nil
             ? nil
             : WorkerSession.Key(
                 host: host, bundle: entry.bundle, approvedDigest: approval?.bundleDigest,

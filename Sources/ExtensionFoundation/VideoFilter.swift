@@ -28,9 +28,15 @@ public final class VideoFilter: Sendable {
     }
 
     public struct Parameter: Sendable, Hashable {
+        public enum ParameterType: Sendable, Hashable {
+            case bool, double, color, position, string
+            case unknown(Int32)
+        }
+
         public let index: Int
         public let name: String
         public let explanation: String
+        public let type: ParameterType
         /// The value right after the instance was made: frei0r's defaults.
         public let initialValue: Value?
     }
@@ -114,6 +120,7 @@ public final class VideoFilter: Sendable {
         self.parameters = description.parameters.enumerated().map {
             Parameter(
                 index: $0.offset, name: $0.element.name, explanation: $0.element.explanation,
+                type: Parameter.ParameterType($0.element.type),
                 initialValue: $0.element.initialValue.map(Value.init))
         }
         self.parameterTypes = description.parameters.map(\.type)
@@ -185,6 +192,19 @@ public final class VideoFilter: Sendable {
     public func update(time: Double, timeout: Duration? = nil) async throws {
         guard time.isFinite else { throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, "update at time \(time)") }
         _ = try await connection.send(ForeignPluginRequest.update(time: time).encoded, timeout: timeout)
+    }
+}
+
+extension VideoFilter.Parameter.ParameterType {
+    init(_ number: Int32) {
+        switch number {
+        case 0: self = .bool
+        case 1: self = .double
+        case 2: self = .color
+        case 3: self = .position
+        case 4: self = .string
+        default: self = .unknown(number)
+        }
     }
 }
 

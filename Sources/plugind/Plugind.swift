@@ -20,7 +20,7 @@ enum Plugind {
         .of(QuarantineCommand.self),
         .of(PolicyCommand.self),
         .of(PointsCommand.self),
-        .of(ScanCommand.self),
+        .of(ScanCommand.self), .of(AudioCommand.self), .of(VideoCommand.self),
         .of(CompletionsCommand.self),
     ]
 
