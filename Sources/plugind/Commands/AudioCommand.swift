@@ -16,7 +16,7 @@ struct AudioCommand: PlugindCommand {
     static let description = CommandDescription(
         name: "audio",
         abstract: "Run a sound file through a confined LADSPA effect.",
-        usage: "apply <identifier> <input> <output.wav> [--control <name>=<value>]... [--block <frames>] [--quiet]",
+        usage: "apply <identifier> <sound-file> <output.wav> [--control <name>=<value>]... [--block <frames>] [--quiet]",
         discussion: """
             The plugin (a LADSPA plugin found by 'plugind scan', approved) runs in its own
             confined worker; the samples travel through memory shared with it, never through a
@@ -28,7 +28,7 @@ struct AudioCommand: PlugindCommand {
             """,
         arguments: [
             ("apply <identifier>", "The plugin, such as ladspa.amp.amp-mono."),
-            ("<input>", "A sound file libsndfile reads (WAV, FLAC, …)."),
+            ("<sound-file>", "The input: a sound file libsndfile reads (WAV, FLAC, …)."),
             ("<output.wav>", "The WAV to write."),
         ],
         options: [Options.control, Options.block, Options.quiet]

@@ -15,8 +15,10 @@ enum CompletionScript {
         /// Every placeholder the commands use; a new one must be added here (a test checks).
         static func of(_ placeholder: String) -> ArgumentKind? {
             switch placeholder {
-            case "<id>": .identifier
-            case "<bundle>", "<package>", "<bundle-or-package>", "<public-key-file>", "<file>", "<directory>", "<header>": .path
+            case "<id>", "<identifier>": .identifier
+            case "<bundle>", "<package>", "<bundle-or-package>", "<public-key-file>", "<file>", "<directory>", "<header>", "<output>",
+                "<output.wav>", "<input|->", "<sound-file>":
+                .path
             case "<name>", "<input>", "<function>", "<argument>", "<fingerprint>", "<key>", "<value>", "<point>": .text
             default: nil
             }
