@@ -26,6 +26,7 @@ enum FuzzTargets {
         "activity-record": ActivityRecordFuzzing.run,
         "crash-log": CrashLogFuzzing.run,
         "worker-reports": WorkerReportFuzzing.run,
+        "foreign-plugin-messages": ForeignPluginMessageFuzzing.run,
     ]
 
     /// The targets that write their seeds.

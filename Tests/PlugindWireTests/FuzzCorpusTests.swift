@@ -1,6 +1,7 @@
 import Foundation
 import PlugindBundle
 import PlugindFuzzing
+import PlugindWire
 import TestSupport
 import Testing
 
@@ -90,6 +91,27 @@ struct FuzzCorpusTests {
         let signed = try #require(inputs.first { $0.path.hasSuffix("/seed-signature") })
         let signature = try JSONDecoder().decode(BundleSignature.self, from: Data(signed.bytes.dropFirst()))
         #expect(signature.check(digest: signature.bundleDigest).validKey != nil)
+    }
+
+    @Test("every foreign-plugin-messages input decodes and encodes back, or is refused; the seeds decode")
+    func foreignPluginMessages() throws {
+        let inputs = FuzzReplay.inputs(in: [Self.root + "/foreign-plugin-messages"])
+        #expect(inputs.count >= 8)
+        for (path, bytes) in inputs {
+            #expect(throws: Never.self, "\(path)") { try ForeignPluginMessageFuzzing.run(bytes) }
+        }
+        let ladspa = try #require(inputs.first { $0.path.hasSuffix("/seed-ladspa-description") })
+        guard case .ladspa(let plugins) = try ForeignLibraryDescription(Array(ladspa.bytes.dropFirst())) else {
+            Issue.record("the LADSPA seed is not a LADSPA description")
+            return
+        }
+        #expect(plugins.first?.ports.map(\.name) == ["Gain", "Input", "Output"])
+        let frei0r = try #require(inputs.first { $0.path.hasSuffix("/seed-frei0r-description") })
+        guard case .frei0r(let plugin) = try ForeignLibraryDescription(Array(frei0r.bytes.dropFirst())) else {
+            Issue.record("the frei0r seed is not a frei0r description")
+            return
+        }
+        #expect(plugin.parameters.map(\.initialValue) == [.color(red: 0, green: 0, blue: 0), .double(0.25), .string("median"), nil])
     }
 
     @Test("the NaN call result the fuzzer found round-trips by its bytes")
