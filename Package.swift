@@ -235,7 +235,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "plugind-bench",
-            dependencies: ["ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindBundle", "PlugindSystem"],
+            dependencies: ["ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindBundle", "PlugindSystem", "CPlugindShims"],
             path: "Benchmarks/PlugindBench",
             swiftSettings: swiftSettings
         ),

@@ -116,6 +116,18 @@ enum PlugindBench {
                 let bench = try BenchHost()
                 defer { bench.remove() }
                 try await CallbackBenchmarks.qsortLarge(bench, iterations: iterations)
+            case "ladspa-chain":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await ForeignPluginBenchmarks.chain(bench, blocks: iterations, pacedSeconds: option("paced-seconds", 0))
+            case "invert0r-1080p":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await ForeignPluginBenchmarks.invert(bench, iterations: iterations)
+            case "foreign-discovery":
+                let bench = try BenchHost()
+                defer { bench.remove() }
+                try await ForeignPluginBenchmarks.discovery(bench, rescans: option("rescans", 5))
             case "host-request":
                 let bench = try BenchHost()
                 defer { bench.remove() }
@@ -186,7 +198,7 @@ enum PlugindBench {
                 try await ActivityBenchmarks.statistics(iterations: iterations)
             default:
                 print(
-                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|typed-call-out-buffer|typed-call-handle|zlib-compress|typed-call-callback|qsort-100k|one-shot-run|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings; round-trip: [--idle-ms MS] a pause before each)"
+                    "usage: plugind-bench launch-c|burst|launch-swift|first-response|round-trip|kit-round-trip|typed-call|typed-call-out-buffer|typed-call-handle|zlib-compress|typed-call-callback|qsort-100k|ladspa-chain|invert0r-1080p|foreign-discovery|one-shot-run|swift-plugin-server|live-workers|populate|scan|monitor-latency|idle-monitor|idle-connections|install-package|log-cost|statistics-cost [--iterations N] (round-trip, foreign-round-trip: [--pipes] without the shared rings; round-trip: [--idle-ms MS] a pause before each)"
                 )
                 exit(64)
             }

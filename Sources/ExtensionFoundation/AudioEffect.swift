@@ -41,9 +41,22 @@ public final class AudioEffect: Sendable {
     /// The most frames one `run(frames:)` takes.
     public let maximumFrames: Int
 
+    /// How the runs went against their blocks' real-time period (frames / sample rate): a run
+    /// that took longer than its block lasts missed it. A real-time host reads these rather than
+    /// waiting longer; `run(frames:timeout:)` bounds how long it can wait at all.
+    public struct Timing: Sendable, Hashable {
+        public var blocks = 0
+        public var missedBlocks = 0
+        /// The longest run, from the request to its answer.
+        public var longestRun: Duration = .zero
+    }
+
+    public var timing: Timing { timingState.withLock { $0 } }
+
     private let connection: AppExtensionConnection
     private let data: SharedDataArea
     private let offsets: [Int]
+    private let timingState = Locked(Timing())
 
     /// Describes the plugin, instantiates it at `sampleRate` with ports of `maximumFrames`
     /// samples, and sets every control input to its default.
@@ -165,7 +178,15 @@ public final class AudioEffect: Sendable {
         guard (0...maximumFrames).contains(frames) else {
             throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, "run of \(frames) frames; the ports hold \(maximumFrames)")
         }
+        let started = ContinuousClock.now
         _ = try await connection.send(ForeignPluginRequest.run(frames: UInt32(frames)).encoded, timeout: timeout)
+        let took = ContinuousClock.now - started
+        let period = Duration.nanoseconds(Int64(frames) * 1_000_000_000 / Int64(sampleRate))
+        timingState.withLock { timing in
+            timing.blocks += 1
+            if took > period { timing.missedBlocks += 1 }
+            timing.longestRun = max(timing.longestRun, took)
+        }
     }
 
     /// Deactivates the plugin: the next run activates it again, its history cleared.
