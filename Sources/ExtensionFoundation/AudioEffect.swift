@@ -171,6 +171,13 @@ public final class AudioEffect: Sendable {
         return try buffer(index, count: maximumFrames).withMemoryRebound(to: Float.self) { try body($0) }
     }
 
+    /// An audio port's samples as a pointer that stays valid while this effect lives, for the C
+    /// API (whose caller keeps it); nil for a port that is not an audio port.
+    package func samplesPointer(port index: Int) -> UnsafeMutablePointer<Float>? {
+        guard ports.indices.contains(index), ports[index].kind == .audioInput || ports[index].kind == .audioOutput else { return nil }
+        return buffer(index, count: maximumFrames).baseAddress?.assumingMemoryBound(to: Float.self)
+    }
+
     /// Runs the plugin over the first `frames` samples of its ports (activating it first when
     /// it is not active), within `timeout` (nil: the plugin's request timeout). A plugin that
     /// crashes or misses the deadline ends its worker: `workerCrashed` or `timedOut`.

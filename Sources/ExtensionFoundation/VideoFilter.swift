@@ -146,6 +146,13 @@ public final class VideoFilter: Sendable {
         try body(UnsafeRawBufferPointer(frame(inputCount)))
     }
 
+    /// A frame as a pointer that stays valid while this filter lives, for the C API: input
+    /// `slot` (0 ..< inputCount), or the output at `inputCount`; nil beyond.
+    package func framePointer(_ slot: Int) -> UnsafeMutablePointer<UInt8>? {
+        guard (0...inputCount).contains(slot) else { return nil }
+        return frame(slot).baseAddress?.assumingMemoryBound(to: UInt8.self)
+    }
+
     /// Sets parameter `index`, refusing a value of another type or out of range (naming it).
     public func setParameter(_ index: Int, to value: Value) async throws {
         guard parameters.indices.contains(index) else {

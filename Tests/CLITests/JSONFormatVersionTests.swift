@@ -38,6 +38,7 @@ struct JSONFormatVersionTests {
             "quarantine": [.document(["quarantine", "list", "--json"])],
             "points": [.document(["points", "list", "--json"])],
             "declare": [.document(["declare", "/usr/include/zlib.h", "--function", "crc32", "--json"])],
+            "scan": [.document(["scan", "--json"])],
         ]
     }
 

@@ -468,6 +468,107 @@ void plugind_function_session_handle_drop(plugind_function_session *session, con
  * session; calls waiting in other threads fail with PLUGIND_ERROR_INVALIDATED. NULL is ignored. */
 void plugind_function_session_release(plugind_function_session *session);
 
+/* ---- LADSPA audio effects and frei0r video filters ------------------------------------------ */
+
+/* A LADSPA plugin's instance in its process (plugind scan lists them as ladspa.<library>.<label>).
+ * Its ports live in memory shared with the worker, at the addresses the plugin was connected to:
+ * write the inputs, run, read the outputs; the call carries the frame count only. One instance
+ * per process (the process never shares its worker); one thread at a time per effect. */
+typedef struct plugind_audio_effect plugind_audio_effect;
+
+typedef enum plugind_port_kind {
+    PLUGIND_PORT_AUDIO_INPUT = 0,
+    PLUGIND_PORT_AUDIO_OUTPUT = 1,
+    PLUGIND_PORT_CONTROL_INPUT = 2,
+    PLUGIND_PORT_CONTROL_OUTPUT = 3,
+} plugind_port_kind;
+
+/* One port. `name` is valid until plugind_audio_effect_release. Bounds as the plugin declares
+ * them, scaled by the sample rate where it says so; `default_value` (control inputs) by LADSPA's
+ * hint rules, within the bounds. */
+typedef struct plugind_audio_port {
+    const char *name;
+    plugind_port_kind kind;
+    int has_lower_bound;
+    int has_upper_bound;
+    float lower_bound;
+    float upper_bound;
+    float default_value;
+} plugind_audio_port;
+
+/* Describes the process's plugin and instantiates it at `sample_rate` with ports of
+ * `maximum_frames` samples (1 to 8192); every control input starts at its default. Blocking.
+ * PLUGIND_ERROR_UNSUPPORTED when the process is not a LADSPA plugin's. */
+plugind_audio_effect *plugind_audio_effect_create(
+    plugind_process *process, uint32_t sample_rate, uint32_t maximum_frames, plugind_error **error);
+
+/* The number of ports, and port `index` into `*port` (0, or -1 for an index out of range). */
+size_t plugind_audio_effect_port_count(const plugind_audio_effect *effect);
+int plugind_audio_effect_port(const plugind_audio_effect *effect, size_t index, plugind_audio_port *port);
+
+/* An audio port's `maximum_frames` samples, in the memory the plugin reads (inputs) and writes
+ * (outputs); NULL for a port that is not an audio port. Valid until the effect is released; the
+ * plugin may write it only during plugind_audio_effect_run. */
+float *plugind_audio_effect_samples(plugind_audio_effect *effect, size_t port);
+
+/* Sets a control input, refusing (PLUGIND_ERROR_INVALID_ARGUMENTS) a value outside its bounds;
+ * reads a control port's value. Return 0 or -1. */
+int plugind_audio_effect_set_control(plugind_audio_effect *effect, size_t port, float value, plugind_error **error);
+int plugind_audio_effect_control(const plugind_audio_effect *effect, size_t port, float *value);
+
+/* Runs the plugin over the first `frames` samples of its ports, within `timeout_ms` (0: the
+ * plugin's request timeout). Blocking. 0, or -1 with the error: PLUGIND_ERROR_WORKER_CRASHED,
+ * PLUGIND_ERROR_TIMED_OUT (the worker is then ended), PLUGIND_ERROR_INVALID_ARGUMENTS. */
+int plugind_audio_effect_run(plugind_audio_effect *effect, uint32_t frames, uint32_t timeout_ms, plugind_error **error);
+
+/* Frees the effect (the process stays until plugind_process_release). NULL is ignored. */
+void plugind_audio_effect_release(plugind_audio_effect *effect);
+
+/* A frei0r plugin's instance in its process (frei0r.<library>): frames of width x height pixels of
+ * 4 bytes in the plugin's colour model, 16-byte aligned, top line first, in memory shared with the
+ * worker. One instance per process; one thread at a time per filter. */
+typedef struct plugind_video_filter plugind_video_filter;
+
+typedef enum plugind_parameter_type {
+    PLUGIND_PARAMETER_BOOL = 0,
+    PLUGIND_PARAMETER_DOUBLE = 1,
+    PLUGIND_PARAMETER_COLOR = 2,
+    PLUGIND_PARAMETER_POSITION = 3,
+    PLUGIND_PARAMETER_STRING = 4,
+} plugind_parameter_type;
+
+/* Describes the plugin and constructs it for `width` x `height` (multiples of 8 from 8 to 2048).
+ * Blocking. PLUGIND_ERROR_UNSUPPORTED when the process is not a frei0r plugin's. */
+plugind_video_filter *plugind_video_filter_create(plugind_process *process, uint32_t width, uint32_t height, plugind_error **error);
+
+/* How many input frames an update reads: 0 (a source), 1 (a filter), 2 or 3 (mixers). */
+size_t plugind_video_filter_input_count(const plugind_video_filter *filter);
+
+/* Input `index`'s frame and the output frame: width * height * 4 bytes each, valid until the
+ * filter is released; NULL for an index out of range. The plugin writes the output only during
+ * plugind_video_filter_update. */
+uint8_t *plugind_video_filter_input(plugind_video_filter *filter, size_t index);
+const uint8_t *plugind_video_filter_output(const plugind_video_filter *filter);
+
+/* The parameters: their number, and parameter `index`'s name (valid until release) and type
+ * (0, or -1 for an index out of range). */
+size_t plugind_video_filter_parameter_count(const plugind_video_filter *filter);
+int plugind_video_filter_parameter(
+    const plugind_video_filter *filter, size_t index, const char **name, plugind_parameter_type *type);
+
+/* Sets parameter `index`; `values` holds 1 number for BOOL (0 or 1) and DOUBLE (0 to 1), 3 for
+ * COLOR (r, g, b from 0 to 1), 2 for POSITION (x, y); `text` is used for STRING (else NULL). A
+ * value of the wrong type or out of range: PLUGIND_ERROR_INVALID_ARGUMENTS. Blocking. 0 or -1. */
+int plugind_video_filter_set_parameter(
+    plugind_video_filter *filter, size_t index, const double *values, size_t count, const char *text, plugind_error **error);
+
+/* Renders one frame at `time` seconds, within `timeout_ms` (0: the plugin's request timeout).
+ * Blocking. 0, or -1 with the error. */
+int plugind_video_filter_update(plugind_video_filter *filter, double time, uint32_t timeout_ms, plugind_error **error);
+
+/* Frees the filter (the process stays until plugind_process_release). NULL is ignored. */
+void plugind_video_filter_release(plugind_video_filter *filter);
+
 #ifdef __cplusplus
 }
 #endif
