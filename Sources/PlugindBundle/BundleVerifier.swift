@@ -89,7 +89,16 @@ package enum BundleVerifier {
         // Where the library is.
         let libraryPath: String
         let candidate = bundlePath + "/" + manifest.library
-        if FileManager.default.fileExists(atPath: candidate) {
+        if let adapter = manifest.adapter {
+            switch TrustedLibraryPath.resolve(manifest.library, rule: .systemPlugin) {
+            case .success(let resolution): libraryPath = resolution.canonicalPath
+            case .failure(let refusal):
+                problem(
+                    "library", "\(adapter.abi.name) library '\(manifest.library)' is refused: \(refusal)",
+                    "name a library its package installed: root owns it and every directory on the way, and nobody else may write them")
+                return result
+            }
+        } else if FileManager.default.fileExists(atPath: candidate) {
             guard let resolved = canonicalPath(candidate), resolved.hasPrefix(bundlePath + "/") else {
                 problem(
                     "library",
@@ -183,7 +192,27 @@ package enum BundleVerifier {
 
         // Entry point and declared functions.
         let exportsEntry = file.exportedSymbols.contains("plugind_plugin_entry")
-        if manifest.functions.isEmpty && !exportsEntry {
+        if let adapter = manifest.adapter {
+            // The foreign ABI's own entry points, which its adapter calls.
+            let needed =
+                switch adapter.abi {
+                case .ladspa: ["ladspa_descriptor"]
+                case .frei0r:
+                    [
+                        "f0r_init", "f0r_deinit", "f0r_get_plugin_info", "f0r_get_param_info", "f0r_construct", "f0r_destruct",
+                        "f0r_set_param_value", "f0r_get_param_value",
+                    ]
+                }
+            let absent = needed.filter { !file.exportedSymbols.contains($0) }
+            if absent.isEmpty {
+                result.passed.append("entry-point")
+            } else {
+                problem(
+                    "entry-point",
+                    "\(libraryPath.lastPathComponent) does not export \(absent.joined(separator: ", ")): it is not a \(adapter.abi.name) library",
+                    "name the library of a \(adapter.abi.name) plugin, or correct 'adapter.abi'")
+            }
+        } else if manifest.functions.isEmpty && !exportsEntry {
             problem(
                 "entry-point",
                 "\(libraryPath.lastPathComponent) does not export plugind_plugin_entry and the manifest declares no functions",

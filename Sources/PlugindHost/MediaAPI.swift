@@ -213,8 +213,10 @@ public func plugindVideoFilterSetParameter(
     guard let value else {
         HostError(
             code: PLUGIND_ERROR_INVALID_ARGUMENTS,
-            message: "parameter \(index) (\(held.filter.parameters[index].name)) of type \(held.filter.parameters[index].type) takes other values")
-            .report(to: error)
+            message:
+                "parameter \(index) (\(held.filter.parameters[index].name)) of type \(held.filter.parameters[index].type) takes other values"
+        )
+        .report(to: error)
         return -1
     }
     let videoFilter = held.filter

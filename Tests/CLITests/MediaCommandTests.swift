@@ -164,4 +164,36 @@ struct MediaCommandTests {
         #expect(inputs.stderr.contains("takes 2 inputs"), "\(inputs.stderr)")
         #expect(!FileManager.default.fileExists(atPath: directory + "/x.raw"))
     }
+
+    @Test("verify checks a foreign plugin's bundle: the library's trust and the ABI's entry points, naming what is missing")
+    func verifyForeignBundles() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        func bundle(_ name: String, library: String, adapter: [String: Any]) throws -> String {
+            let path = try test.directory.subdirectory("work") + "/\(name).appex"
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+            let manifest: [String: Any] = [
+                "manifestVersion": 1, "identifier": "ladspa.tests.\(name)", "name": name, "version": "1",
+                "extensionPoint": "org.plugind.ladspa", "library": library, "adapter": adapter,
+            ]
+            try JSONSerialization.data(withJSONObject: manifest).write(to: URL(fileURLWithPath: path + "/manifest.json"))
+            return path
+        }
+        let good = try bundle("amp", library: "/usr/lib/ladspa/amp.so", adapter: ["abi": "ladspa", "plugin": "amp_mono", "buffers": 3])
+        let passed = try await plugind("verify", good, in: test)
+        #expect(passed.status == 0, "\(passed.stdout) \(passed.stderr)")
+        let wrongABI = try bundle(
+            "invert", library: "/usr/lib/frei0r-1/invert0r.so", adapter: ["abi": "ladspa", "plugin": "x", "buffers": 2])
+        let failed = try await plugind("verify", wrongABI, in: test)
+        #expect(failed.status == 1)
+        #expect(failed.stdout.contains("does not export ladspa_descriptor"), "\(failed.stdout)")
+        let mine = try test.directory.subdirectory("mine") + "/copy.so"
+        try FileManager.default.copyItem(atPath: "/usr/lib/ladspa/amp.so", toPath: mine)
+        let untrusted = try bundle("mine", library: mine, adapter: ["abi": "ladspa", "plugin": "amp_mono", "buffers": 3])
+        let refused = try await plugind("verify", untrusted, in: test)
+        if getuid() != 0 {
+            #expect(refused.status == 1)
+            #expect(refused.stdout.contains("is refused"), "\(refused.stdout)")
+        }
+    }
 }
