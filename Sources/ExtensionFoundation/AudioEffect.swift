@@ -209,53 +209,12 @@ extension AudioEffect.Port {
         kind =
             port.isAudio
             ? (port.isInput ? .audioInput : .audioOutput) : (port.isInput ? .controlInput : .controlOutput)
-        let hints = port.hints
-        let scale: Float = hints & 0x8 != 0 ? sampleRate : 1
-        let lower = hints & 0x1 != 0 ? port.lowerBound * scale : nil
-        let upper = hints & 0x2 != 0 ? port.upperBound * scale : nil
-        lowerBound = lower
-        upperBound = upper
-        isToggle = hints & 0x4 != 0
-        isLogarithmic = hints & 0x10 != 0
-        isInteger = hints & 0x20 != 0
-        defaultValue =
-            kind == .controlInput
-            ? LADSPADefault.value(hints: hints, lower: lower, upper: upper, logarithmic: isLogarithmic, integer: isInteger) : nil
-    }
-}
-
-/// A LADSPA control's default from its hint (`LADSPA_HINT_DEFAULT_*`, ladspa.h): low, middle and
-/// high weigh the bounds 75/25, 50/50 and 25/75, geometrically for a logarithmic port; without a
-/// default hint, the lower bound, else the upper, else 0; an integer port rounds it. A default
-/// outside the bounds (some plugins declare one) is brought inside them.
-enum LADSPADefault {
-    static func value(hints: UInt32, lower: Float?, upper: Float?, logarithmic: Bool, integer: Bool) -> Float {
-        func between(_ lowerWeight: Double) -> Float? {
-            guard let lower, let upper else { return nil }
-            let (low, high) = (Double(lower), Double(upper))
-            if logarithmic, low > 0, high > 0 {
-                return Float(exp(log(low) * lowerWeight + log(high) * (1 - lowerWeight)))
-            }
-            return Float(low * lowerWeight + high * (1 - lowerWeight))
-        }
-        var value: Float? =
-            switch hints & 0x3C0 {
-            case 0x40: lower
-            case 0x80: between(0.75)
-            case 0xC0: between(0.5)
-            case 0x100: between(0.25)
-            case 0x140: upper
-            case 0x200: 0
-            case 0x240: 1
-            case 0x280: 100
-            case 0x2C0: 440
-            default: nil
-            }
-        if value == nil { value = lower ?? upper ?? 0 }
-        var result = value ?? 0
-        if integer { result = result.rounded() }
-        if let lower, result < lower { result = lower }
-        if let upper, result > upper { result = upper }
-        return result
+        let bounds = port.bounds(sampleRate: sampleRate)
+        lowerBound = bounds.lower
+        upperBound = bounds.upper
+        isToggle = port.hints & LADSPAPortDescription.toggled != 0
+        isLogarithmic = port.hints & LADSPAPortDescription.logarithmic != 0
+        isInteger = port.hints & LADSPAPortDescription.integer != 0
+        defaultValue = kind == .controlInput ? port.defaultValue(sampleRate: sampleRate) : nil
     }
 }

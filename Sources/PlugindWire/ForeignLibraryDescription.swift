@@ -1,3 +1,5 @@
+import Glibc
+
 /// What a scanning worker read from a foreign plugin library: every plugin it holds, as the
 /// library's own descriptors say. Written by the worker, so hostile to the host: every string and
 /// count is bounded by the frame it came in, and the host checks the rest before use.
@@ -96,6 +98,14 @@ package struct LADSPAPortDescription: Equatable, Sendable {
         self.upperBound = upperBound
     }
 
+    /// `LADSPA_HINT_*` bits.
+    package static let boundedBelow: UInt32 = 0x1
+    package static let boundedAbove: UInt32 = 0x2
+    package static let toggled: UInt32 = 0x4
+    package static let sampleRateScaled: UInt32 = 0x8
+    package static let logarithmic: UInt32 = 0x10
+    package static let integer: UInt32 = 0x20
+
     package var isInput: Bool { flags & 0x1 != 0 }
     package var isOutput: Bool { flags & 0x2 != 0 }
     package var isControl: Bool { flags & 0x4 != 0 }
@@ -115,6 +125,52 @@ package struct LADSPAPortDescription: Equatable, Sendable {
         hints = try reader.readUInt32()
         lowerBound = Float(bitPattern: try reader.readUInt32())
         upperBound = Float(bitPattern: try reader.readUInt32())
+    }
+}
+
+extension LADSPAPortDescription {
+    /// The bounds the plugin declares, scaled by `sampleRate` where its hint says so.
+    package func bounds(sampleRate: Float) -> (lower: Float?, upper: Float?) {
+        let scale: Float = hints & Self.sampleRateScaled != 0 ? sampleRate : 1
+        return (hints & Self.boundedBelow != 0 ? lowerBound * scale : nil, hints & Self.boundedAbove != 0 ? upperBound * scale : nil)
+    }
+
+    /// A control's default from its hint (`LADSPA_HINT_DEFAULT_*`, ladspa.h), as ladspa-sdk's
+    /// `analyseplugin` computes it: minimum, maximum, low, middle and high read the bound fields
+    /// whether or not the port is bounded on that side (plugins declare "0 to …, default 0.1"
+    /// that way); low, middle and high weigh them 75/25, 50/50 and 25/75, geometrically for a
+    /// logarithmic port (a bound of 0 then gives 0); without a default hint, the lower bound,
+    /// else the upper, else 0; an integer port rounds it to the nearest, ties to even. A default
+    /// outside the declared bounds (some plugins declare one) is brought inside them.
+    package func defaultValue(sampleRate: Float) -> Float {
+        let scale: Double = hints & Self.sampleRateScaled != 0 ? Double(sampleRate) : 1
+        let (low, high) = (Double(lowerBound) * scale, Double(upperBound) * scale)
+        func between(_ lowerWeight: Double) -> Double {
+            if hints & Self.logarithmic != 0 {
+                let geometric = exp(log(low) * lowerWeight + log(high) * (1 - lowerWeight))
+                if !geometric.isNaN { return geometric }
+            }
+            return low * lowerWeight + high * (1 - lowerWeight)
+        }
+        let (lower, upper) = bounds(sampleRate: sampleRate)
+        var value: Double
+        switch hints & 0x3C0 {
+        case 0x40: value = low
+        case 0x80: value = between(0.75)
+        case 0xC0: value = between(0.5)
+        case 0x100: value = between(0.25)
+        case 0x140: value = high
+        case 0x200: value = 0
+        case 0x240: value = 1
+        case 0x280: value = 100
+        case 0x2C0: value = 440
+        default: value = lower.map(Double.init) ?? upper.map(Double.init) ?? 0
+        }
+        if hints & Self.integer != 0 { value = value.rounded(.toNearestOrEven) }
+        var result = Float(value)
+        if let lower, result < lower { result = lower }
+        if let upper, result > upper { result = upper }
+        return result
     }
 }
 

@@ -150,6 +150,21 @@ struct ForeignPluginTests {
             let listed: [Int] = [plugin.audioIn, plugin.audioOut, plugin.controlIn, plugin.controlOut]
             #expect(described == listed, "\(identifier): the ports described")
             #expect(effect.label == plugin.label)
+            // The defaults by LADSPA's hint rules, as the reference host computes them (it does not
+            // bring a default inside the bounds; plugind does).
+            let defaults = try await Self.run(
+                reference, ["--defaults", Self.ladspaDirectory + "/" + plugin.file, plugin.label, "\(Self.sampleRate)"])
+            for line in defaults.stdout.split(separator: "\n") {
+                let fields = line.split(separator: "\t")
+                guard fields.count == 2, let index = Int(fields[0]), let value = Float(fields[1]) else { continue }
+                let port = effect.ports[index]
+                let expected = min(max(value, port.lowerBound ?? -.infinity), port.upperBound ?? .infinity)
+                let ours: Float = port.defaultValue ?? .nan
+                let tolerance: Float = 1e-5 * max(1, Swift.abs(expected))
+                #expect(
+                    Swift.abs(ours - expected) <= tolerance,
+                    "\(identifier): port \(index) default \(ours), the reference's \(value)")
+            }
             let inputs = audioIn.indices.map { Self.signal(channel: $0) }
             var outputs = [[Float]](repeating: [], count: audioOut.count)
             var start = 0

@@ -110,7 +110,7 @@ printf '%s\n' ./usr/libexec/plugind/plugind-worker ./usr/share/doc/plugind-worke
     ./usr/share/doc/plugind-worker/copyright | sort > "$work/expected-worker"
 dpkg-deb -c "$worker_deb" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-worker" - \
     || fail "the files of $worker_deb differ"
-for file in __init__.py _errors.py _native.py py.typed; do echo "./usr/lib/python3/dist-packages/plugind/$file"; done \
+for file in __init__.py _errors.py _native.py media.py py.typed; do echo "./usr/lib/python3/dist-packages/plugind/$file"; done \
     | cat - <(printf '%s\n' ./usr/share/doc/python3-plugind/changelog.gz ./usr/share/doc/python3-plugind/copyright) | sort > "$work/expected-python"
 dpkg-deb -c "$python_deb" | awk '{print $6}' | grep -Ev '/$' | sort | diff -u "$work/expected-python" - || fail "the files of $python_deb differ"
 python_depends=$(dpkg-deb -f "$python_deb" Depends)

@@ -36,7 +36,7 @@ package enum ForeignPluginBundles {
                 guard !plugin.label.isEmpty else { return nil }
                 let audioIn = plugin.ports.filter { $0.isAudio && $0.isInput }.count
                 let audioOut = plugin.ports.filter { $0.isAudio && $0.isOutput }.count
-                let controls = plugin.ports.filter { $0.isControl && $0.isInput }.map(\.name)
+                let controls = plugin.ports.filter { $0.isControl && $0.isInput }.map(controlText)
                 var properties: [String] = []
                 if plugin.properties & 0x1 != 0 { properties.append("real-time") }
                 if plugin.properties & 0x2 != 0 { properties.append("in-place broken") }
@@ -59,7 +59,7 @@ package enum ForeignPluginBundles {
             let model =
                 ["bgra8888", "rgba8888", "packed32"].indices.contains(Int(plugin.colorModel))
                 ? ["bgra8888", "rgba8888", "packed32"][Int(plugin.colorModel)] : "color-model-\(plugin.colorModel)"
-            let parameters = plugin.parameters.map(\.name)
+            let parameters = plugin.parameters.map(parameterText)
             let summary =
                 "frei0r \(kind) by \(plugin.author.isEmpty ? "an unnamed author" : plugin.author), \(model)"
                 + (plugin.explanation.isEmpty ? "" : ": \(plugin.explanation)")
@@ -71,6 +71,43 @@ package enum ForeignPluginBundles {
                     capabilities: ["frei0r:" + kind, "color-model:" + model], buffers: UInt64(inputs + 1))
             ]
         }
+    }
+
+    /// "Delay (0…5, default 1)", "Cutoff (0…0.5 × the sample rate, default 440 at 48 kHz, logarithmic)".
+    static func controlText(_ port: LADSPAPortDescription) -> String {
+        let scaled = port.hints & LADSPAPortDescription.sampleRateScaled != 0
+        let (lower, upper) = port.bounds(sampleRate: 1)
+        var parts: [String] = []
+        if lower != nil || upper != nil {
+            parts.append("\(lower.map(number) ?? "")…\(upper.map(number) ?? "")" + (scaled ? " × the sample rate" : ""))
+        }
+        parts.append("default \(number(port.defaultValue(sampleRate: 48_000)))" + (scaled ? " at 48 kHz" : ""))
+        if port.hints & LADSPAPortDescription.toggled != 0 { parts.append("on or off") }
+        if port.hints & LADSPAPortDescription.integer != 0 { parts.append("whole numbers") }
+        if port.hints & LADSPAPortDescription.logarithmic != 0 { parts.append("logarithmic") }
+        return "\(port.name) (\(parts.joined(separator: ", ")))"
+    }
+
+    /// "Amount (double, initially 0.5: how much)".
+    static func parameterText(_ parameter: Frei0rParameterDescription) -> String {
+        let types = ["bool", "double", "color", "position", "string"]
+        let type = types.indices.contains(Int(parameter.type)) ? types[Int(parameter.type)] : "type \(parameter.type)"
+        let initial: String? =
+            switch parameter.initialValue {
+            case .bool(let flag)?: flag ? "on" : "off"
+            case .double(let value)?: number(Float(value))
+            case .color(let red, let green, let blue)?: "\(number(red)),\(number(green)),\(number(blue))"
+            case .position(let x, let y)?: "\(number(Float(x))),\(number(Float(y)))"
+            case .string(let text)?: "'\(text.prefix(64))'"
+            case nil: nil
+            }
+        return "\(parameter.name) (\(type)" + (initial.map { ", initially \($0)" } ?? "")
+            + (parameter.explanation.isEmpty ? "" : ": \(parameter.explanation)") + ")"
+    }
+
+    /// A float as people write it: 1, 0.5, 440, 1e+06.
+    private static func number(_ value: Float) -> String {
+        value.isFinite && value == value.rounded() && abs(value) < 1e9 ? String(Int(value)) : "\(value)"
     }
 
     private struct ManifestFile: Encodable {
@@ -113,7 +150,7 @@ package enum ForeignPluginBundles {
     /// never empty.
     private static func bounded(_ text: String) -> String {
         var folded = text.split(whereSeparator: \.isWhitespace).joined(separator: " ")
-        while folded.utf8.count > 1024 { folded.removeLast() }
+        while folded.utf8.count > 4000 { folded.removeLast() }
         return folded.isEmpty ? "-" : folded
     }
 

@@ -7,6 +7,7 @@
  *
  * Usage:
  *   ladspa_reference --list LIBRARY
+ *   ladspa_reference --defaults LIBRARY LABEL RATE
  *     one line per descriptor, index order:
  *     INDEX \t UNIQUEID \t LABEL \t AUDIO_IN \t AUDIO_OUT \t CONTROL_IN \t CONTROL_OUT
  *   ladspa_reference LIBRARY LABEL RATE BLOCK FRAMES INPUT OUTPUT [INDEX=VALUE ...]
@@ -224,10 +225,34 @@ static int read_exact(const char *path, float *dst, unsigned long count)
     return ok;
 }
 
+/* Prints "INDEX\tVALUE" for each control input of LABEL: its default at RATE, by the rule above. */
+static int defaults(const char *path, const char *label, unsigned long rate)
+{
+    int status = 0;
+    LADSPA_Descriptor_Function f = load(path, &status);
+    if (f == NULL)
+        return status;
+    const LADSPA_Descriptor *desc;
+    for (unsigned long i = 0; (desc = f(i)) != NULL; i++) {
+        if (desc->Label == NULL || strcmp(desc->Label, label) != 0)
+            continue;
+        for (unsigned long p = 0; p < desc->PortCount; p++) {
+            LADSPA_PortDescriptor d = desc->PortDescriptors[p];
+            if (port_is_valid(d) && LADSPA_IS_PORT_CONTROL(d) && LADSPA_IS_PORT_INPUT(d))
+                printf("%lu\t%.9g\n", p, (double)default_value(&desc->PortRangeHints[p], rate));
+        }
+        return fflush(stdout) == 0 ? 0 : EXIT_IO;
+    }
+    fprintf(stderr, "%s: no plugin labelled %s\n", path, label);
+    return EXIT_DESCRIPTOR;
+}
+
 int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "--list") == 0)
         return list(argv[2]);
+    if (argc == 5 && strcmp(argv[1], "--defaults") == 0)
+        return defaults(argv[2], argv[3], strtoul(argv[4], NULL, 10));
     if (argc < 8)
         return usage();
 

@@ -39,8 +39,12 @@ from ._native import (
     libc,
     library,
 )
+from .media import AudioEffect, AudioPort, VideoFilter, VideoParameter
 
-__all__ = ["Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs", "Handle", "FunctionSession"] + _errors.__all__
+__all__ = [
+    "Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs", "Handle", "FunctionSession",
+    "AudioEffect", "AudioPort", "VideoFilter", "VideoParameter",
+] + _errors.__all__
 
 _SCOPES = {"application": 0, "none": 1}
 
