@@ -122,5 +122,18 @@ step "The machine's C libraries, confined, from Python: zlib's deflate stream an
 run env PYTHONPATH="$PWD/Bindings/Python/src" PLUGIND_LIBRARY="$bin/libPlugindHost.so" PYTHONDONTWRITEBYTECODE=1 \
     python3 Examples/PythonHost/c_libraries.py --size 1048576 --count 2000
 
+step "The machine's LADSPA audio effects and frei0r video filters, unchanged, each in its own confined worker"
+export LADSPA_PATH=/usr/lib/ladspa FREI0R_PATH=/usr/lib/frei0r-1
+run plugind scan
+plugind approve ladspa.amp.amp-mono --yes >/dev/null
+plugind approve frei0r.invert0r --yes >/dev/null
+python3 -c 'import math, struct, sys, wave
+w = wave.open(sys.argv[1], "wb"); w.setnchannels(2); w.setsampwidth(2); w.setframerate(48000)
+w.writeframes(b"".join(struct.pack("<hh", int(20000 * math.sin(i * 0.0576)), int(20000 * math.sin(i * 0.0864))) for i in range(48000)))
+w.close()' "$demo/tone.wav"
+run plugind audio apply ladspa.amp.amp-mono "$demo/tone.wav" "$demo/tone-quieter.wav" --control Gain=0.25
+head -c $((64 * 48 * 4 * 3)) /dev/urandom >"$demo/frames.rgba"
+run plugind video apply frei0r.invert0r "$demo/frames.rgba" "$demo/inverted.rgba" --size 64x48
+
 echo
 echo "demo: done (state kept in $demo)"
