@@ -62,10 +62,13 @@ struct MediaCommandTests {
         let document = try #require(try JSONSerialization.jsonObject(with: Data(scan.standardOutput)) as? [String: Any])
         let plugins = try #require(document["plugins"] as? [[String: Any]]).compactMap { $0["identifier"] as? String }
         #expect(plugins.contains("ladspa.amp.amp-mono") && plugins.contains("frei0r.invert0r"))
-        for identifier in ["ladspa.amp.amp-mono", "ladspa.amp.amp-stereo"] {
-            let approved = try await Self.run("approve", identifier, "--yes", in: test)
-            #expect(approved.status == 0, "\(approved.stderr)")
-        }
+        // A whole library at once: every plugin the pattern matches, each reviewed and pinned.
+        let approved = try await Self.run("approve", "ladspa.amp.*", "--yes", in: test)
+        #expect(approved.status == 0, "\(approved.stderr)")
+        #expect(approved.stderr.contains("Approved ladspa.amp.amp-mono.") && approved.stderr.contains("Approved ladspa.amp.amp-stereo."))
+        let unmatched = try await Self.run("approve", "ladspa.no-such-library.*", "--yes", in: test)
+        #expect(unmatched.status == 69)
+        #expect(unmatched.stderr.contains("no installed plugin matches"), "\(unmatched.stderr)")
         let directory = test.directory.path
         let stereo = try await Self.writeWAV(directory + "/stereo.wav", channels: 2, frames: 5000)
         // A plugin of one input: each channel through an instance of its own.

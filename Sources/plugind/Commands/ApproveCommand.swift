@@ -1,5 +1,6 @@
 import ExtensionFoundation
 import Foundation
+import Glibc
 import PlugindBundle
 import PlugindEngine
 import PlugindPolicyEditing
@@ -26,7 +27,9 @@ struct ApproveCommand: PlugindCommand {
             the requested permissions change later, the plugin is unapproved again until approved
             anew.
             """,
-        arguments: [("<id>", "The plugin's identifier.")],
+        arguments: [
+            ("<id>", "The plugin's identifier, or a pattern such as ladspa.cmt.* for every plugin it matches (a whole library's).")
+        ],
         options: [Options.yes, Options.administrator]
     )
 
@@ -41,24 +44,39 @@ struct ApproveCommand: PlugindCommand {
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
-        let item = try PluginLookup.item(identifier, in: Inventory.take(host: context.host), host: context.host)
-        let manifest = item.entry.manifest
-        // What is shown is what is written: the review reads and hashes the bundle once.
-        let review: ApprovalReview
-        do {
-            review = try ApprovalReview(
-                entry: item.entry,
-                previous: ApprovalReview.previousApproval(of: item.entry.identifier, host: context.host, administrator: administrator))
-        } catch {
-            throw CommandFailure(message: "\(error)", status: .failure)
+        let inventory = Inventory.take(host: context.host)
+        let items: [Inventory.Item]
+        if Self.isPattern(identifier) {
+            // A whole library's plugins (ladspa.cmt.*), each reviewed and pinned as one alone is.
+            items = inventory.items.filter { fnmatch(identifier.lowercased(), $0.entry.identifier.lowercased(), 0) == 0 }
+            guard !items.isEmpty else {
+                throw CommandFailure(
+                    message: "no installed plugin matches \(identifier.inert); see 'plugind list --all'", status: .unavailable)
+            }
+        } else {
+            items = [try PluginLookup.item(identifier, in: inventory, host: context.host)]
         }
-        context.console.err("Approving " + PluginDescription.reviewLines(review, host: context.host).joined(separator: "\n") + "\n\n")
+        // What is shown is what is written: the review reads and hashes each bundle once.
+        var reviews: [(identifier: String, review: ApprovalReview)] = []
+        for item in items {
+            do {
+                let review = try ApprovalReview(
+                    entry: item.entry,
+                    previous: ApprovalReview.previousApproval(of: item.entry.identifier, host: context.host, administrator: administrator))
+                reviews.append((item.entry.identifier, review))
+            } catch {
+                throw CommandFailure(message: "\(error)", status: .failure)
+            }
+            context.console.err(
+                "Approving " + PluginDescription.reviewLines(reviews[reviews.count - 1].review, host: context.host).joined(separator: "\n")
+                    + "\n\n")
+        }
         if !assumeYes {
             guard context.console.standardInputIsTerminal else {
                 throw CommandFailure(
                     message: "refusing to approve without confirmation; pass --yes to approve non-interactively", status: .usage)
             }
-            context.console.err("Approve this plugin? [y/N] ")
+            context.console.err(reviews.count == 1 ? "Approve this plugin? [y/N] " : "Approve these \(reviews.count) plugins? [y/N] ")
             let answer = context.console.readLine()?.lowercased() ?? ""
             guard answer == "y" || answer == "yes" else {
                 context.console.err("Not approved.\n")
@@ -66,12 +84,20 @@ struct ApproveCommand: PlugindCommand {
             }
         }
         let editor = PolicyEditor(for: context.host, administrator: administrator)
-        do {
-            try editor.record(review.approval, for: item.entry.identifier)
-        } catch {
-            throw CommandFailure(message: "\(error)", status: .failure)
+        for (identifier, review) in reviews {
+            do {
+                try editor.record(review.approval, for: identifier)
+            } catch {
+                throw CommandFailure(message: "\(error)", status: .failure)
+            }
+            context.console.err("Approved \(identifier.inert).\n")
         }
-        context.console.err("Approved \(manifest.identifier.inert).\n")
         return .success
+    }
+
+    /// Whether `text` is a shell pattern (`*`, `?`, `[…]`) rather than one identifier, which
+    /// never holds those characters.
+    static func isPattern(_ text: String) -> Bool {
+        text.contains { "*?[".contains($0) }
     }
 }
