@@ -98,21 +98,10 @@ enum ForeignPluginBenchmarks {
         }
         let local = try InProcessChain(length: chainLength)
         let signal = input(frames: block * 64)
+        let chain = try AudioEffectChain(effects)
         func runConfined(_ samples: ArraySlice<Float>) async throws {
-            try effects[0].withSamples(port: 1) { buffer in
-                for (offset, sample) in samples.enumerated() { buffer[offset] = sample }
-            }
-            for (position, effect) in effects.enumerated() {
-                try await effect.run(frames: samples.count)
-                if position + 1 < effects.count {
-                    let next = effects[position + 1]
-                    try effect.withSamples(port: 2) { output in
-                        try next.withSamples(port: 1) { input in
-                            for offset in 0..<samples.count { input[offset] = output[offset] }
-                        }
-                    }
-                }
-            }
+            try chain.withInput(0) { _ = $0.update(fromContentsOf: samples) }
+            try await chain.run(frames: samples.count)
         }
         var confined: [Double] = []
         var inProcess: [Double] = []

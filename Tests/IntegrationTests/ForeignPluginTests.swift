@@ -286,4 +286,46 @@ struct ForeignPluginTests {
         }
         print("frei0r: \(libraries.count) plugins, \(identical) byte-identical")
     }
+
+    @Test("A chain of effects in their own workers: each output feeds the next input; a link that does not fit is refused by name")
+    func chain() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        for (identifier, label, ports) in [("ladspa.amp.amp-mono", "amp_mono", 3), ("ladspa.amp.amp-stereo", "amp_stereo", 5)] {
+            try Self.writeManifest(
+                test, identifier: identifier, library: Self.ladspaDirectory + "/amp.so",
+                adapter: ["abi": "ladspa", "plugin": label, "buffers": ports], point: "org.plugind.tests.audio")
+        }
+        var processes: [AppExtensionProcess] = []
+        var effects: [AudioEffect] = []
+        for gain: Float in [0.5, 4, 0.125] {
+            let process = try await AppExtensionProcess(configuration: try test.configuration("ladspa.amp.amp-mono"))
+            processes.append(process)
+            let effect = try await AudioEffect(process: process, sampleRate: 44_100, maximumFrames: 128)
+            try effect.setControl(0, to: gain)
+            effects.append(effect)
+        }
+        #expect(Set(processes.map(\.processIdentifier)).count == 3, "each effect has a worker of its own")
+        let chain = try AudioEffectChain(effects)
+        let signal = Self.signal(channel: 0)
+        var output: [Float] = []
+        for start in stride(from: 0, to: 1280, by: 128) {
+            try chain.withInput(0) { _ = $0.update(fromContentsOf: signal[start..<start + 128]) }
+            try await chain.run(frames: 128)
+            output += try chain.withOutput(0) { Array($0) }
+        }
+        // 0.5 × 4 × 0.125, each product exact in float32.
+        #expect(output == signal.prefix(1280).map { $0 * 0.5 * 4 * 0.125 })
+
+        let stereo = try await AppExtensionProcess(configuration: try test.configuration("ladspa.amp.amp-stereo"))
+        processes.append(stereo)
+        let wide = try await AudioEffect(process: stereo, sampleRate: 44_100, maximumFrames: 128)
+        #expect(throws: AppExtensionError.self) { _ = try AudioEffectChain([effects[0], wide]) }
+        do {
+            _ = try AudioEffectChain([effects[0], wide])
+        } catch {
+            #expect(error.reason.contains("takes 2 audio inputs") && error.reason.contains("gives 1"), "\(error)")
+        }
+        for process in processes { await process.invalidateAndWait() }
+    }
 }

@@ -1,0 +1,75 @@
+import PlugindEngine
+
+/// LADSPA effects run one after another on each block, each in its own confined worker: effect
+/// k's audio outputs feed effect k + 1's audio inputs, in port order (Linux addition). The
+/// samples move between the effects' shared buffers in this process; each call carries only the
+/// frame count. An effect that crashes or misses its deadline fails the run with its own typed
+/// error; the others are unharmed.
+public final class AudioEffectChain: Sendable {
+    public let effects: [AudioEffect]
+    /// The first effect's audio inputs and the last effect's audio outputs, in port order.
+    public let inputs: [AudioEffect.Port]
+    public let outputs: [AudioEffect.Port]
+
+    /// Refuses (`invalidArguments`) an empty chain, effects of different sample rates or block
+    /// sizes, and a link whose outputs and inputs differ in number, naming the link.
+    public init(_ effects: [AudioEffect]) throws(AppExtensionError) {
+        guard let first = effects.first, let last = effects.last else {
+            throw AppExtensionError(.invalidArguments, plugin: nil, "a chain of no effects")
+        }
+        for (position, effect) in effects.enumerated() {
+            let identifier = effect.process.plan.pluginIdentifier
+            guard effect.sampleRate == first.sampleRate, effect.maximumFrames == first.maximumFrames else {
+                throw AppExtensionError(
+                    .invalidArguments, plugin: identifier,
+                    "runs at \(effect.sampleRate) Hz with \(effect.maximumFrames)-frame ports; the chain's first effect at \(first.sampleRate) Hz with \(first.maximumFrames)"
+                )
+            }
+            guard position > 0 else { continue }
+            let given = effects[position - 1].ports.filter { $0.kind == .audioOutput }.count
+            let taken = effect.ports.filter { $0.kind == .audioInput }.count
+            guard given == taken else {
+                throw AppExtensionError(
+                    .invalidArguments, plugin: identifier,
+                    "takes \(taken) audio input\(taken == 1 ? "" : "s"); effect \(position - 1) of the chain gives \(given)")
+            }
+        }
+        self.effects = effects
+        inputs = first.ports.filter { $0.kind == .audioInput }
+        outputs = last.ports.filter { $0.kind == .audioOutput }
+    }
+
+    /// The chain's input `channel` (the first effect's audio input in that place).
+    public func withInput<Result>(_ channel: Int, _ body: (UnsafeMutableBufferPointer<Float>) throws -> Result) throws -> Result {
+        guard inputs.indices.contains(channel) else {
+            throw AppExtensionError(.invalidArguments, plugin: nil, "the chain has \(inputs.count) input channels, not \(channel + 1)")
+        }
+        return try effects[0].withSamples(port: inputs[channel].index, body)
+    }
+
+    /// The chain's output `channel` as the last run left it.
+    public func withOutput<Result>(_ channel: Int, _ body: (UnsafeMutableBufferPointer<Float>) throws -> Result) throws -> Result {
+        guard outputs.indices.contains(channel) else {
+            throw AppExtensionError(.invalidArguments, plugin: nil, "the chain has \(outputs.count) output channels, not \(channel + 1)")
+        }
+        return try effects[effects.count - 1].withSamples(port: outputs[channel].index, body)
+    }
+
+    /// Runs every effect over `frames`, in order, each within `timeout`.
+    public func run(frames: Int, timeout: Duration? = nil) async throws {
+        for (position, effect) in effects.enumerated() {
+            try await effect.run(frames: frames, timeout: timeout)
+            guard position + 1 < effects.count else { continue }
+            let next = effects[position + 1]
+            let from = effect.ports.filter { $0.kind == .audioOutput }
+            let to = next.ports.filter { $0.kind == .audioInput }
+            for (output, input) in zip(from, to) {
+                try effect.withSamples(port: output.index) { source in
+                    try next.withSamples(port: input.index) { target in
+                        _ = target.update(fromContentsOf: source.prefix(frames))
+                    }
+                }
+            }
+        }
+    }
+}
