@@ -149,8 +149,6 @@ let package = Package(
         .target(name: "CHeaderReader", cSettings: gnuSource),
         // libarchive: plugin packages (`plugind pack`, `plugind install FILE`); the CLI only.
         .systemLibrary(name: "CArchive", pkgConfig: "libarchive", providers: [.apt(["libarchive-dev"])]),
-        // Audio files for 'plugind audio apply' (libsndfile; Debian's libsndfile1-dev).
-        .systemLibrary(name: "CSndfile", pkgConfig: "sndfile", providers: [.apt(["libsndfile1-dev"])]),
         .systemLibrary(name: "CFFI", pkgConfig: "libffi", providers: [.apt(["libffi-dev"])]),
         .systemLibrary(name: "CCrypto", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // The plugin ABI: one C header shared by the worker, C plugins and PluginKit.
@@ -210,7 +208,7 @@ let package = Package(
             name: "plugind",
             dependencies: [
                 "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindBundle", "PlugindPackages", "PlugindSystem",
-                "PlugindWire", "CTerminal", "CArchive", "CPlugindShims", "CHeaderReader", "CSndfile",
+                "PlugindWire", "CTerminal", "CArchive", "CPlugindShims", "CHeaderReader",
             ],
             swiftSettings: swiftSettings
         ),
