@@ -27,7 +27,8 @@ struct AudioFile {
         static func load() throws(Failure) -> Library {
             guard let handle = dlopen("libsndfile.so.1", RTLD_NOW | RTLD_LOCAL) else {
                 throw Failure(
-                    description: "cannot load libsndfile.so.1, which reads and writes the sound files (sudo apt install libsndfile1): \(String(cString: dlerror()))"
+                    description:
+                        "cannot load libsndfile.so.1, which reads and writes the sound files (sudo apt install libsndfile1): \(String(cString: dlerror()))"
                 )
             }
             func symbol<T>(_ name: String, _ type: T.Type) throws(Failure) -> T {
