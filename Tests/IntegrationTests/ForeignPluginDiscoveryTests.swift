@@ -117,4 +117,20 @@ struct ForeignPluginDiscoveryTests {
         // The crashing and hanging ones are remembered (their bytes did not change): not run again.
         #expect(touched.scanned == 0, "touched: \(touched.scanned) scanned")
     }
+
+    @Test("A host scans through the public API: the plugins it lists are identities of the catalog")
+    func hostScan() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let environment = ["LADSPA_PATH": ForeignPluginTests.ladspaDirectory, "FREI0R_PATH": ForeignPluginTests.frei0rDirectory]
+        let scan = try await test.host.scanForeignPlugins(environment: environment)
+        #expect(scan.failures.isEmpty, "\(scan.failures)")
+        let amp = try #require(scan.plugins.first { $0.identifier == "ladspa.amp.amp-mono" })
+        #expect(amp.abi == "ladspa" && amp.library == "/usr/lib/ladspa/amp.so" && amp.name == "Mono Amplifier")
+        #expect(amp.summary.contains("Gain (0…, default 1, logarithmic)"), "\(amp.summary)")
+        let identity = try test.identity("frei0r.invert0r")
+        #expect(identity.extensionPointIdentifier == "org.plugind.frei0r")
+        let again = try await test.host.scanForeignPlugins(environment: environment)
+        #expect(again.scanned == 0 && again.reused == scan.scanned + scan.reused)
+    }
 }

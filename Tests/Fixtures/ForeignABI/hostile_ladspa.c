@@ -18,6 +18,7 @@
  *                          the input.
  *   0xFF0003 crash_in_run  stores through a NULL pointer: SIGSEGV.
  *   0xFF0004 hang_in_run   never returns.
+ *   0xFF0005 scribble      writes past the end of its output until it faults.
  * The probes run on every run() call and report in that block's first samples.
  */
 #include <ladspa.h>
@@ -122,6 +123,16 @@ static void run_crash(LADSPA_Handle handle, unsigned long count)
     *target = 1;
 }
 
+/* Writes far past the end of its output port, as a plugin with a length bug would: through the
+   other ports and off the end of the memory the buffers live in. */
+static void run_scribble(LADSPA_Handle handle, unsigned long count)
+{
+    struct instance *self = handle;
+    volatile LADSPA_Data *target = self->output;
+    for (unsigned long i = 0; i < count + (64ul << 20); i++)
+        target[i] = 1e30f;
+}
+
 static void run_hang(LADSPA_Handle handle, unsigned long count)
 {
     (void)handle;
@@ -167,6 +178,7 @@ static const LADSPA_Descriptor descriptors[] = {
     HOSTILE_DESCRIPTOR(0xFF0002, "open_socket", "Hostile: open a socket in run", run_open_socket),
     HOSTILE_DESCRIPTOR(0xFF0003, "crash_in_run", "Hostile: NULL store in run", run_crash),
     HOSTILE_DESCRIPTOR(0xFF0004, "hang_in_run", "Hostile: endless loop in run", run_hang),
+    HOSTILE_DESCRIPTOR(0xFF0005, "scribble", "Hostile: writes past its output in run", run_scribble),
 };
 
 const LADSPA_Descriptor *ladspa_descriptor(unsigned long index)
