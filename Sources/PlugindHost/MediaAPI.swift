@@ -29,14 +29,32 @@ private func timeout(_ milliseconds: UInt32) -> Duration? {
     milliseconds == 0 ? nil : .milliseconds(Int64(milliseconds))
 }
 
+/// The object behind `handle`, or nil with an invalid-argument error naming `what` it should be.
+private func held<Object>(
+    _ handle: OpaquePointer?, as type: Object.Type, _ what: String, _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> Object? {
+    guard let object = HandleRegistry.shared.object(handle, as: type) else {
+        HostError.invalidArgument("not a plugind \(what) (NULL, or already released)").report(to: error)
+        return nil
+    }
+    return object
+}
+
+/// Runs `work` on the caller's thread until it ends: 0, or -1 with its error in `*error`.
+private func blockingStatus(_ error: UnsafeMutablePointer<OpaquePointer?>?, _ work: @escaping @Sendable () async throws -> Void) -> Int32 {
+    switch BlockingCall.run(work) {
+    case .success: return 0
+    case .failure(let failure):
+        HostError(failure).report(to: error)
+        return -1
+    }
+}
+
 @_cdecl("plugind_audio_effect_create")
 public func plugindAudioEffectCreate(
     _ process: OpaquePointer?, _ sampleRate: UInt32, _ maximumFrames: UInt32, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> OpaquePointer? {
-    guard let process = HandleRegistry.shared.object(process, as: HostProcess.self) else {
-        HostError.invalidArgument("not a plugind process (NULL, or already released)").report(to: error)
-        return nil
-    }
+    guard let process = held(process, as: HostProcess.self, "process", error) else { return nil }
     let made = BlockingCall.run {
         try await AudioEffect(process: process.process, sampleRate: Int(sampleRate), maximumFrames: Int(maximumFrames))
     }
@@ -82,10 +100,7 @@ public func plugindAudioEffectSamples(_ effect: OpaquePointer?, _ port: Int) -> 
 public func plugindAudioEffectSetControl(
     _ effect: OpaquePointer?, _ port: Int, _ value: Float, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    guard let held = HandleRegistry.shared.object(effect, as: HostAudioEffect.self) else {
-        HostError.invalidArgument("not a plugind audio effect (NULL, or already released)").report(to: error)
-        return -1
-    }
+    guard let held = held(effect, as: HostAudioEffect.self, "audio effect", error) else { return -1 }
     do {
         try held.effect.setControl(port, to: value)
         return 0
@@ -108,17 +123,9 @@ public func plugindAudioEffectControl(_ effect: OpaquePointer?, _ port: Int, _ v
 public func plugindAudioEffectRun(
     _ effect: OpaquePointer?, _ frames: UInt32, _ timeoutMilliseconds: UInt32, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    guard let held = HandleRegistry.shared.object(effect, as: HostAudioEffect.self) else {
-        HostError.invalidArgument("not a plugind audio effect (NULL, or already released)").report(to: error)
-        return -1
-    }
+    guard let held = held(effect, as: HostAudioEffect.self, "audio effect", error) else { return -1 }
     let effect = held.effect
-    switch BlockingCall.run({ try await effect.run(frames: Int(frames), timeout: timeout(timeoutMilliseconds)) }) {
-    case .success: return 0
-    case .failure(let failure):
-        HostError(failure).report(to: error)
-        return -1
-    }
+    return blockingStatus(error) { try await effect.run(frames: Int(frames), timeout: timeout(timeoutMilliseconds)) }
 }
 
 @_cdecl("plugind_audio_effect_release")
@@ -130,10 +137,7 @@ public func plugindAudioEffectRelease(_ effect: OpaquePointer?) {
 public func plugindVideoFilterCreate(
     _ process: OpaquePointer?, _ width: UInt32, _ height: UInt32, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> OpaquePointer? {
-    guard let process = HandleRegistry.shared.object(process, as: HostProcess.self) else {
-        HostError.invalidArgument("not a plugind process (NULL, or already released)").report(to: error)
-        return nil
-    }
+    guard let process = held(process, as: HostProcess.self, "process", error) else { return nil }
     switch BlockingCall.run({ try await VideoFilter(process: process.process, width: Int(width), height: Int(height)) }) {
     case .success(let filter): return HandleRegistry.shared.insert(HostVideoFilter(filter))
     case .failure(let failure):
@@ -191,10 +195,7 @@ public func plugindVideoFilterSetParameter(
     _ filter: OpaquePointer?, _ index: Int, _ values: UnsafePointer<Double>?, _ count: Int, _ text: UnsafePointer<CChar>?,
     _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    guard let held = HandleRegistry.shared.object(filter, as: HostVideoFilter.self) else {
-        HostError.invalidArgument("not a plugind video filter (NULL, or already released)").report(to: error)
-        return -1
-    }
+    guard let held = held(filter, as: HostVideoFilter.self, "video filter", error) else { return -1 }
     guard held.filter.parameters.indices.contains(index) else {
         HostError(code: PLUGIND_ERROR_INVALID_ARGUMENTS, message: "no parameter \(index): the plugin has \(held.filter.parameters.count)")
             .report(to: error)
@@ -220,29 +221,16 @@ public func plugindVideoFilterSetParameter(
         return -1
     }
     let videoFilter = held.filter
-    switch BlockingCall.run({ try await videoFilter.setParameter(index, to: value) }) {
-    case .success: return 0
-    case .failure(let failure):
-        HostError(failure).report(to: error)
-        return -1
-    }
+    return blockingStatus(error) { try await videoFilter.setParameter(index, to: value) }
 }
 
 @_cdecl("plugind_video_filter_update")
 public func plugindVideoFilterUpdate(
     _ filter: OpaquePointer?, _ time: Double, _ timeoutMilliseconds: UInt32, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    guard let held = HandleRegistry.shared.object(filter, as: HostVideoFilter.self) else {
-        HostError.invalidArgument("not a plugind video filter (NULL, or already released)").report(to: error)
-        return -1
-    }
+    guard let held = held(filter, as: HostVideoFilter.self, "video filter", error) else { return -1 }
     let videoFilter = held.filter
-    switch BlockingCall.run({ try await videoFilter.update(time: time, timeout: timeout(timeoutMilliseconds)) }) {
-    case .success: return 0
-    case .failure(let failure):
-        HostError(failure).report(to: error)
-        return -1
-    }
+    return blockingStatus(error) { try await videoFilter.update(time: time, timeout: timeout(timeoutMilliseconds)) }
 }
 
 @_cdecl("plugind_video_filter_release")

@@ -225,26 +225,34 @@ static int read_exact(const char *path, float *dst, unsigned long count)
     return ok;
 }
 
+/* The descriptor of `path` labelled `label`, or NULL with *status set and the cause printed. */
+static const LADSPA_Descriptor *find(const char *path, const char *label, int *status)
+{
+    LADSPA_Descriptor_Function f = load(path, status);
+    if (f == NULL)
+        return NULL;
+    const LADSPA_Descriptor *desc;
+    for (unsigned long i = 0; (desc = f(i)) != NULL; i++)
+        if (desc->Label != NULL && strcmp(desc->Label, label) == 0)
+            return desc;
+    fprintf(stderr, "%s: no descriptor labelled %s\n", path, label);
+    *status = EXIT_DESCRIPTOR;
+    return NULL;
+}
+
 /* Prints "INDEX\tVALUE" for each control input of LABEL: its default at RATE, by the rule above. */
 static int defaults(const char *path, const char *label, unsigned long rate)
 {
     int status = 0;
-    LADSPA_Descriptor_Function f = load(path, &status);
-    if (f == NULL)
+    const LADSPA_Descriptor *desc = find(path, label, &status);
+    if (desc == NULL)
         return status;
-    const LADSPA_Descriptor *desc;
-    for (unsigned long i = 0; (desc = f(i)) != NULL; i++) {
-        if (desc->Label == NULL || strcmp(desc->Label, label) != 0)
-            continue;
-        for (unsigned long p = 0; p < desc->PortCount; p++) {
-            LADSPA_PortDescriptor d = desc->PortDescriptors[p];
-            if (port_is_valid(d) && LADSPA_IS_PORT_CONTROL(d) && LADSPA_IS_PORT_INPUT(d))
-                printf("%lu\t%.9g\n", p, (double)default_value(&desc->PortRangeHints[p], rate));
-        }
-        return fflush(stdout) == 0 ? 0 : EXIT_IO;
+    for (unsigned long p = 0; p < desc->PortCount; p++) {
+        LADSPA_PortDescriptor d = desc->PortDescriptors[p];
+        if (port_is_valid(d) && LADSPA_IS_PORT_CONTROL(d) && LADSPA_IS_PORT_INPUT(d))
+            printf("%lu\t%.9g\n", p, (double)default_value(&desc->PortRangeHints[p], rate));
     }
-    fprintf(stderr, "%s: no plugin labelled %s\n", path, label);
-    return EXIT_DESCRIPTOR;
+    return fflush(stdout) == 0 ? 0 : EXIT_IO;
 }
 
 int main(int argc, char **argv)
@@ -264,17 +272,9 @@ int main(int argc, char **argv)
         return usage();
 
     int status = 0;
-    LADSPA_Descriptor_Function f = load(path, &status);
-    if (f == NULL)
+    const LADSPA_Descriptor *desc = find(path, label, &status);
+    if (desc == NULL)
         return status;
-    const LADSPA_Descriptor *desc = NULL;
-    for (unsigned long i = 0; (desc = f(i)) != NULL; i++)
-        if (desc->Label != NULL && strcmp(desc->Label, label) == 0)
-            break;
-    if (desc == NULL) {
-        fprintf(stderr, "%s: no descriptor labelled %s\n", path, label);
-        return EXIT_DESCRIPTOR;
-    }
     if (desc->instantiate == NULL || desc->connect_port == NULL || desc->run == NULL
         || desc->cleanup == NULL) {
         fprintf(stderr, "%s: NULL mandatory function pointer\n", label);
