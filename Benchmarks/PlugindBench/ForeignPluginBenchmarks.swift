@@ -84,7 +84,7 @@ enum ForeignPluginBenchmarks {
 
     /// Per block: the chain confined (each effect in its worker; the host moves each block from
     /// one effect's output to the next's input) and in-process; alternating, `blocks` of each.
-    static func chain(_ bench: BenchHost, blocks: Int, pacedSeconds: Int) async throws {
+    static func chain(_ bench: BenchHost, blocks: Int, pacedSeconds: Int, length chainLength: Int = chainLength) async throws {
         let identifier = try install(
             bench, identifier: "ladspa.cmt.lpf", library: ladspaLibrary, adapter: ["abi": "ladspa", "plugin": ladspaLabel, "buffers": 3])
         var processes: [AppExtensionProcess] = []
@@ -116,10 +116,11 @@ enum ForeignPluginBenchmarks {
         }
         let sorted = confined.sorted()
         let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
-        Measurement(name: "ladspa-chain-8-confined", values: confined, extra: ["p99": p99]).report()
-        Measurement(name: "ladspa-chain-8-in-process", values: inProcess).report()
+        let name = "ladspa-chain-\(chainLength)"
+        Measurement(name: name + "-confined", values: confined, extra: ["p99": p99]).report()
+        Measurement(name: name + "-in-process", values: inProcess).report()
         let extra = zip(confined, inProcess).map { ($0 - $1) / Double(chainLength) }
-        Measurement(name: "ladspa-chain-8-extra-per-plugin", values: extra).report()
+        Measurement(name: name + "-extra-per-plugin", values: extra).report()
 
         // Paced: each block started at its time in the stream, due by the next one's.
         if pacedSeconds > 0 {
@@ -141,7 +142,7 @@ enum ForeignPluginBenchmarks {
             }
             let ordered = times.sorted()
             Measurement(
-                name: "ladspa-chain-8-paced", values: times,
+                name: name + "-paced", values: times,
                 extra: [
                     "missed": Double(missed), "blocks": Double(count), "p99": ordered[min(ordered.count - 1, ordered.count * 99 / 100)],
                 ]

@@ -119,7 +119,9 @@ enum PlugindBench {
             case "ladspa-chain":
                 let bench = try BenchHost()
                 defer { bench.remove() }
-                try await ForeignPluginBenchmarks.chain(bench, blocks: iterations, pacedSeconds: option("paced-seconds", 0))
+                try await ForeignPluginBenchmarks.chain(
+                    bench, blocks: iterations, pacedSeconds: option("paced-seconds", 0),
+                    length: option("length", ForeignPluginBenchmarks.chainLength))
             case "invert0r-1080p":
                 let bench = try BenchHost()
                 defer { bench.remove() }
