@@ -196,6 +196,12 @@ public final class AudioEffect: Sendable {
         }
     }
 
+    /// What the plugin reports while it runs: its log lines and what the sandbox refused it (a
+    /// file, a socket), one `sandboxRefusal` each — how a plugin that needs more says so.
+    public func messages() -> AppExtensionMessages {
+        connection.messages()
+    }
+
     /// Deactivates the plugin: the next run activates it again, its history cleared.
     public func reset() async throws {
         _ = try await connection.send(ForeignPluginRequest.reset.encoded)

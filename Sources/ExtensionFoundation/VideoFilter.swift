@@ -194,6 +194,11 @@ public final class VideoFilter: Sendable {
         }
     }
 
+    /// What the plugin reports while it runs: its log lines and what the sandbox refused it.
+    public func messages() -> AppExtensionMessages {
+        connection.messages()
+    }
+
     /// Renders one frame at `time` (seconds) from the inputs into the output, within `timeout`
     /// (nil: the plugin's request timeout).
     public func update(time: Double, timeout: Duration? = nil) async throws {

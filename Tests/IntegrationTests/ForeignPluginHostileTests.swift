@@ -54,8 +54,11 @@ struct ForeignPluginHostileTests {
         return Library(test: test, path: path, reference: reference, secret: secret)
     }
 
-    /// The first two output samples of `label` in-process (the reference host) and confined.
-    static func firstSamples(_ label: String, _ library: Library) async throws -> (inProcess: [Float], confined: [Float]) {
+    /// The first two output samples of `label` in-process (the reference host) and confined, and
+    /// what the sandbox reported refusing the confined plugin.
+    static func firstSamples(_ label: String, _ library: Library) async throws -> (
+        inProcess: [Float], confined: [Float], refusals: [AppExtensionMessage.SandboxRefusal]
+    ) {
         let input = library.test.directory.path + "/in.f32"
         let output = library.test.directory.path + "/out.f32"
         try Data(ForeignPluginTests.bytes([Float](repeating: 0.25, count: 64))).write(to: URL(fileURLWithPath: input))
@@ -68,11 +71,17 @@ struct ForeignPluginHostileTests {
         let identifier = "ladspa.hostile-ladspa." + label.replacing("_", with: "-")
         let process = try await AppExtensionProcess(configuration: try library.test.configuration(identifier))
         let effect = try await AudioEffect(process: process, sampleRate: 48_000, maximumFrames: 64)
+        let messages = effect.messages()
         try effect.withSamples(port: 0) { $0.update(repeating: 0.25) }
         try await effect.run(frames: 64)
         let confined = try effect.withSamples(port: 1) { Array($0.prefix(2)) }
+        // The stream ends with the worker: every report sent before its end is in it.
         await process.invalidateAndWait()
-        return (inProcess, confined)
+        var refusals: [AppExtensionMessage.SandboxRefusal] = []
+        for await message in messages {
+            if case .sandboxRefusal(let refusal) = message { refusals.append(refusal) }
+        }
+        return (inProcess, confined, refusals)
     }
 
     @Test("Confined, a LADSPA plugin cannot read the owner's file or reach a socket on the loopback that it reaches in-process")
@@ -98,6 +107,10 @@ struct ForeignPluginHostileTests {
         let socket = try await Self.firstSamples("open_socket", library)
         #expect(socket.inProcess == [1, 1], "in-process the plugin connects to 127.0.0.1:\(port)")
         #expect(socket.confined[1] != 1, "confined no connection is made: socket \(socket.confined[0]), connect \(socket.confined[1])")
+        // And says so: what it needs beyond no permissions reaches the host as a refusal report. (The
+        // file above lies under /tmp, which the worker's view holds as its own scratch space: there
+        // it is simply absent, not refused.)
+        #expect(socket.refusals.contains { $0.call == "socket" || $0.call == "connect" }, "\(socket.refusals)")
     }
 
     @Test(
