@@ -42,6 +42,11 @@ package struct ForeignPluginLibrary: Sendable, Hashable {
     /// The path as found in its directory.
     package var path: String
 
+    package init(abi: ForeignABI, path: String) {
+        self.abi = abi
+        self.path = path
+    }
+
     /// The `.so` files of `directories`, each path once (the first directory that has it wins),
     /// in directory order and then by name. Hidden files and other files are skipped.
     package static func enumerate(_ directories: [ForeignPluginDirectory]) -> [ForeignPluginLibrary] {
