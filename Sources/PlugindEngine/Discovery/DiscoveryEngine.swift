@@ -92,12 +92,13 @@ final class DiscoveryEngine: Sendable {
         return { onChange in try DirectoryWatcher(loop: try WorkerEventLoop.shared(), ignoring: ignored, onChange: onChange) }
     }
 
-    /// Changes that are no change to the plugins: plugind's own catalog cache (and its temporary
-    /// files) in the state directory, which every scan may write — each scan caused another —
+    /// Changes that are no change to the plugins: plugind's own catalog cache and foreign-plugin
+    /// cache (and their temporary files) in the state directory, which every scan may write — each scan caused another —
     /// and hidden entries of a root, such as `plugind install`'s staging directory, which no scan
     /// looks at; the rename that ends an install is an event of its own.
     static func ignoredFiles(host: AppExtensionHost) -> [(directory: String, namePrefix: String)] {
-        [(host.stateDirectory.path, CatalogStore.fileName)] + SearchRoot.roots(of: host).map { ($0.path, ".") }
+        [(host.stateDirectory.path, CatalogStore.fileName), (host.stateDirectory.path, ForeignPluginCache.fileName)]
+            + SearchRoot.roots(of: host).map { ($0.path, ".") }
     }
 
     // MARK: Subscribers
