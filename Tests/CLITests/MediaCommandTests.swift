@@ -69,6 +69,13 @@ struct MediaCommandTests {
         let unmatched = try await Self.run("approve", "ladspa.no-such-library.*", "--yes", in: test)
         #expect(unmatched.status == 69)
         #expect(unmatched.stderr.contains("no installed plugin matches"), "\(unmatched.stderr)")
+        // A later scan of the same packages rewrites nothing: the approvals hold.
+        let rescan = try await Self.run("scan", "--json", in: test)
+        #expect(rescan.status == 0, "\(rescan.stderr)")
+        let listed = try await Self.run("list", "--json", in: test)
+        let entries = try #require(try JSONSerialization.jsonObject(with: Data(listed.standardOutput)) as? [String: Any])["plugins"]
+        let states = (entries as? [[String: Any]] ?? []).filter { ($0["identifier"] as? String)?.hasPrefix("ladspa.amp.") == true }
+        #expect(states.count == 2 && states.allSatisfy { $0["state"] as? String == "available" }, "\(states)")
         let directory = test.directory.path
         let stereo = try await Self.writeWAV(directory + "/stereo.wav", channels: 2, frames: 5000)
         // A plugin of one input: each channel through an instance of its own.
