@@ -233,7 +233,9 @@ let package = Package(
         ),
         .executableTarget(
             name: "plugind-bench",
-            dependencies: ["ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindBundle", "PlugindSystem", "CPlugindShims"],
+            dependencies: [
+                "ExtensionFoundation", "PlugindEngine", "PlugindPolicyEditing", "PlugindBundle", "PlugindSystem", "CPlugindShims",
+            ],
             path: "Benchmarks/PlugindBench",
             swiftSettings: swiftSettings
         ),

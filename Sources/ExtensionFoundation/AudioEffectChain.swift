@@ -10,6 +10,9 @@ public final class AudioEffectChain: Sendable {
     /// The first effect's audio inputs and the last effect's audio outputs, in port order.
     public let inputs: [AudioEffect.Port]
     public let outputs: [AudioEffect.Port]
+    /// For each effect but the last: its audio outputs paired with the next effect's inputs, by
+    /// port index.
+    private let links: [[(output: Int, input: Int)]]
 
     /// Refuses (`invalidArguments`) an empty chain, effects of different sample rates or block
     /// sizes, and a link whose outputs and inputs differ in number, naming the link.
@@ -35,6 +38,13 @@ public final class AudioEffectChain: Sendable {
             }
         }
         self.effects = effects
+        links = zip(effects, effects.dropFirst()).map { effect, next in
+            Array(
+                zip(
+                    effect.ports.filter { $0.kind == .audioOutput }.map(\.index),
+                    next.ports.filter { $0.kind == .audioInput }.map(\.index)
+                ).map { (output: $0, input: $1) })
+        }
         inputs = first.ports.filter { $0.kind == .audioInput }
         outputs = last.ports.filter { $0.kind == .audioOutput }
     }
@@ -59,13 +69,11 @@ public final class AudioEffectChain: Sendable {
     public func run(frames: Int, timeout: Duration? = nil) async throws {
         for (position, effect) in effects.enumerated() {
             try await effect.run(frames: frames, timeout: timeout)
-            guard position + 1 < effects.count else { continue }
+            guard position < links.count else { continue }
             let next = effects[position + 1]
-            let from = effect.ports.filter { $0.kind == .audioOutput }
-            let to = next.ports.filter { $0.kind == .audioInput }
-            for (output, input) in zip(from, to) {
-                try effect.withSamples(port: output.index) { source in
-                    try next.withSamples(port: input.index) { target in
+            for link in links[position] {
+                try effect.withSamples(port: link.output) { source in
+                    try next.withSamples(port: link.input) { target in
                         _ = target.update(fromContentsOf: source.prefix(frames))
                     }
                 }

@@ -30,7 +30,7 @@ private func timeout(_ milliseconds: UInt32) -> Duration? {
 }
 
 /// The object behind `handle`, or nil with an invalid-argument error naming `what` it should be.
-private func held<Object>(
+private func registered<Object>(
     _ handle: OpaquePointer?, as type: Object.Type, _ what: String, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Object? {
     guard let object = HandleRegistry.shared.object(handle, as: type) else {
@@ -54,7 +54,7 @@ private func blockingStatus(_ error: UnsafeMutablePointer<OpaquePointer?>?, _ wo
 public func plugindAudioEffectCreate(
     _ process: OpaquePointer?, _ sampleRate: UInt32, _ maximumFrames: UInt32, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> OpaquePointer? {
-    guard let process = held(process, as: HostProcess.self, "process", error) else { return nil }
+    guard let process = registered(process, as: HostProcess.self, "process", error) else { return nil }
     let made = BlockingCall.run {
         try await AudioEffect(process: process.process, sampleRate: Int(sampleRate), maximumFrames: Int(maximumFrames))
     }
@@ -100,7 +100,7 @@ public func plugindAudioEffectSamples(_ effect: OpaquePointer?, _ port: Int) -> 
 public func plugindAudioEffectSetControl(
     _ effect: OpaquePointer?, _ port: Int, _ value: Float, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    guard let held = held(effect, as: HostAudioEffect.self, "audio effect", error) else { return -1 }
+    guard let held = registered(effect, as: HostAudioEffect.self, "audio effect", error) else { return -1 }
     do {
         try held.effect.setControl(port, to: value)
         return 0
@@ -123,7 +123,7 @@ public func plugindAudioEffectControl(_ effect: OpaquePointer?, _ port: Int, _ v
 public func plugindAudioEffectRun(
     _ effect: OpaquePointer?, _ frames: UInt32, _ timeoutMilliseconds: UInt32, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    guard let held = held(effect, as: HostAudioEffect.self, "audio effect", error) else { return -1 }
+    guard let held = registered(effect, as: HostAudioEffect.self, "audio effect", error) else { return -1 }
     let effect = held.effect
     return blockingStatus(error) { try await effect.run(frames: Int(frames), timeout: timeout(timeoutMilliseconds)) }
 }
@@ -137,7 +137,7 @@ public func plugindAudioEffectRelease(_ effect: OpaquePointer?) {
 public func plugindVideoFilterCreate(
     _ process: OpaquePointer?, _ width: UInt32, _ height: UInt32, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> OpaquePointer? {
-    guard let process = held(process, as: HostProcess.self, "process", error) else { return nil }
+    guard let process = registered(process, as: HostProcess.self, "process", error) else { return nil }
     switch BlockingCall.run({ try await VideoFilter(process: process.process, width: Int(width), height: Int(height)) }) {
     case .success(let filter): return HandleRegistry.shared.insert(HostVideoFilter(filter))
     case .failure(let failure):
@@ -195,7 +195,7 @@ public func plugindVideoFilterSetParameter(
     _ filter: OpaquePointer?, _ index: Int, _ values: UnsafePointer<Double>?, _ count: Int, _ text: UnsafePointer<CChar>?,
     _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    guard let held = held(filter, as: HostVideoFilter.self, "video filter", error) else { return -1 }
+    guard let held = registered(filter, as: HostVideoFilter.self, "video filter", error) else { return -1 }
     guard held.filter.parameters.indices.contains(index) else {
         HostError(code: PLUGIND_ERROR_INVALID_ARGUMENTS, message: "no parameter \(index): the plugin has \(held.filter.parameters.count)")
             .report(to: error)
@@ -228,7 +228,7 @@ public func plugindVideoFilterSetParameter(
 public func plugindVideoFilterUpdate(
     _ filter: OpaquePointer?, _ time: Double, _ timeoutMilliseconds: UInt32, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Int32 {
-    guard let held = held(filter, as: HostVideoFilter.self, "video filter", error) else { return -1 }
+    guard let held = registered(filter, as: HostVideoFilter.self, "video filter", error) else { return -1 }
     let videoFilter = held.filter
     return blockingStatus(error) { try await videoFilter.update(time: time, timeout: timeout(timeoutMilliseconds)) }
 }

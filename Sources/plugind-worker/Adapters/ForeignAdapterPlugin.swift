@@ -115,9 +115,12 @@ enum ForeignText {
             String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self)
         }
     }
+}
 
+/// A foreign library's entry points, which its ABI names.
+enum ForeignSymbol {
     /// The symbol `name` of `library` as a function of type `T`, or nil.
-    static func symbol<T>(_ library: UnsafeMutableRawPointer, _ name: String, as type: T.Type) -> T? {
+    static func function<T>(_ library: UnsafeMutableRawPointer, _ name: String, as type: T.Type) -> T? {
         _ = dlerror()
         guard let address = dlsym(library, name) else { return nil }
         return unsafeBitCast(address, to: type)

@@ -36,7 +36,7 @@ final class Frei0rAdapter: ForeignAdapter {
 
     init(library: UnsafeMutableRawPointer, path: String, dataArea: UnsafeMutableRawBufferPointer?) throws(LoadFailure) {
         func required<T>(_ name: String, _ type: T.Type) throws(LoadFailure) -> T {
-            guard let function = ForeignText.symbol(library, name, as: type) else {
+            guard let function = ForeignSymbol.function(library, name, as: type) else {
                 throw LoadFailure(kind: .symbolMissing, message: "\(path) does not export \(name): it is not a frei0r library")
             }
             return function
@@ -50,8 +50,8 @@ final class Frei0rAdapter: ForeignAdapter {
             destruct: try required("f0r_destruct", plugind_frei0r_destruct_function.self),
             setParam: try required("f0r_set_param_value", plugind_frei0r_param_value_function.self),
             getParam: try required("f0r_get_param_value", plugind_frei0r_param_value_function.self))
-        functions.update = ForeignText.symbol(library, "f0r_update", as: plugind_frei0r_update_function.self)
-        functions.update2 = ForeignText.symbol(library, "f0r_update2", as: plugind_frei0r_update2_function.self)
+        functions.update = ForeignSymbol.function(library, "f0r_update", as: plugind_frei0r_update_function.self)
+        functions.update2 = ForeignSymbol.function(library, "f0r_update2", as: plugind_frei0r_update2_function.self)
         // frei0r gives f0r_init's result no meaning, and plugins return either value.
         _ = initialize()
         var info = plugind_frei0r_plugin_info()

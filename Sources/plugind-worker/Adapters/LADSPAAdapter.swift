@@ -24,7 +24,7 @@ final class LADSPAAdapter: ForeignAdapter {
     var displayName: String { label.isEmpty ? path : "\(path) (\(label))" }
 
     init(library: UnsafeMutableRawPointer, path: String, label: String, dataArea: UnsafeMutableRawBufferPointer?) throws(LoadFailure) {
-        guard let entry = ForeignText.symbol(library, "ladspa_descriptor", as: plugind_ladspa_descriptor_function.self) else {
+        guard let entry = ForeignSymbol.function(library, "ladspa_descriptor", as: plugind_ladspa_descriptor_function.self) else {
             throw LoadFailure(kind: .symbolMissing, message: "\(path) does not export ladspa_descriptor: it is not a LADSPA library")
         }
         self.path = path
@@ -35,31 +35,38 @@ final class LADSPAAdapter: ForeignAdapter {
             descriptor = nil
             return
         }
-        var labels: [String] = []
-        var index: UInt = 0
-        while index < Self.maximumDescriptors, let candidate = entry(index) {
-            let candidateLabel = ForeignText.read(candidate.pointee.label)
-            if candidateLabel == label {
-                guard candidate.pointee.instantiate != nil, candidate.pointee.connect_port != nil, candidate.pointee.run != nil,
-                    candidate.pointee.cleanup != nil
-                else {
-                    throw LoadFailure(
-                        kind: .abiMismatch, message: "\(path) (\(label)): the descriptor lacks instantiate, connect_port, run or cleanup")
-                }
-                guard candidate.pointee.port_count <= Self.maximumPorts,
-                    candidate.pointee.port_count == 0 || candidate.pointee.port_descriptors != nil
-                else {
-                    throw LoadFailure(
-                        kind: .abiMismatch, message: "\(path) (\(label)): \(candidate.pointee.port_count) ports without descriptors")
-                }
-                descriptor = candidate
-                return
-            }
-            labels.append(candidateLabel)
-            index += 1
+        let listed = Self.descriptors(entry)
+        guard let candidate = listed.descriptors.first(where: { ForeignText.read($0.pointee.label) == label }) else {
+            let labels = listed.descriptors.map { ForeignText.read($0.pointee.label) }
+            throw LoadFailure(
+                kind: .symbolMissing, message: "\(path) has no LADSPA plugin labelled '\(label)' (it has \(labels.joined(separator: ", ")))"
+            )
         }
-        throw LoadFailure(
-            kind: .symbolMissing, message: "\(path) has no LADSPA plugin labelled '\(label)' (it has \(labels.joined(separator: ", ")))")
+        guard candidate.pointee.instantiate != nil, candidate.pointee.connect_port != nil, candidate.pointee.run != nil,
+            candidate.pointee.cleanup != nil
+        else {
+            throw LoadFailure(
+                kind: .abiMismatch, message: "\(path) (\(label)): the descriptor lacks instantiate, connect_port, run or cleanup")
+        }
+        guard candidate.pointee.port_count <= Self.maximumPorts,
+            candidate.pointee.port_count == 0 || candidate.pointee.port_descriptors != nil
+        else {
+            throw LoadFailure(kind: .abiMismatch, message: "\(path) (\(label)): \(candidate.pointee.port_count) ports without descriptors")
+        }
+        descriptor = candidate
+    }
+
+    /// `ladspa_descriptor(0)`, `(1)`, … up to the first NULL, at most `maximumDescriptors` of
+    /// them; `complete` is false when the library gives more (a list that does not end).
+    private static func descriptors(
+        _ entry: plugind_ladspa_descriptor_function
+    ) -> (descriptors: [UnsafePointer<plugind_ladspa_descriptor>], complete: Bool) {
+        var found: [UnsafePointer<plugind_ladspa_descriptor>] = []
+        while let candidate = entry(UInt(found.count)) {
+            guard UInt(found.count) < maximumDescriptors else { return (found, false) }
+            found.append(candidate)
+        }
+        return (found, true)
     }
 
     func answer(_ request: ForeignPluginRequest) throws(ForeignAdapterFailure) -> [UInt8] {
@@ -84,12 +91,10 @@ final class LADSPAAdapter: ForeignAdapter {
     }
 
     private func describe() throws(ForeignAdapterFailure) -> [LADSPAPluginDescription] {
+        let listed = Self.descriptors(entry)
+        guard listed.complete else { throw ForeignAdapterFailure(message: "more than \(Self.maximumDescriptors) descriptors") }
         var plugins: [LADSPAPluginDescription] = []
-        var index: UInt = 0
-        while let candidate = entry(index) {
-            guard index < Self.maximumDescriptors else {
-                throw ForeignAdapterFailure(message: "more than \(Self.maximumDescriptors) descriptors")
-            }
+        for (index, candidate) in listed.descriptors.enumerated() {
             let count = candidate.pointee.port_count
             guard count <= Self.maximumPorts else {
                 throw ForeignAdapterFailure(message: "descriptor \(index) declares \(count) ports")
@@ -114,7 +119,6 @@ final class LADSPAAdapter: ForeignAdapter {
                     name: ForeignText.read(candidate.pointee.name), maker: ForeignText.read(candidate.pointee.maker),
                     copyright: ForeignText.read(candidate.pointee.copyright), properties: UInt32(bitPattern: candidate.pointee.properties),
                     ports: ports))
-            index += 1
         }
         return plugins
     }
