@@ -286,14 +286,10 @@ func typedCall<Value: Sendable>(
         failure.report(to: error)
         return -1
     }
-    let declared = prepared.process.process.functions.first { $0.name == prepared.function }?.callbacks ?? []
+    let declared = prepared.process.process.functions.first { $0.name == prepared.function }
     let called = CallerWait.run { wait in
-        var handlers: CallbackHandlers = [:]
-        for callback in callbacks {
-            let returns = declared.first { $0.name == callback.name }?.signature.returns
-            handlers[callback.name] = callback.answering(
-                function: prepared.function, returns: returns, process: prepared.process, wait: wait)
-        }
+        let handlers = HostCallback.handlers(
+            callbacks, function: prepared.function, declared: declared, owner: prepared.process, wait: wait)
         return try await call(
             prepared.process.connectionForCalls(), prepared.function, prepared.values, handlers, requestTimeout(timeout))
     }

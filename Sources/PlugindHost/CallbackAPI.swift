@@ -4,6 +4,30 @@ import Glibc
 import PlugindEngine
 import PlugindSystem
 
+/// What a typed call with callbacks is made on (a `plugind_process`, a
+/// `plugind_function_session`): how its handlers' arguments are encoded and how they are run.
+protocol CallbackOwner: Sendable {
+    /// "process" or "session", for messages.
+    var kind: String { get }
+    /// `value` as a C handler's argument; a handle by the owner's number for it.
+    func callbackArgument(_ value: FunctionValue) -> plugind_value
+    /// Runs `handler` (on the caller's thread) through the owner's gate: false, without running
+    /// it, once the owner's release began.
+    func runHandler(_ handler: () -> Void) -> Bool
+}
+
+extension HostProcess: CallbackOwner {
+    var kind: String { "process" }
+
+    func callbackArgument(_ value: FunctionValue) -> plugind_value {
+        TypedValue.encode(value, handles: handles)
+    }
+
+    func runHandler(_ handler: () -> Void) -> Bool {
+        callbacks.run(handler)
+    }
+}
+
 /// One `plugind_callback` a C caller gave: its name, its handler and the handler's context. The
 /// header makes the host responsible for what the handler touches; it runs on the caller's
 /// thread only, while the call waits.
@@ -35,10 +59,26 @@ struct HostCallback: @unchecked Sendable {
         return .success(taken)
     }
 
+    /// The Swift handlers of `callbacks` for a call of `function` (`declared`: its declaration,
+    /// nil when unknown), each run by its C handler on the caller's thread (`wait`), through
+    /// `owner`.
+    static func handlers(
+        _ callbacks: [HostCallback], function: String, declared: FunctionSignature?, owner: any CallbackOwner, wait: CallerWait
+    ) -> CallbackHandlers {
+        var handlers: CallbackHandlers = [:]
+        for callback in callbacks {
+            let returns = declared?.callbacks.first { $0.name == callback.name }?.signature.returns
+            handlers[callback.name] = callback.answering(function: function, returns: returns, owner: owner, wait: wait)
+        }
+        return handlers
+    }
+
     /// The Swift handler that answers this callback of `function`, whose declared return type
     /// is `returns` (nil for a name the function does not declare, which the call refuses before
     /// anything runs): each call of it is run by the C handler on the caller's thread (`wait`).
-    func answering(function: String, returns: FunctionValueType?, process: HostProcess, wait: CallerWait) -> FunctionCallbackHandler {
+    private func answering(function: String, returns: FunctionValueType?, owner: any CallbackOwner, wait: CallerWait)
+        -> FunctionCallbackHandler
+    {
         let callback = self
         return { arguments in
             let frame = CallbackFrame()
@@ -46,7 +86,7 @@ struct HostCallback: @unchecked Sendable {
             wait.post(
                 CallerWait.Job(
                     run: {
-                        let result = frame.enter { callback.invoke(arguments, function: function, returns: returns, process: process) }
+                        let result = frame.enter { callback.invoke(arguments, function: function, returns: returns, owner: owner) }
                         answer.withLock { $0 = result }
                         frame.finish()
                     },
@@ -66,9 +106,9 @@ struct HostCallback: @unchecked Sendable {
     /// Calls the C handler with `arguments` (valid during the call) and returns its answer as
     /// a value of the declared type, or why there is none. On the caller's thread.
     private func invoke(
-        _ arguments: [FunctionValue], function: String, returns: FunctionValueType?, process: HostProcess
+        _ arguments: [FunctionValue], function: String, returns: FunctionValueType?, owner: any CallbackOwner
     ) -> Result<FunctionValue, any Error> {
-        let values = arguments.map { TypedValue.encode($0, handles: process.handles) }
+        let values = arguments.map(owner.callbackArgument)
         defer {
             for value in values where value.type == PLUGIND_TYPE_STRING || value.type == PLUGIND_TYPE_BYTES {
                 free(UnsafeMutableRawPointer(mutating: value.payload.data.bytes))
@@ -78,15 +118,15 @@ struct HostCallback: @unchecked Sendable {
         result.type = PLUGIND_TYPE_VOID
         var message: UnsafeMutablePointer<CChar>?
         var status: CInt = 0
-        // Through the process's gate: a handler never starts once plugind_process_release began,
-        // and the release waits for one that runs.
-        let admitted = process.callbacks.run {
+        // Through the owner's gate: a handler never starts once the release of its process or
+        // session began, and the release waits for one that runs.
+        let admitted = owner.runHandler {
             status = values.withUnsafeBufferPointer { buffer in handler(context, buffer.baseAddress, buffer.count, &result, &message) }
         }
         let said = message.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: strlen($0)), as: UTF8.self) }
         free(message)
         guard admitted else {
-            return .failure(CallbackHandlerFailure(message: "the process was released while the call ran"))
+            return .failure(CallbackHandlerFailure(message: "the \(owner.kind) was released while the call ran"))
         }
         guard status == 0 else {
             return .failure(CallbackHandlerFailure(message: said ?? "the handler returned \(status)"))

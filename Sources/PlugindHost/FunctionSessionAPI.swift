@@ -31,6 +31,10 @@ final class HostFunctionSession: Sendable {
     private let table = Locked(Table())
     /// Only for converting values that are not handles (TypedValue's conversions take one).
     private let noHandles = HeldHandles()
+    /// The gate the C handlers of the session's calls pass, closed by its release.
+    let callbacks = CallbackGate()
+    /// How many of the session's C handlers each thread is inside now (nested calls count each).
+    private let handlingThreads = Locked<[UInt: Int]>([:])
 
     init(session: AppExtensionFunctionSession) {
         self.session = session
@@ -179,15 +183,31 @@ final class HostFunctionSession: Sendable {
         return .success(values)
     }
 
+    /// Why `what` may not be done now: the calling thread runs a handler of one of the session's
+    /// calls, which holds the session's turn until the handler returned, so anything that waits
+    /// for the turn would wait for itself. As `AppExtensionFunctionSession.callWithOutputs`
+    /// refuses a call from its own handler; here also when the handler is an outer one (a
+    /// handler of this session that called another process, whose handler calls back).
+    func refusedInsideHandler(_ what: String) -> HostError? {
+        let thread = UInt(pthread_self())
+        guard handlingThreads.withLock({ $0[thread] != nil }) else { return nil }
+        return HostError(
+            code: PLUGIND_ERROR_INVALID_ARGUMENTS,
+            message: "\(what) was called from a callback handler of the same function session, "
+                + "whose calls run one at a time: it would wait for itself")
+    }
+
     /// Runs `work` with `arguments` converted to the declared types, which the session knows
-    /// once a worker ran: blocking, first until the session's worker is ready (launched and set
-    /// up), then until `work` returns. Its error as C reports it.
+    /// once a worker ran, and a Swift handler for each of `callbacks`: blocking, first until the
+    /// session's worker is ready (launched and set up), then until `work` returns, running the
+    /// C handlers on the calling thread meanwhile (`CallerWait`). Its error as C reports it.
     func run<Value: Sendable>(
-        _ function: String, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
-        _ work: @escaping @Sendable (AppExtensionFunctionSession, [FunctionValue]) async throws -> Value
+        _ function: String, _ arguments: UnsafePointer<plugind_value>?, _ count: Int, callbacks: [HostCallback] = [],
+        _ work: @escaping @Sendable (AppExtensionFunctionSession, [FunctionValue], CallbackHandlers) async throws -> Value
     ) -> Result<Value, HostError> {
+        if let refusal = refusedInsideHandler(function) { return .failure(refusal) }
         let session = session
-        let started = BlockingCall.run { try await session.start() }
+        let started = CallerWait.run { _ in try await session.start() }
         // A worker that ended or was recycled just now takes its handles' numbers with it.
         settle()
         if case .failure(let failure) = started { return .failure(HostError(failure)) }
@@ -197,9 +217,38 @@ final class HostFunctionSession: Sendable {
         case .success(let values): converted = values
         case .failure(let failure): return .failure(failure)
         }
-        let outcome = BlockingCall.run { try await work(session, converted) }
+        let declared = session.functions.first { $0.name == function }
+        let outcome = CallerWait.run { wait in
+            let handlers = HostCallback.handlers(callbacks, function: function, declared: declared, owner: self, wait: wait)
+            return try await work(session, converted, handlers)
+        }
         settle()
         return outcome.mapError { HostError($0) }
+    }
+}
+
+extension HostFunctionSession: CallbackOwner {
+    var kind: String { "session" }
+
+    func callbackArgument(_ value: FunctionValue) -> plugind_value {
+        encode(value)
+    }
+
+    func runHandler(_ handler: () -> Void) -> Bool {
+        let thread = UInt(pthread_self())
+        return callbacks.run {
+            handlingThreads.withLock { $0[thread, default: 0] += 1 }
+            defer {
+                handlingThreads.withLock { threads in
+                    if let depth = threads[thread], depth > 1 {
+                        threads[thread] = depth - 1
+                    } else {
+                        threads[thread] = nil
+                    }
+                }
+            }
+            handler()
+        }
     }
 }
 
@@ -229,7 +278,7 @@ public func plugindFunctionSessionAddSetUp(
         HostError.invalidArgument("the function's name must not be NULL").report(to: error)
         return -1
     }
-    let added = session.run(function, arguments, count) { session, values in
+    let added = session.run(function, arguments, count) { session, values, _ in
         session.addSetUpCall(.init(function, arguments: values))
     }
     switch added {
@@ -260,10 +309,29 @@ public func plugindFunctionSessionCallOutputs(
     }
 }
 
-/// A call of the session's worker from C; 0, or -1 with `error` set.
+@_cdecl("plugind_function_session_call_callbacks")
+public func plugindFunctionSessionCallCallbacks(
+    _ session: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
+    _ callbacks: UnsafePointer<plugind_callback>?, _ callbackCount: Int, _ timeout: UInt32,
+    _ result: UnsafeMutablePointer<plugind_call_result>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
+) -> CInt {
+    let taken: [HostCallback]
+    switch HostCallback.taken(callbacks, callbackCount) {
+    case .success(let callbacks): taken = callbacks
+    case .failure(let failure):
+        failure.report(to: error)
+        return -1
+    }
+    return sessionCall(session, name, arguments, count, timeout, hasResult: result != nil, error, callbacks: taken) { session, value in
+        result?.pointee = session.encode(value)
+    }
+}
+
+/// A call of the session's worker from C, with a handler for each of `callbacks`; 0, or -1 with
+/// `error` set.
 private func sessionCall(
     _ session: OpaquePointer?, _ name: UnsafePointer<CChar>?, _ arguments: UnsafePointer<plugind_value>?, _ count: Int,
-    _ timeout: UInt32, hasResult: Bool, _ error: UnsafeMutablePointer<OpaquePointer?>?,
+    _ timeout: UInt32, hasResult: Bool, _ error: UnsafeMutablePointer<OpaquePointer?>?, callbacks: [HostCallback] = [],
     store: (HostFunctionSession, FunctionResult) -> Void
 ) -> CInt {
     guard let session = HandleRegistry.shared.object(session, as: HostFunctionSession.self) else {
@@ -274,8 +342,8 @@ private func sessionCall(
         HostError.invalidArgument("the function's name and the result must not be NULL").report(to: error)
         return -1
     }
-    let called = session.run(function, arguments, count) { session, values in
-        try await session.callWithOutputs(function, arguments: values, timeout: requestTimeout(timeout))
+    let called = session.run(function, arguments, count, callbacks: callbacks) { session, values, handlers in
+        try await session.callWithOutputs(function, arguments: values, callbacks: handlers, timeout: requestTimeout(timeout))
     }
     switch called {
     case .success(let value):
@@ -301,7 +369,11 @@ public func plugindFunctionSessionSetUpResult(
         HostError.invalidArgument("not a plugind function session (NULL, or already released), or a NULL result").report(to: error)
         return -1
     }
-    let results = BlockingCall.run { try await session.session.setUpResults }
+    if let refusal = session.refusedInsideHandler("plugind_function_session_set_up_result") {
+        refusal.report(to: error)
+        return -1
+    }
+    let results = CallerWait.run { _ in try await session.session.setUpResults }
     session.settle()
     switch results {
     case .success(let results):
@@ -350,7 +422,8 @@ public func plugindFunctionSessionHandleRelease(
         // Released already, or its worker ended, which took every object it gave out.
         return 0
     case .success(let held?):
-        switch BlockingCall.run({ try await held.release() }) {
+        // As a call: nested in a callback when a handler releases a handle.
+        switch CallerWait.run({ _ in try await held.release() }) {
         case .success: return 0
         case .failure(let failure):
             HostError(failure).report(to: error)
@@ -371,6 +444,9 @@ public func plugindFunctionSessionHandleDrop(_ session: OpaquePointer?, _ handle
 @_cdecl("plugind_function_session_release")
 public func plugindFunctionSessionRelease(_ session: OpaquePointer?) {
     guard let session = HandleRegistry.shared.remove(session, as: HostFunctionSession.self) else { return }
+    // As plugind_process_release: no handler of the session's calls starts after this returns.
+    session.callbacks.close()
+    session.callbacks.waitUntilIdle()
     _ = BlockingCall.run { await session.session.invalidateAndWait() }
     // As plugind_process_release: a crash is recorded in the background, and a C host often
     // exits right after.

@@ -13,7 +13,8 @@ Threads: every call may be made from any thread. Callbacks (`ask`, `on_interrupt
 plugind's threads, holding the GIL while they run; they must not call the blocking methods
 (`Monitor()`, `Process()`, `connect`, `send`, `call`) — answer an ask by returning, or later
 through `Ask.respond` from any thread. A typed call's `callbacks` are the exception: they run on
-the thread that made the call, while it waits, and may call the same process (see `Process.call`).
+the thread that made the call, while it waits, and may call the same process (see `Process.call`;
+not the same `FunctionSession`, whose calls run one at a time).
 """
 
 from __future__ import annotations
@@ -249,9 +250,12 @@ def _callback_handler(function: Callable, failures: list):
     return answer
 
 
-def _call_callbacks(handle, owner, name: str, arguments, callbacks, timeout: Optional[float]) -> "CallOutputs":
-    """plugind_process_call_callbacks: `callbacks` (name → callable) answer the library's calls of
-    the function's callbacks, on this thread, while the call waits."""
+def _call_callbacks(
+    function, handle, owner, name: str, arguments, callbacks, timeout: Optional[float]
+) -> "CallOutputs":
+    """One call through `function` (plugind_process_call_callbacks or the session's): `callbacks`
+    (name → callable) answer the library's calls of the function's callbacks, on this thread, while
+    the call waits."""
     if not isinstance(callbacks, dict) or not all(
         isinstance(key, str) and callable(value) for key, value in callbacks.items()
     ):
@@ -269,7 +273,7 @@ def _call_callbacks(handle, owner, name: str, arguments, callbacks, timeout: Opt
     result = CallResult()
     error = ctypes.c_void_p()
     try:
-        status = library.plugind_process_call_callbacks(
+        status = function(
             handle, name.encode(), values, len(arguments), table, len(callbacks), _milliseconds(timeout),
             ctypes.byref(result), ctypes.byref(error)
         )
@@ -638,7 +642,9 @@ class Process:
         When it raises, the call raises CallbackError with the exception's text, the exception as
         its cause, and the library gets 0 from its callbacks until the call returns."""
         if callbacks is not None:
-            return _call_callbacks(self._handle, self, name, arguments, callbacks, timeout).value
+            return _call_callbacks(
+                library.plugind_process_call_callbacks, self._handle, self, name, arguments, callbacks, timeout
+            ).value
         return _call(library.plugind_process_call, self._handle, self, name, arguments, timeout)
 
     def call_with_outputs(
@@ -657,7 +663,9 @@ class Process:
         capacity it was given raises CrashedError (protocolViolation), naming the function and the
         argument; its worker is stopped. `callbacks` as for `call`."""
         if callbacks is not None:
-            return _call_callbacks(self._handle, self, name, arguments, callbacks, timeout)
+            return _call_callbacks(
+                library.plugind_process_call_callbacks, self._handle, self, name, arguments, callbacks, timeout
+            )
         return _call_with_outputs(library.plugind_process_call_outputs, self._handle, self, name, arguments, timeout)
 
     def close(self) -> None:
@@ -769,14 +777,38 @@ class FunctionSession:
         """How many workers the session has started."""
         return library.plugind_function_session_workers_started(self._handle)
 
-    def call(self, name: str, *arguments: Union[bool, int, float, str, bytes, Handle], timeout: Optional[float] = None):
-        """Process.call on the session's worker, started (and set up) first when none runs."""
+    def call(
+        self,
+        name: str,
+        *arguments: Union[bool, int, float, str, bytes, Handle],
+        timeout: Optional[float] = None,
+        callbacks: Optional[Dict[str, Callable]] = None,
+    ):
+        """Process.call on the session's worker, started (and set up) first when none runs.
+
+        `callbacks` as for Process.call: each runs on this thread while the call waits, and an
+        exception it raises makes the call raise CallbackError with the exception as its cause; the
+        session goes on with the same worker. A callback may call other sessions and processes, but
+        not this session, whose calls run one at a time: such a call raises CallError
+        (invalidArguments) in the callback."""
+        if callbacks is not None:
+            return _call_callbacks(
+                library.plugind_function_session_call_callbacks, self._handle, self, name, arguments, callbacks, timeout
+            ).value
         return _call(library.plugind_function_session_call, self._handle, self, name, arguments, timeout)
 
     def call_with_outputs(
-        self, name: str, *arguments: Union[bool, int, float, str, bytes, Handle], timeout: Optional[float] = None
+        self,
+        name: str,
+        *arguments: Union[bool, int, float, str, bytes, Handle],
+        timeout: Optional[float] = None,
+        callbacks: Optional[Dict[str, Callable]] = None,
     ) -> CallOutputs:
-        """Process.call_with_outputs on the session's worker."""
+        """Process.call_with_outputs on the session's worker; `callbacks` as for `call`."""
+        if callbacks is not None:
+            return _call_callbacks(
+                library.plugind_function_session_call_callbacks, self._handle, self, name, arguments, callbacks, timeout
+            )
         return _call_with_outputs(
             library.plugind_function_session_call_outputs, self._handle, self, name, arguments, timeout
         )

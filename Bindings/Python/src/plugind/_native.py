@@ -265,6 +265,19 @@ _declare(
     ctypes.POINTER(CallResult),
     _error_out,
 )
+_declare(
+    "plugind_function_session_call_callbacks",
+    ctypes.c_int,
+    _handle,
+    ctypes.c_char_p,
+    ctypes.POINTER(Value),
+    ctypes.c_size_t,
+    ctypes.POINTER(Callback),
+    ctypes.c_size_t,
+    ctypes.c_uint32,
+    ctypes.POINTER(CallResult),
+    _error_out,
+)
 _declare("plugind_function_session_pid", ctypes.c_int32, _handle)
 _declare("plugind_function_session_workers_started", ctypes.c_int64, _handle)
 _declare("plugind_function_session_handle_release", ctypes.c_int, _handle, ctypes.POINTER(Value), _error_out)

@@ -348,15 +348,17 @@ void plugind_call_result_free(plugind_call_result *result);
  * frees (it frees one stored with a 0 return too). A result of another type fails the call with
  * PLUGIND_ERROR_CALLBACK_FAILED, naming the callback, the function and the types.
  *
- * The handler runs on the thread that called plugind_process_call_callbacks, while that call
- * waits, never on plugind's threads and never after the call returned; the handlers of one call
- * run one at a time, even when the library calls its callback from several threads. Unlike other
- * callbacks it may block and may call the blocking functions: a typed call of the same process
- * it makes on its own thread (plugind_process_call, _call_outputs, _call_callbacks,
- * plugind_handle_release) runs nested in the callback, on the library's thread that waits for the
- * answer. Made from another thread, it is an ordinary call, which waits for a free thread of the
- * worker (one unless the manifest's "concurrency" says more): behind the call that waits for the
- * handler, until a deadline ends one of them. A handler that never returns holds the typed call
+ * The handler runs on the thread that called plugind_process_call_callbacks (or
+ * plugind_function_session_call_callbacks), while that call waits, never on plugind's threads
+ * and never after the call returned; the handlers of one call run one at a time, even when the
+ * library calls its callback from several threads. Unlike other callbacks it may block and may
+ * call the blocking functions (a session's handler not its own session's: see
+ * plugind_function_session_call_callbacks): a typed call of the same process it makes on its own
+ * thread (plugind_process_call, _call_outputs, _call_callbacks, plugind_handle_release) runs
+ * nested in the callback, on the library's thread that waits for the answer. Made from another
+ * thread, it is an ordinary call, which waits for a free thread of the worker (one unless the
+ * manifest's "concurrency" says more): behind the call that waits for the handler, until a
+ * deadline ends one of them. A handler that never returns holds the typed call
  * until its deadline, then the calling thread for ever. */
 typedef int (*plugind_callback_handler)(
     void *context, const plugind_value *arguments, size_t count, plugind_value *result, char **error_message);
@@ -450,6 +452,22 @@ int plugind_function_session_call_outputs(
     plugind_function_session *session, const char *name, const plugind_value *arguments, size_t count, uint32_t timeout_ms,
     plugind_call_result *result, plugind_error **error);
 
+/* plugind_process_call_callbacks on the session's worker: the same `callbacks` (checked the same
+ * way, before anything is sent), the same handlers (plugind_callback_handler), run on the calling
+ * thread while the call waits; a handler that fails, or answers another type, fails the call with
+ * PLUGIND_ERROR_CALLBACK_FAILED and the handler's message, and the session goes on with the same
+ * worker. Since a session's calls run one at a time, a handler may not use its own session: a
+ * call of it (plugind_function_session_call, _call_outputs, _call_callbacks, _add_set_up,
+ * _set_up_result) made on the handler's thread fails at once with PLUGIND_ERROR_INVALID_ARGUMENTS,
+ * which the handler may pass on by failing; made from another thread it waits for the call that
+ * runs the handler, so the handler must not wait for it. It may call other sessions and processes,
+ * and release the session's handles (plugind_function_session_handle_release), which runs nested
+ * in the callback. Blocking. */
+int plugind_function_session_call_callbacks(
+    plugind_function_session *session, const char *name, const plugind_value *arguments, size_t count,
+    const plugind_callback *callbacks, size_t callback_count, uint32_t timeout_ms, plugind_call_result *result,
+    plugind_error **error);
+
 /* The current worker's process ID; -1 when none runs (before the first call, and after a crash
  * until the next one) or for an invalid session. */
 int32_t plugind_function_session_pid(const plugind_function_session *session);
@@ -465,7 +483,9 @@ int plugind_function_session_handle_release(
 void plugind_function_session_handle_drop(plugind_function_session *session, const plugind_value *handle);
 
 /* Ends the session's worker, waits until every worker it started has exited, and frees the
- * session; calls waiting in other threads fail with PLUGIND_ERROR_INVALIDATED. NULL is ignored. */
+ * session; calls waiting in other threads fail with PLUGIND_ERROR_INVALIDATED. Once it returns,
+ * no handler of the session's calls runs or can start (it waits for those running on other
+ * threads), so their contexts may be freed. NULL is ignored. */
 void plugind_function_session_release(plugind_function_session *session);
 
 /* ---- LADSPA audio effects and frei0r video filters ------------------------------------------ */
