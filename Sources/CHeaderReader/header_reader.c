@@ -305,7 +305,7 @@ static plugind_header_type describe(CXType type, struct string_pool *pool, const
         description.innermost_name = keep(pool, clang.getCursorSpelling(declaration));
         description.innermost_is_union = clang.getCursorKind(declaration) == CXCursor_UnionDecl;
     }
-    if (names != NULL && description.pointer_depth == 1 && innermost.kind == PLUGIND_HEADER_TYPE_RECORD && description.innermost_size > 0)
+    if (names != NULL && description.pointer_depth <= 1 && innermost.kind == PLUGIND_HEADER_TYPE_RECORD && description.innermost_size > 0)
         description.record = lay_out(innermost, description.innermost_is_union, pool, names);
     return description;
 }

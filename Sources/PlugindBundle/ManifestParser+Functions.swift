@@ -111,7 +111,7 @@ extension ObjectReader {
             }
             guard seen.insert(name).inserted else { throw entry.error("name", "declares '\(name)' a second time") }
             let parameters = try entry.readArguments(of: name, kinds: kinds)
-            let (returns, returnKind) = try entry.readReturns(of: name, kinds: kinds)
+            let (returns, returnKind, returnedStruct) = try entry.readReturns(of: name, kinds: kinds)
             var reportsErrno = false
             if let errnoValue = entry.members["errno"] {
                 guard case .bool(let flag) = errnoValue else {
@@ -123,7 +123,7 @@ extension ObjectReader {
             let releases = kinds.releasedBy[name]
             let signature = FunctionSignature(
                 name: name, parameters: parameters, returns: returns, reportsErrno: reportsErrno, returnKind: returnKind,
-                releases: releases)
+                releases: releases, returnedStruct: returnedStruct)
             if let kind = releases, let problem = Self.releaseShapeProblem(signature, kind: kind) {
                 throw error("handles.\(kind).release", "names \(name), which \(problem)")
             }
@@ -162,22 +162,45 @@ extension ObjectReader {
         return nil
     }
 
-    /// `"int32"`, or `{"type": "handle", "kind": "sqlite3_stmt"}`.
-    private mutating func readReturns(of function: String, kinds: HandleKinds) throws(ManifestError) -> (FunctionValueType, String?) {
+    /// `"int32"`, `{"type": "handle", "kind": "sqlite3_stmt"}`, or a struct returned by value:
+    /// `{"type": "struct", "struct": "div_t", "get": ["quot", "rem"]}`.
+    private mutating func readReturns(
+        of function: String, kinds: HandleKinds
+    ) throws(ManifestError) -> (FunctionValueType, String?, FunctionStructAccess?) {
         guard case .object? = members["returns"], let value = members["returns"] else {
             let typeName = try requiredString("returns")
             if typeName == "handle" {
                 throw error("returns", "is a handle of no kind (write {\"type\": \"handle\", \"kind\": …})")
             }
-            return (try Self.returnType(typeName) { problem throws(ManifestError) in throw error("returns", problem) }, nil)
+            if typeName == "struct" {
+                throw error("returns", "is a struct of no layout (write {\"type\": \"struct\", \"struct\": …, \"get\": […]})")
+            }
+            return (try Self.returnType(typeName) { problem throws(ManifestError) in throw error("returns", problem) }, nil, nil)
         }
         var returns = ObjectReader(file: file, path: keyPath("returns"), value: value)
         returns.warnUnknownKeys(ManifestParser.returnKeys)
         warnings += returns.warnings
         let typeName = try returns.requiredString("type")
-        if typeName == "handle" { return (.handle, try returns.handleKind(of: function, kinds: kinds)) }
-        if returns.members["kind"] != nil { throw returns.error("kind", "does not apply: \(typeName) is not a handle") }
-        return (try Self.returnType(typeName) { problem throws(ManifestError) in throw returns.error("type", problem) }, nil)
+        if typeName != "handle", returns.members["kind"] != nil {
+            throw returns.error("kind", "does not apply: \(typeName) is not a handle")
+        }
+        if typeName != "struct" {
+            for key in ["struct", "get"] where returns.members[key] != nil {
+                throw returns.error(key, "does not apply: \(typeName) is not a struct")
+            }
+        }
+        switch typeName {
+        case "handle":
+            return (.handle, try returns.handleKind(of: function, kinds: kinds), nil)
+        case "struct":
+            let structName = try returns.requiredString("struct")
+            guard let layout = kinds.structs[structName] else {
+                throw returns.error("struct", "names struct '\(InertText.escape(structName))', which \"structs\" does not declare")
+            }
+            return (.void, nil, try returns.readStructAccess(layout, of: function))
+        default:
+            return (try Self.returnType(typeName) { problem throws(ManifestError) in throw returns.error("type", problem) }, nil, nil)
+        }
     }
 
     private static func returnType(
@@ -312,7 +335,7 @@ extension ObjectReader {
                 "names unknown type '\(InertText.escape(type))' (\(Self.typeList), pointer, buffer, null, handle, struct or callback)")
         }
         if type != "handle" { try refuseKeys(["kind"], "only a handle has a kind") }
-        if type != "struct" { try refuseKeys(["struct"], "only a struct argument names a struct") }
+        if type != "struct" { try refuseKeys(["struct", "by"], "only a struct argument names a struct") }
         if type != "struct" && type != "handle" { try refuseKeys(["set", "get"], "only a struct argument or a struct handle has fields") }
         if type != "callback" { try refuseKeys(["arguments", "returns"], "only a callback has arguments and a return type") }
         switch type {
@@ -327,7 +350,14 @@ extension ObjectReader {
             guard let layout = kinds.structs[structName] else {
                 throw error("struct", "names struct '\(InertText.escape(structName))', which \"structs\" does not declare")
             }
-            return ArgumentDraft(name: name, kind: .resolved(.structure), fields: try readStructAccess(layout, of: function))
+            let passing = try optionalString("by") ?? "pointer"
+            guard passing == "pointer" || passing == "value" else {
+                throw error(
+                    "by", "must be pointer (struct \(structName) *) or value (struct \(structName)), found '\(InertText.escape(passing))'")
+            }
+            return ArgumentDraft(
+                name: name, kind: .resolved(passing == "value" ? .structureValue : .structure),
+                fields: try readStructAccess(layout, of: function))
         case "handle":
             try refuseKeys(["to", "element", "count"], "a handle is one opaque pointer of its kind")
             let kind = try handleKind(of: function, kinds: kinds)

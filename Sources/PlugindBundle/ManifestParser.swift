@@ -43,9 +43,9 @@ package enum ManifestParser {
     }
     static let functionKeys: Set<String> = ["name", "arguments", "returns", "errno"]
     static let argumentKeys: Set<String> = [
-        "name", "type", "to", "direction", "element", "count", "kind", "struct", "set", "get", "arguments", "returns",
+        "name", "type", "to", "direction", "element", "count", "kind", "struct", "by", "set", "get", "arguments", "returns",
     ]
-    static let returnKeys: Set<String> = ["type", "kind"]
+    static let returnKeys: Set<String> = ["type", "kind", "struct", "get"]
     static let handleKeys: Set<String> = ["release", "struct"]
     static let structKeys: Set<String> = ["size", "alignment", "fields"]
     static let callbackArgumentKeys: Set<String> = ["name", "type", "element", "count"]

@@ -55,6 +55,8 @@ package struct FunctionArguments: Sendable, Equatable {
         case handleOut
         /// A pointer to a struct the worker makes for the call.
         case structure
+        /// A struct the worker makes for the call and passes by value.
+        case structureValue
         /// A function pointer the worker hands out for the call: one of its callback stubs.
         case callback
     }
@@ -158,6 +160,8 @@ extension FunctionSignature {
                 slots.append(.null)
             case .structure:
                 slots.append(.structure)
+            case .structureValue:
+                slots.append(.structureValue)
             case .callback:
                 slots.append(.callback)
             case .handle(_, let direction):
@@ -415,7 +419,7 @@ extension FunctionSignature {
     private func checkField(
         _ field: String, of output: Output, in values: [String: FunctionValue], arguments: FunctionArguments
     ) throws(FunctionResultError) {
-        guard let layout = parameters[output.parameter].fields?.layout,
+        guard let layout = structAccess(at: output.parameter)?.layout,
             case .buffer(_, let element, let counter, let advances)? = layout.field(named: field)?.kind,
             case .bytes(let bytes)? = values[field]
         else { return }

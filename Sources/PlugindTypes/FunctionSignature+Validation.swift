@@ -19,6 +19,21 @@ extension FunctionSignature {
         case (_, _?): throw refuse(nil, "returns \(returns), which has no kind")
         case (_, nil): break
         }
+        if let returned = returnedStruct {
+            guard returns == .void else { throw refuse(nil, "returns both \(returns) and struct \(returned.layout.name)") }
+            do {
+                try returned.layout.validate()
+            } catch {
+                throw refuse(nil, "returns struct \(returned.layout.name), which is refused: \(error)")
+            }
+            if let problem = returned.layout.byValueProblem {
+                throw refuse(nil, "returns struct \(returned.layout.name), which \(problem)")
+            }
+            guard returned.sets.isEmpty else {
+                throw refuse(nil, "sets fields of the struct it returns; a returned struct is the library's to fill (list them in get)")
+            }
+            if let problem = returned.validate() { throw refuse(nil, "returns struct \(returned.layout.name) and \(problem)") }
+        }
         var names: Set<String> = []
         var lengthUsers: [Int: Int] = [:]
         for (index, parameter) in parameters.enumerated() {
@@ -28,7 +43,7 @@ extension FunctionSignature {
             }
             if let fields = parameter.fields {
                 switch parameter.kind {
-                case .structure, .handle: break
+                case .structure, .structureValue, .handle: break
                 default: throw refuse(index, "has struct fields, but only a struct argument or a handle of a struct kind has them")
                 }
                 do {
@@ -45,6 +60,16 @@ extension FunctionSignature {
             case .structure:
                 guard parameter.name != nil else { throw refuse(index, "is a struct and needs a name") }
                 guard parameter.fields != nil else { throw refuse(index, "is a struct of no declared layout") }
+            case .structureValue:
+                guard parameter.name != nil else { throw refuse(index, "is a struct and needs a name") }
+                guard let fields = parameter.fields else { throw refuse(index, "is a struct of no declared layout") }
+                if let problem = fields.layout.byValueProblem {
+                    throw refuse(index, "is a struct \(fields.layout.name) passed by value that \(problem)")
+                }
+                guard fields.gets.isEmpty else {
+                    throw refuse(
+                        index, "is a struct passed by value and gets fields; the library gets a copy, so nothing it does to it comes back")
+                }
             case .value(let type):
                 guard type.isValidArgument else { throw refuse(index, "cannot be void") }
                 guard type != .handle else { throw refuse(index, "is a handle of no kind") }

@@ -126,6 +126,40 @@ public struct FunctionStruct: Hashable, Sendable {
     }
 }
 
+extension FunctionStruct {
+    /// Why the struct cannot be passed or returned by value, or nil when it can. C passes a
+    /// struct by value in registers chosen by the types of all its bytes (x86-64 puts an
+    /// eightbyte holding a `double` in a vector register, one holding an `int` in a general one),
+    /// so the layout must declare every field, each where C puts it: at the next offset aligned
+    /// for its size, the struct as large as its last field rounded up to its alignment, which is
+    /// that of its largest field. Buffers are for structs passed by pointer: a copy's pointer
+    /// would tell the host nothing back.
+    public var byValueProblem: String? {
+        var end = 0
+        var largest = 1
+        for field in fields.sorted(by: { $0.offset < $1.offset }) {
+            if case .buffer = field.kind {
+                return "holds buffer field '\(field.name)'; a struct passed or returned by value holds scalars and strings"
+            }
+            let width = field.byteWidth
+            let expected = (end + width - 1) / width * width
+            guard field.offset == expected else {
+                let gap = field.offset > expected ? "bytes \(end) to \(field.offset - 1) are no field's" : "it overlaps"
+                return
+                    "declares field '\(field.name)' at offset \(field.offset) where C would put it at \(expected) (\(gap)); a struct passed or returned by value declares every field, for C chooses its registers by them all"
+            }
+            end = field.offset + width
+            largest = max(largest, width)
+        }
+        let padded = (end + largest - 1) / largest * largest
+        guard !fields.isEmpty, size == padded, alignment == largest else {
+            return
+                "has size \(size) and alignment \(alignment), where its fields make \(padded) and \(largest); a struct passed or returned by value declares every field, for C chooses its registers by them all"
+        }
+        return nil
+    }
+}
+
 /// Which fields of a struct a call sets before the function runs and reads after it: what a
 /// `struct` argument, or a handle of a struct kind, exchanges with the caller.
 public struct FunctionStructAccess: Hashable, Sendable {

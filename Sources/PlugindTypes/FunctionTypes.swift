@@ -216,6 +216,11 @@ public struct FunctionParameter: Hashable, Sendable {
         /// A pointer to a struct the worker makes, zeroed, for this call only (`fields` gives
         /// its layout and which fields the caller sets and the result reports).
         case structure
+        /// A struct passed by value (`struct in_addr`, `double complex` as two doubles): the
+        /// worker makes it, zeroed, sets the fields the caller gives (`fields`), and the library
+        /// gets a copy, so nothing it does to it comes back. Its layout declares every field, for
+        /// the registers a struct travels in depend on all of them.
+        case structureValue
         /// A function pointer the library calls during the call: the host's handler for it
         /// answers each call. The caller passes the handler, not a value.
         case callback(FunctionCallbackSignature)
@@ -243,6 +248,9 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     public var returns: FunctionValueType
     /// The kind of handle the function returns, when `returns` is `handle`.
     public var returnKind: String?
+    /// The struct the function returns by value (`div_t`), with `returns` `void`: the result
+    /// reports the fields its `get` lists, as `return.field`.
+    public var returnedStruct: FunctionStructAccess?
     /// Whether the result reports `errno` as the function left it (0 before the call).
     public var reportsErrno: Bool
     /// The kind of handle this function releases (it is that kind's release function in the
@@ -261,11 +269,12 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
 
     public init(
         name: String, parameters: [FunctionParameter], returns: FunctionValueType, reportsErrno: Bool = false,
-        returnKind: String? = nil, releases: String? = nil
+        returnKind: String? = nil, releases: String? = nil, returnedStruct: FunctionStructAccess? = nil
     ) {
         self.name = name
         self.parameters = parameters
         self.returns = returns
+        self.returnedStruct = returnedStruct
         self.reportsErrno = reportsErrno
         self.returnKind = returnKind
         self.releases = releases
@@ -285,6 +294,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     /// A value the result returns: the scalar an `out`/`inout` pointer points to, or the bytes of
     /// an `out`/`inout` buffer.
     public struct Output: Hashable, Sendable {
+        /// The parameter's index; `parameters.count` (`returnIndex`) for a field of the returned
+        /// struct.
         public var parameter: Int
         public var name: String
         public var type: FunctionValueType
@@ -305,7 +316,7 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             case .pointer(let type, let direction): own = direction.isInput ? Input(parameter: index, type: type) : nil
             case .buffer(let buffer): own = buffer.direction.isInput ? Input(parameter: index, type: .bytes) : nil
             case .handle(let kind, let direction): own = direction.isInput ? Input(parameter: index, type: .handle, kind: kind) : nil
-            case .null, .structure, .callback: own = nil
+            case .null, .structure, .structureValue, .callback: own = nil
             }
             let fields = (parameters[index].fields?.inputFields ?? []).map { field in
                 Input(parameter: index, type: FunctionStructAccess.valueType(of: field), field: field.name)
@@ -314,8 +325,27 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// The values a result returns besides the function's own, in parameter order.
+    /// Where `Output.parameter` points for a field of the returned struct: past the parameters.
+    public var returnIndex: Int { parameters.count }
+
+    /// The layout and fields of the struct argument at `index`, or of the returned struct at
+    /// `returnIndex`.
+    public func structAccess(at index: Int) -> FunctionStructAccess? {
+        parameters.indices.contains(index) ? parameters[index].fields : (index == returnIndex ? returnedStruct : nil)
+    }
+
+    /// The values a result returns besides the function's own, in parameter order, then the
+    /// fields of a returned struct.
     public var outputs: [Output] {
+        let returned = (returnedStruct?.gets ?? []).compactMap { fieldName -> Output? in
+            guard let field = returnedStruct?.layout.field(named: fieldName) else { return nil }
+            return Output(
+                parameter: returnIndex, name: "return." + fieldName, type: FunctionStructAccess.valueType(of: field), field: fieldName)
+        }
+        return parameterOutputs + returned
+    }
+
+    private var parameterOutputs: [Output] {
         parameters.indices.flatMap { index -> [Output] in
             let name = parameters[index].name ?? "argument \(index + 1)"
             let own: Output?
@@ -324,7 +354,7 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             case .buffer(let buffer): own = buffer.direction.isOutput ? Output(parameter: index, name: name, type: .bytes) : nil
             case .handle(let kind, let direction):
                 own = direction.isOutput ? Output(parameter: index, name: name, type: .handle, kind: kind) : nil
-            case .value, .null, .structure, .callback: own = nil
+            case .value, .null, .structure, .structureValue, .callback: own = nil
             }
             let access = parameters[index].fields
             let fields = (access?.gets ?? []).compactMap { fieldName -> Output? in
@@ -369,7 +399,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     /// `sqlite3_open(string filename, out sqlite3 **ppDb) -> int32`.
     public var description: String {
         let list = parameters.indices.map(parameterDescription).joined(separator: ", ")
-        let returned = returns == .handle ? "\(returnKind ?? "handle") *" : returns.rawValue
+        var returned = returns == .handle ? "\(returnKind ?? "handle") *" : returns.rawValue
+        if let returnedStruct { returned = "struct \(returnedStruct.layout.name)" + Self.fieldList(returnedStruct) }
         return "\(name)(\(list)) -> \(returned)" + (reportsErrno ? ", errno" : "")
     }
 
@@ -398,6 +429,8 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
             return (direction == .in ? "\(kind) *" : "\(direction) \(kind) **") + (parameter.name ?? "")
         case .structure:
             return "struct \(parameter.fields?.layout.name ?? "") *\(parameter.name ?? "")" + (parameter.fields.map(Self.fieldList) ?? "")
+        case .structureValue:
+            return "struct \(parameter.fields?.layout.name ?? "") \(parameter.name ?? "")" + (parameter.fields.map(Self.fieldList) ?? "")
         case .callback(let callback):
             return "callback \(parameter.name ?? ""): \(callback.described(outer: parameters))"
         }

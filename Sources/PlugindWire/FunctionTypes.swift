@@ -76,6 +76,7 @@ private enum ParameterCode {
     static let handle: UInt8 = 4
     static let structure: UInt8 = 5
     static let callback: UInt8 = 6
+    static let structureValue: UInt8 = 7
 }
 
 // Callback argument kinds and counts on the wire.
@@ -107,7 +108,9 @@ private enum SignatureFlags {
     static let reportsErrno: UInt8 = 1
     /// Followed by the kind the function releases.
     static let releases: UInt8 = 2
-    static let all: UInt8 = reportsErrno | releases
+    /// Followed by the struct the function returns by value.
+    static let returnsStruct: UInt8 = 4
+    static let all: UInt8 = reportsErrno | releases | returnsStruct
 }
 
 extension PayloadWriter {
@@ -170,6 +173,8 @@ extension PayloadWriter {
                 writer.write(direction.wireCode)
             case .structure:
                 writer.write(ParameterCode.structure)
+            case .structureValue:
+                writer.write(ParameterCode.structureValue)
             case .callback(let callback):
                 writer.write(ParameterCode.callback)
                 writer.write(callback)
@@ -179,8 +184,11 @@ extension PayloadWriter {
         }
         write(signature.returns.wireCode)
         if signature.returns == .handle { write(signature.returnKind ?? "") }
-        write((signature.reportsErrno ? SignatureFlags.reportsErrno : 0) | (signature.releases != nil ? SignatureFlags.releases : 0))
+        write(
+            (signature.reportsErrno ? SignatureFlags.reportsErrno : 0) | (signature.releases != nil ? SignatureFlags.releases : 0)
+                | (signature.returnedStruct != nil ? SignatureFlags.returnsStruct : 0))
         if let kind = signature.releases { write(kind) }
+        if let returned = signature.returnedStruct { write(returned) }
     }
 
     /// Each argument (name, kind and its count), then the return type.
@@ -293,9 +301,10 @@ extension PayloadReader {
         let flags = try readUInt8()
         guard flags & ~SignatureFlags.all == 0 else { throw .malformedPayload("function \(name) has unknown flags \(flags)") }
         let releases = flags & SignatureFlags.releases != 0 ? try readString() : nil
+        let returnedStruct = flags & SignatureFlags.returnsStruct != 0 ? try readStructAccess() : nil
         let signature = FunctionSignature(
             name: name, parameters: parameters, returns: returns, reportsErrno: flags & SignatureFlags.reportsErrno != 0,
-            returnKind: returnKind, releases: releases)
+            returnKind: returnKind, releases: releases, returnedStruct: returnedStruct)
         do {
             try signature.validate()
         } catch {
@@ -329,6 +338,8 @@ extension PayloadReader {
             kind = .handle(try readString(), try FunctionDirection(wireCode: readUInt8()))
         case ParameterCode.structure:
             kind = .structure
+        case ParameterCode.structureValue:
+            kind = .structureValue
         case ParameterCode.callback:
             kind = .callback(try readCallbackSignature())
         case let code:
@@ -405,8 +416,10 @@ extension PayloadReader {
     package mutating func readFunctionCallReply() throws(WireError) -> FunctionCallReply {
         let value = try readFunctionValue()
         let count = try readCount()
-        guard count <= FunctionSignature.maximumParameters else {
-            throw .malformedPayload("a call result with \(count) outputs; a function has at most \(FunctionSignature.maximumParameters)")
+        // Every parameter and the returned struct may report each of its fields.
+        let most = (FunctionSignature.maximumParameters + 1) * FunctionStruct.maximumFields
+        guard count <= most else {
+            throw .malformedPayload("a call result with \(count) outputs; a function has at most \(most)")
         }
         var outputs: [FunctionValue] = []
         for _ in 0..<count { outputs.append(try readFunctionValue()) }

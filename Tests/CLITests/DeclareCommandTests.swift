@@ -281,6 +281,24 @@ struct DeclareCommandTests {
         #expect(parsed.functions.sorted { $0.name < $1.name } == expected.sorted { $0.name < $1.name })
     }
 
+    @Test("libc's div and lldiv: div_t and lldiv_t drafted whole, returned by value; the draft verifies with nothing to complete")
+    func structsByValue() throws {
+        let header = try HeaderReader.functions(in: "/usr/include/stdlib.h", arguments: [], mainFileOnly: false)
+        let draft = try DeclarationDraft(header, selected: ["div", "lldiv"])
+        #expect(draft.structs.map(\.name).sorted() == ["div_t", "lldiv_t"])
+        #expect(draft.functions.allSatisfy { $0.toComplete.isEmpty })
+        let parsed = try ManifestParser.parse(Self.manifest(try Self.object(draft.fragment)), file: "manifest.json").manifest
+        let described = parsed.functions.map(\.description).sorted()
+        #expect(
+            described == [
+                "div(int32 numer, int32 denom) -> struct div_t {get quot, rem}",
+                "lldiv(int64 numer, int64 denom) -> struct lldiv_t {get quot, rem}",
+            ])
+        let area = try #require(Self.function("area", in: try Self.draft()))
+        #expect(area.declaration.rendered().contains(#""by": "value""#))
+        #expect(area.declaration.rendered().contains(#""set": ["width", "height"]"#))
+    }
+
     @Test("struct tm for timegm: drafted as glibc lays it out; completed as a struct made for the call, it verifies")
     func timeStruct() throws {
         let header = try HeaderReader.functions(in: "/usr/include/time.h", arguments: [], mainFileOnly: false)
@@ -326,7 +344,7 @@ struct DeclareCommandTests {
         let reasons = Dictionary(uniqueKeysWithValues: draft.notDeclarable.map { ($0.name, $0.reason) })
         #expect(reasons["logf_"]?.contains("variadic") == true)
         #expect(reasons["sort"]?.contains("compare is a callback") == true)
-        #expect(reasons["area"]?.contains("struct passed by value") == true)
+        #expect(reasons["area"] == nil, "a struct passed by value is drafted")
         #expect(reasons["twice"]?.contains("static or inline") == true)
         let declared = Set(draft.functions.map(\.name)).union(reasons.keys)
         #expect(declared.count == 14, "every function of the header is either drafted or refused: \(declared.sorted())")

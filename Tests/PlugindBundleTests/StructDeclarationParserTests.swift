@@ -95,6 +95,33 @@ struct StructDeclarationParserTests {
                     + #", "handles": {"h": {"struct": "s", "release": "f"}}, "functions": [{"name": "f", "arguments": [{"name": "x", "type": "handle", "kind": "h"}], "returns": "void"}, {"name": "g", "arguments": [], "returns": {"type": "handle", "kind": "h"}}]"#,
                 "/b/manifest.json: key 'functions' is refused: g returns a handle of kind h, a struct the worker makes; a function gets one as an out argument"
             ),
+            (
+                structs
+                    + #", "functions": [{"name": "f", "arguments": [{"name": "x", "type": "struct", "struct": "s", "by": "reference"}], "returns": "void"}]"#,
+                "/b/manifest.json: key 'functions[0].arguments[0].by' must be pointer (struct s *) or value (struct s), found 'reference'"
+            ),
+            (
+                structs
+                    + #", "functions": [{"name": "f", "arguments": [{"name": "x", "type": "int32", "by": "value"}], "returns": "void"}]"#,
+                "/b/manifest.json: key 'functions[0].arguments[0].by' does not apply: only a struct argument names a struct"
+            ),
+            (
+                structs
+                    + #", "functions": [{"name": "f", "arguments": [{"name": "x", "type": "struct", "struct": "s", "by": "value"}], "returns": "void"}]"#,
+                "/b/manifest.json: key 'functions[0].arguments[0]' is refused: 'x' of f is a struct s passed by value that holds buffer field 'p'; a struct passed or returned by value holds scalars and strings"
+            ),
+            (
+                structs + #", "functions": [{"name": "f", "arguments": [], "returns": {"type": "struct", "struct": "u", "get": []}}]"#,
+                "/b/manifest.json: key 'functions[0].returns.struct' names struct 'u', which \"structs\" does not declare"
+            ),
+            (
+                structs + #", "functions": [{"name": "f", "arguments": [], "returns": "struct"}]"#,
+                #"/b/manifest.json: key 'functions[0].returns' is a struct of no layout (write {"type": "struct", "struct": …, "get": […]})"#
+            ),
+            (
+                structs + #", "functions": [{"name": "f", "arguments": [], "returns": {"type": "int32", "get": ["n"]}}]"#,
+                "/b/manifest.json: key 'functions[0].returns.get' does not apply: int32 is not a struct"
+            ),
         ])
     func refusals(manifest: String, expected: String) {
         let error = #expect(throws: ManifestError.self) { try Self.parse(manifest) }

@@ -22,8 +22,8 @@ typedef struct plugind_header_type {
     long long innermost_size;   // the innermost type's size; negative when incomplete (opaque)
     const char *innermost_name; // a struct's, union's or enum's name ("sqlite3"), else ""
     int innermost_is_union;     // whether the innermost type is a union
-    // The layout of the struct or union one pointer points to, when the header completes it
-    // (z_stream *); NULL otherwise, and always for a field's own type.
+    // The layout of the struct or union passed by value or one pointer points to, when the
+    // header completes it (div_t, z_stream *); NULL otherwise, and always for a field's own type.
     const plugind_header_record *record;
 } plugind_header_type;
 

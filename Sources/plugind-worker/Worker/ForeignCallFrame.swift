@@ -11,7 +11,8 @@ import PlugindWire
 /// by a length the function set beyond the capacity is returned empty with that length, for the
 /// host to refuse.
 ///
-/// A struct argument is a `WorkerStruct` the frame makes and frees; so is the struct of an out
+/// A struct argument, by pointer or by value, is a `WorkerStruct` the frame makes and frees; so
+/// are a struct the function returns by value and the struct of an out
 /// handle of a struct kind, until `outputs` gives it to the handle table. A handle of a struct
 /// kind passed in brings its own, which the frame sets and reads but never frees.
 final class ForeignCallFrame {
@@ -28,6 +29,8 @@ final class ForeignCallFrame {
     private var structs: [Int: WorkerStruct] = [:]
     /// The structs the frame made and frees, unless the handle table took them.
     private var ownedStructs: [Int: WorkerStruct] = [:]
+    /// Where `ffi_call` writes a struct the function returns by value; nil for other returns.
+    private(set) var returnedStruct: UnsafeMutableRawPointer?
 
     private static let slotSize = 16
 
@@ -93,16 +96,29 @@ final class ForeignCallFrame {
                 cSlot.storeBytes(of: pointees + index * Self.slotSize, as: UnsafeMutableRawPointer?.self)
             case .callback:
                 cSlot.storeBytes(of: callbacks[index], as: UnsafeMutableRawPointer?.self)
-            case .handleOut, .structure:
+            case .handleOut, .structure, .structureValue:
                 let made = signature.parameters[index].fields.flatMap { WorkerStruct(layout: $0.layout) }
                 structs[index] = made
                 ownedStructs[index] = made
                 complete = complete && made != nil
-                cSlot.storeBytes(of: made?.memory, as: UnsafeMutableRawPointer?.self)
+                if case .structureValue = slot {
+                    // libffi copies a struct argument from where its value pointer points.
+                    values[slotIndex - 1] = made?.memory
+                } else {
+                    cSlot.storeBytes(of: made?.memory, as: UnsafeMutableRawPointer?.self)
+                }
             }
             if let settings = arguments.fieldSettings[index] {
                 complete = complete && structs[index]?.apply(settings) == true
             }
+        }
+        if let returned = signature.returnedStruct {
+            // libffi may store whole registers of a struct returned in them: room for two.
+            let made = WorkerStruct(layout: returned.layout, minimumBytes: 16)
+            structs[signature.returnIndex] = made
+            ownedStructs[signature.returnIndex] = made
+            returnedStruct = made?.memory
+            complete = complete && made != nil
         }
         guard complete else {
             release()
@@ -148,7 +164,7 @@ final class ForeignCallFrame {
             case .handle(let kind, _):
                 let pointer = (pointees + output.parameter * Self.slotSize).load(as: UnsafeMutableRawPointer?.self)
                 return .handle(FunctionHandle(kind: kind, id: handles.number(of: pointer, kind: kind)))
-            case .value, .null, .structure, .callback:
+            case .value, .null, .structure, .structureValue, .callback:
                 return .void
             }
         }

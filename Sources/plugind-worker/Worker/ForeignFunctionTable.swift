@@ -39,7 +39,16 @@ struct ForeignFunctionTable {
                     message: "function '\(signature.name)' declared in the manifest is not exported by \(path)"
                 )
             }
-            let parameterTypes = signature.parameters.flatMap { Self.parameterTypes(for: $0.kind) }
+            var parameterTypes: [UnsafeMutablePointer<ffi_type>?] = []
+            for parameter in signature.parameters {
+                if case .structureValue = parameter.kind, let layout = parameter.fields?.layout {
+                    parameterTypes.append(try ForeignStructType.make(layout).get())
+                } else {
+                    parameterTypes += Self.parameterTypes(for: parameter.kind)
+                }
+            }
+            var returnType: UnsafeMutablePointer<ffi_type>?
+            if let returned = signature.returnedStruct { returnType = try ForeignStructType.make(returned.layout).get() }
             let types = UnsafeMutablePointer<UnsafeMutablePointer<ffi_type>?>.allocate(capacity: max(parameterTypes.count, 1))
             for (index, type) in parameterTypes.enumerated() { types[index] = type }
             let interface = UnsafeMutablePointer<ffi_cif>.allocate(capacity: 1)
@@ -47,7 +56,7 @@ struct ForeignFunctionTable {
                 interface,
                 FFI_DEFAULT_ABI,
                 UInt32(parameterTypes.count),
-                Self.returnType(for: signature.returns),
+                returnType ?? Self.returnType(for: signature.returns),
                 types
             )
             guard status == FFI_OK else {
@@ -127,7 +136,7 @@ struct ForeignFunctionTable {
             ffi_call(
                 entry.interface,
                 unsafeBitCast(entry.function, to: (@convention(c) () -> Void).self),
-                returnBuffer.baseAddress,
+                frame.returnedStruct ?? returnBuffer.baseAddress,
                 frame.values
             )
         }
@@ -244,13 +253,20 @@ struct ForeignFunctionTable {
     }
 
     /// The libffi types of one declared parameter: two for `bytes` (pointer and length), one
-    /// pointer for pointers, buffers and NULL.
+    /// pointer for pointers, buffers and NULL. A struct passed by value has a type of its own
+    /// (`ForeignStructType`).
     static func parameterTypes(for kind: FunctionParameter.Kind) -> [UnsafeMutablePointer<ffi_type>?] {
         switch kind {
         case .value(.bytes): [plugind_ffi_type_pointer(), plugind_ffi_type_uint64()]
         case .value(let type): [returnType(for: type)]
-        case .pointer, .buffer, .null, .handle, .structure, .callback: [plugind_ffi_type_pointer()]
+        case .pointer, .buffer, .null, .handle, .structure, .structureValue, .callback: [plugind_ffi_type_pointer()]
         }
+    }
+
+    /// The libffi type of a field of a struct passed by value: a pointer's for a string.
+    static func elementType(of field: FunctionStruct.Field) -> UnsafeMutablePointer<ffi_type> {
+        guard case .scalar(let type) = field.kind else { return plugind_ffi_type_pointer() }
+        return returnType(for: type)
     }
 
     private static func returnType(for type: FunctionValueType) -> UnsafeMutablePointer<ffi_type> {

@@ -21,13 +21,14 @@ final class WorkerStruct: @unchecked Sendable {
     /// The most bytes of a string field read: a message such as `z_stream.msg`.
     static let maximumStringBytes = 4096
 
-    /// Nil when the memory cannot be had.
-    init?(layout: FunctionStruct) {
+    /// Nil when the memory cannot be had. `minimumBytes`: room to make beyond the struct's size.
+    init?(layout: FunctionStruct, minimumBytes: Int = 0) {
         var memory: UnsafeMutableRawPointer?
-        guard posix_memalign(&memory, max(layout.alignment, MemoryLayout<UnsafeRawPointer>.size), layout.size) == 0, let memory else {
+        let size = max(layout.size, minimumBytes)
+        guard posix_memalign(&memory, max(layout.alignment, MemoryLayout<UnsafeRawPointer>.size), size) == 0, let memory else {
             return nil
         }
-        memset(memory, 0, layout.size)
+        memset(memory, 0, size)
         self.layout = layout
         self.memory = memory
     }

@@ -161,6 +161,7 @@ struct DeclarationDraft: Sendable, Equatable {
         case .success(let drafted):
             returns = drafted.json
             if let kind = drafted.kind, !kinds.contains(kind) { kinds.append(kind) }
+            if let record = drafted.record { records.append(record) }
             if returns.containsTodo {
                 toComplete.append(
                     ToComplete(
@@ -204,8 +205,19 @@ struct DeclarationDraft: Sendable, Equatable {
             if let scalar = scalarName(kind: type.kind, size: type.size), scalar != "void" {
                 return .success(DraftedArgument(json: named(scalar)))
             }
+            if type.kind == HeaderType.Kind.record, let record = type.record, !record.isUnion, FunctionSignature.isCIdentifier(record.name)
+            {
+                return valueFields(record).map { fields in
+                    let set = fields.filter { !$0.isString }.map { DraftJSON.string($0.name) }
+                    let json = DraftJSON.object([
+                        ("name", .string(name)), ("type", .string("struct")), ("struct", .string(record.name)), ("by", .string("value")),
+                        ("set", .array(set)),
+                    ])
+                    return DraftedArgument(json: json, record: record)
+                }
+            }
             if type.kind == HeaderType.Kind.record {
-                return .failure(Reason("is a struct passed by value (\(type.spelling)): not declarable"))
+                return .failure(Reason("is a union or unnamed struct passed by value (\(type.spelling)): not declarable"))
             }
             return .failure(Reason("is of type \(type.spelling), which a declaration cannot pass"))
         case 1:
@@ -350,23 +362,50 @@ struct DeclarationDraft: Sendable, Equatable {
         return ""
     }
 
-    private static func result(_ type: HeaderType) -> Result<(json: DraftJSON, kind: String?), Reason> {
+    /// The fields of a struct passed or returned by value, each a scalar or a string: its layout
+    /// must declare every field, so one the vocabulary cannot hold refuses the function.
+    private static func valueFields(_ record: HeaderRecord) -> Result<[(name: String, isString: Bool)], Reason> {
+        var fields: [(name: String, isString: Bool)] = []
+        for field in record.fields {
+            let prefix = "is a struct passed by value (\(record.name)) whose field \(field.name.isEmpty ? "(anonymous)" : field.name) is "
+            switch fieldShape(field) {
+            case .success(.scalar): fields.append((field.name, false))
+            case .success(.string): fields.append((field.name, true))
+            case .success(.buffer):
+                return .failure(Reason(prefix + "a pointer: a struct passed by value holds scalars and strings"))
+            case .failure(let reason):
+                return .failure(Reason(prefix + reason.text + "; a struct passed by value declares every field"))
+            }
+        }
+        return .success(fields)
+    }
+
+    private static func result(_ type: HeaderType) -> Result<(json: DraftJSON, kind: String?, record: HeaderRecord?), Reason> {
         switch type.pointerDepth {
         case 0:
-            if let scalar = scalarName(kind: type.kind, size: type.size) { return .success((.string(scalar), nil)) }
+            if let scalar = scalarName(kind: type.kind, size: type.size) { return .success((.string(scalar), nil, nil)) }
+            if type.kind == HeaderType.Kind.record, let record = type.record, !record.isUnion, FunctionSignature.isCIdentifier(record.name)
+            {
+                return valueFields(record).map { fields in
+                    let json = DraftJSON.object([
+                        ("type", .string("struct")), ("struct", .string(record.name)), ("get", .array(fields.map { .string($0.name) })),
+                    ])
+                    return (json, nil, record)
+                }
+            }
             return .failure(Reason("\(type.spelling), which a declaration cannot return"))
         case 1:
             let inner = type.innermostKind
-            if inner == HeaderType.Kind.charSigned || inner == HeaderType.Kind.signedChar { return .success((.string("string"), nil)) }
+            if inner == HeaderType.Kind.charSigned || inner == HeaderType.Kind.signedChar { return .success((.string("string"), nil, nil)) }
             if let kind = opaqueKind(type) {
-                return .success((.object([("type", .string("handle")), ("kind", .string(kind))]), kind))
+                return .success((.object([("type", .string("handle")), ("kind", .string(kind))]), kind, nil))
             }
             if inner == HeaderType.Kind.record, let kind = recordName(type) {
                 let note = todo + "\(kind) (the header completes this struct: a handle if callers only pass it back)"
-                return .success((.object([("type", .string("handle")), ("kind", .string(note))]), kind))
+                return .success((.object([("type", .string("handle")), ("kind", .string(note))]), kind, nil))
             }
             if inner == HeaderType.Kind.unsignedChar || inner == HeaderType.Kind.charUnsigned, type.innermostIsConst {
-                return .success((.string(todo + "string, if it is NUL-terminated text (\(type.spelling))"), nil))
+                return .success((.string(todo + "string, if it is NUL-terminated text (\(type.spelling))"), nil, nil))
             }
             return .failure(Reason("a pointer (\(type.spelling)): only strings and handles can be returned"))
         default:

@@ -47,8 +47,8 @@ struct HeaderType: Sendable, Equatable {
     /// The struct's, union's or enum's name under the pointers (`sqlite3`); empty otherwise.
     var innermostName: String
     var innermostIsUnion: Bool = false
-    /// The layout of the struct one pointer points to, when the header completes it (`z_stream *`);
-    /// nil otherwise, and for a field's own type.
+    /// The layout of the struct passed by value or one pointer points to, when the header
+    /// completes it (`div_t`, `z_stream *`); nil otherwise, and for a field's own type.
     var record: HeaderRecord? = nil
 }
 
