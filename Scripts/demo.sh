@@ -64,7 +64,7 @@ step "The owner approves them (pinned to their SHA-256 and requested permissions
 for id in org.plugind.examples.text-filter-c org.plugind.examples.text-filter-swift \
           org.plugind.examples.echo org.plugind.examples.function-library org.plugind.examples.countdown \
           org.plugind.examples.greeter org.plugind.examples.greeter-swift org.plugind.examples.zlib \
-          org.plugind.examples.qsort \
+          org.plugind.examples.qsort org.plugind.examples.libm \
           org.plugind.examples.text-filter-cpp org.plugind.examples.greeter-rust org.plugind.examples.text-filter-go; do
     plugind approve "$id" --yes
 done
@@ -118,9 +118,10 @@ run Examples/CHost/text_host --name "Grace" "The quick brown fox"
 run env PYTHONPATH="$PWD/Bindings/Python/src" PLUGIND_LIBRARY="$bin/libPlugindHost.so" PYTHONDONTWRITEBYTECODE=1 \
     python3 Examples/PythonHost/text_host.py --name "Guido" "The quick brown fox"
 
-step "The machine's C libraries, confined, from Python: zlib's deflate stream and qsort with a Python comparator"
+step "The machine's C libraries, confined, from Python: zlib's deflate stream, qsort with a Python comparator, libm on double complex"
 run env PYTHONPATH="$PWD/Bindings/Python/src" PLUGIND_LIBRARY="$bin/libPlugindHost.so" PYTHONDONTWRITEBYTECODE=1 \
     python3 Examples/PythonHost/c_libraries.py --size 1048576 --count 2000
+run plugind call org.plugind.examples.libm csqrt -- -3 4
 
 step "The machine's LADSPA audio effects and frei0r video filters, unchanged, each in its own confined worker"
 export LADSPA_PATH=/usr/lib/ladspa FREI0R_PATH=/usr/lib/frei0r-1

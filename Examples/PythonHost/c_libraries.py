@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Sandboxing the machine's own C libraries from Python: zlib's deflate stream on a z_stream kept
-in a confined worker, and libc's qsort with a comparator written in Python. Every result is
-checked against Python's own zlib and sorted().
+in a confined worker, libc's qsort with a comparator written in Python, and libm's complex square
+root on a struct passed and returned by value. Every result is checked against Python's own zlib,
+sorted() and cmath.
 
     c_libraries.py [--size BYTES] [--count N]
 """
 
 import argparse
+import cmath
 import os
 import random
 import struct
@@ -68,6 +70,12 @@ def main():
         ordered = list(struct.unpack("<%dq" % len(values), result.outputs["base"]))
         assert ordered == sorted(values), "sorted() disagrees"
         print("qsort: %d int64s sorted by libc with %d calls of a Python comparator; sorted() agrees" % (len(values), calls))
+    with plugind.Process(identity(monitor, "org.plugind.examples.libm")) as process:
+        z = complex(-3, 4)
+        root = process.call_with_outputs("csqrt", z.real, z.imag)
+        answer = complex(root.outputs["return.re"], root.outputs["return.im"])
+        assert abs(answer - cmath.sqrt(z)) <= 1e-12 * abs(answer), "cmath disagrees"
+        print("libm: csqrt(%s) = %s, a double complex passed and returned by value; cmath agrees" % (z, answer))
     monitor.close()
     return 0
 
