@@ -1,4 +1,5 @@
 import PlugindEngine
+import PlugindSystem
 
 /// LADSPA effects run one after another on each block, each in its own confined worker: effect
 /// k's audio outputs feed effect k + 1's audio inputs, in port order (Linux addition). The
@@ -13,6 +14,12 @@ public final class AudioEffectChain: Sendable {
     /// For each effect but the last: its audio outputs paired with the next effect's inputs, by
     /// port index.
     private let links: [[(output: Int, input: Int)]]
+    private let timingState = Locked(AudioEffect.Timing())
+
+    /// The chain's runs against their blocks' real-time period, as `AudioEffect.timing` counts
+    /// an effect's: a block the whole chain took longer than it lasts missed it, even when each
+    /// effect alone kept within it. Only runs that completed count.
+    public var timing: AudioEffect.Timing { timingState.withLock { $0 } }
 
     /// Refuses (`invalidArguments`) an empty chain, effects of different sample rates or block
     /// sizes, and a link whose outputs and inputs differ in number, naming the link.
@@ -67,6 +74,7 @@ public final class AudioEffectChain: Sendable {
 
     /// Runs every effect over `frames`, in order, each within `timeout`.
     public func run(frames: Int, timeout: Duration? = nil) async throws {
+        let started = ContinuousClock.now
         for (position, effect) in effects.enumerated() {
             try await effect.run(frames: frames, timeout: timeout)
             guard position < links.count else { continue }
@@ -78,6 +86,13 @@ public final class AudioEffectChain: Sendable {
                     }
                 }
             }
+        }
+        let took = ContinuousClock.now - started
+        let period = Duration.nanoseconds(Int64(frames) * 1_000_000_000 / Int64(effects[0].sampleRate))
+        timingState.withLock { timing in
+            timing.blocks += 1
+            if took > period { timing.missedBlocks += 1 }
+            timing.longestRun = max(timing.longestRun, took)
         }
     }
 }

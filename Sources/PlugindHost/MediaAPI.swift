@@ -25,12 +25,12 @@ final class HostVideoFilter: Sendable {
     }
 }
 
-private func timeout(_ milliseconds: UInt32) -> Duration? {
+func timeout(_ milliseconds: UInt32) -> Duration? {
     milliseconds == 0 ? nil : .milliseconds(Int64(milliseconds))
 }
 
 /// The object behind `handle`, or nil with an invalid-argument error naming `what` it should be.
-private func registered<Object>(
+func registered<Object>(
     _ handle: OpaquePointer?, as type: Object.Type, _ what: String, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> Object? {
     guard let object = HandleRegistry.shared.object(handle, as: type) else {
@@ -41,7 +41,7 @@ private func registered<Object>(
 }
 
 /// Runs `work` on the caller's thread until it ends: 0, or -1 with its error in `*error`.
-private func blockingStatus(_ error: UnsafeMutablePointer<OpaquePointer?>?, _ work: @escaping @Sendable () async throws -> Void) -> Int32 {
+func blockingStatus(_ error: UnsafeMutablePointer<OpaquePointer?>?, _ work: @escaping @Sendable () async throws -> Void) -> Int32 {
     switch BlockingCall.run(work) {
     case .success: return 0
     case .failure(let failure):

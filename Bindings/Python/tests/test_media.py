@@ -1,9 +1,11 @@
-"""LADSPA effects and frei0r filters from Python (plugind.AudioEffect, plugind.VideoFilter): Debian's
-unchanged libraries in their workers, each output compared with the same arithmetic done here.
-MediaHostTests (Swift) installs and approves, under one extension point:
+"""LADSPA effects and frei0r filters from Python (plugind.AudioEffect, plugind.AudioEffectChain,
+plugind.VideoFilter): Debian's unchanged libraries in their workers, each output compared with the
+same arithmetic done here, a chain's with its effects run one after the other. MediaHostTests
+(Swift) installs and approves, under one extension point:
 
-  PLUGIND_TEST_MEDIA_POINT  ladspa.amp.amp-stereo (ladspa-sdk), frei0r.invert0r, frei0r.addition
-                            and frei0r.tint0r (frei0r-plugins)
+  PLUGIND_TEST_MEDIA_POINT  ladspa.amp.amp-stereo, ladspa.amp.amp-mono and ladspa.filter.lpf
+                            (ladspa-sdk), frei0r.invert0r, frei0r.addition and frei0r.tint0r
+                            (frei0r-plugins)
 
 Without it these tests are skipped.
 """
@@ -187,3 +189,101 @@ def test_close_releases_the_views_and_the_process_goes_on():
         assert process.pid > 0
     with pytest.raises(plugind.InvalidArgumentError):
         plugind.VideoFilter(process, 8, 8)
+
+
+def mono_effects(processes, sample_rate, maximum_frames, controls):
+    """An AudioEffect per process, control 0 of each set to the matching value."""
+    effects = []
+    for process, value in zip(processes, controls):
+        effect = plugind.AudioEffect(process, sample_rate, maximum_frames=maximum_frames)
+        effect.set_control(0, value)
+        effects.append(effect)
+    return effects
+
+
+def test_a_chain_of_amp_mono_and_lpf_equals_the_two_run_one_after_the_other():
+    block, blocks = 200, 5
+    generator = random.Random(2718)
+    signal = float32([generator.uniform(-1, 1) for _ in range(block * blocks)])
+    identifiers = ["ladspa.amp.amp-mono", "ladspa.filter.lpf"] * 2
+    processes = [plugind.Process(identity(identifier)) for identifier in identifiers]
+    try:
+        amp, lowpass, other_amp, other_lowpass = mono_effects(processes, 44100, 256, [0.5, 1000.0] * 2)
+        with plugind.AudioEffectChain([amp, lowpass]) as chain:
+            assert (chain.input_count, chain.output_count, chain.maximum_frames) == (1, 1, 256)
+            assert chain.effects == (amp, lowpass)
+            source, sink = chain.input(0), chain.output(0)
+            assert (source.format, len(source), source.readonly, sink.readonly) == ("f", 256, False, True)
+            assert chain.input(0) is source, "one view per channel, handed out again"
+            chained, separate = array.array("f"), array.array("f")
+            for start in range(0, len(signal), block):
+                samples = signal[start:start + block]
+                source[:block] = samples
+                chain.run(block, timeout=DEADLINE)
+                chained.extend(sink[:block])
+                other_amp.samples(1)[:block] = samples
+                other_amp.run(block, timeout=DEADLINE)
+                other_lowpass.samples(1)[:block] = other_amp.samples(2)[:block]
+                other_lowpass.run(block, timeout=DEADLINE)
+                separate.extend(other_lowpass.samples(2)[:block])
+            assert chained.tobytes() == separate.tobytes()
+            # The filter did something: not just the amp's exact halves.
+            assert sum(a != b * 0.5 for a, b in zip(chained, signal)) > len(signal) // 2
+
+            timing = chain.timing
+            assert timing.blocks == blocks and 0 <= timing.missed_blocks <= blocks
+            assert timing.longest_run > 0 and timing.longest_run >= amp.timing.longest_run
+            assert amp.timing.blocks == lowpass.timing.blocks == other_amp.timing.blocks == blocks
+
+            with pytest.raises(plugind.InvalidArgumentError):
+                chain.input(1)
+            with pytest.raises(plugind.CallError) as long_run:
+                chain.run(257, timeout=DEADLINE)
+            assert "run of 257 frames; the ports hold 256" in str(long_run.value), str(long_run.value)
+        with pytest.raises(ValueError):
+            source[0]
+        with pytest.raises(plugind.InvalidArgumentError):
+            chain.run(block)
+        # The effects are the caller's still, and run on their own.
+        amp.run(block, timeout=DEADLINE)
+    finally:
+        for process in processes:
+            process.close()
+
+
+def test_a_link_that_does_not_fit_one_effect_twice_or_a_closed_effect_is_refused():
+    processes = [plugind.Process(identity(identifier)) for identifier in ["ladspa.amp.amp-mono", "ladspa.amp.amp-stereo"]]
+    try:
+        mono, stereo = (plugind.AudioEffect(process, 48000, maximum_frames=64) for process in processes)
+        with pytest.raises(plugind.CallError) as link:
+            plugind.AudioEffectChain([mono, stereo])
+        assert link.value.code == "invalidArguments"
+        assert "takes 2 audio inputs; effect 0 of the chain gives 1" in str(link.value), str(link.value)
+        with pytest.raises(plugind.InvalidArgumentError) as twice:
+            plugind.AudioEffectChain([mono, mono])
+        assert "effect 1 of the chain is effect 0 again" in str(twice.value), str(twice.value)
+        with pytest.raises(plugind.InvalidArgumentError) as empty:
+            plugind.AudioEffectChain([])
+        assert "a chain of no effects" in str(empty.value)
+        with pytest.raises(plugind.InvalidArgumentError):
+            plugind.AudioEffectChain([mono, "an effect"])
+
+        # Stereo into stereo fits; closing an effect while in the chain makes its run refuse.
+        other = plugind.Process(identity("ladspa.amp.amp-stereo"))
+        processes.append(other)
+        second = plugind.AudioEffect(other, 48000, maximum_frames=64)
+        chain = plugind.AudioEffectChain([stereo, second])
+        assert (chain.input_count, chain.output_count) == (2, 2)
+        chain.run(64, timeout=DEADLINE)
+        second.close()
+        with pytest.raises(plugind.InvalidArgumentError) as released:
+            chain.run(64, timeout=DEADLINE)
+        assert "effect 1 of the chain was released" in str(released.value), str(released.value)
+        with pytest.raises(plugind.InvalidArgumentError):
+            plugind.AudioEffectChain([stereo, second])
+        chain.close()
+        mono.close()
+        stereo.close()
+    finally:
+        for process in processes:
+            process.close()

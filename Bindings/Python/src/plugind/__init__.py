@@ -40,11 +40,11 @@ from ._native import (
     libc,
     library,
 )
-from .media import AudioEffect, AudioPort, VideoFilter, VideoParameter
+from .media import AudioEffect, AudioEffectChain, AudioPort, AudioTiming, VideoFilter, VideoParameter
 
 __all__ = [
     "Monitor", "Identity", "Process", "Connection", "Ask", "CallOutputs", "Handle", "FunctionSession",
-    "AudioEffect", "AudioPort", "VideoFilter", "VideoParameter",
+    "AudioEffect", "AudioEffectChain", "AudioPort", "AudioTiming", "VideoFilter", "VideoParameter",
 ] + _errors.__all__
 
 _SCOPES = {"application": 0, "none": 1}

@@ -1,7 +1,8 @@
 """LADSPA audio effects and frei0r video filters, unchanged, in their confined workers.
 
 A process of a LADSPA plugin (`plugind scan` lists them as ladspa.<library>.<label>) becomes an
-`AudioEffect`; one of a frei0r plugin (frei0r.<library>) a `VideoFilter`. Samples and frames are
+`AudioEffect`, effects in a row an `AudioEffectChain`; one of a frei0r plugin (frei0r.<library>) a
+`VideoFilter`. Samples and frames are
 memoryviews straight over the memory the worker shares with this process (no copy): write the
 inputs, `run` or `update`, read the outputs. One effect or filter per process, used by one thread
 at a time.
@@ -21,7 +22,7 @@ from . import _errors
 from ._errors import CallError, InvalidArgumentError
 from ._native import library
 
-__all__ = ["AudioEffect", "AudioPort", "VideoFilter", "VideoParameter"]
+__all__ = ["AudioEffect", "AudioEffectChain", "AudioPort", "AudioTiming", "VideoFilter", "VideoParameter"]
 
 _handle = ctypes.c_void_p
 _error_out = ctypes.POINTER(ctypes.c_void_p)
@@ -41,6 +42,16 @@ class _AudioPort(ctypes.Structure):
     ]
 
 
+class _AudioTiming(ctypes.Structure):
+    """plugind_audio_timing."""
+
+    _fields_ = [
+        ("blocks", ctypes.c_uint64),
+        ("missed_blocks", ctypes.c_uint64),
+        ("longest_run_ns", ctypes.c_uint64),
+    ]
+
+
 def _declare(name: str, result, *arguments) -> None:
     function = getattr(library, name)
     function.restype = result
@@ -54,7 +65,17 @@ _declare("plugind_audio_effect_samples", ctypes.c_void_p, _handle, ctypes.c_size
 _declare("plugind_audio_effect_set_control", ctypes.c_int, _handle, ctypes.c_size_t, ctypes.c_float, _error_out)
 _declare("plugind_audio_effect_control", ctypes.c_int, _handle, ctypes.c_size_t, ctypes.POINTER(ctypes.c_float))
 _declare("plugind_audio_effect_run", ctypes.c_int, _handle, ctypes.c_uint32, ctypes.c_uint32, _error_out)
+_declare("plugind_audio_effect_timing", ctypes.c_int, _handle, ctypes.POINTER(_AudioTiming))
 _declare("plugind_audio_effect_release", None, _handle)
+
+_declare("plugind_audio_chain_create", _handle, ctypes.POINTER(ctypes.c_void_p), ctypes.c_size_t, _error_out)
+_declare("plugind_audio_chain_input_count", ctypes.c_size_t, _handle)
+_declare("plugind_audio_chain_output_count", ctypes.c_size_t, _handle)
+_declare("plugind_audio_chain_input", ctypes.c_void_p, _handle, ctypes.c_size_t)
+_declare("plugind_audio_chain_output", ctypes.c_void_p, _handle, ctypes.c_size_t)
+_declare("plugind_audio_chain_run", ctypes.c_int, _handle, ctypes.c_uint32, ctypes.c_uint32, _error_out)
+_declare("plugind_audio_chain_timing", ctypes.c_int, _handle, ctypes.POINTER(_AudioTiming))
+_declare("plugind_audio_chain_release", None, _handle)
 
 _declare("plugind_video_filter_create", _handle, _handle, ctypes.c_uint32, ctypes.c_uint32, _error_out)
 _declare("plugind_video_filter_input_count", ctypes.c_size_t, _handle)
@@ -99,6 +120,26 @@ class AudioPort(NamedTuple):
     lower_bound: Optional[float]
     upper_bound: Optional[float]
     default: Optional[float]
+
+
+class AudioTiming(NamedTuple):
+    """How the runs of an AudioEffect or AudioEffectChain went against their blocks' real-time
+    period (frames / sample rate): `blocks` runs completed, `missed_blocks` of them took longer
+    than their block lasts, the longest `longest_run` seconds from the request to its answer. A
+    real-time host reads these rather than waiting longer; `run`'s timeout bounds how long it can
+    wait at all."""
+
+    blocks: int
+    missed_blocks: int
+    longest_run: float
+
+
+def _timing(function, handle: ctypes.c_void_p) -> AudioTiming:
+    """plugind_audio_effect_timing or plugind_audio_chain_timing of `handle`."""
+    figures = _AudioTiming()
+    if function(handle, ctypes.byref(figures)) != 0:
+        raise InvalidArgumentError("no timing for a closed effect or chain")
+    return AudioTiming(figures.blocks, figures.missed_blocks, figures.longest_run_ns / 1e9)
 
 
 class VideoParameter(NamedTuple):
@@ -296,8 +337,88 @@ class AudioEffect(_Shared):
         ) != 0:
             _errors.raise_if(error)
 
+    @property
+    def timing(self) -> AudioTiming:
+        """The runs so far against their blocks' real-time period, a chain's runs of it included."""
+        return _timing(library.plugind_audio_effect_timing, self._handle)
+
     def __repr__(self) -> str:
         return "AudioEffect(%d ports, %d Hz, %d frames)" % (len(self.ports), self.sample_rate, self.maximum_frames)
+
+
+class AudioEffectChain(_Shared):
+    """`effects` (AudioEffects of one sample rate and block size) run one after another on each
+    block, each in its own worker: effect k's audio outputs feed effect k + 1's audio inputs, in
+    port order, moved between their shared ports by libplugind. The chain's inputs are the first
+    effect's audio inputs, its outputs the last effect's audio outputs. The chain borrows the
+    effects: they stay the caller's, to set controls on between runs and to close after the chain
+    (once one closed first is released, `run` raises InvalidArgumentError). Refused: no effects or one effect
+    twice (InvalidArgumentError); different rates or sizes, or a link whose outputs and inputs
+    differ in number (CallError, invalidArguments, naming the link).
+
+        with plugind.AudioEffectChain([amp, lowpass]) as chain:
+            chain.input(0)[:len(block)] = array.array("f", block)
+            chain.run(len(block))
+            chain.output(0)[:len(block)]                    # amp, then lowpass
+    """
+
+    def __init__(self, effects: Sequence[AudioEffect]):
+        effects = tuple(effects)
+        for effect in effects:
+            if not isinstance(effect, AudioEffect):
+                raise InvalidArgumentError("%r is not a plugind.AudioEffect" % (effect,))
+        handles = (ctypes.c_void_p * max(1, len(effects)))(*[effect._handle.value for effect in effects])
+        error = ctypes.c_void_p()
+        made = library.plugind_audio_chain_create(handles, len(effects), ctypes.byref(error))
+        if not made:
+            _errors.raise_if(error)
+        self._start(made, library.plugind_audio_chain_release)
+        #: The effects, in order; the chain keeps them from being collected.
+        self.effects: Tuple[AudioEffect, ...] = effects
+        self.maximum_frames: int = effects[0].maximum_frames
+        #: The numbers of input and output channels.
+        self.input_count: int = library.plugind_audio_chain_input_count(self._handle)
+        self.output_count: int = library.plugind_audio_chain_output_count(self._handle)
+
+    def input(self, channel: int) -> memoryview:
+        """Input `channel`'s `maximum_frames` float32 samples, writable: the first effect's audio
+        input in that place (no copy). InvalidArgumentError for a channel out of range."""
+        address = library.plugind_audio_chain_input(self._handle, _size(channel, "channel"))
+        if not address:
+            raise InvalidArgumentError("the chain has %d input channels, not %d" % (self.input_count, channel + 1))
+        return self._view(("input", channel), address, self.maximum_frames, "f")
+
+    def output(self, channel: int) -> memoryview:
+        """Output `channel`'s samples, read-only, as the last run left them: the last effect's audio
+        output in that place (no copy). InvalidArgumentError for a channel out of range."""
+        address = library.plugind_audio_chain_output(self._handle, _size(channel, "channel"))
+        if not address:
+            raise InvalidArgumentError("the chain has %d output channels, not %d" % (self.output_count, channel + 1))
+        return self._view(("output", channel), address, self.maximum_frames, "f", readonly=True)
+
+    def run(self, frames: int, timeout: Optional[float] = None) -> None:
+        """Runs every effect over the first `frames` samples, in order, each within `timeout`
+        seconds (None: its plugin's request timeout). Blocking. Raises the first effect's error
+        (CrashedError, TimedOutError: that effect's worker ends, the others are unharmed), or
+        InvalidArgumentError when an effect of the chain was closed."""
+        error = ctypes.c_void_p()
+        if library.plugind_audio_chain_run(
+            self._handle, _size(frames, "frames"), _milliseconds(timeout), ctypes.byref(error)
+        ) != 0:
+            _errors.raise_if(error)
+
+    @property
+    def timing(self) -> AudioTiming:
+        """The chain's runs so far: a block the whole chain took longer than it lasts missed it."""
+        return _timing(library.plugind_audio_chain_timing, self._handle)
+
+    def close(self) -> None:
+        """Releases the chain (its effects stay open: close them too). The views it handed out are
+        released; the memory is unmapped once no view derived from them is left."""
+        super().close()
+
+    def __repr__(self) -> str:
+        return "AudioEffectChain(%d effects, %d in, %d out)" % (len(self.effects), self.input_count, self.output_count)
 
 
 Value = Union[bool, float, Tuple[float, float, float], Tuple[float, float], str]

@@ -541,8 +541,58 @@ int plugind_audio_effect_control(const plugind_audio_effect *effect, size_t port
  * PLUGIND_ERROR_TIMED_OUT (the worker is then ended), PLUGIND_ERROR_INVALID_ARGUMENTS. */
 int plugind_audio_effect_run(plugind_audio_effect *effect, uint32_t frames, uint32_t timeout_ms, plugind_error **error);
 
+/* How the runs went against their blocks' real-time period (frames / sample rate): `blocks`
+ * runs completed, `missed_blocks` of them took longer than their block lasts, the longest from
+ * the request to its answer. A real-time host reads these rather than waiting longer; the
+ * run's timeout bounds how long it can wait at all. */
+typedef struct plugind_audio_timing {
+    uint64_t blocks;
+    uint64_t missed_blocks;
+    uint64_t longest_run_ns;
+} plugind_audio_timing;
+
+/* The effect's runs so far into `*timing`: 0, or -1 for an invalid effect or a NULL `timing`. */
+int plugind_audio_effect_timing(const plugind_audio_effect *effect, plugind_audio_timing *timing);
+
 /* Frees the effect (the process stays until plugind_process_release). NULL is ignored. */
 void plugind_audio_effect_release(plugind_audio_effect *effect);
+
+/* Effects run one after another on each block, each in its own worker: effect k's audio outputs
+ * feed effect k + 1's audio inputs, in port order; the samples move between their shared ports in
+ * the host, each call carries the frame count only. The chain's inputs are its first effect's
+ * audio inputs, its outputs its last effect's audio outputs. The chain borrows its effects: they
+ * stay the caller's, to set controls on (between runs) and to release after the chain. One thread
+ * at a time per chain, and no effect of it run on its own while the chain runs. */
+typedef struct plugind_audio_chain plugind_audio_chain;
+
+/* A chain of `count` effects, in order. PLUGIND_ERROR_INVALID_ARGUMENT for no effects, a NULL or
+ * released effect, or one effect twice; PLUGIND_ERROR_INVALID_ARGUMENTS for effects of different
+ * sample rates or block sizes, or a link whose numbers of outputs and inputs differ (the message
+ * names it). */
+plugind_audio_chain *plugind_audio_chain_create(plugind_audio_effect *const *effects, size_t count, plugind_error **error);
+
+/* The number of input and output channels. */
+size_t plugind_audio_chain_input_count(const plugind_audio_chain *chain);
+size_t plugind_audio_chain_output_count(const plugind_audio_chain *chain);
+
+/* Input and output `channel`'s `maximum_frames` samples (the first effect's audio input, the last
+ * effect's audio output, in that place): the ports' own memory, valid until the chain is
+ * released; NULL for a channel out of range. */
+float *plugind_audio_chain_input(plugind_audio_chain *chain, size_t channel);
+const float *plugind_audio_chain_output(const plugind_audio_chain *chain, size_t channel);
+
+/* Runs every effect over the first `frames` samples, in order, each within `timeout_ms` (0: its
+ * plugin's request timeout). Blocking. 0, or -1 with the first error: an effect's own (its worker
+ * crashed or timed out; the other effects are unharmed), PLUGIND_ERROR_INVALID_ARGUMENT when an
+ * effect of the chain was released. */
+int plugind_audio_chain_run(plugind_audio_chain *chain, uint32_t frames, uint32_t timeout_ms, plugind_error **error);
+
+/* The chain's runs so far, as plugind_audio_effect_timing counts an effect's: a block the whole
+ * chain took longer than it lasts missed it. 0, or -1 for an invalid chain or a NULL `timing`. */
+int plugind_audio_chain_timing(const plugind_audio_chain *chain, plugind_audio_timing *timing);
+
+/* Frees the chain; its effects stay the caller's. NULL is ignored. */
+void plugind_audio_chain_release(plugind_audio_chain *chain);
 
 /* A frei0r plugin's instance in its process (frei0r.<library>): frames of width x height pixels of
  * 4 bytes in the plugin's colour model, 16-byte aligned, top line first, in memory shared with the
