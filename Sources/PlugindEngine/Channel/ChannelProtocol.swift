@@ -622,16 +622,37 @@ package struct ChannelProtocol {
     /// A call result read from shared memory (nil: outside the region or over the limit), decoded
     /// as the pipe's would be.
     package mutating func complete(sharedCallResult id: UInt64, bytes: [UInt8]?) -> [Effect] {
-        guard let bytes else {
+        complete(sharedCallResult: id, decoded: Self.decodeSharedCallResult(bytes))
+    }
+
+    /// A call result decoded by `decodeSharedCallResult`, which the channel runs before it takes
+    /// the lock this state lives under: a large result is a large copy.
+    package mutating func complete(sharedCallResult id: UInt64, decoded: Result<FunctionCallReply, SharedCallResultError>) -> [Effect] {
+        switch decoded {
+        case .success(let reply): return complete(id, .success(.value(reply)))
+        case .failure(.unreadable):
             return [.stop(.protocolViolation("call result \(id) lies outside the shared-memory region or exceeds the message limit"))]
+        case .failure(.malformed(let error)): return [.stop(.protocolViolation("call result \(id) in shared memory: \(error)"))]
         }
+    }
+
+    /// Why the bytes of a call result in shared memory are none.
+    package enum SharedCallResultError: Error {
+        /// Outside the region, or over the message limit.
+        case unreadable
+        case malformed(WireError)
+    }
+
+    /// The call result in `bytes` (nil: outside the region or over the limit), checked whole.
+    package static func decodeSharedCallResult(_ bytes: [UInt8]?) -> Result<FunctionCallReply, SharedCallResultError> {
+        guard let bytes else { return .failure(.unreadable) }
         var reader = PayloadReader(bytes)
         do {
             let reply = try reader.readFunctionCallReply()
             try reader.finish("call result")
-            return complete(id, .success(.value(reply)))
+            return .success(reply)
         } catch {
-            return [.stop(.protocolViolation("call result \(id) in shared memory: \(error)"))]
+            return .failure(.malformed(error))
         }
     }
 

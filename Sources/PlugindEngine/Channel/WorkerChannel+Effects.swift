@@ -164,8 +164,9 @@ extension WorkerChannel {
             decide { $0.complete(sharedResponse: id, bytes: bytes) }
         }
         for (id, location) in actions.sharedCallResults {
-            let bytes = readSharedResponse(at: location)
-            decide { $0.complete(sharedCallResult: id, bytes: bytes) }
+            // Read and decoded before the lock: a large result is a large copy.
+            let decoded = ChannelProtocol.decodeSharedCallResult(readSharedResponse(at: location))
+            decide { $0.complete(sharedCallResult: id, decoded: decoded) }
         }
         // A worker that cannot be signalled leaves the request to fail when the wait ends.
         for id in actions.stackRequests { process.requestStack(of: id) }
