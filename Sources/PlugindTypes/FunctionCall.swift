@@ -117,19 +117,18 @@ extension FunctionSignature {
         var given: [Int: FunctionValue] = [:]
         var givenFields: [Int: [String: FunctionValue]] = [:]
         for (position, (value, input)) in zip(values, inputs).enumerated() {
-            let parameterName = parameters[input.parameter].name
-            let named = (input.field.map { "\(parameterName ?? "").\($0)" } ?? parameterName).map { " ('\($0)')" } ?? ""
-            guard value.type == input.type else {
-                throw FunctionCallError("argument \(position + 1)\(named) of \(self) must be \(input.type), got \(value.type)")
+            // Messages are written only for a refusal: a call that goes through describes nothing.
+            func refuse(_ problem: String) -> FunctionCallError {
+                let parameterName = parameters[input.parameter].name
+                let named = (input.field.map { "\(parameterName ?? "").\($0)" } ?? parameterName).map { " ('\($0)')" } ?? ""
+                return FunctionCallError("argument \(position + 1)\(named) of \(self) \(problem)")
             }
-            if case .string(let text) = value, text.utf8.contains(0) {
-                throw FunctionCallError("argument \(position + 1)\(named) of \(self) contains a NUL byte")
-            }
+            guard value.type == input.type else { throw refuse("must be \(input.type), got \(value.type)") }
+            if case .string(let text) = value, text.utf8.contains(0) { throw refuse("contains a NUL byte") }
             if case .handle(let handle) = value, let kind = input.kind {
-                let given = "argument \(position + 1)\(named) of \(self) is handle \(handle)"
-                guard handle.kind == kind else { throw FunctionCallError("\(given), not a \(kind) handle") }
-                guard !handle.isNull else { throw FunctionCallError("\(given): a NULL handle is not passed") }
-                guard !handle.isReleased else { throw FunctionCallError("\(given), which was released") }
+                guard handle.kind == kind else { throw refuse("is handle \(handle), not a \(kind) handle") }
+                guard !handle.isNull else { throw refuse("is handle \(handle): a NULL handle is not passed") }
+                guard !handle.isReleased else { throw refuse("is handle \(handle), which was released") }
             }
             if let field = input.field {
                 givenFields[input.parameter, default: [:]][field] = value
