@@ -114,7 +114,8 @@ extension FunctionSignature {
         guard values.count == inputs.count else {
             throw FunctionCallError("\(self) takes \(inputs.count) argument(s), got \(values.count)")
         }
-        var given: [Int: FunctionValue] = [:]
+        // By parameter index: an array, not a dictionary, for this runs on every call.
+        var given = [FunctionValue?](repeating: nil, count: parameters.count)
         var givenFields: [Int: [String: FunctionValue]] = [:]
         for (position, (value, input)) in zip(values, inputs).enumerated() {
             // Messages are written only for a refusal: a call that goes through describes nothing.
@@ -259,7 +260,7 @@ extension FunctionSignature {
 
     /// The values of the count arguments the caller does not pass: the lengths of the `in` and
     /// `inout` buffers they count, which must agree when several share one.
-    private func derivedCountValues(_ given: [Int: FunctionValue]) throws(FunctionCallError) -> [Int: FunctionValue] {
+    private func derivedCountValues(_ given: [FunctionValue?]) throws(FunctionCallError) -> [Int: FunctionValue] {
         var elements: [Int: (count: Int, buffer: Int)] = [:]
         for (index, parameter) in parameters.enumerated() {
             guard case .buffer(let buffer) = parameter.kind, buffer.direction.isInput, case .argument(let counter) = buffer.count,
@@ -297,7 +298,7 @@ extension FunctionSignature {
     }
 
     private func bufferSlot(
-        _ index: Int, _ buffer: FunctionBuffer, given: [Int: FunctionValue], counts: [Int: FunctionValue]
+        _ index: Int, _ buffer: FunctionBuffer, given: [FunctionValue?], counts: [Int: FunctionValue]
     ) throws(FunctionCallError) -> (content: [UInt8], capacity: Int) {
         let label = self.label(ofParameter: index)
         let elements: UInt64

@@ -308,21 +308,29 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     /// The values a caller passes, in order: every parameter but `NULL`, `out` pointers, `out`
     /// buffers, and the counts of `in`/`inout` buffers (their lengths).
     public var inputs: [Input] {
+        // One array appended to: this runs for every call, on both sides.
         let derived = derivedCounts
-        return parameters.indices.flatMap { index -> [Input] in
-            let own: Input?
-            switch parameters[index].kind {
-            case .value(let type): own = derived.contains(index) ? nil : Input(parameter: index, type: type)
-            case .pointer(let type, let direction): own = direction.isInput ? Input(parameter: index, type: type) : nil
-            case .buffer(let buffer): own = buffer.direction.isInput ? Input(parameter: index, type: .bytes) : nil
-            case .handle(let kind, let direction): own = direction.isInput ? Input(parameter: index, type: .handle, kind: kind) : nil
-            case .null, .structure, .structureValue, .callback: own = nil
+        var inputs: [Input] = []
+        inputs.reserveCapacity(parameters.count)
+        for (index, parameter) in parameters.enumerated() {
+            switch parameter.kind {
+            case .value(let type):
+                if !derived.contains(index) { inputs.append(Input(parameter: index, type: type)) }
+            case .pointer(let type, let direction):
+                if direction.isInput { inputs.append(Input(parameter: index, type: type)) }
+            case .buffer(let buffer):
+                if buffer.direction.isInput { inputs.append(Input(parameter: index, type: .bytes)) }
+            case .handle(let kind, let direction):
+                if direction.isInput { inputs.append(Input(parameter: index, type: .handle, kind: kind)) }
+            case .null, .structure, .structureValue, .callback:
+                break
             }
-            let fields = (parameters[index].fields?.inputFields ?? []).map { field in
-                Input(parameter: index, type: FunctionStructAccess.valueType(of: field), field: field.name)
+            guard let access = parameter.fields else { continue }
+            for field in access.inputFields {
+                inputs.append(Input(parameter: index, type: FunctionStructAccess.valueType(of: field), field: field.name))
             }
-            return (own.map { [$0] } ?? []) + fields
         }
+        return inputs
     }
 
     /// Where `Output.parameter` points for a field of the returned struct: past the parameters.
@@ -337,8 +345,9 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     /// The values a result returns besides the function's own, in parameter order, then the
     /// fields of a returned struct.
     public var outputs: [Output] {
-        let returned = (returnedStruct?.gets ?? []).compactMap { fieldName -> Output? in
-            guard let field = returnedStruct?.layout.field(named: fieldName) else { return nil }
+        guard let returnedStruct else { return parameterOutputs }
+        let returned = returnedStruct.gets.compactMap { fieldName -> Output? in
+            guard let field = returnedStruct.layout.field(named: fieldName) else { return nil }
             return Output(
                 parameter: returnIndex, name: "return." + fieldName, type: FunctionStructAccess.valueType(of: field), field: fieldName)
         }
@@ -346,24 +355,30 @@ public struct FunctionSignature: Hashable, Sendable, CustomStringConvertible {
     }
 
     private var parameterOutputs: [Output] {
-        parameters.indices.flatMap { index -> [Output] in
-            let name = parameters[index].name ?? "argument \(index + 1)"
-            let own: Output?
-            switch parameters[index].kind {
-            case .pointer(let type, let direction): own = direction.isOutput ? Output(parameter: index, name: name, type: type) : nil
-            case .buffer(let buffer): own = buffer.direction.isOutput ? Output(parameter: index, name: name, type: .bytes) : nil
+        var outputs: [Output] = []
+        for (index, parameter) in parameters.enumerated() {
+            // Named only when there is something to name: this runs for every call.
+            func name() -> String { parameter.name ?? "argument \(index + 1)" }
+            switch parameter.kind {
+            case .pointer(let type, let direction):
+                if direction.isOutput { outputs.append(Output(parameter: index, name: name(), type: type)) }
+            case .buffer(let buffer):
+                if buffer.direction.isOutput { outputs.append(Output(parameter: index, name: name(), type: .bytes)) }
             case .handle(let kind, let direction):
-                own = direction.isOutput ? Output(parameter: index, name: name, type: .handle, kind: kind) : nil
-            case .value, .null, .structure, .structureValue, .callback: own = nil
+                if direction.isOutput { outputs.append(Output(parameter: index, name: name(), type: .handle, kind: kind)) }
+            case .value, .null, .structure, .structureValue, .callback:
+                break
             }
-            let access = parameters[index].fields
-            let fields = (access?.gets ?? []).compactMap { fieldName -> Output? in
-                guard let field = access?.layout.field(named: fieldName) else { return nil }
-                return Output(
-                    parameter: index, name: name + "." + fieldName, type: FunctionStructAccess.valueType(of: field), field: fieldName)
+            guard let access = parameter.fields else { continue }
+            for fieldName in access.gets {
+                guard let field = access.layout.field(named: fieldName) else { continue }
+                outputs.append(
+                    Output(
+                        parameter: index, name: name() + "." + fieldName, type: FunctionStructAccess.valueType(of: field), field: fieldName)
+                )
             }
-            return (own.map { [$0] } ?? []) + fields
         }
+        return outputs
     }
 
     /// The callback parameters, by parameter index: the handlers a call needs, by name.

@@ -34,12 +34,12 @@ final class ForeignCallFrame {
 
     private static let slotSize = 16
 
-    /// Nil when memory for a copy cannot be had. `handles` holds the pointer of each handle the
-    /// call passes, by parameter index (the worker's handle table's), and `residents` the struct
-    /// of each handle of a struct kind.
+    /// Nil when memory for a copy cannot be had. `handles` holds each handle the call passes, by
+    /// parameter index, as the worker's handle table gave it: its pointer, and for a struct kind
+    /// its struct.
     init?(
-        signature: FunctionSignature, arguments: FunctionArguments, handles: [Int: UnsafeMutableRawPointer],
-        residents: [Int: WorkerStruct], callbacks: [Int: UnsafeMutableRawPointer] = [:]
+        signature: FunctionSignature, arguments: FunctionArguments, handles: [Int: HandleTable.Use],
+        callbacks: [Int: UnsafeMutableRawPointer] = [:]
     ) {
         self.signature = signature
         let parameterCount = signature.parameters.count
@@ -89,8 +89,8 @@ final class ForeignCallFrame {
             case .null:
                 cSlot.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
             case .handle:
-                cSlot.storeBytes(of: handles[index], as: UnsafeMutableRawPointer?.self)
-                structs[index] = residents[index]
+                cSlot.storeBytes(of: handles[index]?.pointer, as: UnsafeMutableRawPointer?.self)
+                structs[index] = handles[index]?.resident
             case .handleOut where signature.parameters[index].fields == nil:
                 // The pointee slot is zero: the handle is NULL until the function writes one.
                 cSlot.storeBytes(of: pointees + index * Self.slotSize, as: UnsafeMutableRawPointer?.self)

@@ -121,7 +121,7 @@ struct ForeignFunctionTable {
         }
         guard
             let frame = ForeignCallFrame(
-                signature: signature, arguments: bound, handles: uses.mapValues(\.pointer), residents: uses.compactMapValues(\.resident),
+                signature: signature, arguments: bound, handles: uses,
                 callbacks: callbacks?.stubs.mapValues(\.pointer) ?? [:])
         else {
             for (index, use) in uses { handles.abandon(use, kind: Self.handleKind(signature.parameters[index].kind)) }
