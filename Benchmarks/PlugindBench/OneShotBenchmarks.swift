@@ -92,7 +92,7 @@ enum OneShotBenchmarks {
 
     /// The suite's typed-buffer library (`Tests/Fixtures/TypedBuffers/typed_buffers.c`), compiled
     /// now as its authors would (`cc -O2 -shared`), in a function-only bundle declaring
-    /// `iota_bytes` (an out buffer counted by an argument).
+    /// `fill_bytes` (an out buffer counted by an argument).
     private static func installTypedBuffers(_ bench: BenchHost) throws -> String {
         let identifier = "org.plugind.bench.typed-buffers"
         let bundle = bench.directory + "/bundled/typed-buffers.appex"

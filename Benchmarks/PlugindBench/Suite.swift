@@ -405,7 +405,7 @@ struct Suite {
         }
         ratioRow("typed call through libffi vs empty request", "typed-call", "empty-request", atMost: 1.1)
         ratioRow("typed call, 64 KiB out buffer vs 64 KiB in", "typed-call-out-64KiB", "typed-call-in-64KiB", atMost: 1.2)
-        ratioRow("typed call with a handle vs scalars alone", "typed-call-handle", "typed-call-scalars", atMost: 1.1)
+        ratioRow("typed call with a handle vs a scalar call, same worker", "typed-call-handle", "typed-call-scalars", atMost: 1.1)
         ratioRow(
             "1 MiB through confined zlib compress vs in-process", "zlib-compress-1MiB-confined", "zlib-compress-1MiB-in-process",
             atMost: 1.2)
