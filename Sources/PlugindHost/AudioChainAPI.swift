@@ -19,9 +19,13 @@ final class HostAudioChain: Sendable {
 extension plugind_audio_timing {
     init(_ timing: AudioEffect.Timing) {
         let (seconds, attoseconds) = timing.longestRun.components
+        // Saturating: a duration is never worth a trap in the C ABI.
+        let (whole, overflowed) = UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, carried) = whole.addingReportingOverflow(UInt64(clamping: attoseconds / 1_000_000_000))
+        let nanoseconds = overflowed || carried ? UInt64.max : sum
         self.init(
-            blocks: UInt64(timing.blocks), missed_blocks: UInt64(timing.missedBlocks),
-            longest_run_ns: UInt64(max(seconds, 0)) * 1_000_000_000 + UInt64(max(attoseconds, 0) / 1_000_000_000))
+            blocks: UInt64(clamping: timing.blocks), missed_blocks: UInt64(clamping: timing.missedBlocks),
+            longest_run_ns: nanoseconds)
     }
 }
 

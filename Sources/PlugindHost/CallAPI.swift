@@ -203,6 +203,7 @@ private func preparedCall(
     guard let function = text(name), hasResult else {
         return .failure(.invalidArgument("the function's name and the result must not be NULL"))
     }
+    guard count >= 0 else { return .failure(.invalidArgument("the argument count \(count) is negative")) }
     guard count == 0 || arguments != nil else {
         return .failure(.invalidArgument("arguments is NULL with a count of \(count)"))
     }

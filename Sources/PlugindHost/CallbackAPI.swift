@@ -38,6 +38,7 @@ struct HostCallback: @unchecked Sendable {
 
     /// The callbacks of a call, checked: every name UTF-8 and given once, every handler set.
     static func taken(_ callbacks: UnsafePointer<plugind_callback>?, _ count: Int) -> Result<[HostCallback], HostError> {
+        guard count >= 0 else { return .failure(.invalidArgument("the callback count \(count) is negative")) }
         guard count == 0 || callbacks != nil else {
             return .failure(.invalidArgument("callbacks is NULL with a count of \(count)"))
         }
@@ -57,6 +58,18 @@ struct HostCallback: @unchecked Sendable {
             taken.append(HostCallback(name: name, handler: handler, context: callback.context))
         }
         return .success(taken)
+    }
+
+    /// `taken(_:_:)` for a C function: nil once the refusal is reported to `error`.
+    static func taken(
+        _ callbacks: UnsafePointer<plugind_callback>?, _ count: Int, reportingTo error: UnsafeMutablePointer<OpaquePointer?>?
+    ) -> [HostCallback]? {
+        switch taken(callbacks, count) {
+        case .success(let taken): return taken
+        case .failure(let failure):
+            failure.report(to: error)
+            return nil
+        }
     }
 
     /// The Swift handlers of `callbacks` for a call of `function` (`declared`: its declaration,
@@ -182,13 +195,7 @@ public func plugindProcessCallCallbacks(
     _ callbacks: UnsafePointer<plugind_callback>?, _ callbackCount: Int, _ timeout: UInt32,
     _ result: UnsafeMutablePointer<plugind_call_result>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> CInt {
-    let taken: [HostCallback]
-    switch HostCallback.taken(callbacks, callbackCount) {
-    case .success(let callbacks): taken = callbacks
-    case .failure(let failure):
-        failure.report(to: error)
-        return -1
-    }
+    guard let taken = HostCallback.taken(callbacks, callbackCount, reportingTo: error) else { return -1 }
     return typedCall(
         process, name, arguments, count, timeout, hasResult: result != nil, error, callbacks: taken,
         call: { connection, function, values, handlers, timeout in

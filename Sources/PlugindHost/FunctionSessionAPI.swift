@@ -140,6 +140,7 @@ final class HostFunctionSession: Sendable {
     func values(
         _ function: String, _ arguments: UnsafePointer<plugind_value>?, _ count: Int
     ) -> Result<[FunctionValue], HostError> {
+        guard count >= 0 else { return .failure(.invalidArgument("the argument count \(count) is negative")) }
         guard count == 0 || arguments != nil else {
             return .failure(.invalidArgument("arguments is NULL with a count of \(count)"))
         }
@@ -315,13 +316,7 @@ public func plugindFunctionSessionCallCallbacks(
     _ callbacks: UnsafePointer<plugind_callback>?, _ callbackCount: Int, _ timeout: UInt32,
     _ result: UnsafeMutablePointer<plugind_call_result>?, _ error: UnsafeMutablePointer<OpaquePointer?>?
 ) -> CInt {
-    let taken: [HostCallback]
-    switch HostCallback.taken(callbacks, callbackCount) {
-    case .success(let callbacks): taken = callbacks
-    case .failure(let failure):
-        failure.report(to: error)
-        return -1
-    }
+    guard let taken = HostCallback.taken(callbacks, callbackCount, reportingTo: error) else { return -1 }
     return sessionCall(session, name, arguments, count, timeout, hasResult: result != nil, error, callbacks: taken) { session, value in
         result?.pointee = session.encode(value)
     }

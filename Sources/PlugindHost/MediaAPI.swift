@@ -201,7 +201,8 @@ public func plugindVideoFilterSetParameter(
             .report(to: error)
         return -1
     }
-    let numbers = values.map { Array(UnsafeBufferPointer(start: $0, count: max(count, 0))) } ?? []
+    // At most one more than any type takes: a larger count is refused as wrong without reading it all.
+    let numbers = values.map { Array(UnsafeBufferPointer(start: $0, count: min(max(count, 0), 4))) } ?? []
     let value: VideoFilter.Value?
     switch held.filter.parameters[index].type {
     case .bool: value = numbers.count == 1 ? .bool(numbers[0] >= 0.5) : nil
