@@ -49,6 +49,15 @@ public final class AudioEffect: Sendable {
         public var missedBlocks = 0
         /// The longest run, from the request to its answer.
         public var longestRun: Duration = .zero
+
+        /// Counts a completed run of `frames` that took `took`, against the block's period at
+        /// `sampleRate`.
+        mutating func record(_ took: Duration, frames: Int, sampleRate: Int) {
+            let period = Duration.nanoseconds(Int64(frames) * 1_000_000_000 / Int64(sampleRate))
+            blocks += 1
+            if took > period { missedBlocks += 1 }
+            longestRun = max(longestRun, took)
+        }
     }
 
     public var timing: Timing { timingState.withLock { $0 } }
@@ -188,12 +197,7 @@ public final class AudioEffect: Sendable {
         let started = ContinuousClock.now
         _ = try await connection.send(ForeignPluginRequest.run(frames: UInt32(frames)).encoded, timeout: timeout)
         let took = ContinuousClock.now - started
-        let period = Duration.nanoseconds(Int64(frames) * 1_000_000_000 / Int64(sampleRate))
-        timingState.withLock { timing in
-            timing.blocks += 1
-            if took > period { timing.missedBlocks += 1 }
-            timing.longestRun = max(timing.longestRun, took)
-        }
+        timingState.withLock { $0.record(took, frames: frames, sampleRate: sampleRate) }
     }
 
     /// What the plugin reports while it runs: its log lines and what the sandbox refused it (a

@@ -88,11 +88,6 @@ public final class AudioEffectChain: Sendable {
             }
         }
         let took = ContinuousClock.now - started
-        let period = Duration.nanoseconds(Int64(frames) * 1_000_000_000 / Int64(effects[0].sampleRate))
-        timingState.withLock { timing in
-            timing.blocks += 1
-            if took > period { timing.missedBlocks += 1 }
-            timing.longestRun = max(timing.longestRun, took)
-        }
+        timingState.withLock { $0.record(took, frames: frames, sampleRate: effects[0].sampleRate) }
     }
 }

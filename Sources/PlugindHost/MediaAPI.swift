@@ -128,6 +128,26 @@ public func plugindAudioEffectRun(
     return blockingStatus(error) { try await effect.run(frames: Int(frames), timeout: timeout(timeoutMilliseconds)) }
 }
 
+extension plugind_audio_timing {
+    init(_ timing: AudioEffect.Timing) {
+        let (seconds, attoseconds) = timing.longestRun.components
+        // Saturating: a duration is never worth a trap in the C ABI.
+        let (whole, overflowed) = UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, carried) = whole.addingReportingOverflow(UInt64(clamping: attoseconds / 1_000_000_000))
+        let nanoseconds = overflowed || carried ? UInt64.max : sum
+        self.init(
+            blocks: UInt64(clamping: timing.blocks), missed_blocks: UInt64(clamping: timing.missedBlocks),
+            longest_run_ns: nanoseconds)
+    }
+}
+
+@_cdecl("plugind_audio_effect_timing")
+public func plugindAudioEffectTiming(_ effect: OpaquePointer?, _ timing: UnsafeMutablePointer<plugind_audio_timing>?) -> Int32 {
+    guard let held = HandleRegistry.shared.object(effect, as: HostAudioEffect.self), let timing else { return -1 }
+    timing.pointee = plugind_audio_timing(held.effect.timing)
+    return 0
+}
+
 @_cdecl("plugind_audio_effect_release")
 public func plugindAudioEffectRelease(_ effect: OpaquePointer?) {
     _ = HandleRegistry.shared.remove(effect, as: HostAudioEffect.self)

@@ -352,9 +352,10 @@ class AudioEffectChain(_Shared):
     port order, moved between their shared ports by libplugind. The chain's inputs are the first
     effect's audio inputs, its outputs the last effect's audio outputs. The chain borrows the
     effects: they stay the caller's, to set controls on between runs and to close after the chain
-    (once one closed first is released, `run` raises InvalidArgumentError). Refused: no effects or one effect
-    twice (InvalidArgumentError); different rates or sizes, or a link whose outputs and inputs
-    differ in number (CallError, invalidArguments, naming the link).
+    (closing the chain leaves them open; once one is closed first, `run` raises
+    InvalidArgumentError). Refused: no effects or one effect twice (InvalidArgumentError);
+    different rates or sizes, or a link whose outputs and inputs differ in number (CallError,
+    invalidArguments, naming the link).
 
         with plugind.AudioEffectChain([amp, lowpass]) as chain:
             chain.input(0)[:len(block)] = array.array("f", block)
@@ -411,11 +412,6 @@ class AudioEffectChain(_Shared):
     def timing(self) -> AudioTiming:
         """The chain's runs so far: a block the whole chain took longer than it lasts missed it."""
         return _timing(library.plugind_audio_chain_timing, self._handle)
-
-    def close(self) -> None:
-        """Releases the chain (its effects stay open: close them too). The views it handed out are
-        released; the memory is unmapped once no view derived from them is left."""
-        super().close()
 
     def __repr__(self) -> str:
         return "AudioEffectChain(%d effects, %d in, %d out)" % (len(self.effects), self.input_count, self.output_count)
