@@ -166,32 +166,45 @@ package struct ELFFile: Sendable {
     /// those parts of the file, through `pread` (a file mapped instead would raise SIGBUS in the
     /// reader if its owner truncated it meanwhile). A file that shrinks while it is read is
     /// refused.
-    package static func inspect(atPath path: String) throws(Problem) -> ELFFile {
-        try inspect(atPath: path, afterOpening: {})
+    ///
+    /// With `.dependencies`, the dynamic section alone (`needed`, `runPaths`, `soname`): what
+    /// following a library's dependencies takes, without the symbol table, which in a runtime
+    /// library such as libswiftCore holds tens of thousands of names.
+    package static func inspect(atPath path: String, extent: Extent = .whole) throws(Problem) -> ELFFile {
+        try inspect(atPath: path, extent: extent, afterOpening: {})
+    }
+
+    /// How much of a file an inspection reads.
+    package enum Extent: Sendable {
+        /// The dynamic section, the exported symbols and the notes.
+        case whole
+        /// The dynamic section.
+        case dependencies
     }
 
     /// `inspect(atPath:)`, running `afterOpening` once the file is open and its size known: the
     /// tests change the file there.
-    static func inspect(atPath path: String, afterOpening: () -> Void) throws(Problem) -> ELFFile {
+    static func inspect(atPath path: String, extent: Extent = .whole, afterOpening: () -> Void) throws(Problem) -> ELFFile {
         let file = try ELFOpenFile.open(path)
         defer { file.descriptor.close() }
         afterOpening()
         let reader = ELFReader(file: ELFFilePages(descriptor: file.descriptor, size: file.size))
         let header = try parseHeader(Array(try reader.bytes(at: 0, count: min(64, reader.count))))
         try validate(header)
-        return try inspect(reader, header: header)
+        return try inspect(reader, header: header, extent: extent)
     }
 
     /// The whole-file inspection of bytes already read; for the fuzzer and the tests.
     package static func inspect(bytes: [UInt8]) throws(Problem) -> ELFFile {
         let header = try parseHeader(bytes)
         try validate(header)
-        return try inspect(ELFReader(bytes: bytes), header: header)
+        return try inspect(ELFReader(bytes: bytes), header: header, extent: .whole)
     }
 
-    private static func inspect(_ reader: ELFReader, header: Header) throws(Problem) -> ELFFile {
+    private static func inspect(_ reader: ELFReader, header: Header, extent: Extent) throws(Problem) -> ELFFile {
         var file = ELFFile(header: header)
         try file.readDynamicSection(reader)
+        guard extent == .whole else { return file }
         try file.readDynamicSymbols(reader)
         try file.readPluginNotes(reader)
         return file

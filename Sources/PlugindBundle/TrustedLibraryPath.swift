@@ -25,17 +25,20 @@ package enum TrustedLibraryPath {
         /// way, as for a system library, wherever the ABI's directories are (/usr/lib/ladspa,
         /// /usr/local/lib/frei0r-1, a directory on LADSPA_PATH).
         case systemPlugin
+        /// A program plugind runs (the worker executable a launcher is exec'd from): root owns
+        /// everything on the way, so neither another user nor a worker can change it.
+        case installedProgram
 
         func trusts(_ uid: uid_t) -> Bool {
             switch self {
-            case .systemLibrary, .systemPlugin: uid == 0
+            case .systemLibrary, .systemPlugin, .installedProgram: uid == 0
             case .dependency: uid == 0 || uid == geteuid()
             }
         }
 
         var phrase: String {
             switch self {
-            case .systemLibrary, .systemPlugin: "root owns"
+            case .systemLibrary, .systemPlugin, .installedProgram: "root owns"
             case .dependency: "root or you own"
             }
         }

@@ -527,13 +527,22 @@ struct SecurityTests {
     func launcherImageMode() async throws {
         let test = try TestHost()
         defer { test.remove() }
-        // An ordinary user's worker owns the image (root's does not: refused, and the rest holds
-        // as it is). Readable, a launcher exec'd from it is dumpable until it says otherwise;
-        // without its execute bits, every later launcher's exec would fail, in every pool of the
-        // host.
+        let worker = try BuiltProducts.worker()
+        var status = stat()
+        #expect(stat(worker, &status) == 0)
         let hostile = Probe(process: try await test.launch(try await Self.processProbe(in: test)))
-        _ = try await hostile("chmod-exe", "755")
-        _ = try await hostile("chmod-exe", "0")
+        let inPlace = LauncherImages.needsNoCopy(worker)
+        if inPlace {
+            // Launchers run the worker executable itself, which root owns: no worker may change it.
+            #expect(try await hostile("chmod-exe", "0") == "refused EPERM")
+        } else {
+            // An ordinary user's worker owns the image (root's does not: refused, and the rest
+            // holds as it is). Readable, a launcher exec'd from it is dumpable until it says
+            // otherwise; without its execute bits, every later launcher's exec would fail, in
+            // every pool of the host.
+            _ = try await hostile("chmod-exe", "755")
+            _ = try await hostile("chmod-exe", "0")
+        }
         // Each launch takes a spare and has the pool fork the next from a launcher exec'd now.
         var mode = ""
         for launch in 1...3 {
@@ -543,7 +552,22 @@ struct SecurityTests {
             mode = try await probe("exe-mode")
             await probe.process.invalidateAndWait()
         }
-        #expect(mode == "done 111")
+        #expect(mode == (inPlace ? "done " + String(status.st_mode & 0o7777, radix: 8) : "done 111"))
         await hostile.process.invalidateAndWait()
+    }
+
+    @Test("launchers run the worker executable itself only when root owns it and its directories and a copy would protect nothing")
+    func launcherImageChoice() throws {
+        // Root's, readable by all: enough for a root host (nobody else may trace root's
+        // processes), not for another user's (a launcher exec'd from a readable file is dumpable).
+        #expect(LauncherImages.needsNoCopy("/usr/bin/true") == (geteuid() == 0))
+        let test = try TestHost()
+        defer { test.remove() }
+        let worker = test.directory.path + "/worker"
+        #expect(FileManager.default.createFile(atPath: worker, contents: Data([0x7f]), attributes: [.posixPermissions: 0o711]))
+        // In a directory every user may write (and, for an ordinary user, owned by that user).
+        #expect(chmod(test.directory.path, 0o777) == 0)
+        #expect(!LauncherImages.needsNoCopy(worker))
+        #expect(!LauncherImages.needsNoCopy(test.directory.path + "/missing"))
     }
 }

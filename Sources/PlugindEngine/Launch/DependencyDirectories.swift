@@ -77,7 +77,7 @@ final class DependencyDirectories: Sendable {
     private func dependencies(of path: String) -> [String]? {
         let key = Key(path: path, identity: FileIdentity(path: path))
         if let known = resolved.withLock({ $0[key] }) { return known }
-        guard let file = try? ELFFile.inspect(atPath: path) else { return nil }
+        guard let file = try? ELFFile.inspect(atPath: path, extent: .dependencies) else { return nil }
         let origin = path.deletingLastPathComponent
         let found = file.needed.compactMap { resolver.candidate(for: $0, runPaths: file.runPaths, origin: origin) }
         resolved.withLock { $0[key] = found }

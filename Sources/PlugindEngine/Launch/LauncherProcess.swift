@@ -1,4 +1,6 @@
 import CPlugindShims
+import Glibc
+import PlugindBundle
 import PlugindSystem
 import PlugindWire
 
@@ -111,25 +113,38 @@ struct LauncherProcess: Sendable, Equatable {
     }
 }
 
-/// Execute-only copies of worker executables (`SealedFile.executableCopy`), made once per
-/// executable and kept for the life of the process: every pool of it, private ones included,
-/// execs its launchers from the same. A launcher exec'd from one is undumpable from its first
-/// instruction.
-enum LauncherImages {
-    private static let images = Locked<[String: FileDescriptor]>([:])
+/// What launchers are exec'd from, decided once per worker executable and kept for the life of
+/// the process: every pool of it, private ones included, execs its launchers the same way. A
+/// launcher must be undumpable from its first instruction and run bytes nobody else can change.
+/// An execute-only sealed copy (`SealedFile.executableCopy`) gives both, at the cost of copying
+/// the executable once per process (most of a one-shot `plugind run`'s time); the executable
+/// itself gives both when root owns it and every directory on the way, nobody else may write
+/// them, and the host either is root (no other user may trace root's processes, and root reads
+/// any copy anyway) or may not read the file (the kernel then makes the launcher undumpable at
+/// its exec, as it does for the copy). Packages install the worker so (mode 0711).
+package enum LauncherImages {
+    private static let images = Locked<[String: FileDescriptor?]>([:])
 
-    /// The copy of `executable`; nil if none could be made (launchers are then exec'd from the
-    /// path, dumpable until their first instruction that says otherwise).
+    /// The copy of `executable`; nil when launchers are exec'd from the executable itself: it
+    /// needs no copy (`needsNoCopy`), or none could be made (then they are dumpable until their
+    /// first instruction that says otherwise).
     static func image(of executable: String) -> FileDescriptor? {
-        if let made = images.withLock({ $0[executable] }) { return made }
+        if let decided = images.withLock({ $0[executable] }) { return decided }
         // Copied outside the lock; of two copies made at once, one is kept.
-        guard let copy = try? SealedFile.executableCopy(of: executable) else { return nil }
+        let copy = needsNoCopy(executable) ? nil : try? SealedFile.executableCopy(of: executable)
         let kept = images.withLock { images in
-            if let made = images[executable] { return made }
+            if let decided = images[executable] { return decided }
             images[executable] = copy
             return copy
         }
-        if kept != copy { copy.close() }
+        if let copy, kept != copy { copy.close() }
         return kept
+    }
+
+    /// Whether a launcher exec'd from `executable` itself is undumpable from its first
+    /// instruction and runs bytes only root can change (see the type).
+    package static func needsNoCopy(_ executable: String) -> Bool {
+        guard case .success(let resolution) = TrustedLibraryPath.resolve(executable, rule: .installedProgram) else { return false }
+        return geteuid() == 0 || access(resolution.canonicalPath, R_OK) != 0
     }
 }
