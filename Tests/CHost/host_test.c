@@ -20,6 +20,9 @@
  *   host_test leak POINT                     (the sanitizer's positive control: a reply never freed)
  *   host_test descriptors POINT              (the host out of descriptors: a launch fails naming the
  *                                               limit, the running worker answers, then a launch works)
+ *   host_test qsort POINT COUNT              (the first plugin's qsort of COUNT int64s with a C
+ *                                               comparator of this host's: the order libc's qsort
+ *                                               gives in this process, every comparison the host's)
  */
 #include <errno.h>
 #include <poll.h>
@@ -443,6 +446,73 @@ static int call_scenario(const char *point) {
     return 0;
 }
 
+/* The comparator of the confined qsort: the two elements the library passes, counted. */
+static int ascending_int64(void *context, const plugind_value *arguments, size_t count, plugind_value *result, char **message) {
+    if (count != 2 || arguments[0].payload.data.length != 8 || arguments[1].payload.data.length != 8) {
+        *message = strdup("not two int64s");
+        return 1;
+    }
+    ++*(size_t *)context;
+    int64_t a, b;
+    memcpy(&a, arguments[0].payload.data.bytes, 8);
+    memcpy(&b, arguments[1].payload.data.bytes, 8);
+    result->type = PLUGIND_TYPE_INT32;
+    result->payload.integer = a < b ? -1 : a > b;
+    return 0;
+}
+
+/* The same order, for libc's qsort in this process. */
+static int compare_int64(const void *left, const void *right) {
+    int64_t a = *(const int64_t *)left, b = *(const int64_t *)right;
+    return a < b ? -1 : a > b;
+}
+
+static int qsort_scenario(const char *point, size_t count) {
+    plugind_process *process = start_first(point, NULL, NULL);
+    int64_t *values = malloc(count * sizeof *values), *expected = malloc(count * sizeof *values);
+    expect(values != NULL && expected != NULL, "memory for the values");
+    /* splitmix64 from the time: other values every run, the whole int64 range. */
+    uint64_t state = (uint64_t)time(NULL);
+    for (size_t index = 0; index < count; index++) {
+        uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+        values[index] = (int64_t)(z ^ (z >> 31));
+    }
+    memcpy(expected, values, count * sizeof *values);
+    qsort(expected, count, sizeof *expected, compare_int64);
+
+    plugind_value arguments[2];
+    memset(arguments, 0, sizeof arguments);
+    arguments[0].type = PLUGIND_TYPE_BYTES;
+    arguments[0].payload.data.bytes = (const uint8_t *)values;
+    arguments[0].payload.data.length = count * sizeof *values;
+    arguments[1] = integer(PLUGIND_TYPE_UINT64, sizeof *values);
+    size_t comparisons = 0;
+    plugind_callback comparator = {"compar", ascending_int64, &comparisons};
+    plugind_call_result result;
+    plugind_error *error = NULL;
+    /* At most half an hour: each comparison is a round trip to this host. */
+    if (plugind_process_call_callbacks(process, "qsort", arguments, 2, &comparator, 1, 1800000, &result, &error) != 0) {
+        fail("qsort", error);
+    }
+    expect(result.output_count == 1 && strcmp(result.outputs[0].name, "base") == 0
+               && result.outputs[0].value.payload.data.length == count * sizeof *values,
+           "qsort's one output, base, of every element");
+    int same = memcmp(result.outputs[0].value.payload.data.bytes, expected, count * sizeof *values) == 0;
+    plugind_call_result_free(&result);
+    plugind_process_release(process);
+    free(values);
+    free(expected);
+    /* A comparison sort of n distinct values needs at least log2(n!) comparisons, more than the
+       sum of floor(log2 k) for k up to n: 1.4 million for 100,000. */
+    size_t needed = 0;
+    for (size_t n = 2; n <= count; n++) needed += (size_t)(63 - __builtin_clzll((unsigned long long)n));
+    printf("qsort %zu int64s: %s; %zu comparisons, %s\n", count, same ? "the order libc's qsort gives in process" : "NOT the order libc's qsort gives",
+           comparisons, comparisons >= needed ? "each the host's" : "FEWER than a sort needs");
+    return same && comparisons >= needed ? 0 : 1;
+}
+
 struct interruption_state {
     pthread_mutex_t lock;
     pthread_cond_t done;
@@ -527,7 +597,7 @@ int main(int argc, char **argv) {
     setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc >= 2 && strcmp(argv[1], "misuse") == 0) return misuse();
     if (argc < 3) {
-        fprintf(stderr, "usage: host_test discover|send|ask|call|leak POINT | updates POINT BUNDLE ASIDE | fail POINT TIMEOUT_MS INTERRUPTS | misuse\n");
+        fprintf(stderr, "usage: host_test discover|send|ask|call|leak POINT | updates POINT BUNDLE ASIDE | fail POINT TIMEOUT_MS INTERRUPTS | qsort POINT COUNT | misuse\n");
         return 2;
     }
     const char *scenario = argv[1], *point = argv[2];
@@ -540,6 +610,7 @@ int main(int argc, char **argv) {
     if (strcmp(scenario, "close-while-asked") == 0 && argc == 4) return close_while_asked(point, atoi(argv[3]));
     if (strcmp(scenario, "call") == 0) return call_scenario(point);
     if (strcmp(scenario, "fail") == 0 && argc == 5) return fail_scenario(point, (uint32_t)atoi(argv[3]), atoi(argv[4]));
+    if (strcmp(scenario, "qsort") == 0 && argc == 4 && atol(argv[3]) > 0) return qsort_scenario(point, (size_t)atol(argv[3]));
     fprintf(stderr, "host_test: unknown scenario %s\n", scenario);
     return 2;
 }

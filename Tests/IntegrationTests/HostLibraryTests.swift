@@ -137,6 +137,19 @@ struct HostLibraryTests {
         #expect(lines == ["add_int64 42", "reverse_string dnigulp", "wrong-type 20", "converted 5 7", "out-of-range 20", "unknown 19"])
     }
 
+    @Test("qsort with the host's comparator: the order libc's qsort gives in the host, every comparison the host's")
+    func qsort() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let point = "org.plugind.tests.c-qsort"
+        try CallbackHostTests.installQsort(point: point, in: test)
+        // 2,000 here, under AddressSanitizer; 100,000 on the installed release build in the
+        // packaging test (Tests/Packaging/packaging-test.sh).
+        let lines = try await run(try await buildHost(in: test), ["qsort", point, "2000"], in: test)
+        #expect(lines.count == 1 && lines[0].hasPrefix("qsort 2000 int64s: the order libc's qsort gives in process; "), "\(lines)")
+        #expect(lines.first?.hasSuffix(" comparisons, each the host's") == true, "\(lines)")
+    }
+
     /// A request that must fail, and how.
     struct Failing: Sendable, CustomTestStringConvertible {
         var plugin: String

@@ -4,7 +4,8 @@
 # lintian's verdict, installs them with dpkg, and then, with no plugind variables set: runs the CLI as root
 # and as an ordinary user, reads 'man plugind', completes 'plugind ap<TAB>' in bash, builds a C
 # plugin with pkg-config in a directory outside the tree, packs it with 'plugind pack --format
-# deb' and installs that, runs a C host built with 'pkg-config plugind' and, from python3-plugind alone,
+# deb' and installs that, runs a C host built with 'pkg-config plugind' (its comparator answering
+# the 1.5 million calls of a confined qsort of 100,000 int64s) and, from python3-plugind alone,
 # a Python host, builds the README's host snippet as a package of its own outside the
 # tree and runs it as the user; runs the C host again with the command's packages removed (a host
 # needs libplugind0 and plugind-worker only, a third of what it pulled before);
@@ -370,6 +371,34 @@ venv_python=$(as_user env PYTHONDONTWRITEBYTECODE=1 "$home/venv/bin/python" -c \
     'import plugind; p = plugind.Process(plugind.Monitor("local.texthost.text-filters").identities[0]); print(plugind.__file__, p.connect().send(b"venv").decode()); p.close()')
 [[ $venv_python == "$home/venv/lib/python3"*"/site-packages/plugind/__init__.py VENV" ]] \
     || fail "the package pip installed in a virtual environment printed '$venv_python'"
+
+step "libc's qsort of 100,000 int64s with a C host's comparator, confined, as root and as $user"
+# 1.5 million comparisons, each a round trip from the worker's qsort to the host: minutes in the
+# debug build the suites run (which sort 10,000), about two in the installed release build, the
+# two users at once. Checked against libc's qsort in the host's own process.
+qsort_plugins=$work/qsort-plugins
+mkdir -p "$qsort_plugins"
+cp -r ExamplePlugins/Qsort "$qsort_plugins/"
+chmod -R a+rX "$qsort_plugins"
+as_root env PLUGIND_PATH="$qsort_plugins" plugind approve org.plugind.examples.qsort --yes >/dev/null
+as_user env PLUGIND_PATH="$qsort_plugins" plugind approve org.plugind.examples.qsort --yes >/dev/null
+qsort_100k=("$work/host_test" qsort org.plugind.examples.functions 100000)
+# Both at once, each with a deadline, both waited for before either is judged.
+timeout --kill-after=10 900 env -i PATH=/usr/bin:/bin HOME="$work/root-home" PLUGIND_PATH="$qsort_plugins" "${qsort_100k[@]}" \
+    >"$work/qsort-root" 2>&1 &
+qsort_root=$!
+timeout --kill-after=10 900 runuser -u "$user" -- env -i PATH=/usr/bin:/bin HOME="$home" PLUGIND_PATH="$qsort_plugins" \
+    "${qsort_100k[@]}" >"$work/qsort-user" 2>&1 &
+qsort_user=$!
+status_root=0 status_user=0
+wait "$qsort_root" || status_root=$?
+wait "$qsort_user" || status_user=$?
+for who in root user; do
+    sorted=$(cat "$work/qsort-$who")
+    status=$([ "$who" = root ] && echo "$status_root" || echo "$status_user")
+    [[ $status -eq 0 && $sorted == "qsort 100000 int64s: the order libc's qsort gives in process; "*" comparisons, each the host's" ]] \
+        || fail "the confined qsort of 100,000 int64s as $who (exit status $status) printed '$sorted'"
+done
 
 step "the README's host snippet, a package of its own outside the tree"
 host=$work/texthost
