@@ -36,9 +36,9 @@ final class ForeignCallFrame {
 
     /// Nil when memory for a copy cannot be had. `handles` holds each handle the call passes, by
     /// parameter index, as the worker's handle table gave it: its pointer, and for a struct kind
-    /// its struct.
+    /// its struct (empty when the call passes none).
     init?(
-        signature: FunctionSignature, arguments: FunctionArguments, handles: [Int: HandleTable.Use],
+        signature: FunctionSignature, arguments: FunctionArguments, handles: [HandleTable.Use?],
         callbacks: [Int: UnsafeMutableRawPointer] = [:]
     ) {
         self.signature = signature
@@ -89,8 +89,9 @@ final class ForeignCallFrame {
             case .null:
                 cSlot.storeBytes(of: nil, as: UnsafeMutableRawPointer?.self)
             case .handle:
-                cSlot.storeBytes(of: handles[index]?.pointer, as: UnsafeMutableRawPointer?.self)
-                structs[index] = handles[index]?.resident
+                let use = index < handles.count ? handles[index] : nil
+                cSlot.storeBytes(of: use?.pointer, as: UnsafeMutableRawPointer?.self)
+                if let resident = use?.resident { structs[index] = resident }
             case .handleOut where signature.parameters[index].fields == nil:
                 // The pointee slot is zero: the handle is NULL until the function writes one.
                 cSlot.storeBytes(of: pointees + index * Self.slotSize, as: UnsafeMutableRawPointer?.self)

@@ -114,7 +114,7 @@ struct ForeignFunctionTable {
             }
         }
         defer { if let callbacks { CallbackPool.shared.release(callbacks.stubs.values.map(\.slot)) } }
-        let uses: [Int: HandleTable.Use]
+        let uses: [HandleTable.Use?]
         switch takeHandles(bound, of: signature) {
         case .success(let taken): uses = taken
         case .failure(let refusal): return .failure(refusal)
@@ -124,7 +124,7 @@ struct ForeignFunctionTable {
                 signature: signature, arguments: bound, handles: uses,
                 callbacks: callbacks?.stubs.mapValues(\.pointer) ?? [:])
         else {
-            for (index, use) in uses { handles.abandon(use, kind: Self.handleKind(signature.parameters[index].kind)) }
+            abandon(uses, of: signature)
             return .failure(Refusal(message: "no memory for the arguments of \(signature.name)"))
         }
         defer { frame.release() }
@@ -144,9 +144,9 @@ struct ForeignFunctionTable {
         // Read while the call still holds its handles: a struct handle's fields are its alone.
         let outputs = frame.outputs(handles: handles)
         // The release function ran and its fields were read: a released struct goes now.
-        for use in uses.values where use.releasing { use.resident?.free() }
+        for case let use? in uses where use.releasing { use.resident?.free() }
         // A handle the function released is gone now; the others are free for its release.
-        for use in uses.values { handles.end(use) }
+        for case let use? in uses { handles.end(use) }
         let value: FunctionValue
         if signature.returns == .handle, let kind = signature.returnKind {
             let pointer = UnsafeMutableRawPointer(bitPattern: UInt(result.0))
@@ -194,18 +194,21 @@ struct ForeignFunctionTable {
 
     /// The table's pointer for every handle the call passes, each taken for the call (and for
     /// its release, when this is the kind's release function); nothing taken when one is refused.
+    /// The handle table's use of each handle the call passes, by parameter index (nil for the
+    /// other parameters; empty when the call passes none).
     private func takeHandles(
         _ bound: FunctionArguments, of signature: FunctionSignature
-    ) -> Result<[Int: HandleTable.Use], Refusal> {
-        var uses: [Int: HandleTable.Use] = [:]
+    ) -> Result<[HandleTable.Use?], Refusal> {
+        var uses: [HandleTable.Use?] = []
         for (index, slot) in bound.slots.enumerated() {
             guard case .handle(let handle) = slot else { continue }
+            if uses.isEmpty { uses = Array(repeating: nil, count: bound.slots.count) }
             let kind = Self.handleKind(signature.parameters[index].kind)
             switch handles.begin(handle.id, kind: kind, releasing: signature.releases == kind) {
             case .success(let use):
                 uses[index] = use
             case .failure(let refusal):
-                for (other, use) in uses { handles.abandon(use, kind: Self.handleKind(signature.parameters[other].kind)) }
+                abandon(uses, of: signature)
                 let position = (signature.inputs.firstIndex { $0.parameter == index } ?? index) + 1
                 let named = signature.parameters[index].name.map { " ('\($0)')" } ?? ""
                 return .failure(
@@ -213,6 +216,13 @@ struct ForeignFunctionTable {
             }
         }
         return .success(uses)
+    }
+
+    /// Gives back the handles `takeHandles` took, for a call that did not happen.
+    private func abandon(_ uses: [HandleTable.Use?], of signature: FunctionSignature) {
+        for (index, use) in uses.enumerated() {
+            if let use { handles.abandon(use, kind: Self.handleKind(signature.parameters[index].kind)) }
+        }
     }
 
     private static func handleKind(_ kind: FunctionParameter.Kind) -> String {
