@@ -141,8 +141,8 @@ enum OneShotBenchmarks {
         var first: [Double] = []
         var second: [Double] = []
         for index in 0..<(iterations + iterations / 10) {
-            // Each goes first every other time: a call right after the other one and a call
-            // right after the benchmark's own bookkeeping do not cost the same.
+            // Each goes first every other time, so that neither is always the one that follows
+            // the other.
             var one = 0.0
             var other = 0.0
             if index % 2 == 0 {
