@@ -121,7 +121,7 @@ struct LauncherProcess: Sendable, Equatable {
 /// itself gives both when root owns it and every directory on the way, nobody else may write
 /// them, and the host either is root (no other user may trace root's processes, and root reads
 /// any copy anyway) or may not read the file (the kernel then makes the launcher undumpable at
-/// its exec, as it does for the copy). Packages install the worker so (mode 0711).
+/// its exec, as it does for the copy).
 package enum LauncherImages {
     private static let images = Locked<[String: FileDescriptor?]>([:])
 

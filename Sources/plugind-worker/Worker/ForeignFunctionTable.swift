@@ -192,10 +192,9 @@ struct ForeignFunctionTable {
         return .success((call, stubs))
     }
 
-    /// The table's pointer for every handle the call passes, each taken for the call (and for
-    /// its release, when this is the kind's release function); nothing taken when one is refused.
-    /// The handle table's use of each handle the call passes, by parameter index (nil for the
-    /// other parameters; empty when the call passes none).
+    /// The table's use of every handle the call passes, by parameter index (nil for the other
+    /// parameters; empty when the call passes none), each taken for the call (and for its
+    /// release, when this is the kind's release function); nothing taken when one is refused.
     private func takeHandles(
         _ bound: FunctionArguments, of signature: FunctionSignature
     ) -> Result<[HandleTable.Use?], Refusal> {
