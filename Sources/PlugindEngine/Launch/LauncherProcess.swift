@@ -145,6 +145,7 @@ package enum LauncherImages {
     /// instruction and runs bytes only root can change (see the type).
     package static func needsNoCopy(_ executable: String) -> Bool {
         guard case .success(let resolution) = TrustedLibraryPath.resolve(executable, rule: .installedProgram) else { return false }
-        return geteuid() == 0 || access(resolution.canonicalPath, R_OK) != 0
+        // As the kernel asks at exec: with the effective ids, which `access` would not use.
+        return geteuid() == 0 || faccessat(AT_FDCWD, resolution.canonicalPath, R_OK, AT_EACCESS) != 0
     }
 }
