@@ -49,25 +49,37 @@
         }
     }
 #else
-    package final class Locked<Value: ~Copyable>: Sendable {
-        private let mutex: Mutex<Value>
+    // @unchecked: every access to `value` holds `mutex`. Why not a `Mutex<Value>`: `withLock` is
+    // called from other modules, where the optimizer does not specialize it (`@inlinable` did not
+    // change that), and unspecialized code finds the value inside a `Mutex<Value>` through that
+    // type's metadata, looked up in the runtime's cache on every call. A lock of its own and the
+    // value behind a pointer need no metadata at all.
+    package final class Locked<Value: ~Copyable>: @unchecked Sendable {
+        private let value: UnsafeMutablePointer<Value>
+        private let mutex = Mutex(())
 
         package init(_ value: consuming sending Value) {
-            mutex = Mutex(value)
+            self.value = .allocate(capacity: 1)
+            self.value.initialize(to: value)
+        }
+
+        deinit {
+            value.deinitialize(count: 1)
+            value.deallocate()
         }
 
         package func withLock<Result: ~Copyable, Failure: Error>(_ body: (inout sending Value) throws(Failure) -> sending Result)
             throws(Failure)
             -> sending Result
         {
-            try mutex.withLock(body)
+            try mutex.withLock { _ throws(Failure) -> sending Result in try body(&value.pointee) }
         }
 
         /// Runs `body` under the lock if nobody holds it (this thread included); nil otherwise.
         package func withLockIfAvailable<Result: ~Copyable, Failure: Error>(
             _ body: (inout sending Value) throws(Failure) -> sending Result
         ) throws(Failure) -> sending Result? {
-            try mutex.withLockIfAvailable(body)
+            try mutex.withLockIfAvailable { _ throws(Failure) -> sending Result in try body(&value.pointee) }
         }
     }
 #endif
