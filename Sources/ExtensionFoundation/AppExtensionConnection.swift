@@ -163,12 +163,11 @@ public final class AppExtensionConnection: Sendable {
         _ function: String, arguments: [FunctionValue] = [], callbacks: [String: FunctionCallbackHandler] = [:],
         timeout: Duration? = nil
     ) async throws -> FunctionResult {
-        let functions = process.functions
-        guard let index = functions.firstIndex(where: { $0.name == function }) else {
+        guard let (index, signature) = process.function(named: function) else {
+            let functions = process.functions
             let known = functions.isEmpty ? "it declares none" : "it declares " + functions.map(\.name).joined(separator: ", ")
             throw AppExtensionError(.unknownFunction, plugin: pluginIdentifier, "has no function '\(function)' in its manifest (\(known))")
         }
-        let signature = functions[index]
         let bound: FunctionArguments
         let callbackHandler: WorkerChannel.CallbackHandler?
         do {

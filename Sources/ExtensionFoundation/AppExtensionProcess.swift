@@ -79,6 +79,9 @@ public final class AppExtensionProcess: Sendable {
     private let handle = Locked<(invalidated: Bool, connections: Set<UInt32>)>((false, []))
     /// The handles its calls returned (`FunctionHandle`), and their releases.
     let handles: ProcessHandles
+    /// The index of each declared function by name: a call finds its function in one lookup,
+    /// not by comparing its name with every name declared before it.
+    private let functionIndices: [String: Int]
 
     var channel: WorkerChannel { session.channel }
     var ready: Ready { session.ready }
@@ -114,9 +117,11 @@ public final class AppExtensionProcess: Sendable {
         self.configuration = configuration
         self.session = session
         self.claim = claim
+        let functions = session.plan.load.functions
         self.handles = ProcessHandles(
-            channel: session.channel, pluginIdentifier: session.plan.pluginIdentifier, functions: session.plan.load.functions,
+            channel: session.channel, pluginIdentifier: session.plan.pluginIdentifier, functions: functions,
             timeout: session.plan.requestTimeout)
+        functionIndices = Dictionary(functions.indices.map { (functions[$0].name, $0) }) { first, _ in first }
     }
 
     /// The worker session for `configuration` and this handle's claim on it.
@@ -331,6 +336,12 @@ public final class AppExtensionProcess: Sendable {
 
     /// The functions its manifest declares, callable with `AppExtensionConnection.call`.
     public var functions: [FunctionSignature] { plan.load.functions }
+
+    /// The declared function named `name`, and its index in `functions` (what a call sends).
+    func function(named name: String) -> (index: Int, signature: FunctionSignature)? {
+        guard let index = functionIndices[name] else { return nil }
+        return (index, plan.load.functions[index])
+    }
 
     /// The deadline a request gets when the caller gives none.
     public var defaultRequestTimeout: Duration { plan.requestTimeout }

@@ -139,6 +139,7 @@ extension FunctionSignature {
         }
         let counts = try derivedCountValues(given)
         var slots: [FunctionArguments.Slot] = []
+        slots.reserveCapacity(parameters.count)
         var outputCapacity = 0
         for (index, parameter) in parameters.enumerated() {
             switch parameter.kind {

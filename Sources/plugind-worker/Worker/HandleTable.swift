@@ -49,9 +49,11 @@ final class HandleTable: Sendable {
     /// `releasing`, consumes it); nil with why not. `end(_:)` gives it back.
     func begin(_ id: UInt64, kind: String, releasing: Bool) -> Result<Use, HandleRefusal> {
         state.withLock { state -> Result<Use, HandleRefusal> in
-            guard var entry = state.entries[id] else {
+            // Found once and counted in place: this runs for every handle of every call.
+            guard let position = state.entries.index(forKey: id) else {
                 return .failure(id > 0 && id < state.next ? .released : .unknown)
             }
+            let entry = state.entries.values[position]
             guard entry.kind == kind else { return .failure(.wrongKind(entry.kind)) }
             guard let pointer = UnsafeMutableRawPointer(bitPattern: entry.pointer) else { return .failure(.unknown) }
             // A struct's fields are set before the call and read after it: one call at a time.
@@ -59,11 +61,10 @@ final class HandleTable: Sendable {
             if releasing {
                 guard entry.uses == 0 else { return .failure(.inUse) }
                 // Gone for every other call from now on: the library is about to free it.
-                state.entries[id] = nil
+                state.entries.remove(at: position)
                 state.numbers[kind]?[entry.pointer] = nil
             } else {
-                entry.uses += 1
-                state.entries[id] = entry
+                state.entries.values[position].uses += 1
             }
             return .success(Use(id: id, pointer: pointer, releasing: releasing, resident: entry.resident))
         }
