@@ -8,8 +8,10 @@ package import PlugindWire
 /// carries out what each transition returns (reads, plugin calls, frames to the host, wake-ups);
 /// tests drive it directly, over an in-memory transport.
 ///
-/// `Handle` is what the server keeps for an accepted connection (the record the plugin sees).
-package struct WorkerCore<Handle> {
+/// Not generic: the server keeps what the plugin sees of a connection (its record) by number,
+/// beside this state. The worker calls the core from another module, where generic code runs
+/// unspecialized and looks up its types' metadata on every call (nine lookups a request).
+package struct WorkerCore {
     /// Where a request's bytes are: its own array, or the host's shared region (valid until the
     /// answer is sent).
     package enum RequestBytes {
@@ -47,7 +49,6 @@ package struct WorkerCore<Handle> {
 
     /// A connection the plugin accepted.
     private struct Connection {
-        let handle: Handle
         var running = 0
         var closing = false
         var asks = 0
@@ -295,8 +296,8 @@ package struct WorkerCore<Handle> {
 
     /// How a request starts.
     package enum Start {
-        /// Run it, with the connection's handle (nil for a typed call).
-        case run(Handle?)
+        /// Run it.
+        case run
         /// Cancelled while queued, or everything stops: answer `cancelled`.
         case cancelled
         /// Its connection is closing or gone: answer that it is closed.
@@ -307,15 +308,13 @@ package struct WorkerCore<Handle> {
     package mutating func begin(_ id: UInt64, connection: UInt32) -> Start {
         queuedRequests.remove(id)
         if cancelled.remove(id) != nil || stopping { return .cancelled }
-        var handle: Handle?
         if connection != 0 {
             guard var open = connections[connection], !open.closing else { return .noConnection }
             open.running += 1
             connections[connection] = open
-            handle = open.handle
         }
         running.insert(id)
-        return .run(handle)
+        return .run
     }
 
     /// Request `id` ended; true when its connection, closing, may now be closed (its last request
@@ -337,8 +336,8 @@ package struct WorkerCore<Handle> {
     }
 
     /// The plugin accepted connection `id`.
-    package mutating func accepted(_ id: UInt32, handle: Handle) {
-        connections[id] = Connection(handle: handle)
+    package mutating func accepted(_ id: UInt32) {
+        connections[id] = Connection()
     }
 
     /// The host closed connection `id`: its asks fail now, its queued requests are dropped (to be
@@ -364,15 +363,15 @@ package struct WorkerCore<Handle> {
         return (dropped, open.running == 0)
     }
 
-    /// Forgets connection `id`, for the plugin's `close`: its handle.
-    package mutating func removeConnection(_ id: UInt32) -> Handle? {
-        connections.removeValue(forKey: id)?.handle
+    /// Forgets connection `id`, for the plugin's `close`; false when it was not open.
+    package mutating func removeConnection(_ id: UInt32) -> Bool {
+        connections.removeValue(forKey: id) != nil
     }
 
-    /// Forgets every connection, at the end: their handles, in the order they were opened.
-    package mutating func removeAllConnections() -> [Handle] {
+    /// Forgets every connection, at the end: their numbers, in the order they were opened.
+    package mutating func removeAllConnections() -> [UInt32] {
         defer { connections.removeAll() }
-        return connections.sorted { $0.key < $1.key }.map(\.value.handle)
+        return connections.keys.sorted()
     }
 
     package var openConnectionCount: Int { connections.count }

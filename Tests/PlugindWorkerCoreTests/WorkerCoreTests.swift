@@ -7,7 +7,7 @@ import Testing
 /// The worker's bookkeeping, driven without threads or a plugin: the host's messages go through
 /// an in-memory byte stream and the worker's decoder, as they would through the pipe.
 private struct Conversation {
-    var core: WorkerCore<String>
+    var core: WorkerCore
     private let toWorker = InMemoryConnection()
     private var atWorker: InMemoryFrameReceiver
 
@@ -17,9 +17,9 @@ private struct Conversation {
     }
 
     /// The host sends `message`; the core routes what the worker decodes of it.
-    mutating func host(_ message: HostMessage) throws -> [WorkerCore<String>.Routing] {
+    mutating func host(_ message: HostMessage) throws -> [WorkerCore.Routing] {
         toWorker.send(message.encode())
-        var routings: [WorkerCore<String>.Routing] = []
+        var routings: [WorkerCore.Routing] = []
         while let frame = try atWorker.receive() { routings.append(core.receive(try HostMessage(frame)) { _ in nil }) }
         return routings
     }
@@ -41,7 +41,7 @@ private struct Conversation {
             Issue.record("connection \(id) was not offered to the plugin")
             return
         }
-        core.accepted(id, handle: "connection \(id)")
+        core.accepted(id)
     }
 
     /// The next turn, which must be a job to run: its request identifier (0 for other jobs).
@@ -95,7 +95,7 @@ struct WorkerCoreTests {
             return
         }
         try conversation.hostQueues(.request(id: 2, connection: 0, bytes: []))
-        guard case .run(nil) = conversation.core.begin(2, connection: 0) else {
+        guard case .run = conversation.core.begin(2, connection: 0) else {
             Issue.record("a request did not start")
             return
         }
@@ -116,8 +116,8 @@ struct WorkerCoreTests {
         try conversation.hostQueues(.request(id: 1, connection: 1, bytes: []))
         let first = conversation.runNext()
         #expect(first == 1)
-        guard case .run("connection 1") = conversation.core.begin(1, connection: 1) else {
-            Issue.record("the request did not get its connection")
+        guard case .run = conversation.core.begin(1, connection: 1) else {
+            Issue.record("a request on an open connection did not start")
             return
         }
         try conversation.hostQueues(.request(id: 2, connection: 1, bytes: []))
@@ -145,8 +145,9 @@ struct WorkerCoreTests {
         #expect(other == 3)
         let closesNow = conversation.core.end(1, connection: 1)
         #expect(closesNow)
-        let handle = conversation.core.removeConnection(1)
-        #expect(handle == "connection 1")
+        let removed = conversation.core.removeConnection(1)
+        let removedAgain = conversation.core.removeConnection(1)
+        #expect(removed && !removedAgain)
         #expect(try conversation.host(.closeConnection(1)).allSatisfy { if case .handled = $0 { true } else { false } })
     }
 
@@ -191,7 +192,7 @@ struct WorkerCoreTests {
             Issue.record("the answer did not reach the ask")
             return
         }
-        #expect(WorkerCore<String>.outcome(result) == .answered([42]))
+        #expect(WorkerCore.outcome(result) == .answered([42]))
         let leftovers = conversation.core.finishAsk(ask, connection: 1, thread: 5)
         #expect(leftovers.map(\.requestID) == [11])
         // Nested in an ask that ended: an ordinary request.
@@ -201,9 +202,9 @@ struct WorkerCoreTests {
         }
         #expect(ordinary.requestID == 12)
         let failure = AskFailure(reason: .handlerFailed, code: 7, message: "no")
-        #expect(WorkerCore<String>.outcome(.failed(failure)) == .failed(EREMOTEIO, code: 7, message: "no"))
-        #expect(WorkerCore<String>.outcome(nil) == .failed(ETIMEDOUT, code: 0, message: nil))
-        #expect(WorkerCore<String>.outcome(.closed) == .failed(ECONNRESET, code: 0, message: nil))
+        #expect(WorkerCore.outcome(.failed(failure)) == .failed(EREMOTEIO, code: 7, message: "no"))
+        #expect(WorkerCore.outcome(nil) == .failed(ETIMEDOUT, code: 0, message: nil))
+        #expect(WorkerCore.outcome(.closed) == .failed(ECONNRESET, code: 0, message: nil))
     }
 
     @Test("shutdown ends in order, end of stream without; a second hello is a violation; stopping cancels what runs and what waits")

@@ -17,7 +17,7 @@ import Synchronization
 /// `core` under `condition`, both private; files of their own would have to open them to the
 /// whole worker. The decisions themselves are `WorkerCore`'s, tested without threads.
 final class PluginServer: @unchecked Sendable {
-    // @unchecked: the mutable state is `core`, guarded by `condition`; the rest is immutable
+    // @unchecked: the mutable state is `core` and `records`, guarded by `condition`; the rest is immutable
     // after `start`, or is the plugin's state pointer, which only plugin code touches.
     let plugin: LoadedPlugin
     let load: LoadConfiguration
@@ -32,9 +32,12 @@ final class PluginServer: @unchecked Sendable {
     /// next request, or the answer to an ask) polls a moment before it sleeps (`BusyPolling`);
     /// under load the host marks nothing and nobody polls.
     private let hostExpectsSoon = Atomic(false)
-    private var core: WorkerCore<ConnectionRecord>
+    private var core: WorkerCore
+    /// What the plugin sees of each connection it accepted, by number: the core knows the
+    /// numbers, and is told of each change under the same lock.
+    private var records: [UInt32: ConnectionRecord] = [:]
 
-    typealias Job = WorkerCore<ConnectionRecord>.Job
+    typealias Job = WorkerCore.Job
 
     /// What the plugin sees of a connection it accepted: valid until `close` returned for it.
     struct ConnectionRecord {
@@ -196,7 +199,7 @@ final class PluginServer: @unchecked Sendable {
     }
 
     /// Reads one frame and routes it: a job for a thread, or handled here.
-    private func readOne(pollingUntil: MonotonicInstant? = nil) -> WorkerCore<ConnectionRecord>.ReadOutcome {
+    private func readOne(pollingUntil: MonotonicInstant? = nil) -> WorkerCore.ReadOutcome {
         if hostHungUp.load(ordering: .acquiring) { return .end(status: 0, orderly: false) }
         let frame: Frame
         do {
@@ -277,8 +280,9 @@ final class PluginServer: @unchecked Sendable {
     /// Marks a request running; nil (and the host told) when it was cancelled while queued or
     /// its connection is closing. The connection's record and state, for the plugin.
     private func begin(_ id: UInt64, connection: UInt32) -> (UnsafeMutablePointer<plugind_plugin_connection>?, UnsafeMutableRawPointer?)? {
-        switch condition.withLock({ core.begin(id, connection: connection) }) {
-        case .run(let handle): return (handle?.record, handle?.state)
+        let (start, record) = condition.withLock { (core.begin(id, connection: connection), records[connection]) }
+        switch start {
+        case .run: return (record?.record, record?.state)
         case .cancelled:
             send(.cancelled(id: id))
             return nil
@@ -386,14 +390,18 @@ final class PluginServer: @unchecked Sendable {
                 return
             }
         }
-        condition.withLock { core.accepted(connection, handle: ConnectionRecord(record: record, state: connectionState)) }
+        condition.withLock {
+            core.accepted(connection)
+            records[connection] = ConnectionRecord(record: record, state: connectionState)
+        }
         send(.connectionAccepted(connection))
     }
 
     /// The host closed `connection`: its asks fail now, its queued requests are dropped, and the
     /// plugin hears of it once no request of it runs.
     private func close(_ connection: UInt32) {
-        guard let open = condition.withLock({ core.removeConnection(connection) }) else { return }
+        let removed = condition.withLock { core.removeConnection(connection) ? records.removeValue(forKey: connection) : nil }
+        guard let open = removed else { return }
         plugin.close?(state, open.record, open.state)
         open.free()
     }
@@ -419,7 +427,8 @@ final class PluginServer: @unchecked Sendable {
 
     /// After the request threads ended: the plugin hears every connection close, then `deinit`.
     private func finish() {
-        for connection in condition.withLock({ core.removeAllConnections() }) {
+        let open = condition.withLock { core.removeAllConnections().compactMap { records.removeValue(forKey: $0) } }
+        for connection in open {
             plugin.close?(state, connection.record, connection.state)
             connection.free()
         }
@@ -431,7 +440,7 @@ final class PluginServer: @unchecked Sendable {
 
     // MARK: Asks
 
-    typealias AskOutcome = WorkerCore<ConnectionRecord>.AskOutcome
+    typealias AskOutcome = WorkerCore.AskOutcome
 
     /// Asks the host on `connection` and blocks until the answer. Runs the requests the host
     /// nests in this ask on the way, with a response buffer of their own.
@@ -455,12 +464,12 @@ final class PluginServer: @unchecked Sendable {
         // Requests nested in an ask nobody waits for any more run like any other.
         for job in leftovers { enqueue(job) }
         if result == nil { try? transport.send(.askCancelled(id: id)) }
-        return WorkerCore<ConnectionRecord>.outcome(result)
+        return WorkerCore.outcome(result)
     }
 
     /// Waits for the answer to ask `id` until `deadline`, running what the host nests in it and
     /// reading from the host when nobody else does. Nil when the deadline passed.
-    private func awaitAnswer(_ id: UInt64, until deadline: ThreadDeadline) -> WorkerCore<ConnectionRecord>.AskResult? {
+    private func awaitAnswer(_ id: UInt64, until deadline: ThreadDeadline) -> WorkerCore.AskResult? {
         var nestedResponse: ResponseBuffer?
         condition.lock()
         defer { condition.unlock() }
