@@ -45,5 +45,7 @@ package enum ProtocolFeature {
     /// wake-ups. Only with `sharedMemory`.
     package static let ring = "ring"
 
-    package static let all = [cancellation, progress, functionCalls, sharedMemory, connections, stacks, busyPolling, ring]
+    /// Made at each use, read twice in a worker's life: a lazily made global is a page of `.bss`
+    /// written in every worker (Documentation/Performance.md, the worker's memory).
+    package static var all: [String] { [cancellation, progress, functionCalls, sharedMemory, connections, stacks, busyPolling, ring] }
 }

@@ -17,8 +17,8 @@ import Synchronization
 /// `core` under `condition`, both private; files of their own would have to open them to the
 /// whole worker. The decisions themselves are `WorkerCore`'s, tested without threads.
 final class PluginServer: @unchecked Sendable {
-    // @unchecked: the mutable state is `core` and `records`, guarded by `condition`; the rest is immutable
-    // after `start`, or is the plugin's state pointer, which only plugin code touches.
+    // @unchecked: the mutable state is `core` and `records`, guarded by `condition`; the rest is
+    // immutable after `start`, or is the plugin's state pointer, which only plugin code touches.
     let plugin: LoadedPlugin
     let load: LoadConfiguration
     let transport: PipeTransport

@@ -165,8 +165,9 @@ enum WorkerMain {
                 plugin: plugin, load: hello.load, transport: transport, sharedMemory: usesSharedMemory ? sharedMemory : nil)
             try server.start()
             let usesRings = usesSharedMemory && hello.features.contains(ProtocolFeature.ring)
+            let known = ProtocolFeature.all
             let features = hello.features.filter {
-                ProtocolFeature.all.contains($0) && ($0 != ProtocolFeature.sharedMemory || usesSharedMemory)
+                known.contains($0) && ($0 != ProtocolFeature.sharedMemory || usesSharedMemory)
                     && ($0 != ProtocolFeature.ring || usesRings)
             }
             var answer = ready(version: version, plugin: plugin, confinement: confinement, features: features)
