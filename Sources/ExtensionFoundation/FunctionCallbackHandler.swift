@@ -3,7 +3,10 @@
 /// for a buffer, copied), and the value to return to the library, of the declared return type
 /// (`.void` for none). A handler may call functions of the same process: those calls run while
 /// the library waits. A handler that throws fails the typed call with `callbackFailed`; the
-/// library gets zero from the callback from then on.
+/// library gets zero from the callback from then on. While the call's caller waits for it alone,
+/// the handler starts on the caller's thread, as the library's caller runs a callback in
+/// process, and runs there until it first suspends: what it does before then delays nothing but
+/// the call.
 public typealias FunctionCallbackHandler = @Sendable (_ arguments: [FunctionValue]) async throws -> FunctionValue
 
 /// Why a callback's handler was not run or its answer not used: the worker forwarded arguments

@@ -123,7 +123,10 @@ package struct WorkerCore {
             return .run(job)
         }
         if stopping { return .stop }
-        if !reading {
+        // With one request at a time, the running request reads for itself when it needs to (its
+        // asks' answers, a cancel check): a thread reading beside it would take each answer it
+        // awaits and have to wake it.
+        if !reading, concurrency > 1 || jobs == 0 {
             reading = true
             return .read
         }

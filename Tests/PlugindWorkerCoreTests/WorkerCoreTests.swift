@@ -53,7 +53,9 @@ private struct Conversation {
 
 @Suite("Worker core: the worker's bookkeeping, over an in-memory transport", .tags(.unit))
 struct WorkerCoreTests {
-    @Test("threads take turns: one reads; a request it read runs on it when there is room; the rest queue in order")
+    @Test(
+        "threads take turns: one reads; a request it read runs on it when there is room; the one request reads for itself; the rest queue in order"
+    )
     func turns() throws {
         var conversation = Conversation(concurrency: 1)
         guard case .read = conversation.core.nextTurn() else {
@@ -72,17 +74,46 @@ struct WorkerCoreTests {
         }
         #expect(own.requestID == 1)
         #expect(!wakeOthers)
-        // One at a time: a second request queues until the first ends.
-        try conversation.hostQueues(.request(id: 2, connection: 0, bytes: [2]))
-        guard case .read = conversation.core.nextTurn() else {
-            Issue.record("no reader while a request runs")
+        // One at a time: no other thread reads while it runs, or each answer to the request's
+        // asks would be read there and wake it; the request reads for itself.
+        guard case .wait = conversation.core.nextTurn() else {
+            Issue.record("a second reader beside the one running request")
             return
         }
+        let reads = conversation.core.beginReading()
+        #expect(reads)
+        // A second request it reads queues until the first ends.
+        try conversation.hostQueues(.request(id: 2, connection: 0, bytes: [2]))
+        conversation.core.endReading()
         let queuedWaits = conversation.core.jobFinished()
         #expect(queuedWaits)
-        conversation.core.endReading()
         let next = conversation.runNext()
         #expect(next == 2)
+        // Nothing runs: a thread reads again.
+        _ = conversation.core.jobFinished()
+        guard case .read = conversation.core.nextTurn() else {
+            Issue.record("no reader once no request runs")
+            return
+        }
+    }
+
+    @Test("with room for more requests, a thread reads beside the running ones")
+    func readerBesideRequests() throws {
+        var conversation = Conversation(concurrency: 2)
+        guard case .read = conversation.core.nextTurn() else {
+            Issue.record("the first thread does not read")
+            return
+        }
+        let routed = try conversation.host(.request(id: 1, connection: 0, bytes: [1]))
+        guard case .job(let job)? = routed.first, case .run(_, let wakeOthers) = conversation.core.read(.job(job)) else {
+            Issue.record("the reader does not run what it read")
+            return
+        }
+        #expect(wakeOthers)
+        guard case .read = conversation.core.nextTurn() else {
+            Issue.record("no reader beside a request when another may start")
+            return
+        }
     }
 
     @Test("a cancel reaches a queued request (it never runs) and a running one (it sees it); an unknown one is ignored")

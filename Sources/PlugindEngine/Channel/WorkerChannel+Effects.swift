@@ -23,6 +23,8 @@ extension WorkerChannel {
         var connections: [(CheckedContinuation<Void, any Error>, Result<Void, AppExtensionError>)] = []
         var handshake: (CheckedContinuation<Ready, any Error>, Ready)?
         var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?)] = []
+        /// Callbacks of typed calls whose callers do not poll, by call.
+        var callbacks: [(call: UInt64, PendingCallback)] = []
         var cancelledAsks: [Task<Void, Never>] = []
         var broadcasts: [(AppExtensionMessage, connection: UInt32?)] = []
         var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
@@ -91,16 +93,16 @@ extension WorkerChannel {
                 actions.askHandlers.append((ask, connection, bytes, state.handlers[connection]))
             case .runCallbackHandler(let call, let ask, let parameter, let arguments):
                 let handler = state.callbackHandlers[call]
-                actions.askHandlers.append(
-                    (
-                        ask, 0, [],
-                        { _ in
-                            guard let handler else { throw CallbackWithoutHandler(parameter: parameter) }
-                            var writer = PayloadWriter()
-                            writer.write(try await handler(parameter, arguments))
-                            return writer.bytes
-                        }
-                    ))
+                let answer: RequestHandler = { _ in
+                    guard let handler else { throw CallbackWithoutHandler(parameter: parameter) }
+                    var writer = PayloadWriter()
+                    writer.write(try await handler(parameter, arguments))
+                    return writer.bytes
+                }
+                // The call's caller polls for its answer: it runs the callback, as the library's
+                // caller would in process, with no thread woken for it.
+                let pending = PendingCallback(ask: ask, handler: answer)
+                if state.callbacksForPoller[call]?.append(pending) == nil { actions.callbacks.append((call, pending)) }
             case .cancelAskHandler(let ask):
                 if let task = state.askTasks.removeValue(forKey: ask) { actions.cancelledAsks.append(task) }
             case .broadcast(let message, let connection):
@@ -153,6 +155,10 @@ extension WorkerChannel {
         for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
         for task in actions.cancelledAsks { task.cancel() }
         for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
+        // Its task, once it answered, looks for the call's next callback as the caller would.
+        for (call, callback) in actions.callbacks {
+            runHandler(callback.handler, ask: callback.ask, connection: 0, bytes: []) { [weak self] in self?.lookForCallbacks(of: call) }
+        }
         for (message, connection) in actions.broadcasts {
             recordForOwner(message)
             for subscriber in actions.subscribers where connection == nil || subscriber.connection == connection {

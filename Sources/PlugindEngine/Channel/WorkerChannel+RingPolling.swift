@@ -51,13 +51,53 @@ extension WorkerChannel {
     /// way. The window bounds every turn, those that read too: a worker that keeps writing (a
     /// stream of events), a read the reader turn or a paused reading holds off, must not keep a
     /// caller's thread past it.
+    ///
+    /// A typed call's caller runs the call's callbacks meanwhile, each in a task that starts on
+    /// its thread (outside the reader turn, so a call the handler makes may read too); each one
+    /// starts the window again, since a library that calls back is likely to call back again,
+    /// and contention does not end the look (the processor it keeps is the call's). Whatever it
+    /// leaves when it stops runs the usual way, each in a task of its own, which looks for the
+    /// next callback in turn (`lookForCallbacks`).
     func lookForAnswer(_ id: UInt64, _ look: AnswerLook) {
-        defer { stopPolling(look.ring) }
-        let deadline = MonotonicInstant.after(BusyPolling.window)
-        while state.withLock({ $0.requests[id] != nil }), MonotonicInstant.now < deadline {
-            if input.ringHasInput, readRing(leavingBusyTurnToLoop: false) { continue }
-            guard look.betweenLooks() else { return }
+        // One looker runs a call's callbacks; another (a callback's task that looks while the
+        // caller still does) only looks for the answer.
+        let runsCallbacks = state.withLock { state -> Bool in
+            guard state.callbackHandlers[id] != nil, state.callbacksForPoller[id] == nil else { return false }
+            state.callbacksForPoller[id] = []
+            return true
         }
+        defer {
+            stopPolling(look.ring)
+            if runsCallbacks {
+                for left in state.withLock({ $0.callbacksForPoller.removeValue(forKey: id) }) ?? [] {
+                    runHandler(left.handler, ask: left.ask, connection: 0, bytes: []) { [weak self] in self?.lookForCallbacks(of: id) }
+                }
+            }
+        }
+        var deadline = MonotonicInstant.after(BusyPolling.window)
+        while true {
+            let (waiting, callbacks) = state.withLock { state in
+                (state.requests[id] != nil, runsCallbacks ? state.callbacksForPoller.updateValue([], forKey: id) ?? [] : [])
+            }
+            if !callbacks.isEmpty {
+                for callback in callbacks { runHandler(callback.handler, ask: callback.ask, connection: 0, bytes: [], immediately: true) }
+                deadline = .after(BusyPolling.window)
+                continue
+            }
+            guard waiting, MonotonicInstant.now < deadline else { return }
+            if input.ringHasInput, readRing(leavingBusyTurnToLoop: false) { continue }
+            guard look.betweenLooks() || runsCallbacks else { return }
+        }
+    }
+
+    /// After a callback of typed call `call` ran in a task of its own (its caller had stopped
+    /// looking): that task looks for the call's next callback, or its answer, as the caller
+    /// would, so that a library calling back many times pays one wake-up, not one per call.
+    func lookForCallbacks(of call: UInt64) {
+        guard state.withLock({ $0.requests[call] != nil && $0.callbacksForPoller[call] == nil }), let look = beginLookingForAnswer() else {
+            return
+        }
+        lookForAnswer(call, look)
     }
 
     /// The last poller stops: the ring says so, and whatever the worker wrote while it said

@@ -65,6 +65,9 @@ package final class WorkerChannel: EventLoopHandler {
         var handlers: [UInt32: RequestHandler] = [:]
         /// The callback handler of each typed call that has callbacks, while it runs.
         var callbackHandlers: [UInt64: CallbackHandler] = [:]
+        /// The library's calls of a typed call's callbacks that its caller, polling for the
+        /// call's answer, runs on its own thread: present (perhaps empty) while it polls.
+        var callbacksForPoller: [UInt64: [PendingCallback]] = [:]
         var askTasks: [UInt64: Task<Void, Never>] = [:]
         /// The one loop timer of the channel: set for the protocol's earliest deadline (or an
         /// earlier one that has since been disarmed, which then fires for nothing), and its token
@@ -435,14 +438,26 @@ package final class WorkerChannel: EventLoopHandler {
         perform(actions)
     }
 
-    /// Runs the connection's handler for an ask, in a task of its own, and answers.
-    func runHandler(_ handler: RequestHandler?, ask: UInt64, connection: UInt32, bytes: [UInt8]) {
+    /// A call of a typed call's callback, read while its caller polls: the ask that answers it
+    /// and the handler that makes the answer.
+    struct PendingCallback {
+        let ask: UInt64
+        let handler: RequestHandler
+    }
+
+    /// Runs the connection's handler for an ask, in a task of its own, and answers; then, in the
+    /// same task, `afterAnswer`. `immediately`: the task starts on this thread and runs here
+    /// until it first suspends.
+    func runHandler(
+        _ handler: RequestHandler?, ask: UInt64, connection: UInt32, bytes: [UInt8], immediately: Bool = false,
+        afterAnswer: (@Sendable () -> Void)? = nil
+    ) {
         guard let handler else {
             answer(ask, .failure(AskFailure(reason: .unsupported, message: "the host has no request handler on this connection")))
             return
         }
         let context = AskContext(channel: ObjectIdentifier(self), ask: ask)
-        let task = Task { [weak self] in
+        let run: @Sendable () async -> Void = { [weak self] in
             let result: Result<[UInt8], AskFailure>
             do {
                 result = .success(try await AskContext.$current.withValue(context) { try await handler(bytes) })
@@ -452,7 +467,9 @@ package final class WorkerChannel: EventLoopHandler {
                 result = .failure(AskFailure(reason: .handlerFailed, code: 1, message: String(describing: error)))
             }
             self?.answer(ask, result)
+            afterAnswer?()
         }
+        let task = immediately ? Task.immediate { await run() } : Task { await run() }
         let stale = state.withLock { state -> Bool in
             guard state.machine.connection(ofAsk: ask) != nil else { return true }
             state.askTasks[ask] = task
