@@ -54,6 +54,9 @@ static struct {
     CXString (*getTypeSpelling)(CXType);
     CXType (*getCanonicalType)(CXType);
     CXType (*getPointeeType)(CXType);
+    CXType (*getResultType)(CXType);
+    int (*getNumArgTypes)(CXType);
+    CXType (*getArgType)(CXType, unsigned);
     unsigned (*isConstQualifiedType)(CXType);
     long long (*typeGetSizeOf)(CXType);
     long long (*typeGetAlignOf)(CXType);
@@ -122,6 +125,9 @@ static int load_libclang(char *error, size_t error_size) {
         {(void **)&clang.getTypeSpelling, "clang_getTypeSpelling"},
         {(void **)&clang.getCanonicalType, "clang_getCanonicalType"},
         {(void **)&clang.getPointeeType, "clang_getPointeeType"},
+        {(void **)&clang.getResultType, "clang_getResultType"},
+        {(void **)&clang.getNumArgTypes, "clang_getNumArgTypes"},
+        {(void **)&clang.getArgType, "clang_getArgType"},
         {(void **)&clang.isConstQualifiedType, "clang_isConstQualifiedType"},
         {(void **)&clang.typeGetSizeOf, "clang_Type_getSizeOf"},
         {(void **)&clang.typeGetAlignOf, "clang_Type_getAlignOf"},
@@ -243,6 +249,7 @@ static const char *record_name(const struct record_names *names, CXType record, 
 }
 
 static plugind_header_type describe(CXType type, struct string_pool *pool, const struct record_names *names);
+static void describe_callback(CXType function, plugind_header_type *description, struct string_pool *pool);
 
 struct field_visit {
     struct string_pool *pool;
@@ -279,7 +286,8 @@ static const plugind_header_record *lay_out(CXType record, int is_union, struct 
     return layout;
 }
 
-// `names` given: the layout of a complete struct one pointer points to is described too.
+// `names` given (a function's result or parameter): the layout of a complete struct one pointer
+// points to is described too, and a callback's signature.
 static plugind_header_type describe(CXType type, struct string_pool *pool, const struct record_names *names) {
     plugind_header_type description;
     memset(&description, 0, sizeof description);
@@ -307,7 +315,24 @@ static plugind_header_type describe(CXType type, struct string_pool *pool, const
     }
     if (names != NULL && description.pointer_depth <= 1 && innermost.kind == PLUGIND_HEADER_TYPE_RECORD && description.innermost_size > 0)
         description.record = lay_out(innermost, description.innermost_is_union, pool, names);
+    if (names != NULL && description.pointer_depth == 1 && innermost.kind == PLUGIND_HEADER_TYPE_FUNCTION_PROTO)
+        describe_callback(innermost, &description, pool);
     return description;
+}
+
+// A callback's result and parameters into `description` (each described without a callback of
+// its own, so that the description ends); nothing when memory runs out.
+static void describe_callback(CXType function, plugind_header_type *description, struct string_pool *pool) {
+    int count = clang.getNumArgTypes(function);
+    if (count < 0) return;
+    int described = count < PLUGIND_HEADER_MAXIMUM_CALLBACK_PARAMETERS ? count : PLUGIND_HEADER_MAXIMUM_CALLBACK_PARAMETERS;
+    plugind_header_type *types = keep_block(pool, calloc((size_t)described + 1, sizeof *types));
+    if (types == NULL) return;
+    types[0] = describe(clang.getResultType(function), pool, NULL);
+    for (int index = 0; index < described; index++) types[index + 1] = describe(clang.getArgType(function, (unsigned)index), pool, NULL);
+    description->callback_types = types;
+    description->callback_parameter_count = count;
+    description->callback_is_variadic = clang.isFunctionTypeVariadic(function) != 0;
 }
 
 struct visit {

@@ -32,6 +32,8 @@ struct DeclareCommandTests {
         int sum(const int32_t *values, uint32_t count);
         int logf_(const char *format, ...);
         void sort(void *base, size_t count, int (*compare)(const void *, const void *));
+        void walk(void *(*visit)(void *item));
+        void each(void (*visit)(void *context, const char *name, char **values, int count, double weight), void *context);
         int area(size2d size);
         static inline int twice(int x) { return 2 * x; }
         int fill(size2d *size);
@@ -343,11 +345,77 @@ struct DeclareCommandTests {
         let draft = try Self.draft()
         let reasons = Dictionary(uniqueKeysWithValues: draft.notDeclarable.map { ($0.name, $0.reason) })
         #expect(reasons["logf_"]?.contains("variadic") == true)
-        #expect(reasons["sort"]?.contains("compare is a callback") == true)
+        #expect(reasons["sort"] == nil, "a callback is drafted")
+        #expect(reasons["walk"]?.contains("visit is a callback returning a void *") == true, "\(reasons)")
         #expect(reasons["area"] == nil, "a struct passed by value is drafted")
         #expect(reasons["twice"]?.contains("static or inline") == true)
         let declared = Set(draft.functions.map(\.name)).union(reasons.keys)
-        #expect(declared.count == 14, "every function of the header is either drafted or refused: \(declared.sorted())")
+        #expect(declared.count == 16, "every function of the header is either drafted or refused: \(declared.sorted())")
+    }
+
+    @Test("a callback's arguments drafted by their C types: scalars, text, strings and buffers to count, a context to leave out")
+    func callbackArguments() throws {
+        let draft = try Self.draft()
+        let each = try #require(Self.function("each", in: draft))
+        guard case .array(let arguments)? = each.declaration["arguments"], case .array(let visit)? = arguments.first?["arguments"] else {
+            throw DraftShapeError()
+        }
+        #expect(arguments.first?["type"] == .string("callback") && arguments.first?["returns"] == .string("void"))
+        #expect(visit.count == 5)
+        #expect(visit[0]["type"] == .string("buffer") && visit[0]["count"] == .string("TODO: what counts it"))
+        #expect(visit[1]["type"] == .string("string"))
+        #expect(visit[2]["type"] == .string("strings") && visit[2]["count"] == .string("TODO: what counts them"), "no integer before it")
+        #expect(visit[3]["type"] == .string("int32") && visit[4]["type"] == .string("double"))
+        #expect(
+            each.toComplete.map { "\($0.argument ?? "").\($0.field)" } == [
+                "visit.arg1.count", "visit.arg3.count", "context.direction", "context.count",
+            ])
+    }
+
+    @Test("sqlite3_exec's row callback: its string arrays counted by the integer before them, as ExamplePlugins/Sqlite declares it")
+    func rowCallback() throws {
+        // sqlite3.h's declaration (libsqlite3-dev is not needed to run the suite).
+        let (directory, path) = try Self.writeHeader(
+            """
+            typedef struct sqlite3 sqlite3;
+            int sqlite3_exec(sqlite3 *, const char *sql, int (*callback)(void *, int, char **, char **), void *, char **errmsg);
+            """)
+        defer { directory.remove() }
+        let draft = try DeclarationDraft(HeaderReader.functions(in: path, arguments: [], mainFileOnly: true))
+        let exec = try #require(Self.function("sqlite3_exec", in: draft))
+        guard case .array(let arguments)? = exec.declaration["arguments"], case .array(let row)? = arguments[2]["arguments"] else {
+            throw DraftShapeError()
+        }
+        #expect(row.map { $0["type"] } == [.string("buffer"), .string("int32"), .string("strings"), .string("strings")])
+        #expect(
+            row[2]["count"] == .string("TODO: what counts them (arg2?)") && row[3]["count"] == .string("TODO: what counts them (arg2?)"))
+        #expect(arguments[2]["returns"] == .string("int32"))
+    }
+
+    @Test("libc's qsort: the comparator drafted as a callback; completed, it is ExamplePlugins/Qsort's")
+    func qsortCallback() throws {
+        let header = try HeaderReader.functions(in: "/usr/include/stdlib.h", arguments: [], mainFileOnly: false)
+        let draft = try DeclarationDraft(header, selected: ["qsort"])
+        let qsort = try #require(Self.function("qsort", in: draft))
+        #expect(
+            qsort.toComplete.map { "\($0.argument ?? "").\($0.field)" } == [
+                "base.direction", "base.count", "compar.arg1.count", "compar.arg2.count",
+            ])
+        var fragment = try Self.object(draft.fragment)
+        #expect(throws: ManifestError.self) { try ManifestParser.parse(Self.manifest(fragment), file: "manifest.json") }
+        var function = try #require((fragment["functions"] as? [[String: Any]])?.first)
+        var arguments = try #require(function["arguments"] as? [[String: Any]])
+        #expect(arguments.map { $0["name"] as? String } == ["base", "nmemb", "size", "compar"])
+        arguments[0].merge(["direction": "inout", "element": "int64", "count": "nmemb"]) { _, new in new }
+        var comparator = try #require(arguments[3]["arguments"] as? [[String: Any]])
+        comparator[0].merge(["name": "a", "count": "size"]) { _, new in new }
+        comparator[1].merge(["name": "b", "count": "size"]) { _, new in new }
+        arguments[3]["arguments"] = comparator
+        function["arguments"] = arguments
+        fragment["functions"] = [function]
+        let parsed = try ManifestParser.parse(Self.manifest(fragment), file: "manifest.json").manifest
+        let example = try ManifestParser.parse(contentsOf: BuiltProducts.packageRoot + "/ExamplePlugins/Qsort/manifest.json").manifest
+        #expect(parsed.functions.first == example.functions.first { $0.name == "qsort" })
     }
 
     @Test("a completed draft is a declaration the manifest's reader accepts; a draft with TODOs is refused naming the argument")

@@ -25,7 +25,17 @@ typedef struct plugind_header_type {
     // The layout of the struct or union passed by value or one pointer points to, when the
     // header completes it (div_t, z_stream *); NULL otherwise, and always for a field's own type.
     const plugind_header_record *record;
+    // For a pointer to a function with a prototype (a callback, `int (*)(const void *, const
+    // void *)`) that is a function's parameter: its result, then its parameters, each described
+    // without a callback or a record of its own; NULL and 0 otherwise. A count past
+    // PLUGIND_HEADER_MAXIMUM_CALLBACK_PARAMETERS is reported, its types not described.
+    const struct plugind_header_type *callback_types;
+    int callback_parameter_count;
+    int callback_is_variadic;
 } plugind_header_type;
+
+// Far more parameters than a declared callback may take.
+enum { PLUGIND_HEADER_MAXIMUM_CALLBACK_PARAMETERS = 32 };
 
 typedef struct plugind_header_field {
     const char *name;          // "" for an anonymous struct or union member

@@ -213,12 +213,12 @@ package struct ChannelProtocol {
     /// Requests and connections may start: the worker is ready, not ended, and the host has not
     /// asked it to end.
     private var takesRequests: Bool {
-        lifecycle.ready != nil && !lifecycle.isInvalidated && !isEnded
+        lifecycle.hasAnsweredHandshake && !lifecycle.isInvalidated && !isEnded
     }
 
     /// The worker has not answered the handshake, and has not ended.
     private var awaitsReady: Bool {
-        lifecycle.ready == nil && !isEnded
+        !lifecycle.hasAnsweredHandshake && !isEnded
     }
 
     private var notReady: AppExtensionError {

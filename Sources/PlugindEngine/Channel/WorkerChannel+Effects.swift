@@ -75,6 +75,7 @@ extension WorkerChannel {
                 if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
             case .handshakeDone(let ready):
                 activity?.ready()
+                state.workerPollsForNext = ready.features.contains(ProtocolFeature.busyPolling)
                 if let offered = state.sharedMemoryOffered, ready.features.contains(ProtocolFeature.sharedMemory) {
                     state.sharedRequests = SharedRequestRegion(memory: offered.memory, layout: offered.layout)
                     if ready.features.contains(ProtocolFeature.ring) {

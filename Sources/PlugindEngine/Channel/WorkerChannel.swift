@@ -98,6 +98,9 @@ package final class WorkerChannel: EventLoopHandler {
         /// Responses read from the worker's shared region; the worker reuses it when this
         /// count, published in the region's header, reaches the number it placed there.
         var sharedResponsesRead: UInt64 = 0
+        /// The worker polls for the request after one marked `pollForNext` (its handshake
+        /// offered `ProtocolFeature.busyPolling`).
+        var workerPollsForNext = false
         /// The worker's waits for a processor, read when the host stopped it for a timeout.
         var processorWait: ProcessorWait?
     }
@@ -367,7 +370,7 @@ package final class WorkerChannel: EventLoopHandler {
             // Few answers awaited: the host expects this one soon and will poll for it; so may
             // the worker, for the request after it (`BusyPolling`).
             let marksPollForNext =
-                BusyPolling.isWorthwhile && state.machine.lifecycle.ready?.features.contains(ProtocolFeature.busyPolling) == true
+                BusyPolling.isWorthwhile && state.workerPollsForNext
                 && loop.awaitedAnswers.load(ordering: .relaxed) <= BusyPolling.awaitedLimit
             collect(
                 state.machine.sendRequest(id, message, now: .now), into: &actions, state: &state,

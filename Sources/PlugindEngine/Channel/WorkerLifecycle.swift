@@ -28,6 +28,16 @@ extension ChannelProtocol {
             }
         }
 
+        /// Whether the worker answered the handshake: `ready != nil` without copying the answer,
+        /// for every request asks.
+        var hasAnsweredHandshake: Bool {
+            switch self {
+            case .launching: false
+            case .ready: true
+            case .ending(let ending), .reaped(let ending), .ended(_, let ending): ending.ready != nil
+            }
+        }
+
         /// The host asked the worker to end (`invalidate`), before or after it did.
         var isInvalidated: Bool { ending?.invalidated ?? false }
 

@@ -28,14 +28,16 @@ struct DeclareCommand: PlugindCommand {
             the libclang named by PLUGIND_LIBCLANG) and writes a manifest fragment,
             {"functions": [...], "handles": {...}, "structs": {...}}, with a declaration for each
             function it can express: scalars, strings, buffers, pointers to one value, handles to
-            structs the header never completes (sqlite3 *, and sqlite3 ** as an out-handle), and the
-            layout of each struct a function points to, or passes or returns by value (div_t).
-            What C does not say is left as a "TODO: …" value for you to complete: which way a
-            pointer goes (out or inout), what counts a buffer (the next argument is suggested when
-            it is an integer), whether a struct lives for one call or between calls, and which
+            structs the header never completes (sqlite3 *, and sqlite3 ** as an out-handle),
+            callbacks with their own arguments (qsort's comparator), and the layout of each struct
+            a function points to, or passes or returns by value (div_t). What C does not say is
+            left as a "TODO: …" value for you to complete: which way a pointer goes (out or
+            inout), what counts a buffer (the next argument is suggested when it is an integer)
+            or a callback's buffer, whether a struct lives for one call or between calls, and which
             function releases each handle kind (the header's candidates are named). plugind verify
             refuses a declaration until every TODO is gone. Functions a declaration cannot express
-            (variadic, callbacks, unions or structs with pointers passed by value, static inline)
+            (variadic, callbacks returning pointers or taking more than 6 integer or pointer
+            arguments, unions or structs with pointers passed by value, static inline)
             and struct fields it cannot (function pointers, nested structs, arrays, bit-fields,
             opaque pointers) are listed on standard error with the reason, never dropped
             silently. Nothing is built or loaded: the library is not needed.

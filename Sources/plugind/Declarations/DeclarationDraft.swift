@@ -260,7 +260,7 @@ struct DeclarationDraft: Sendable, Equatable {
             return .success(DraftedArgument(json: .object([("name", .string(name)), ("type", .string("string"))])))
         }
         if inner == HeaderType.Kind.functionPrototype || inner == HeaderType.Kind.functionWithoutPrototype {
-            return .failure(Reason("is a callback (\(type.spelling)): callbacks are not declarable yet"))
+            return callbackArgument(type, name: name)
         }
         if let kind = opaqueKind(type) {
             let json = DraftJSON.object([("name", .string(name)), ("type", .string("handle")), ("kind", .string(kind))])
@@ -323,6 +323,88 @@ struct DeclarationDraft: Sendable, Equatable {
         ])
         var drafted = DraftedArgument(json: json)
         drafted.todo.append(("direction", "out or inout; or a buffer of \(element) elements (\"type\": \"buffer\" with a count)"))
+        return .success(drafted)
+    }
+
+    /// A function the library calls during the call (`qsort`'s `compar`): a callback with its own
+    /// signature. C does not say what counts a buffer the library passes it, nor whether the
+    /// handler needs to see a pointer at all (a context pointer it does not: `null`).
+    private static func callbackArgument(_ type: HeaderType, name: String) -> Result<DraftedArgument, Reason> {
+        guard let types = type.callback, let result = types.first else {
+            return .failure(
+                Reason("is a pointer to a function without a prototype (\(type.spelling)): a callback's arguments must be known"))
+        }
+        if type.callbackIsVariadic { return .failure(Reason("is a variadic callback (\(type.spelling)): not declarable")) }
+        guard type.callbackParameterCount == types.count - 1 else {
+            return .failure(Reason("is a callback of \(type.callbackParameterCount) arguments (\(type.spelling)): not declarable"))
+        }
+        var arguments: [DraftJSON] = []
+        var todos: [(field: String, note: String)] = []
+        var integers = 0
+        var floats = 0
+        let counts = "a constant, one of the callback's integer arguments, or one of the function's (qsort's size)"
+        let parameters = Array(types.dropFirst())
+        func isInteger(_ type: HeaderType) -> Bool {
+            type.pointerDepth == 0
+                && scalarName(kind: type.kind, size: type.size).map { !["void", "float", "double", "bool"].contains($0) } == true
+        }
+        for (index, parameter) in parameters.enumerated() {
+            let argument = "arg\(index + 1)"
+            let inner = parameter.innermostKind
+            let isCharacter = inner == HeaderType.Kind.charSigned || inner == HeaderType.Kind.signedChar
+            if parameter.pointerDepth == 0 {
+                guard let scalar = scalarName(kind: parameter.kind, size: parameter.size), scalar != "void" else {
+                    return .failure(
+                        Reason("is a callback whose argument \(index + 1) is a \(parameter.spelling), which a callback cannot take"))
+                }
+                if scalar == "float" || scalar == "double" { floats += 1 } else { integers += 1 }
+                arguments.append(.object([("name", .string(argument)), ("type", .string(scalar))]))
+                continue
+            }
+            integers += 1
+            let element = inner == HeaderType.Kind.void || isCharacter ? "uint8" : scalarName(kind: inner, size: parameter.innermostSize)
+            if parameter.pointerDepth == 1, isCharacter, parameter.innermostIsConst {
+                arguments.append(.object([("name", .string(argument)), ("type", .string("string"))]))
+            } else if parameter.pointerDepth == 2, isCharacter {
+                // An array of strings is counted by an earlier integer (sqlite3_exec's row callback).
+                let guess = parameters[..<index].lastIndex(where: isInteger).map { " (arg\($0 + 1)?)" } ?? ""
+                arguments.append(
+                    .object([
+                        ("name", .string(argument)), ("type", .string("strings")), ("count", .string(todo + "what counts them" + guess)),
+                    ]))
+                todos.append(
+                    ("\(argument).count", "the number of strings: a constant or an earlier integer argument of the callback" + guess))
+            } else if parameter.pointerDepth == 1, let element, element != "void" {
+                arguments.append(
+                    .object([
+                        ("name", .string(argument)), ("type", .string("buffer")), ("element", .string(element)),
+                        ("count", .string(todo + "what counts it")),
+                    ]))
+                todos.append(
+                    (
+                        "\(argument).count",
+                        "the number of \(element) elements the handler reads: \(counts); or \"null\" for the argument if it need not see it"
+                    ))
+            } else {
+                arguments.append(.string(todo + "null (the handler cannot see a \(parameter.spelling))"))
+                todos.append((argument, "\"null\": a \(parameter.spelling) is passed on to no handler"))
+            }
+        }
+        guard integers <= FunctionCallbackSignature.maximumIntegerArguments, floats <= FunctionCallbackSignature.maximumFloatingArguments
+        else {
+            return .failure(
+                Reason(
+                    "is a callback of \(integers) integer or pointer and \(floats) floating arguments (\(type.spelling)): at most \(FunctionCallbackSignature.maximumIntegerArguments) and \(FunctionCallbackSignature.maximumFloatingArguments) are declarable"
+                ))
+        }
+        guard result.pointerDepth == 0, let returns = scalarName(kind: result.kind, size: result.size) else {
+            return .failure(Reason("is a callback returning a \(result.spelling) (\(type.spelling)): a callback returns a scalar or void"))
+        }
+        var drafted = DraftedArgument(
+            json: .object([
+                ("name", .string(name)), ("type", .string("callback")), ("arguments", .array(arguments)), ("returns", .string(returns)),
+            ]))
+        drafted.todo = todos
         return .success(drafted)
     }
 
@@ -502,7 +584,7 @@ struct DeclarationDraft: Sendable, Equatable {
             let inner = type.innermostKind
             if inner == HeaderType.Kind.charSigned || inner == HeaderType.Kind.charUnsigned { return .success(.string) }
             if inner == HeaderType.Kind.functionPrototype || inner == HeaderType.Kind.functionWithoutPrototype {
-                return .failure(Reason("a function pointer (\(type.spelling)): callbacks are not declarable"))
+                return .failure(Reason("a function pointer (\(type.spelling)): a callback is an argument, not a field"))
             }
             if inner == HeaderType.Kind.record {
                 if type.innermostSize < 0 {

@@ -50,6 +50,12 @@ struct HeaderType: Sendable, Equatable {
     /// The layout of the struct passed by value or one pointer points to, when the header
     /// completes it (`div_t`, `z_stream *`); nil otherwise, and for a field's own type.
     var record: HeaderRecord? = nil
+    /// A function's parameter that points to a function with a prototype (a callback): that
+    /// function's result, then its parameters; nil otherwise.
+    var callback: [HeaderType]? = nil
+    /// How many parameters the callback takes, those past the ones described included.
+    var callbackParameterCount = 0
+    var callbackIsVariadic = false
 }
 
 /// A struct or union a header completes, as the compiler lays it out for this machine.

@@ -48,7 +48,13 @@ enum HeaderReader {
             spelling: text(type.spelling), canonical: text(type.canonical), kind: type.kind, size: type.size,
             pointerDepth: Int(type.pointer_depth), innermostKind: type.innermost_kind, innermostIsConst: type.innermost_is_const != 0,
             innermostSize: type.innermost_size, innermostName: text(type.innermost_name), innermostIsUnion: type.innermost_is_union != 0,
-            record: type.record.map { copy($0.pointee) })
+            record: type.record.map { copy($0.pointee) },
+            callback: type.callback_types.map { types in
+                (0...Int(min(max(type.callback_parameter_count, 0), Int32(PLUGIND_HEADER_MAXIMUM_CALLBACK_PARAMETERS)))).map {
+                    copy(types[$0])
+                }
+            },
+            callbackParameterCount: Int(type.callback_parameter_count), callbackIsVariadic: type.callback_is_variadic != 0)
     }
 
     private static func copy(_ record: plugind_header_record) -> HeaderRecord {
