@@ -407,6 +407,12 @@ struct Suite {
         ratioRow("typed call, 64 KiB out buffer vs 64 KiB in", "typed-call-out-64KiB", "typed-call-in-64KiB", atMost: 1.2)
         ratioRow("typed call with a handle vs a scalar call, same worker", "typed-call-handle", "typed-call-scalars", atMost: 1.1)
         ratioRow(
+            "a callback round trip (qsort's comparator answered by the host) vs a plugin's ask inside a request", "typed-call-callback",
+            "host-ask-in-request", atMost: 1.5)
+        ratioRow(
+            "qsort of 100,000 int64s with the host's comparator vs libc's qsort in process", "qsort-100k-confined",
+            "qsort-100k-in-process", atMost: nil)
+        ratioRow(
             "1 MiB through confined zlib compress vs in-process", "zlib-compress-1MiB-confined", "zlib-compress-1MiB-in-process",
             atMost: 1.2)
         ratioRow(
