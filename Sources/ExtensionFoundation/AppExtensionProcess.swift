@@ -255,7 +255,11 @@ public final class AppExtensionProcess: Sendable {
 
     /// Opens a connection whose `requestHandler` answers what the plugin asks the host on it.
     /// The handler runs in a task of its own for each ask; it may itself send requests to the
-    /// plugin (the plugin's thread that asked runs them). An error it throws reaches the plugin
+    /// plugin (the plugin's thread that asked runs them), which it awaits. While the caller of
+    /// a request on the connection waits for its answer alone, the task starts on that caller's
+    /// thread and runs there until it first suspends, with no thread woken for it; a handler
+    /// that blocked its thread until a request of its own ended would hold the thread that reads
+    /// the answer. An error it throws reaches the plugin
     /// with its code (`AppExtensionConnection.RequestFailure`, else 1) and description. Closing
     /// the connection, or the end of the process, cancels the handlers still running and fails
     /// the plugin's waiting asks at once.
@@ -264,7 +268,15 @@ public final class AppExtensionProcess: Sendable {
         timeout: Duration? = nil,
         requestHandler: @escaping @Sendable (_ request: [UInt8]) async throws -> [UInt8]
     ) async throws -> AppExtensionConnection {
-        try await openConnection(timeout: timeout, handler: requestHandler)
+        try await openConnection(timeout: timeout, startsOnCaller: true, handler: requestHandler)
+    }
+
+    /// `makeConnection(requestHandler:)` for a handler that may block its thread (the C
+    /// library's, which runs C code): each ask's task starts on a thread of its own.
+    package func makeConnection(
+        timeout: Duration? = nil, blockingRequestHandler: @escaping @Sendable (_ request: [UInt8]) async throws -> [UInt8]
+    ) async throws -> AppExtensionConnection {
+        try await openConnection(timeout: timeout, startsOnCaller: false, handler: blockingRequestHandler)
     }
 
     /// `makeConnection(requestHandler:)` with JSON: the plugin's ask is decoded as `Request`,
@@ -273,21 +285,22 @@ public final class AppExtensionProcess: Sendable {
         timeout: Duration? = nil,
         requestHandler: @escaping @Sendable (_ request: Request) async throws -> Response
     ) async throws -> AppExtensionConnection {
-        try await openConnection(timeout: timeout) { bytes in
+        try await openConnection(timeout: timeout, startsOnCaller: true) { bytes in
             let request = try JSONDecoder().decode(Request.self, from: Data(bytes))
             return [UInt8](try JSONEncoder().encode(try await requestHandler(request)))
         }
     }
 
     private func openConnection(
-        timeout: Duration? = nil, handler: WorkerChannel.RequestHandler?
+        timeout: Duration? = nil, startsOnCaller: Bool = false, handler: WorkerChannel.RequestHandler?
     ) async throws -> AppExtensionConnection {
         if channel.isTerminated || channel.isInvalidated {
             throw AppExtensionError(.invalidated, plugin: plan.pluginIdentifier, "the process has ended")
         }
         let invalidated = AppExtensionError(.invalidated, plugin: plan.pluginIdentifier, "this process was invalidated")
         if handle.withLock({ $0.invalidated }) { throw invalidated }
-        let identifier = try await channel.openConnection(handler: handler, timeout: timeout ?? plan.requestTimeout)
+        let identifier = try await channel.openConnection(
+            handler: handler, timeout: timeout ?? plan.requestTimeout, startsOnCaller: startsOnCaller)
         let kept = handle.withLock { handle -> Bool in
             guard !handle.invalidated else { return false }
             handle.connections.insert(identifier)

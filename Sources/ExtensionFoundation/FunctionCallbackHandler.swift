@@ -6,7 +6,8 @@
 /// library gets zero from the callback from then on. While the call's caller waits for it alone,
 /// the handler starts on the caller's thread, as the library's caller runs a callback in
 /// process, and runs there until it first suspends: what it does before then delays nothing but
-/// the call.
+/// the call. A handler that calls the same process awaits the call; blocking its thread until
+/// the call ends would hold the thread that reads the answer.
 public typealias FunctionCallbackHandler = @Sendable (_ arguments: [FunctionValue]) async throws -> FunctionValue
 
 /// Why a callback's handler was not run or its answer not used: the worker forwarded arguments

@@ -32,13 +32,13 @@ public func plugindConnectionOpen(
     let callbacks = CallbackGate()
     let opened = BlockingCall.run { () async throws -> AppExtensionConnection in
         guard let askHandler else { return try await process.process.makeConnection() }
-        return try await process.process.makeConnection { question in
+        return try await process.process.makeConnection(blockingRequestHandler: { question in
             try await HostAsk.answer(question) { ask, bytes, length in
                 let called = callbacks.run { askHandler(callback.context, ask, bytes, length) }
                 // The connection is closing: the ask fails as every unanswered one does.
                 if !called { HostAsk.cancel(ask) }
             }
-        }
+        })
     }
     switch opened {
     case .success(let connection): return HandleRegistry.shared.insert(HostConnection(connection, callbacks: callbacks))

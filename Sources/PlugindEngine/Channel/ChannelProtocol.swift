@@ -513,6 +513,16 @@ package struct ChannelProtocol {
     }
 
     /// The connection an ask arrived on, while its handler runs.
+    /// The one request awaited on `connection` (0: typed calls), if exactly one is.
+    func onlyRequest(on connection: UInt32) -> UInt64? {
+        var found: UInt64?
+        for (id, request) in requests where request.connection == connection {
+            if found != nil { return nil }
+            found = id
+        }
+        return found
+    }
+
     func connection(ofAsk id: UInt64) -> UInt32? {
         asks[id]
     }

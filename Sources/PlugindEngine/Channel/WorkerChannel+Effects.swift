@@ -22,9 +22,10 @@ extension WorkerChannel {
         var requests: [(ReplyWaiter, Result<WorkerReply, AppExtensionError>)] = []
         var connections: [(CheckedContinuation<Void, any Error>, Result<Void, AppExtensionError>)] = []
         var handshake: (CheckedContinuation<Ready, any Error>, Ready)?
-        var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?)] = []
+        /// The asks to answer, each with whether its task looks for the connection's next one.
+        var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?, looksForNext: Bool)] = []
         /// Callbacks of typed calls whose callers do not poll, by call.
-        var callbacks: [(call: UInt64, PendingCallback)] = []
+        var callbacks: [(call: UInt64, PendingAnswer)] = []
         var cancelledAsks: [Task<Void, Never>] = []
         var broadcasts: [(AppExtensionMessage, connection: UInt32?)] = []
         var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
@@ -71,7 +72,10 @@ extension WorkerChannel {
                 }
             case .completeConnection(let id, let result):
                 loop.traffic.add(1, ordering: .relaxed)
-                if case .failure = result { state.handlers[id] = nil }
+                if case .failure = result {
+                    state.handlers[id] = nil
+                    state.handlersStartingOnCaller.remove(id)
+                }
                 if let continuation = state.connections.removeValue(forKey: id) { actions.connections.append((continuation, result)) }
             case .handshakeDone(let ready):
                 activity?.ready()
@@ -91,7 +95,16 @@ extension WorkerChannel {
                     actions.handshake = (continuation, ready)
                 }
             case .runAskHandler(let connection, let ask, let bytes):
-                actions.askHandlers.append((ask, connection, bytes, state.handlers[connection]))
+                let handler = state.handlers[connection]
+                // The caller of the request it serves polls: it runs the handler, with no thread
+                // woken for it. Its task, otherwise, looks for the next ask as that caller would.
+                if let handler,
+                    state.asksForPoller[connection]?.append(PendingAnswer(ask: ask, handler: { _ in try await handler(bytes) }))
+                        != nil
+                {
+                    break
+                }
+                actions.askHandlers.append((ask, connection, bytes, handler, state.handlersStartingOnCaller.contains(connection)))
             case .runCallbackHandler(let call, let ask, let parameter, let arguments):
                 let handler = state.callbackHandlers[call]
                 let answer: RequestHandler = { _ in
@@ -102,7 +115,7 @@ extension WorkerChannel {
                 }
                 // The call's caller polls for its answer: it runs the callback, as the library's
                 // caller would in process, with no thread woken for it.
-                let pending = PendingCallback(ask: ask, handler: answer)
+                let pending = PendingAnswer(ask: ask, handler: answer)
                 if state.callbacksForPoller[call]?.append(pending) == nil { actions.callbacks.append((call, pending)) }
             case .cancelAskHandler(let ask):
                 if let task = state.askTasks.removeValue(forKey: ask) { actions.cancelledAsks.append(task) }
@@ -155,7 +168,11 @@ extension WorkerChannel {
         }
         for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
         for task in actions.cancelledAsks { task.cancel() }
-        for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
+        for (ask, connection, bytes, handler, looksForNext) in actions.askHandlers {
+            runHandler(handler, ask: ask, connection: connection, bytes: bytes) { [weak self] in
+                if looksForNext { self?.lookForAsks(on: connection) }
+            }
+        }
         // Its task, once it answered, looks for the call's next callback as the caller would.
         for (call, callback) in actions.callbacks {
             runHandler(callback.handler, ask: callback.ask, connection: 0, bytes: []) { [weak self] in self?.lookForCallbacks(of: call) }

@@ -52,41 +52,68 @@ extension WorkerChannel {
     /// stream of events), a read the reader turn or a paused reading holds off, must not keep a
     /// caller's thread past it.
     ///
-    /// A typed call's caller runs the call's callbacks meanwhile, each in a task that starts on
-    /// its thread (outside the reader turn, so a call the handler makes may read too); each one
-    /// starts the window again, since a library that calls back is likely to call back again,
-    /// and contention does not end the look (the processor it keeps is the call's). Whatever it
-    /// leaves when it stops runs the usual way, each in a task of its own, which looks for the
-    /// next callback in turn (`lookForCallbacks`).
-    func lookForAnswer(_ id: UInt64, _ look: AnswerLook) {
-        // One looker runs a call's callbacks; another (a callback's task that looks while the
-        // caller still does) only looks for the answer.
-        let runsCallbacks = state.withLock { state -> Bool in
-            guard state.callbackHandlers[id] != nil, state.callbacksForPoller[id] == nil else { return false }
-            state.callbacksForPoller[id] = []
-            return true
+    /// Meanwhile the caller runs what the call or the request waits for: a typed call's callbacks,
+    /// and the plugin's asks on a connection whose handler may start on the caller
+    /// (`openConnection(handler:timeout:startsOnCaller:)`), each in a task that starts on its
+    /// thread (outside the reader turn, so that a call the handler makes may read too). Each one
+    /// starts the window again, since what asks or calls back is likely to do it again; and
+    /// contention ends neither a typed call's look with callbacks nor one that ran an ask (the
+    /// processor it keeps is the caller's). What
+    /// it leaves when it stops runs the usual way, each in a task of its own, which then looks for
+    /// the next one in turn (`lookForCallbacks`, `lookForAsks`).
+    func lookForAnswer(_ id: UInt64, connection: UInt32, _ look: AnswerLook) {
+        // One looker runs a call's callbacks or a connection's asks; another (a handler's task
+        // that looks while the caller still does) only looks for the answer.
+        let (runsCallbacks, runsAsks) = state.withLock { state -> (Bool, Bool) in
+            var callbacks = false
+            var asks = false
+            if state.callbackHandlers[id] != nil, state.callbacksForPoller[id] == nil {
+                state.callbacksForPoller[id] = []
+                callbacks = true
+            }
+            if connection != 0, state.handlersStartingOnCaller.contains(connection), state.asksForPoller[connection] == nil {
+                state.asksForPoller[connection] = []
+                asks = true
+            }
+            return (callbacks, asks)
         }
         defer {
             stopPolling(look.ring)
-            if runsCallbacks {
-                for left in state.withLock({ $0.callbacksForPoller.removeValue(forKey: id) }) ?? [] {
-                    runHandler(left.handler, ask: left.ask, connection: 0, bytes: []) { [weak self] in self?.lookForCallbacks(of: id) }
+            let (callbacks, asks) = state.withLock { state in
+                (
+                    runsCallbacks ? state.callbacksForPoller.removeValue(forKey: id) ?? [] : [],
+                    runsAsks ? state.asksForPoller.removeValue(forKey: connection) ?? [] : []
+                )
+            }
+            for left in callbacks {
+                runHandler(left.handler, ask: left.ask, connection: 0, bytes: []) { [weak self] in self?.lookForCallbacks(of: id) }
+            }
+            for left in asks {
+                runHandler(left.handler, ask: left.ask, connection: connection, bytes: []) { [weak self] in
+                    self?.lookForAsks(on: connection)
                 }
             }
         }
         var deadline = MonotonicInstant.after(BusyPolling.window)
+        var ran = runsCallbacks
         while true {
-            let (waiting, callbacks) = state.withLock { state in
-                (state.requests[id] != nil, runsCallbacks ? state.callbacksForPoller.updateValue([], forKey: id) ?? [] : [])
+            let (waiting, callbacks, asks) = state.withLock { state in
+                (
+                    state.requests[id] != nil,
+                    runsCallbacks ? state.callbacksForPoller.updateValue([], forKey: id) ?? [] : [],
+                    runsAsks ? state.asksForPoller.updateValue([], forKey: connection) ?? [] : []
+                )
             }
-            if !callbacks.isEmpty {
+            if !callbacks.isEmpty || !asks.isEmpty {
                 for callback in callbacks { runHandler(callback.handler, ask: callback.ask, connection: 0, bytes: [], immediately: true) }
+                for ask in asks { runHandler(ask.handler, ask: ask.ask, connection: connection, bytes: [], immediately: true) }
                 deadline = .after(BusyPolling.window)
+                ran = true
                 continue
             }
             guard waiting, MonotonicInstant.now < deadline else { return }
             if input.ringHasInput, readRing(leavingBusyTurnToLoop: false) { continue }
-            guard look.betweenLooks() || runsCallbacks else { return }
+            guard look.betweenLooks() || ran else { return }
         }
     }
 
@@ -97,7 +124,18 @@ extension WorkerChannel {
         guard state.withLock({ $0.requests[call] != nil && $0.callbacksForPoller[call] == nil }), let look = beginLookingForAnswer() else {
             return
         }
-        lookForAnswer(call, look)
+        lookForAnswer(call, connection: 0, look)
+    }
+
+    /// After an ask on `connection` ran in a task of its own: while one request on it is awaited,
+    /// that task looks for the plugin's next ask, or the request's answer, as its caller would.
+    func lookForAsks(on connection: UInt32) {
+        guard
+            let request = state.withLock({ state in
+                state.asksForPoller[connection] == nil ? state.machine.onlyRequest(on: connection) : nil
+            }), let look = beginLookingForAnswer()
+        else { return }
+        lookForAnswer(request, connection: connection, look)
     }
 
     /// The last poller stops: the ring says so, and whatever the worker wrote while it said

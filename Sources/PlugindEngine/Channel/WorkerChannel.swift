@@ -67,7 +67,13 @@ package final class WorkerChannel: EventLoopHandler {
         var callbackHandlers: [UInt64: CallbackHandler] = [:]
         /// The library's calls of a typed call's callbacks that its caller, polling for the
         /// call's answer, runs on its own thread: present (perhaps empty) while it polls.
-        var callbacksForPoller: [UInt64: [PendingCallback]] = [:]
+        var callbacksForPoller: [UInt64: [PendingAnswer]] = [:]
+        /// Connections whose handler may start on the thread of a caller that polls for an
+        /// answer on them (`openConnection(handler:timeout:startsOnCaller:)`).
+        var handlersStartingOnCaller: Set<UInt32> = []
+        /// The plugin's asks on a connection whose request's caller polls for its answer, for
+        /// that caller to run on its own thread: present (perhaps empty) while it polls.
+        var asksForPoller: [UInt32: [PendingAnswer]] = [:]
         var askTasks: [UInt64: Task<Void, Never>] = [:]
         /// The one loop timer of the channel: set for the protocol's earliest deadline (or an
         /// earlier one that has since been disarmed, which then fires for nothing), and its token
@@ -278,7 +284,7 @@ package final class WorkerChannel: EventLoopHandler {
         }
         let message = requestMessage(bytes, id: id, connection: connection, nestedIn: nil)
         start(
-            id, message,
+            id, connection: connection, message,
             waiter: .callback { [self] reply in
                 completion(reply.flatMap(responseBytes).mapError { explainingTimeout($0, window: timeout) })
             })
@@ -350,7 +356,7 @@ package final class WorkerChannel: EventLoopHandler {
         do {
             return try await withTaskCancellationHandler {
                 try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<WorkerReply, any Error>) in
-                    start(id, message, waiter: .task(continuation))
+                    start(id, connection: connection, message, waiter: .task(continuation))
                 }
             } onCancel: {
                 decide { $0.abandon(id, because: .cancelled, now: .now) }
@@ -361,7 +367,7 @@ package final class WorkerChannel: EventLoopHandler {
     }
 
     /// Sends a reserved request; `waiter` hears its end.
-    private func start(_ id: UInt64, _ message: HostMessage, waiter: ReplyWaiter) {
+    private func start(_ id: UInt64, connection: UInt32, _ message: HostMessage, waiter: ReplyWaiter) {
         var actions = Actions()
         state.withLock { state in
             if state.requests.updateValue(waiter, forKey: id) == nil, loop.awaitedAnswers.add(1, ordering: .relaxed).newValue > 1 {
@@ -379,7 +385,7 @@ package final class WorkerChannel: EventLoopHandler {
         activity?.requestStarted()
         let look = beginLookingForAnswer()
         perform(actions)
-        if let look { lookForAnswer(id, look) }
+        if let look { lookForAnswer(id, connection: connection, look) }
     }
 
     /// Who waits for a request's end: a suspended task, or a callback for a caller outside Swift's
@@ -406,7 +412,10 @@ package final class WorkerChannel: EventLoopHandler {
     // MARK: Connections
 
     /// Opens a connection and waits until the plugin accepts it; `handler` answers its asks.
-    package func openConnection(handler: RequestHandler?, timeout: Duration) async throws -> UInt32 {
+    /// `startsOnCaller`: while the caller of a request on it polls for the answer, an ask the
+    /// plugin makes meanwhile runs on that caller's thread until it first suspends (a handler
+    /// that may block its thread, a C library's, must not).
+    package func openConnection(handler: RequestHandler?, timeout: Duration, startsOnCaller: Bool = false) async throws -> UInt32 {
         let (id, effects) = try state.withLock { state in
             state.machine.openConnection(hasHandler: handler != nil, timeout: timeout, now: .now).mapError { unavailable($0, state) }
         }.get()
@@ -417,6 +426,7 @@ package final class WorkerChannel: EventLoopHandler {
                     state.withLock { state in
                         state.connections[id] = continuation
                         state.handlers[id] = handler
+                        if startsOnCaller, handler != nil { state.handlersStartingOnCaller.insert(id) }
                         collect(effects, into: &actions, state: &state)
                     }
                     perform(actions)
@@ -437,13 +447,14 @@ package final class WorkerChannel: EventLoopHandler {
         state.withLock { state in
             collect(state.machine.closeConnection(id, now: .now), into: &actions, state: &state)
             state.handlers[id] = nil
+            state.handlersStartingOnCaller.remove(id)
         }
         perform(actions)
     }
 
-    /// A call of a typed call's callback, read while its caller polls: the ask that answers it
-    /// and the handler that makes the answer.
-    struct PendingCallback {
+    /// A plugin's ask, or a library's call of a callback, read while the caller it waits for
+    /// polls: the ask that answers it and the handler that makes the answer.
+    struct PendingAnswer {
         let ask: UInt64
         let handler: RequestHandler
     }
@@ -459,6 +470,9 @@ package final class WorkerChannel: EventLoopHandler {
             answer(ask, .failure(AskFailure(reason: .unsupported, message: "the host has no request handler on this connection")))
             return
         }
+        // One a caller queued and then the host stopped waiting for (the plugin cancelled it, its
+        // connection closed) is not run.
+        if immediately, state.withLock({ $0.machine.connection(ofAsk: ask) == nil }) { return }
         let context = AskContext(channel: ObjectIdentifier(self), ask: ask)
         let run: @Sendable () async -> Void = { [weak self] in
             let result: Result<[UInt8], AskFailure>
