@@ -56,11 +56,11 @@ extension WorkerChannel {
     /// and the plugin's asks on a connection whose handler may start on the caller
     /// (`openConnection(handler:timeout:startsOnCaller:)`), each in a task that starts on its
     /// thread (outside the reader turn, so that a call the handler makes may read too). Each one
-    /// starts the window again, since what asks or calls back is likely to do it again; and
-    /// contention ends neither a typed call's look with callbacks nor one that ran an ask (the
-    /// processor it keeps is the caller's). What
-    /// it leaves when it stops runs the usual way, each in a task of its own, which then looks for
-    /// the next one in turn (`lookForCallbacks`, `lookForAsks`).
+    /// starts the window again, since what asks or calls back is likely to do it again. A yield
+    /// that gave the processor away ends the look as it ends any other (two typed calls calling
+    /// back at once on two processors were slower when it did not). What it leaves when it stops
+    /// runs the usual way, each in a task of its own, which then looks for the next one in turn
+    /// (`lookForCallbacks`, `lookForAsks`).
     func lookForAnswer(_ id: UInt64, connection: UInt32, _ look: AnswerLook) {
         // One looker runs a call's callbacks or a connection's asks; another (a handler's task
         // that looks while the caller still does) only looks for the answer.
@@ -95,7 +95,6 @@ extension WorkerChannel {
             }
         }
         var deadline = MonotonicInstant.after(BusyPolling.window)
-        var ran = runsCallbacks
         while true {
             let (waiting, callbacks, asks) = state.withLock { state in
                 (
@@ -108,12 +107,11 @@ extension WorkerChannel {
                 for callback in callbacks { runHandler(callback.handler, ask: callback.ask, connection: 0, bytes: [], immediately: true) }
                 for ask in asks { runHandler(ask.handler, ask: ask.ask, connection: connection, bytes: [], immediately: true) }
                 deadline = .after(BusyPolling.window)
-                ran = true
                 continue
             }
             guard waiting, MonotonicInstant.now < deadline else { return }
             if input.ringHasInput, readRing(leavingBusyTurnToLoop: false) { continue }
-            guard look.betweenLooks() || ran else { return }
+            guard look.betweenLooks() else { return }
         }
     }
 
