@@ -255,14 +255,14 @@ public final class AppExtensionProcess: Sendable {
 
     /// Opens a connection whose `requestHandler` answers what the plugin asks the host on it.
     /// The handler runs in a task of its own for each ask; it may itself send requests to the
-    /// plugin (the plugin's thread that asked runs them), which it awaits. While the caller of
-    /// a request on the connection waits for its answer alone, the task starts on that caller's
-    /// thread and runs there until it first suspends, with no thread woken for it; a handler
-    /// that blocked its thread until a request of its own ended would hold the thread that reads
-    /// the answer. An error it throws reaches the plugin
-    /// with its code (`AppExtensionConnection.RequestFailure`, else 1) and description. Closing
-    /// the connection, or the end of the process, cancels the handlers still running and fails
-    /// the plugin's waiting asks at once.
+    /// plugin (the plugin's thread that asked runs them), which it awaits. While the caller of a
+    /// request on the connection waits for its answer alone, the task starts on that caller's
+    /// thread and runs there until it first suspends, with no thread woken for it; a handler that
+    /// blocked its thread until a request of its own ended would hold the thread that reads the
+    /// answer. An error it throws reaches the plugin with its code
+    /// (`AppExtensionConnection.RequestFailure`, else 1) and description. Closing the connection,
+    /// or the end of the process, cancels the handlers still running and fails the plugin's
+    /// waiting asks at once.
     /// `timeout` as in `makeConnection(timeout:)`.
     public func makeConnection(
         timeout: Duration? = nil,
