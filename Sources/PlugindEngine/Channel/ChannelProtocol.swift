@@ -512,7 +512,6 @@ package struct ChannelProtocol {
         }
     }
 
-    /// The connection an ask arrived on, while its handler runs.
     /// The one request awaited on `connection` (0: typed calls), if exactly one is.
     func onlyRequest(on connection: UInt32) -> UInt64? {
         var found: UInt64?
@@ -523,6 +522,7 @@ package struct ChannelProtocol {
         return found
     }
 
+    /// The connection an ask arrived on, while its handler runs.
     func connection(ofAsk id: UInt64) -> UInt32? {
         asks[id]
     }

@@ -22,10 +22,9 @@ extension WorkerChannel {
         var requests: [(ReplyWaiter, Result<WorkerReply, AppExtensionError>)] = []
         var connections: [(CheckedContinuation<Void, any Error>, Result<Void, AppExtensionError>)] = []
         var handshake: (CheckedContinuation<Ready, any Error>, Ready)?
-        /// The asks to answer, each with whether its task looks for the connection's next one.
-        var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?, looksForNext: Bool)] = []
-        /// Callbacks of typed calls whose callers do not poll, by call.
-        var callbacks: [(call: UInt64, PendingAnswer)] = []
+        var askHandlers: [(UInt64, UInt32, [UInt8], RequestHandler?)] = []
+        /// Callbacks, and asks whose handler may start on a caller, that came while nobody polled.
+        var pendingAnswers: [PendingAnswer] = []
         var cancelledAsks: [Task<Void, Never>] = []
         var broadcasts: [(AppExtensionMessage, connection: UInt32?)] = []
         var subscribers: [(buffer: AppExtensionMessages.Buffer, connection: UInt32)] = []
@@ -96,15 +95,14 @@ extension WorkerChannel {
                 }
             case .runAskHandler(let connection, let ask, let bytes):
                 let handler = state.handlers[connection]
-                // The caller of the request it serves polls: it runs the handler, with no thread
-                // woken for it. Its task, otherwise, looks for the next ask as that caller would.
-                if let handler,
-                    state.asksForPoller[connection]?.append(PendingAnswer(ask: ask, handler: { _ in try await handler(bytes) }))
-                        != nil
-                {
+                guard let handler, state.handlersStartingOnCaller.contains(connection) else {
+                    actions.askHandlers.append((ask, connection, bytes, handler))
                     break
                 }
-                actions.askHandlers.append((ask, connection, bytes, handler, state.handlersStartingOnCaller.contains(connection)))
+                // The caller of the request it serves polls: it runs the handler, with no thread
+                // woken for it. Its task, otherwise, looks for the next ask as that caller would.
+                let pending = PendingAnswer(ask: ask, source: .connection(connection), bytes: bytes, handler: handler)
+                if state.asksForPoller[connection]?.append(pending) == nil { actions.pendingAnswers.append(pending) }
             case .runCallbackHandler(let call, let ask, let parameter, let arguments):
                 let handler = state.callbackHandlers[call]
                 let answer: RequestHandler = { _ in
@@ -115,8 +113,8 @@ extension WorkerChannel {
                 }
                 // The call's caller polls for its answer: it runs the callback, as the library's
                 // caller would in process, with no thread woken for it.
-                let pending = PendingAnswer(ask: ask, handler: answer)
-                if state.callbacksForPoller[call]?.append(pending) == nil { actions.callbacks.append((call, pending)) }
+                let pending = PendingAnswer(ask: ask, source: .call(call), bytes: [], handler: answer)
+                if state.callbacksForPoller[call]?.append(pending) == nil { actions.pendingAnswers.append(pending) }
             case .cancelAskHandler(let ask):
                 if let task = state.askTasks.removeValue(forKey: ask) { actions.cancelledAsks.append(task) }
             case .broadcast(let message, let connection):
@@ -168,15 +166,8 @@ extension WorkerChannel {
         }
         for (continuation, result) in actions.connections { continuation.resume(with: result.mapError { $0 as any Error }) }
         for task in actions.cancelledAsks { task.cancel() }
-        for (ask, connection, bytes, handler, looksForNext) in actions.askHandlers {
-            runHandler(handler, ask: ask, connection: connection, bytes: bytes) { [weak self] in
-                if looksForNext { self?.lookForAsks(on: connection) }
-            }
-        }
-        // Its task, once it answered, looks for the call's next callback as the caller would.
-        for (call, callback) in actions.callbacks {
-            runHandler(callback.handler, ask: callback.ask, connection: 0, bytes: []) { [weak self] in self?.lookForCallbacks(of: call) }
-        }
+        for (ask, connection, bytes, handler) in actions.askHandlers { runHandler(handler, ask: ask, connection: connection, bytes: bytes) }
+        for pending in actions.pendingAnswers { runThenLook(pending) }
         for (message, connection) in actions.broadcasts {
             recordForOwner(message)
             for subscriber in actions.subscribers where connection == nil || subscriber.connection == connection {

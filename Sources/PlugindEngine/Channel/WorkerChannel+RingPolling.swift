@@ -79,33 +79,23 @@ extension WorkerChannel {
         }
         defer {
             stopPolling(look.ring)
-            let (callbacks, asks) = state.withLock { state in
-                (
-                    runsCallbacks ? state.callbacksForPoller.removeValue(forKey: id) ?? [] : [],
-                    runsAsks ? state.asksForPoller.removeValue(forKey: connection) ?? [] : []
-                )
+            let left = state.withLock { state in
+                (runsCallbacks ? state.callbacksForPoller.removeValue(forKey: id) ?? [] : [])
+                    + (runsAsks ? state.asksForPoller.removeValue(forKey: connection) ?? [] : [])
             }
-            for left in callbacks {
-                runHandler(left.handler, ask: left.ask, connection: 0, bytes: []) { [weak self] in self?.lookForCallbacks(of: id) }
-            }
-            for left in asks {
-                runHandler(left.handler, ask: left.ask, connection: connection, bytes: []) { [weak self] in
-                    self?.lookForAsks(on: connection)
-                }
-            }
+            for pending in left { runThenLook(pending) }
         }
         var deadline = MonotonicInstant.after(BusyPolling.window)
         while true {
-            let (waiting, callbacks, asks) = state.withLock { state in
+            let (waiting, queued) = state.withLock { state in
                 (
                     state.requests[id] != nil,
-                    runsCallbacks ? state.callbacksForPoller.updateValue([], forKey: id) ?? [] : [],
-                    runsAsks ? state.asksForPoller.updateValue([], forKey: connection) ?? [] : []
+                    (runsCallbacks ? state.callbacksForPoller.updateValue([], forKey: id) ?? [] : [])
+                        + (runsAsks ? state.asksForPoller.updateValue([], forKey: connection) ?? [] : [])
                 )
             }
-            if !callbacks.isEmpty || !asks.isEmpty {
-                for callback in callbacks { runHandler(callback.handler, ask: callback.ask, connection: 0, bytes: [], immediately: true) }
-                for ask in asks { runHandler(ask.handler, ask: ask.ask, connection: connection, bytes: [], immediately: true) }
+            if !queued.isEmpty {
+                for pending in queued { runHere(pending) }
                 deadline = .after(BusyPolling.window)
                 continue
             }

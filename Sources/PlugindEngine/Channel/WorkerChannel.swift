@@ -452,11 +452,42 @@ package final class WorkerChannel: EventLoopHandler {
         perform(actions)
     }
 
-    /// A plugin's ask, or a library's call of a callback, read while the caller it waits for
-    /// polls: the ask that answers it and the handler that makes the answer.
+    /// A plugin's ask, or a library's call of a callback, that a caller runs while it polls or
+    /// that runs in a task which then looks for the next one as that caller would: the ask that
+    /// answers it, and the handler that makes the answer from `bytes`.
     struct PendingAnswer {
+        /// What it came from: a typed call's callback, or a connection's ask.
+        enum Source {
+            case call(UInt64)
+            case connection(UInt32)
+        }
+
         let ask: UInt64
+        let source: Source
+        let bytes: [UInt8]
         let handler: RequestHandler
+
+        /// The connection it is answered on (0 for a callback, as typed calls are).
+        var connection: UInt32 {
+            if case .connection(let connection) = source { return connection }
+            return 0
+        }
+    }
+
+    /// Runs `pending` on this thread until its handler first suspends (`runHandler(immediately:)`).
+    func runHere(_ pending: PendingAnswer) {
+        runHandler(pending.handler, ask: pending.ask, connection: pending.connection, bytes: pending.bytes, immediately: true)
+    }
+
+    /// Runs `pending` in a task of its own, which then looks for the next callback of its call or
+    /// ask of its connection, as their caller would (`lookForCallbacks`, `lookForAsks`).
+    func runThenLook(_ pending: PendingAnswer) {
+        runHandler(pending.handler, ask: pending.ask, connection: pending.connection, bytes: pending.bytes) { [weak self] in
+            switch pending.source {
+            case .call(let call): self?.lookForCallbacks(of: call)
+            case .connection(let connection): self?.lookForAsks(on: connection)
+            }
+        }
     }
 
     /// Runs the connection's handler for an ask, in a task of its own, and answers; then, in the
