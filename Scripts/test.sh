@@ -64,6 +64,9 @@ only_nested="^${nested}"
 # selects and no --skip names, so this narrows the caller's filters instead of adding to them.
 all_but_nested="^(?!${nested})"
 
+# The stages that run test binaries: their output is kept for the summary.
+TEST_STAGES=(suites nested-builds user-suites user-nested-builds)
+
 user=plugind-test
 work=$(mktemp -d /tmp/plugind-test-run.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -88,11 +91,21 @@ run_stage() {
     echo "== stage $name" >&2
     start=$SECONDS
     set +e
-    (
-        set -e
-        "stage_${name//-/_}"
-    )
-    status=$?
+    if [[ " ${TEST_STAGES[*]} " == *" $name "* ]]; then
+        # Kept, so that the summary can repeat what failed: a log read from its end (as CI's
+        # is) shows the last stages, not the failing test of an early one.
+        (
+            set -e
+            "stage_${name//-/_}"
+        ) 2>&1 | tee "$work/$name.log"
+        status=${PIPESTATUS[0]}
+    else
+        (
+            set -e
+            "stage_${name//-/_}"
+        )
+        status=$?
+    fi
     set -e
     if [ "$status" -eq 0 ]; then
         outcome=passed
@@ -303,6 +316,11 @@ for index in "${!names[@]}"; do
     printf '%-20s %-8s %8s%s\n' "${names[index]}" "${results[index]}" "${durations[index]}" "${notes[index]:+  (${notes[index]})}" >&2
 done
 if [ ${#failed[@]} -ne 0 ]; then
+    for name in "${failed[@]}"; do
+        [ -f "$work/$name.log" ] || continue
+        echo "test: what failed in $name (from its log):" >&2
+        grep -a -E '✘|recorded an issue|error:' "$work/$name.log" | cut -c1-400 | head -n 60 >&2 || true
+    done
     echo "test: ${#failed[@]} of ${#names[@]} stages failed: ${failed[*]}" >&2
     exit 1
 fi

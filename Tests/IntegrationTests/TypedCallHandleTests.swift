@@ -100,6 +100,8 @@ struct TypedCallHandleTests {
         // The statement's database is the database: the same number, the same object.
         let owner = try Self.handle(try await connection.call("sqlite3_db_handle", arguments: [.handle(select)]))
         #expect(owner === db)
+        // The SELECT names five columns; a statement handle's own answer, before any step.
+        #expect(try await connection.call("sqlite3_column_count", arguments: [.handle(select)]) == .int32(5))
         var rows: [[String]] = []
         while try await connection.call("sqlite3_step", arguments: [.handle(select)]) == Self.sqliteRow {
             var row: [String] = []
