@@ -319,7 +319,7 @@ if [ ${#failed[@]} -ne 0 ]; then
     for name in "${failed[@]}"; do
         [ -f "$work/$name.log" ] || continue
         echo "test: what failed in $name (from its log):" >&2
-        grep -a -E '✘|recorded an issue|error:' "$work/$name.log" | cut -c1-400 | head -n 60 >&2 || true
+        grep -a -E '✘|^error: Exited|Fatal error|signal code' "$work/$name.log" | cut -c1-400 | head -n 60 >&2 || true
     done
     echo "test: ${#failed[@]} of ${#names[@]} stages failed: ${failed[*]}" >&2
     exit 1

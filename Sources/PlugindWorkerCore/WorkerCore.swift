@@ -82,6 +82,9 @@ package struct WorkerCore {
     private var nextAsk: UInt64 = 1
     /// Asks each thread is waiting for, nested one in another, by thread.
     private var nesting: [UInt: Int] = [:]
+    /// The ask whose own thread holds the reader's turn (`nextAskStep` gave it `.read`): what
+    /// comes for that ask wakes nobody, since its thread looks again once it has read.
+    private var readingForAsk: UInt64?
 
     package init(concurrency: Int, asksPerConnection: Int = 64, maximumNestingDepth: Int = 16) {
         self.concurrency = concurrency
@@ -194,6 +197,7 @@ package struct WorkerCore {
 
     package mutating func endReading() {
         reading = false
+        readingForAsk = nil
     }
 
     // MARK: What the host sends
@@ -227,12 +231,12 @@ package struct WorkerCore {
         case .nestedRequest(let id, let connection, let ask, let bytes):
             let job = Job.request(id: id, connection: connection, bytes: .owned(bytes))
             // Nobody waits for that answer any more: an ordinary request, then.
-            return nest(job, inAsk: ask) ? .wake : .job(queued(job))
+            return nest(job, inAsk: ask) ? wake(forAsk: ask) : .job(queued(job))
         case .call(let id, let function, let arguments):
             return .job(queued(.call(id: id, function: function, arguments: arguments)))
         case .nestedCall(let id, let ask, let function, let arguments):
             let job = Job.call(id: id, function: function, arguments: arguments)
-            return nest(job, inAsk: ask) ? .wake : .job(queued(job))
+            return nest(job, inAsk: ask) ? wake(forAsk: ask) : .job(queued(job))
         case .cancel(let id):
             cancel(id)
             return .handled
@@ -242,9 +246,9 @@ package struct WorkerCore {
             guard let (dropped, closeNow) = closeConnection(connection) else { return .handled }
             return .closed(connection: connection, dropped: dropped, closeNow: closeNow)
         case .answer(let ask, let bytes):
-            return deliver(ask, .answered(bytes)) ? .wake : .handled
+            return deliver(ask, .answered(bytes)) ? wake(forAsk: ask) : .handled
         case .askFailed(let ask, let failure):
-            return deliver(ask, .failed(failure)) ? .wake : .handled
+            return deliver(ask, .failed(failure)) ? wake(forAsk: ask) : .handled
         case .shutdown:
             return .shutdown
         case .hello:
@@ -280,6 +284,13 @@ package struct WorkerCore {
 
     package func isCancelled(_ id: UInt64) -> Bool {
         stopping || cancelled.contains(id)
+    }
+
+    /// What came for ask `ask` is there: its thread is to be woken, unless it is the reader that
+    /// brought it. A worker running one request that asks has a second thread, waiting for a
+    /// turn; woken at every answer, it took a processor from the asking thread each time.
+    private func wake(forAsk ask: UInt64) -> Routing {
+        ask == readingForAsk ? .handled : .wake
     }
 
     /// The answer to ask `ask` arrived; true when somebody waits for it.
@@ -438,18 +449,25 @@ package struct WorkerCore {
             asks[id]?.nested.removeFirst()
             return .runNested(job)
         }
-        if beginReading() { return .read }
+        if beginReading() {
+            readingForAsk = id
+            return .read
+        }
         return .wait
     }
 
     /// The ask ended (answered, failed or given up): forgotten. Returns the requests nested in it
-    /// that nobody ran, which run like any other.
-    package mutating func finishAsk(_ id: UInt64, connection: UInt32, thread: UInt) -> [Job] {
+    /// that nobody ran, which run like any other, and whether a waiting thread may have something
+    /// to do now that this one neither reads nor waits: the reader's turn (beside no request, or
+    /// beside requests when more may run), another ask's, a queued job that may start, or the end.
+    package mutating func finishAsk(_ id: UInt64, connection: UInt32, thread: UInt) -> (leftovers: [Job], wakeOthers: Bool) {
         let leftovers = asks.removeValue(forKey: id)?.nested ?? []
         connections[connection]?.asks -= 1
         let depth = nesting[thread, default: 1] - 1
         nesting[thread] = depth > 0 ? depth : nil
-        return leftovers
+        let mayRead = !reading && (concurrency > 1 || jobs == 0 || asks.values.contains { $0.result == nil })
+        let mayStart = jobs < concurrency && !isQueueEmpty
+        return (leftovers, stopping || mayRead || mayStart)
     }
 
     /// What a plugin's `ask` returns for `result`: the answer bytes, or an errno with the host's

@@ -97,6 +97,79 @@ struct WorkerCoreTests {
         }
     }
 
+    @Test(
+        "what comes for an ask whose thread reads wakes nobody; what comes for another thread's ask wakes; an ask's end wakes others only when they may go on"
+    )
+    func askWakeUps() throws {
+        var conversation = Conversation(concurrency: 1, asksPerConnection: 4)
+        try conversation.open(1)
+        guard case .read = conversation.core.nextTurn() else {
+            Issue.record("the first thread does not read")
+            return
+        }
+        let routed = try conversation.host(.request(id: 1, connection: 1, bytes: []))
+        guard case .job(let job)? = routed.first, case .run = conversation.core.read(.job(job)),
+            case .run = conversation.core.begin(1, connection: 1)
+        else {
+            Issue.record("the request does not run")
+            return
+        }
+        // The request asks and reads its own answer: the answer, and a request the host nests in
+        // the ask, are there when it looks again; nobody is woken for them.
+        let ask = try conversation.core.registerAsk(connection: 1, thread: 1).get()
+        guard case .read = conversation.core.nextAskStep(ask) else {
+            Issue.record("the asking thread does not read for itself")
+            return
+        }
+        let nested = try conversation.host(.nestedRequest(id: 2, connection: 1, ask: ask, bytes: []))
+        #expect(nested.allSatisfy { if case .handled = $0 { true } else { false } }, "\(nested)")
+        conversation.core.endReading()
+        guard case .runNested = conversation.core.nextAskStep(ask), case .read = conversation.core.nextAskStep(ask) else {
+            Issue.record("the reading thread does not find the request nested in its ask")
+            return
+        }
+        let answered = try conversation.host(.answer(ask: ask, bytes: [7]))
+        #expect(answered.allSatisfy { if case .handled = $0 { true } else { false } }, "\(answered)")
+        conversation.core.endReading()
+        guard case .done(.answered([7])) = conversation.core.nextAskStep(ask) else {
+            Issue.record("the reading thread does not find its answer")
+            return
+        }
+        // One request at a time, which still runs: the thread that waits for a turn has nothing
+        // to do when the ask ends.
+        let alone = conversation.core.finishAsk(ask, connection: 1, thread: 1)
+        #expect(alone.leftovers.isEmpty && !alone.wakeOthers)
+
+        // Two threads ask (the request's, and one the plugin started); the second waits while the
+        // first reads. Its answer wakes it; the reader's end wakes it too, to read in its turn.
+        let reader = try conversation.core.registerAsk(connection: 1, thread: 1).get()
+        let other = try conversation.core.registerAsk(connection: 1, thread: 2).get()
+        guard case .read = conversation.core.nextAskStep(reader), case .wait = conversation.core.nextAskStep(other) else {
+            Issue.record("two readers at once")
+            return
+        }
+        let forOther = try conversation.host(.nestedRequest(id: 3, connection: 1, ask: other, bytes: []))
+        #expect(forOther.allSatisfy { if case .wake = $0 { true } else { false } }, "\(forOther)")
+        _ = try conversation.host(.answer(ask: reader, bytes: []))
+        conversation.core.endReading()
+        let readerEnds = conversation.core.finishAsk(reader, connection: 1, thread: 1)
+        #expect(readerEnds.wakeOthers)
+        guard case .runNested = conversation.core.nextAskStep(other), case .read = conversation.core.nextAskStep(other) else {
+            Issue.record("the second thread neither runs what came for it nor reads in its turn")
+            return
+        }
+        let otherAnswered = try conversation.host(.answer(ask: other, bytes: []))
+        #expect(otherAnswered.allSatisfy { if case .handled = $0 { true } else { false } })
+        conversation.core.endReading()
+        // The request ends: a thread is to read again, but the last ask's end finds the request
+        // still running and wakes nobody.
+        #expect(!conversation.core.finishAsk(other, connection: 1, thread: 2).wakeOthers)
+        _ = conversation.core.end(1, connection: 1)
+        _ = conversation.core.jobFinished()
+        let afterRequest = try conversation.core.registerAsk(connection: 1, thread: 2).get()
+        #expect(conversation.core.finishAsk(afterRequest, connection: 1, thread: 2).wakeOthers)
+    }
+
     @Test("with room for more requests, a thread reads beside the running ones")
     func readerBesideRequests() throws {
         var conversation = Conversation(concurrency: 2)
@@ -165,7 +238,7 @@ struct WorkerCoreTests {
             Issue.record("the ask on the closed connection still waits")
             return
         }
-        let leftovers = conversation.core.finishAsk(ask, connection: 1, thread: 7)
+        let leftovers = conversation.core.finishAsk(ask, connection: 1, thread: 7).leftovers
         #expect(leftovers.isEmpty)
         // A request of the closing connection may not start; the other connection's may.
         guard case .noConnection = conversation.core.begin(4, connection: 1) else {
@@ -224,7 +297,7 @@ struct WorkerCoreTests {
             return
         }
         #expect(WorkerCore.outcome(result) == .answered([42]))
-        let leftovers = conversation.core.finishAsk(ask, connection: 1, thread: 5)
+        let leftovers = conversation.core.finishAsk(ask, connection: 1, thread: 5).leftovers
         #expect(leftovers.map(\.requestID) == [11])
         // Nested in an ask that ended: an ordinary request.
         guard case .job(let ordinary)? = try conversation.host(.nestedRequest(id: 12, connection: 1, ask: ask, bytes: [])).first else {

@@ -458,9 +458,9 @@ final class PluginServer: @unchecked Sendable {
         let timeout = timeoutMilliseconds > 0 ? UInt64(timeoutMilliseconds) : UInt64(load.askTimeoutMilliseconds)
         let deadline = ThreadCondition.deadline(afterMilliseconds: timeout)
         let result = sent ? awaitAnswer(id, until: deadline) : .closed
-        let leftovers = condition.withLock { core.finishAsk(id, connection: connection, thread: thread) }
+        let (leftovers, wakeOthers) = condition.withLock { core.finishAsk(id, connection: connection, thread: thread) }
         // Whoever waits may read now, or run what this thread's reading queued.
-        condition.broadcast()
+        if wakeOthers { condition.broadcast() }
         // Requests nested in an ask nobody waits for any more run like any other.
         for job in leftovers { enqueue(job) }
         if result == nil { try? transport.send(.askCancelled(id: id)) }
@@ -517,8 +517,8 @@ final class PluginServer: @unchecked Sendable {
         if !sent { hostHungUp.store(true, ordering: .releasing) }
         let deadline = ThreadCondition.deadline(afterMilliseconds: UInt64(load.askTimeoutMilliseconds))
         let result = sent ? awaitAnswer(id, until: deadline) : .closed
-        let leftovers = condition.withLock { core.finishAsk(id, connection: callbackConnection, thread: thread) }
-        condition.broadcast()
+        let (leftovers, wakeOthers) = condition.withLock { core.finishAsk(id, connection: callbackConnection, thread: thread) }
+        if wakeOthers { condition.broadcast() }
         for job in leftovers { enqueue(job) }
         if result == nil { try? transport.send(.askCancelled(id: id)) }
         switch result {
