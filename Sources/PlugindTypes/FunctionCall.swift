@@ -114,8 +114,13 @@ extension FunctionSignature {
         guard values.count == inputs.count else {
             throw FunctionCallError("\(self) takes \(inputs.count) argument(s), got \(values.count)")
         }
-        // By parameter index: an array, not a dictionary, for this runs on every call.
-        var given = [FunctionValue?](repeating: nil, count: parameters.count)
+        // By parameter index: an array, not a dictionary, for this runs on every call. Appended
+        // to, not made with `init(repeating:count:)`, which for an element type from outside the
+        // standard library runs its unspecialized allocation and looks the array's metadata up in
+        // the runtime's cache on every call.
+        var given: [FunctionValue?] = []
+        given.reserveCapacity(parameters.count)
+        for _ in parameters.indices { given.append(nil) }
         var givenFields: [Int: [String: FunctionValue]] = [:]
         for (position, (value, input)) in zip(values, inputs).enumerated() {
             // Messages are written only for a refusal: a call that goes through describes nothing.

@@ -201,7 +201,11 @@ struct ForeignFunctionTable {
         var uses: [HandleTable.Use?] = []
         for (index, slot) in bound.slots.enumerated() {
             guard case .handle(let handle) = slot else { continue }
-            if uses.isEmpty { uses = Array(repeating: nil, count: bound.slots.count) }
+            if uses.isEmpty {
+                // Appended to, not made with `init(repeating:count:)`: see `FunctionSignature.bind`.
+                uses.reserveCapacity(bound.slots.count)
+                for _ in bound.slots.indices { uses.append(nil) }
+            }
             let kind = Self.handleKind(signature.parameters[index].kind)
             switch handles.begin(handle.id, kind: kind, releasing: signature.releases == kind) {
             case .success(let use):
