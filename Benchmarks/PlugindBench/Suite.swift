@@ -469,7 +469,8 @@ struct Suite {
             atMost: nil)
         ratioRow(
             "a raw pipe's round trip after 30 ms asleep vs back to back", "pipe-64-after-idle", "pipe-64-unpinned", atMost: nil)
-        ratioRow("64 B round trip, unpinned, vs an Extism call from C", "round-trip-64-unpinned", "extism-call-64", atMost: 1.0)
+        // Small messages: the goal is half an Extism call, not parity.
+        ratioRow("64 B round trip, unpinned, vs an Extism call from C", "round-trip-64-unpinned", "extism-call-64", atMost: 0.5)
         ratioRow("64 B round trip from C (libplugind) vs an Extism call from C", "round-trip-64-c-host", "extism-call-64", atMost: 1.0)
         ratioRow(
             "64 B round trip, unpinned, through the shared rings vs over the pipes alone (same build, PLUGIND_SHARED_RINGS=0)",
