@@ -26,7 +26,7 @@ bin=$(swift build -c release --show-bin-path)
 
 out="$PWD/.build/bench"
 mkdir -p "$out"
-for program in pingpong spawn first_byte load burst; do
+for program in pingpong spawn first_byte load burst process_chain; do
     cc -O2 -pthread -o "$out/$program" "Benchmarks/Baselines/$program.c"
 done
 # The peers, measured in the same run (Benchmarks/PlugindBench/Suite.swift, peers()): Debian's

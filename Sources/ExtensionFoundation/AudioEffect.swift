@@ -9,6 +9,11 @@ import PlugindWire
 /// connected to: write input samples and controls, `run(frames:)`, read the outputs. The call
 /// carries only the frame count. One instance per process, single-threaded as LADSPA requires:
 /// a chain is one `AudioEffect` per plugin, each in its own process.
+///
+/// Two ways to run a block: `run(frames:timeout:)` from a task, as a request; and
+/// `render(frames:timeout:)` from a real-time audio thread, which it blocks until the block is
+/// done: it rings the worker through a word in the shared memory, with no task, event loop or
+/// request frame between the two (`Documentation/Performance.md`, "A chain of LADSPA effects").
 public final class AudioEffect: Sendable {
     public struct Port: Sendable, Hashable {
         public enum Kind: Sendable, Hashable {
@@ -63,6 +68,7 @@ public final class AudioEffect: Sendable {
     public var timing: Timing { timingState.withLock { $0 } }
 
     private let connection: AppExtensionConnection
+    private let doorbell: BlockDoorbell
     private let data: SharedDataArea
     private let offsets: [Int]
     private let timingState = Locked(Timing())
@@ -119,7 +125,19 @@ public final class AudioEffect: Sendable {
             }
             offsets.append(Int(offset))
         }
+        let doorbell: BlockDoorbell
+        do {
+            let offset = try ForeignBlockDoorbell.offset(try await connection.send(ForeignPluginRequest.openDoorbell.encoded))
+            guard let placed = BlockDoorbell(channel: process.channel, offset: offset) else {
+                throw AppExtensionError(
+                    .protocolViolation, plugin: plugin, "placed its doorbell at \(offset), outside the shared data area")
+            }
+            doorbell = placed
+        } catch let error as WireError {
+            throw AppExtensionError(.protocolViolation, plugin: plugin, "sent a doorbell's place that does not decode: \(error)")
+        }
         self.process = process
+        self.doorbell = doorbell
         self.connection = connection
         self.data = data
         self.offsets = offsets
@@ -196,6 +214,24 @@ public final class AudioEffect: Sendable {
         }
         let started = ContinuousClock.now
         _ = try await connection.send(ForeignPluginRequest.run(frames: UInt32(frames)).encoded, timeout: timeout)
+        let took = ContinuousClock.now - started
+        timingState.withLock { $0.record(took, frames: frames, sampleRate: sampleRate) }
+    }
+
+    /// Runs the plugin over the first `frames` samples of its ports on the calling thread, which
+    /// it blocks until the worker has run them or `timeout` (nil: the plugin's request timeout)
+    /// has passed — for a real-time audio thread, not a task. The same block as `run(frames:)`,
+    /// without the request path. One thread at a time: a second is refused while a block runs.
+    ///
+    /// - Throws: `AppExtensionError`: `invalidArguments` for more frames than the ports hold or a
+    ///   block already running on another thread; `timedOut` when the deadline passed (the worker
+    ///   is stopped: a LADSPA run cannot be cancelled); the worker's end (`workerCrashed`, …).
+    public func render(frames: Int, timeout: Duration? = nil) throws(AppExtensionError) {
+        guard (0...maximumFrames).contains(frames) else {
+            throw AppExtensionError(.invalidArguments, plugin: pluginIdentifier, "run of \(frames) frames; the ports hold \(maximumFrames)")
+        }
+        let started = ContinuousClock.now
+        try doorbell.run(frames: UInt32(frames), timeout: timeout ?? process.defaultRequestTimeout)
         let took = ContinuousClock.now - started
         timingState.withLock { $0.record(took, frames: frames, sampleRate: sampleRate) }
     }

@@ -72,21 +72,41 @@ public final class AudioEffectChain: Sendable {
         return try effects[effects.count - 1].withSamples(port: outputs[channel].index, body)
     }
 
-    /// Runs every effect over `frames`, in order, each within `timeout`.
+    /// Runs every effect over `frames`, in order, each within `timeout`, as requests.
     public func run(frames: Int, timeout: Duration? = nil) async throws {
         let started = ContinuousClock.now
         for (position, effect) in effects.enumerated() {
             try await effect.run(frames: frames, timeout: timeout)
-            guard position < links.count else { continue }
-            let next = effects[position + 1]
-            for link in links[position] {
-                try effect.withSamples(port: link.output) { source in
-                    try next.withSamples(port: link.input) { target in
-                        _ = target.update(fromContentsOf: source.prefix(frames))
-                    }
+            try pass(frames, from: position)
+        }
+        record(since: started, frames: frames)
+    }
+
+    /// Runs every effect over `frames`, in order, each within `timeout`, on the calling thread
+    /// (`AudioEffect.render(frames:timeout:)`): for a real-time audio thread, not a task.
+    public func render(frames: Int, timeout: Duration? = nil) throws {
+        let started = ContinuousClock.now
+        for position in effects.indices {
+            try effects[position].render(frames: frames, timeout: timeout)
+            try pass(frames, from: position)
+        }
+        record(since: started, frames: frames)
+    }
+
+    /// Copies effect `position`'s outputs into the next effect's inputs (none after the last).
+    private func pass(_ frames: Int, from position: Int) throws {
+        guard position < links.count else { return }
+        let (effect, next) = (effects[position], effects[position + 1])
+        for link in links[position] {
+            try effect.withSamples(port: link.output) { source in
+                try next.withSamples(port: link.input) { target in
+                    _ = target.update(fromContentsOf: source.prefix(frames))
                 }
             }
         }
+    }
+
+    private func record(since started: ContinuousClock.Instant, frames: Int) {
         let took = ContinuousClock.now - started
         timingState.withLock { $0.record(took, frames: frames, sampleRate: effects[0].sampleRate) }
     }

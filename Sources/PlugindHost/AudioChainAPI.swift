@@ -90,7 +90,7 @@ public func plugindAudioChainRun(
         return -1
     }
     let effectChain = held.chain
-    return blockingStatus(error) { try await effectChain.run(frames: Int(frames), timeout: timeout(timeoutMilliseconds)) }
+    return directStatus(error) { try effectChain.render(frames: Int(frames), timeout: timeout(timeoutMilliseconds)) }
 }
 
 @_cdecl("plugind_audio_chain_timing")

@@ -40,6 +40,18 @@ func registered<Object>(
     return object
 }
 
+/// Runs `work`, which blocks the caller's thread by itself (no task): 0, or -1 with its error
+/// in `*error`.
+func directStatus(_ error: UnsafeMutablePointer<OpaquePointer?>?, _ work: () throws -> Void) -> Int32 {
+    do {
+        try work()
+        return 0
+    } catch let failure {
+        HostError(failure).report(to: error)
+        return -1
+    }
+}
+
 /// Runs `work` on the caller's thread until it ends: 0, or -1 with its error in `*error`.
 func blockingStatus(_ error: UnsafeMutablePointer<OpaquePointer?>?, _ work: @escaping @Sendable () async throws -> Void) -> Int32 {
     switch BlockingCall.run(work) {
@@ -125,7 +137,7 @@ public func plugindAudioEffectRun(
 ) -> Int32 {
     guard let held = registered(effect, as: HostAudioEffect.self, "audio effect", error) else { return -1 }
     let effect = held.effect
-    return blockingStatus(error) { try await effect.run(frames: Int(frames), timeout: timeout(timeoutMilliseconds)) }
+    return directStatus(error) { try effect.render(frames: Int(frames), timeout: timeout(timeoutMilliseconds)) }
 }
 
 extension plugind_audio_timing {

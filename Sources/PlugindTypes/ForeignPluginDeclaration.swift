@@ -24,11 +24,15 @@ package enum ForeignABI: UInt8, Sendable, Hashable, CaseIterable, Codable {
     /// How `bufferLimit` relates to buffers: at most this many ports or frames are declared.
     package static let maximumBuffers: UInt64 = 4096
 
+    /// The bytes of a LADSPA instance's doorbell (`ForeignBlockDoorbell`), after its ports.
+    package static let doorbellBytes: UInt64 = 128
+
     /// The data area an instance with `buffers` ports (LADSPA) or frames (frei0r, inputs and
-    /// output) may need at most: each buffer at its largest, cache-line aligned.
+    /// output) may need at most: each buffer at its largest, cache-line aligned; for LADSPA, and
+    /// the doorbell.
     package func dataBytes(buffers: UInt64) -> UInt64 {
         switch self {
-        case .ladspa: min(buffers, Self.maximumBuffers) * Self.maximumBlockFrames * 4
+        case .ladspa: min(buffers, Self.maximumBuffers) * Self.maximumBlockFrames * 4 + Self.doorbellBytes
         case .frei0r: min(buffers, 4) * Self.maximumFrameBytes
         }
     }

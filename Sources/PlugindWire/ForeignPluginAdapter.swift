@@ -46,6 +46,9 @@ package enum ForeignPluginRequest: Equatable, Sendable {
     case run(frames: UInt32)
     /// LADSPA: deactivate and activate again (history cleared, connections kept).
     case reset
+    /// LADSPA: place a `ForeignBlockDoorbell` in the data area and serve it on a thread of its
+    /// own from now on; answered with its offset (`ForeignBlockDoorbell.encodedOffset`).
+    case openDoorbell
     /// frei0r: construct at `width`×`height` with one frame per input and the output in the data
     /// area; answered with `ForeignPortLayout`.
     case construct(width: UInt32, height: UInt32)
@@ -61,6 +64,7 @@ package enum ForeignPluginRequest: Equatable, Sendable {
         case instantiate = 0x10
         case run = 0x11
         case reset = 0x12
+        case openDoorbell = 0x13
         case construct = 0x20
         case setParameter = 0x21
         case getParameter = 0x22
@@ -79,6 +83,7 @@ package enum ForeignPluginRequest: Equatable, Sendable {
             writer.write(Code.run.rawValue)
             writer.write(frames)
         case .reset: writer.write(Code.reset.rawValue)
+        case .openDoorbell: writer.write(Code.openDoorbell.rawValue)
         case .construct(let width, let height):
             writer.write(Code.construct.rawValue)
             writer.write(width)
@@ -108,6 +113,7 @@ package enum ForeignPluginRequest: Equatable, Sendable {
             self = .instantiate(sampleRate: Double(bitPattern: try reader.readUInt64()), maximumFrames: try reader.readUInt32())
         case .run: self = .run(frames: try reader.readUInt32())
         case .reset: self = .reset
+        case .openDoorbell: self = .openDoorbell
         case .construct: self = .construct(width: try reader.readUInt32(), height: try reader.readUInt32())
         case .setParameter: self = .setParameter(index: try reader.readUInt32(), value: try Frei0rParameterValue(from: &reader))
         case .getParameter: self = .getParameter(index: try reader.readUInt32())

@@ -146,4 +146,66 @@ struct ForeignPluginHostileTests {
         let read = try await Self.firstSamples("read_file", library)
         #expect(read.confined.count == 2)
     }
+
+    /// `body` on a thread of its own, as a real-time audio thread calls `render`.
+    static func onThread<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
+        await withCheckedContinuation { continuation in Thread.detachNewThread { continuation.resume(returning: body()) } }
+    }
+
+    @Test(
+        "Blocks rung through the doorbell: a crash, a hang or a scribble is the plugin's typed error; a second thread is refused; an ended worker ends the wait"
+    )
+    func doorbell() async throws {
+        var library = try await Self.build(port: 9)
+        defer { library.test.remove() }
+        guard getuid() == 0 else { return }  // the library is refused for an ordinary user: see noFilesNoNetwork
+        library.test.host.cancellationGracePeriod = .milliseconds(200)
+        let cases: [(String, Set<AppExtensionError.Code>)] = [
+            ("crash_in_run", [.workerCrashed]), ("hang_in_run", [.timedOut]),
+            ("scribble", [.workerCrashed, .protocolViolation, .workerExited]),
+        ]
+        for (label, expected) in cases {
+            let identifier = "ladspa.hostile-ladspa." + label.replacing("_", with: "-")
+            let process = try await AppExtensionProcess(configuration: try library.test.configuration(identifier))
+            let effect = try await AudioEffect(process: process, sampleRate: 48_000, maximumFrames: 64)
+            let failure = await Self.onThread { () -> AppExtensionError? in
+                do throws(AppExtensionError) {
+                    try effect.render(frames: 64, timeout: .seconds(2))
+                    return nil
+                } catch { return error }
+            }
+            #expect(failure.map { expected.contains($0.code) } == true, "\(label): \(String(describing: failure))")
+            #expect(failure?.pluginIdentifier == identifier)
+            // The worker is gone, whichever way it went: a missed deadline stops it.
+            _ = await process.waitForTermination()
+            await process.invalidateAndWait()
+        }
+
+        // Two threads ring one hung effect: one is refused at once; the other waits until the
+        // worker ends, not for its deadline.
+        let identifier = "ladspa.hostile-ladspa.hang-in-run"
+        let process = try await AppExtensionProcess(configuration: try library.test.configuration(identifier))
+        let effect = try await AudioEffect(process: process, sampleRate: 48_000, maximumFrames: 64)
+        let render: @Sendable () -> AppExtensionError? = {
+            do throws(AppExtensionError) {
+                try effect.render(frames: 64, timeout: .seconds(600))
+                return nil
+            } catch { return error }
+        }
+        await withTaskGroup(of: AppExtensionError?.self) { group in
+            group.addTask { await Self.onThread(render) }
+            group.addTask { await Self.onThread(render) }
+            let first = await group.next() ?? nil
+            #expect(first?.code == .invalidArguments && first?.reason.contains("another thread") == true, "\(String(describing: first))")
+            process.invalidate()
+            let second = await group.next() ?? nil
+            #expect(second != nil && second?.code != .invalidArguments, "\(String(describing: second))")
+            #expect(second?.pluginIdentifier == identifier)
+        }
+        await process.invalidateAndWait()
+
+        // The next plugin of the same library runs.
+        let read = try await Self.firstSamples("read_file", library)
+        #expect(read.confined.count == 2)
+    }
 }

@@ -175,7 +175,8 @@ struct ForeignPluginTests {
                         for frame in 0..<count { buffer[frame] = samples[start + frame] }
                     }
                 }
-                try await effect.run(frames: count)
+                // Blocks rung through the doorbell, as a real-time thread and the C and Python hosts run them.
+                try effect.render(frames: count)
                 for (slot, port) in audioOut.enumerated() {
                     try effect.withSamples(port: port.index) { outputs[slot] += $0.prefix(count) }
                 }
@@ -316,6 +317,16 @@ struct ForeignPluginTests {
         }
         // 0.5 × 4 × 0.125, each product exact in float32.
         #expect(output == signal.prefix(1280).map { $0 * 0.5 * 4 * 0.125 })
+        // The same blocks rung through the effects' doorbells, on this thread.
+        var rendered: [Float] = []
+        for start in stride(from: 0, to: 1280, by: 128) {
+            try chain.withInput(0) { _ = $0.update(fromContentsOf: signal[start..<start + 128]) }
+            try chain.render(frames: 128)
+            rendered += try chain.withOutput(0) { Array($0) }
+        }
+        #expect(rendered == output)
+        #expect(chain.timing.blocks == 20)
+        #expect(throws: AppExtensionError.self) { try effects[0].render(frames: 129) }
 
         let stereo = try await AppExtensionProcess(configuration: try test.configuration("ladspa.amp.amp-stereo"))
         processes.append(stereo)

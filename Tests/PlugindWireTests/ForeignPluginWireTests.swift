@@ -26,7 +26,8 @@ struct SharedMemoryDataAreaTests {
     @Test("adapter requests, layouts and parameter values encode and decode to themselves; trailing bytes are refused")
     func adapterMessages() throws {
         let requests: [ForeignPluginRequest] = [
-            .describe, .instantiate(sampleRate: 44_100, maximumFrames: 256), .run(frames: 64), .reset, .construct(width: 64, height: 48),
+            .describe, .instantiate(sampleRate: 44_100, maximumFrames: 256), .run(frames: 64), .reset, .openDoorbell,
+            .construct(width: 64, height: 48),
             .setParameter(index: 2, value: .color(red: 0.5, green: 1, blue: 0)), .setParameter(index: 0, value: .string("median")),
             .getParameter(index: 3), .update(time: 0.04),
         ]
@@ -39,6 +40,34 @@ struct SharedMemoryDataAreaTests {
         #expect(throws: WireError.self) { try ForeignPluginRequest([0x7F]) }
         #expect(ForeignPluginAdapter.aligned(65) == 128)
         #expect(ForeignPluginAdapter.aligned(UInt64.max) == nil)
+    }
+
+    @Test("a doorbell's numbers skip 0 and the refused bit; only the answer to the block rung counts; its place lies inside the area")
+    func doorbell() throws {
+        typealias Doorbell = ForeignBlockDoorbell
+        #expect(Doorbell.sequence(after: 0) == 1)
+        #expect(Doorbell.sequence(after: 41) == 42)
+        #expect(Doorbell.sequence(after: 0x7FFF_FFFF) == 1)
+        // A word a worker wrote is not a number the host rings: the next one is still in range.
+        #expect(Doorbell.sequence(after: 0xFFFF_FFFF) == 1)
+        #expect(Doorbell.sequence(after: 0x8000_0005) == 6)
+        var sequence: UInt32 = 0x7FFF_FFF0
+        for _ in 0..<40 {
+            sequence = Doorbell.sequence(after: sequence)
+            #expect(sequence != 0 && sequence & Doorbell.refusedBit == 0)
+        }
+        #expect(Doorbell.answer(42, to: 42) == .ran)
+        #expect(Doorbell.answer(42 | Doorbell.refusedBit, to: 42) == .refused)
+        // The last block's answer, a later number, or garbage: no answer yet.
+        for word: UInt32 in [0, 41, 43, 0xFFFF_FFFF, 41 | Doorbell.refusedBit] { #expect(Doorbell.answer(word, to: 42) == .pending) }
+        #expect(Doorbell.isPlace(0, inAreaOf: 128))
+        #expect(Doorbell.isPlace(4096, inAreaOf: 4096 + 128))
+        #expect(!Doorbell.isPlace(4096, inAreaOf: 4096 + 127))
+        #expect(!Doorbell.isPlace(32, inAreaOf: 4096))
+        #expect(!Doorbell.isPlace(UInt64.max - 63, inAreaOf: 4096))
+        #expect(try Doorbell.offset(Doorbell.encoded(offset: 4160)) == 4160)
+        #expect(throws: WireError.self) { try Doorbell.offset([1, 2, 3]) }
+        #expect(throws: WireError.self) { try Doorbell.offset(Doorbell.encoded(offset: 64) + [0]) }
     }
 }
 

@@ -96,7 +96,7 @@ struct FuzzCorpusTests {
     @Test("every foreign-plugin-messages input decodes and encodes back, or is refused; the seeds decode")
     func foreignPluginMessages() throws {
         let inputs = FuzzReplay.inputs(in: [Self.root + "/foreign-plugin-messages"])
-        #expect(inputs.count >= 8)
+        #expect(inputs.count >= 9)
         for (path, bytes) in inputs {
             #expect(throws: Never.self, "\(path)") { try ForeignPluginMessageFuzzing.run(bytes) }
         }
@@ -112,6 +112,8 @@ struct FuzzCorpusTests {
             return
         }
         #expect(plugin.parameters.map(\.initialValue) == [.color(red: 0, green: 0, blue: 0), .double(0.25), .string("median"), nil])
+        let doorbell = try #require(inputs.first { $0.path.hasSuffix("/seed-doorbell-offset") })
+        #expect(try ForeignBlockDoorbell.offset(Array(doorbell.bytes.dropFirst())) == 4160)
     }
 
     @Test("the NaN call result the fuzzer found round-trips by its bytes")

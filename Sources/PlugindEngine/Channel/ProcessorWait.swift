@@ -197,6 +197,7 @@ extension WorkerChannel.StopCause {
         switch self {
         case .launchTimedOut(let timeout): timeout
         case .unresponsive(_, let grace), .unresponsiveConnection(_, let grace), .unreadFrames(_, let grace): grace
+        case .missedBlockDeadline(let deadline): deadline
         case .protocolViolation, .closedChannel, .cancelledLaunch, .exceededLimit, .hostFailure, .disabledByOwner: nil
         }
     }

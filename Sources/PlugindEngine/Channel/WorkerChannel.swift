@@ -122,6 +122,9 @@ package final class WorkerChannel: EventLoopHandler {
     package enum StopCause: Sendable, Equatable {
         case protocolViolation(String)
         case unresponsive(requestID: UInt64, after: Duration)
+        /// A LADSPA block rung through its doorbell was not done within its deadline: the run
+        /// cannot be cancelled, so the worker is stopped.
+        case missedBlockDeadline(Duration)
         /// The plugin answered neither a connection in time nor its close within the grace.
         case unresponsiveConnection(UInt32, after: Duration)
         /// The worker left more than the host's budget of frames unread for the grace period.
@@ -594,6 +597,12 @@ package final class WorkerChannel: EventLoopHandler {
 
     package var isTerminated: Bool {
         state.withLock { $0.machine.isEnded }
+    }
+
+    /// Once the worker has ended and been reaped, why (the error every later request learns);
+    /// nil while it runs.
+    package var endedError: AppExtensionError? {
+        state.withLock { $0.machine.lifecycle.termination }.map { $0.error(plugin: pluginIdentifier, limits: limits) }
     }
 
     /// Kills the worker because of `cause`, which the errors of pending requests will name (the

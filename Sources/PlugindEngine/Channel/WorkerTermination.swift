@@ -176,6 +176,10 @@ package struct WorkerTermination: Sendable {
                 plugin,
                 "did not stop within \(DurationText(grace)) after a request was abandoned; its worker was killed" + busyMachine(grace)
             )
+        case .missedBlockDeadline(let deadline):
+            return make(
+                .timedOut, plugin, "did not finish a block within \(DurationText(deadline)); its worker was stopped" + busyMachine(deadline)
+            )
         case .launchTimedOut(let timeout):
             return make(
                 .timedOut, plugin, "did not finish loading within \(DurationText(timeout)); its worker was killed" + busyMachine(timeout))

@@ -98,7 +98,7 @@ final class Frei0rAdapter: ForeignAdapter {
         case .update(let time):
             try update(time)
             return []
-        case .instantiate, .run, .reset:
+        case .instantiate, .run, .reset, .openDoorbell:
             throw ForeignAdapterFailure(message: "a LADSPA request to a frei0r plugin")
         }
     }

@@ -1,11 +1,14 @@
 import CPlugindShims
 import Glibc
 import PlugindWire
+import Synchronization
 
 /// Drives one plugin of a LADSPA 1.1 library: `ladspa_descriptor(i)` until NULL to describe it;
 /// `instantiate`, `connect_port` for every port into the data area (where the plugin reads and
 /// writes on every later `run`, as the ABI requires), `activate` before the first run, `run`,
-/// and `deactivate` and `cleanup` at the end.
+/// and `deactivate` and `cleanup` at the end. Blocks come as requests or through a doorbell
+/// (`ForeignBlockDoorbell`) served by a thread of its own; `instanceLock` keeps the instance to
+/// one thread at a time, as LADSPA requires.
 final class LADSPAAdapter: ForeignAdapter {
     /// More descriptors or ports than this is a library that does not end its list.
     static let maximumDescriptors: UInt = 4096
@@ -20,6 +23,10 @@ final class LADSPAAdapter: ForeignAdapter {
     private var instance: UnsafeMutableRawPointer?
     private var active = false
     private var maximumFrames: UInt32 = 0
+    /// Where the ports lie, after `instantiate`: the doorbell goes after them.
+    private var layout: DataAreaLayout?
+    private var hasDoorbell = false
+    private let instanceLock = Mutex(())
 
     var displayName: String { label.isEmpty ? path : "\(path) (\(label))" }
 
@@ -78,13 +85,17 @@ final class LADSPAAdapter: ForeignAdapter {
         case .instantiate(let sampleRate, let maximumFrames):
             return try instantiate(sampleRate: sampleRate, maximumFrames: maximumFrames).encoded
         case .run(let frames):
-            try run(frames)
+            try instanceLock.withLock { _ throws(ForeignAdapterFailure) in try run(frames) }
             return []
         case .reset:
-            guard let instance, let descriptor else { throw ForeignAdapterFailure(message: "reset before instantiate") }
-            if active { descriptor.pointee.deactivate?(instance) }
-            active = false
+            try instanceLock.withLock { _ throws(ForeignAdapterFailure) in
+                guard let instance, let descriptor else { throw ForeignAdapterFailure(message: "reset before instantiate") }
+                if active { descriptor.pointee.deactivate?(instance) }
+                active = false
+            }
             return []
+        case .openDoorbell:
+            return ForeignBlockDoorbell.encoded(offset: try openDoorbell())
         case .construct, .setParameter, .getParameter, .update:
             throw ForeignAdapterFailure(message: "a frei0r request to a LADSPA plugin")
         }
@@ -153,7 +164,25 @@ final class LADSPAAdapter: ForeignAdapter {
         }
         instance = made
         self.maximumFrames = maximumFrames
+        self.layout = layout
         return ForeignPortLayout(offsets: offsets)
+    }
+
+    /// Places the doorbell after the ports and starts its thread; once per instance.
+    private func openDoorbell() throws(ForeignAdapterFailure) -> UInt64 {
+        guard instance != nil, var layout else { throw ForeignAdapterFailure(message: "a doorbell before instantiate") }
+        guard !hasDoorbell else { throw ForeignAdapterFailure(message: "the doorbell is open already") }
+        guard let offset = layout.place(ForeignBlockDoorbell.bytes) else {
+            throw ForeignAdapterFailure(message: "no room for a doorbell after the ports in the data area of \(layout.area.count) bytes")
+        }
+        let doorbell = layout.pointer(at: offset)
+        doorbell.initializeMemory(as: UInt8.self, repeating: 0, count: Int(ForeignBlockDoorbell.bytes))
+        try BlockDoorbellThread.start(at: doorbell) { [self] frames in
+            instanceLock.withLock { _ in (try? run(frames)) != nil }
+        }
+        self.layout = layout
+        hasDoorbell = true
+        return offset
     }
 
     private func run(_ frames: UInt32) throws(ForeignAdapterFailure) {
@@ -170,11 +199,15 @@ final class LADSPAAdapter: ForeignAdapter {
         run(instance, UInt(frames))
     }
 
+    /// A block still running on the doorbell's thread (one the host gave up on) keeps the
+    /// instance: the worker's exit ends both, rather than waiting for a run that may never end.
     func end() {
-        guard let instance, let descriptor else { return }
-        if active { descriptor.pointee.deactivate?(instance) }
-        descriptor.pointee.cleanup?(instance)
-        self.instance = nil
-        active = false
+        _ = instanceLock.withLockIfAvailable { _ in
+            guard let instance, let descriptor else { return }
+            if active { descriptor.pointee.deactivate?(instance) }
+            descriptor.pointee.cleanup?(instance)
+            self.instance = nil
+            active = false
+        }
     }
 }

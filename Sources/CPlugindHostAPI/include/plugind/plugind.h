@@ -537,7 +537,9 @@ int plugind_audio_effect_set_control(plugind_audio_effect *effect, size_t port, 
 int plugind_audio_effect_control(const plugind_audio_effect *effect, size_t port, float *value);
 
 /* Runs the plugin over the first `frames` samples of its ports, within `timeout_ms` (0: the
- * plugin's request timeout). Blocking. 0, or -1 with the error: PLUGIND_ERROR_WORKER_CRASHED,
+ * plugin's request timeout). Blocking, on the calling thread alone (the worker is rung through
+ * the shared memory; no other thread of the host takes part): fit for a real-time audio thread.
+ * One thread at a time per effect. 0, or -1 with the error: PLUGIND_ERROR_WORKER_CRASHED,
  * PLUGIND_ERROR_TIMED_OUT (the worker is then ended), PLUGIND_ERROR_INVALID_ARGUMENTS. */
 int plugind_audio_effect_run(plugind_audio_effect *effect, uint32_t frames, uint32_t timeout_ms, plugind_error **error);
 
@@ -582,7 +584,8 @@ float *plugind_audio_chain_input(plugind_audio_chain *chain, size_t channel);
 const float *plugind_audio_chain_output(const plugind_audio_chain *chain, size_t channel);
 
 /* Runs every effect over the first `frames` samples, in order, each within `timeout_ms` (0: its
- * plugin's request timeout). Blocking. 0, or -1 with the first error: an effect's own (its worker
+ * plugin's request timeout). Blocking, on the calling thread alone, as plugind_audio_effect_run.
+ * 0, or -1 with the first error: an effect's own (its worker
  * crashed or timed out; the other effects are unharmed), PLUGIND_ERROR_INVALID_ARGUMENT when an
  * effect of the chain was released. */
 int plugind_audio_chain_run(plugind_audio_chain *chain, uint32_t frames, uint32_t timeout_ms, plugind_error **error);

@@ -1,0 +1,98 @@
+import CPlugindShims
+import Glibc
+import PlugindSystem
+import PlugindTypes
+import PlugindWire
+import Synchronization
+
+/// The host's side of a LADSPA instance's `ForeignBlockDoorbell`: runs a block on the calling
+/// thread without the request path — it writes the frame count, rings, and waits for the answer
+/// word, polling it for `BusyPolling.window` (where polling pays) and then sleeping on it. A real-
+/// time audio thread calls this; it never waits on the event loop or a task.
+///
+/// The worker writes the answer word, so nothing there is trusted beyond "this block ran": the
+/// deadline bounds every wait, a worker that misses it is stopped (a LADSPA run cannot be
+/// cancelled), and a worker that ended is seen within `endCheckInterval` of being reaped.
+package final class BlockDoorbell: Sendable {
+    /// How long one sleep on the answer word lasts before the caller looks whether the worker
+    /// ended (a crash rings nothing).
+    static let endCheckInterval: Duration = .milliseconds(1)
+
+    private let channel: WorkerChannel
+    private let memory: SharedMemory
+    private let offset: Int
+    /// The last number rung; held while a block runs, so that a second thread is refused.
+    private let lastRung = Mutex<UInt32>(0)
+
+    /// The doorbell at `offset` in the channel's data area; nil when the worker named a place
+    /// that is not one (`ForeignBlockDoorbell.isPlace`).
+    package init?(channel: WorkerChannel, offset: UInt64) {
+        guard let area = channel.sharedData, ForeignBlockDoorbell.isPlace(offset, inAreaOf: area.count),
+            area.memory.bytes(at: area.offset + Int(offset), count: Int(ForeignBlockDoorbell.bytes)) != nil
+        else { return nil }
+        self.channel = channel
+        self.memory = area.memory
+        self.offset = area.offset + Int(offset)
+        // The area stays mapped while `memory` lives, and this holds it.
+    }
+
+    private func word(_ at: Int) -> UnsafeMutableRawPointer {
+        memory.bytes(at: offset + at, count: 4)!.baseAddress!
+    }
+
+    /// Runs one block of `frames` and returns when the worker has run it.
+    ///
+    /// - Throws: `AppExtensionError`: `timedOut` when `timeout` passed first (the worker is
+    ///   stopped); the worker's end (`workerCrashed`, …) when it ended; `pluginError` when the
+    ///   worker refused the block; `invalidArguments` while another thread runs a block of it.
+    package func run(frames: UInt32, timeout: Duration) throws(AppExtensionError) {
+        let result: Result<Void, AppExtensionError>? = lastRung.withLockIfAvailable { lastRung in
+            let sequence = ForeignBlockDoorbell.sequence(after: lastRung)
+            lastRung = sequence
+            return ring(sequence, frames: frames, timeout: timeout)
+        }
+        guard let result else {
+            throw AppExtensionError(.invalidArguments, plugin: channel.pluginIdentifier, "runs a block on another thread already")
+        }
+        try result.get()
+    }
+
+    private func ring(_ sequence: UInt32, frames: UInt32, timeout: Duration) -> Result<Void, AppExtensionError> {
+        let ring = word(ForeignBlockDoorbell.ringOffset)
+        let answer = word(ForeignBlockDoorbell.answerOffset)
+        plugind_shim_shared_word_store(word(ForeignBlockDoorbell.framesOffset), frames)
+        plugind_shim_shared_word_store(ring, sequence)
+        plugind_shim_shared_word_wake(ring)
+        let started = MonotonicInstant.now
+        let deadline = started + timeout
+        var polling = BusyPolling.isWorthwhile || BusyPolling.yieldsToPeer
+        let pollUntil = started + BusyPolling.window
+        while true {
+            let seen = plugind_shim_shared_word_load(answer)
+            switch ForeignBlockDoorbell.answer(seen, to: sequence) {
+            case .ran: return .success(())
+            case .refused:
+                return .failure(
+                    AppExtensionError(
+                        .pluginError, plugin: channel.pluginIdentifier,
+                        "refused a block of \(frames) frames (its instance is gone or its ports hold fewer)"))
+            case .pending: break
+            }
+            let now = MonotonicInstant.now
+            if now >= deadline {
+                channel.stop(.missedBlockDeadline(timeout))
+                return .failure(
+                    AppExtensionError(
+                        .timedOut, plugin: channel.pluginIdentifier,
+                        "did not finish a block of \(frames) frames within \(DurationText(timeout)); its worker was stopped"))
+            }
+            if polling && now < pollUntil {
+                polling = BusyPolling.yieldsToPeer ? BusyPolling.yieldAndKeepLooking() : BusyPolling.yieldUncontended()
+                continue
+            }
+            let sleep = min(now.duration(to: deadline), Self.endCheckInterval)
+            _ = plugind_shim_shared_word_wait(answer, seen, UInt32(max(sleep / .microseconds(1), 1)))
+            if plugind_shim_shared_word_load(answer) == seen, let ended = channel.endedError { return .failure(ended) }
+        }
+    }
+}
