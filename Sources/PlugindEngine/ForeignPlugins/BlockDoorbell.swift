@@ -86,8 +86,11 @@ package final class BlockDoorbell: Sendable {
                         .timedOut, plugin: channel.pluginIdentifier,
                         "did not finish a block of \(frames) frames within \(DurationText(timeout)); its worker was stopped"))
             }
+            // Looking on through a contended yield, unlike a request's poll: the block's
+            // effects run one after another, so the processor the yield gave away went to the
+            // worker this thread waits for, or to work that does not hold the block up.
             if polling && now < pollUntil {
-                polling = BusyPolling.yieldsToPeer ? BusyPolling.yieldAndKeepLooking() : BusyPolling.yieldUncontended()
+                polling = BusyPolling.yieldAndKeepLooking()
                 continue
             }
             let sleep = min(now.duration(to: deadline), Self.endCheckInterval)

@@ -329,8 +329,9 @@ class AudioEffect(_Shared):
 
     def run(self, frames: int, timeout: Optional[float] = None) -> None:
         """Runs the plugin over the first `frames` samples of its ports, within `timeout` seconds
-        (None: the plugin's request timeout). Blocking. A plugin that crashes raises CrashedError,
-        one that misses the deadline TimedOutError; either ends its worker."""
+        (None: the plugin's request timeout). Blocking, on this thread alone, without the GIL: the
+        worker is rung through the shared memory. A plugin that crashes raises CrashedError, one
+        that misses the deadline TimedOutError; either ends its worker."""
         error = ctypes.c_void_p()
         if library.plugind_audio_effect_run(
             self._handle, _size(frames, "frames"), _milliseconds(timeout), ctypes.byref(error)
@@ -399,7 +400,8 @@ class AudioEffectChain(_Shared):
 
     def run(self, frames: int, timeout: Optional[float] = None) -> None:
         """Runs every effect over the first `frames` samples, in order, each within `timeout`
-        seconds (None: its plugin's request timeout). Blocking. Raises the first effect's error
+        seconds (None: its plugin's request timeout). Blocking, on this thread alone, without the
+        GIL. Raises the first effect's error
         (CrashedError, TimedOutError: that effect's worker ends, the others are unharmed), or
         InvalidArgumentError when an effect of the chain was closed."""
         error = ctypes.c_void_p()
