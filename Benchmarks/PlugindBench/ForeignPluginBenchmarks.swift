@@ -137,22 +137,8 @@ enum ForeignPluginBenchmarks {
 
         // Paced: each block started at its time in the stream, due by the next one's.
         if pacedSeconds > 0 {
-            let period = Duration.nanoseconds(Int64(block) * 1_000_000_000 / Int64(sampleRate))
             let count = pacedSeconds * sampleRate / block
-            let clock = ContinuousClock()
-            let origin = clock.now + .milliseconds(10)
-            var missed = 0
-            var times: [Double] = []
-            for index in 0..<count {
-                let due = origin + period * index
-                if clock.now < due { try await clock.sleep(until: due) }
-                let start = (index % 64) * block
-                try renderConfined(signal[start..<start + block])
-                let finished = clock.now
-                if finished > due + period { missed += 1 }
-                let (seconds, attoseconds) = (finished - due).components
-                times.append(Double(seconds) * 1e6 + Double(attoseconds) / 1e12)
-            }
+            let (missed, times) = try await paced(chain, signal: signal, count: count)
             let ordered = times.sorted()
             Measurement(
                 name: name + "-paced", values: times,
@@ -162,6 +148,44 @@ enum ForeignPluginBenchmarks {
             ).report()
         }
         for process in processes { await process.invalidateAndWait() }
+    }
+
+    /// `count` blocks through `chain`, each started at its time in the stream on a thread of its
+    /// own that `clock_nanosleep` wakes, as an audio device wakes its thread (a task's sleep would
+    /// add the concurrency runtime's timers to every block, the bench's lateness, not plugind's,
+    /// and `Benchmarks/Baselines/process_chain.c` paces the same way): the blocks that ended after
+    /// the next one was due, and each block's end measured from its due time, in microseconds.
+    static func paced(_ chain: AudioEffectChain, signal: [Float], count: Int) async throws -> (missed: Int, times: [Double]) {
+        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<(Int, [Double]), any Error>, Never>) in
+            Thread.detachNewThread {
+                continuation.resume(
+                    returning: Result {
+                        let period = Int64(block) * 1_000_000_000 / Int64(sampleRate)
+                        func now() -> Int64 {
+                            var time = timespec()
+                            clock_gettime(CLOCK_MONOTONIC, &time)
+                            return Int64(time.tv_sec) * 1_000_000_000 + Int64(time.tv_nsec)
+                        }
+                        let origin = now() + 10_000_000
+                        var missed = 0
+                        var times: [Double] = []
+                        times.reserveCapacity(count)
+                        for index in 0..<count {
+                            let due = origin + period * Int64(index)
+                            var wake = timespec(tv_sec: Int(due / 1_000_000_000), tv_nsec: Int(due % 1_000_000_000))
+                            while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &wake, nil) != 0 {}
+                            let start = (index % 64) * block
+                            try chain.withInput(0) { _ = $0.update(fromContentsOf: signal[start..<start + block]) }
+                            try chain.render(frames: block)
+                            let finished = now()
+                            if finished > due + period { missed += 1 }
+                            times.append(Double(finished - due) / 1000)
+                        }
+                        return (missed, times)
+                    })
+            }
+        }
+        return try result.get()
     }
 
     /// A 1920×1080 frame through invert0r, confined (the host writes the frame into the shared
