@@ -2,9 +2,10 @@ import PlugindWire
 
 /// The body of the foreign-plugin-messages fuzz target, shared with the test that replays its
 /// corpus: what a LADSPA or frei0r adapter in a worker sends the host (a library's description, an
-/// instance's port layout, a parameter's value, a doorbell's place) and what the host sends it (requests). The first
-/// byte picks the reader, the rest is its input: each must decode or throw `WireError`, never trap
-/// or allocate beyond what it received, and whatever decodes must encode back to the same bytes.
+/// instance's port layout, a parameter's value, a doorbell's place) and what the host sends it
+/// (requests). The first byte picks the reader, the rest is its input: each must decode or throw
+/// `WireError`, never trap or allocate beyond what it received, and whatever decodes must encode
+/// back to the same bytes.
 package enum ForeignPluginMessageFuzzing {
     package struct InvariantViolation: Error, CustomStringConvertible {
         package var description: String

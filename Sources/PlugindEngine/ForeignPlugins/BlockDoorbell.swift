@@ -19,8 +19,12 @@ package final class BlockDoorbell: Sendable {
     static let endCheckInterval: Duration = .milliseconds(1)
 
     private let channel: WorkerChannel
+    /// Keeps the data area mapped, and with it the three words below.
     private let memory: SharedMemory
-    private let offset: Int
+    // Shared memory, touched only through the shims' atomic loads and stores.
+    nonisolated(unsafe) private let ringWord: UnsafeMutableRawPointer
+    nonisolated(unsafe) private let framesWord: UnsafeMutableRawPointer
+    nonisolated(unsafe) private let answerWord: UnsafeMutableRawPointer
     /// The last number rung; held while a block runs, so that a second thread is refused.
     private let lastRung = Mutex<UInt32>(0)
 
@@ -28,16 +32,13 @@ package final class BlockDoorbell: Sendable {
     /// that is not one (`ForeignBlockDoorbell.isPlace`).
     package init?(channel: WorkerChannel, offset: UInt64) {
         guard let area = channel.sharedData, ForeignBlockDoorbell.isPlace(offset, inAreaOf: area.count),
-            area.memory.bytes(at: area.offset + Int(offset), count: Int(ForeignBlockDoorbell.bytes)) != nil
+            let doorbell = area.memory.bytes(at: area.offset + Int(offset), count: Int(ForeignBlockDoorbell.bytes))?.baseAddress
         else { return nil }
         self.channel = channel
-        self.memory = area.memory
-        self.offset = area.offset + Int(offset)
-        // The area stays mapped while `memory` lives, and this holds it.
-    }
-
-    private func word(_ at: Int) -> UnsafeMutableRawPointer {
-        memory.bytes(at: offset + at, count: 4)!.baseAddress!
+        memory = area.memory
+        ringWord = doorbell + ForeignBlockDoorbell.ringOffset
+        framesWord = doorbell + ForeignBlockDoorbell.framesOffset
+        answerWord = doorbell + ForeignBlockDoorbell.answerOffset
     }
 
     /// Runs one block of `frames` and returns when the worker has run it.
@@ -58,17 +59,15 @@ package final class BlockDoorbell: Sendable {
     }
 
     private func ring(_ sequence: UInt32, frames: UInt32, timeout: Duration) -> Result<Void, AppExtensionError> {
-        let ring = word(ForeignBlockDoorbell.ringOffset)
-        let answer = word(ForeignBlockDoorbell.answerOffset)
-        plugind_shim_shared_word_store(word(ForeignBlockDoorbell.framesOffset), frames)
-        plugind_shim_shared_word_store(ring, sequence)
-        plugind_shim_shared_word_wake(ring)
+        plugind_shim_shared_word_store(framesWord, frames)
+        plugind_shim_shared_word_store(ringWord, sequence)
+        plugind_shim_shared_word_wake(ringWord)
         let started = MonotonicInstant.now
         let deadline = started + timeout
         var polling = BusyPolling.isWorthwhile || BusyPolling.yieldsToPeer
         let pollUntil = started + BusyPolling.window
         while true {
-            let seen = plugind_shim_shared_word_load(answer)
+            let seen = plugind_shim_shared_word_load(answerWord)
             switch ForeignBlockDoorbell.answer(seen, to: sequence) {
             case .ran: return .success(())
             case .refused:
@@ -94,8 +93,8 @@ package final class BlockDoorbell: Sendable {
                 continue
             }
             let sleep = min(now.duration(to: deadline), Self.endCheckInterval)
-            _ = plugind_shim_shared_word_wait(answer, seen, UInt32(max(sleep / .microseconds(1), 1)))
-            if plugind_shim_shared_word_load(answer) == seen, let ended = channel.endedError { return .failure(ended) }
+            _ = plugind_shim_shared_word_wait(answerWord, seen, UInt32(max(sleep / .microseconds(1), 1)))
+            if plugind_shim_shared_word_load(answerWord) == seen, let ended = channel.endedError { return .failure(ended) }
         }
     }
 }

@@ -585,9 +585,8 @@ const float *plugind_audio_chain_output(const plugind_audio_chain *chain, size_t
 
 /* Runs every effect over the first `frames` samples, in order, each within `timeout_ms` (0: its
  * plugin's request timeout). Blocking, on the calling thread alone, as plugind_audio_effect_run.
- * 0, or -1 with the first error: an effect's own (its worker
- * crashed or timed out; the other effects are unharmed), PLUGIND_ERROR_INVALID_ARGUMENT when an
- * effect of the chain was released. */
+ * 0, or -1 with the first error: an effect's own (its worker crashed or timed out; the other
+ * effects are unharmed), PLUGIND_ERROR_INVALID_ARGUMENT when an effect of the chain was released. */
 int plugind_audio_chain_run(plugind_audio_chain *chain, uint32_t frames, uint32_t timeout_ms, plugind_error **error);
 
 /* The chain's runs so far, as plugind_audio_effect_timing counts an effect's: a block the whole
