@@ -1,3 +1,4 @@
+import CPlugindShims  // timeval's fields: the shims' headers include <sys/time.h>, and the compiler may take the struct from them
 import ExtensionFoundation
 import Foundation
 import PlugindSystem
