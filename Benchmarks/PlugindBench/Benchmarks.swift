@@ -55,10 +55,9 @@ enum Benchmarks {
             for (process, _) in launched { _ = await process.waitForTermination() }
         }
         guard !samples.isEmpty else { throw BenchError("a burst needs at least one round") }
-        let sorted = samples.sorted()
         Measurement(
             name: "burst-\(count)-first-launches" + suffix, values: samples,
-            extra: ["p99": sorted[min(sorted.count - 1, sorted.count * 99 / 100)], "launches": Double(count)]
+            extra: ["p99": Measurement.p99(samples), "launches": Double(count)]
         ).report()
     }
 
@@ -416,9 +415,8 @@ enum Benchmarks {
         let elapsed = Double(seconds) + Double(attoseconds) / 1e18
         let cpu = Double(DiscoveryBenchmarks.cpuMicroseconds() - cpuBefore)
         let workerCPU = workerCPUBefore.flatMap { before in workerCPUMicroseconds(processes).map { Double($0 - before) } }
-        let sorted = latencies.sorted()
         var extra = [
-            "throughput": Double(latencies.count) / elapsed, "p99": sorted[sorted.count * 99 / 100],
+            "throughput": Double(latencies.count) / elapsed, "p99": Measurement.p99(latencies),
             "hostCPUPerRequest": cpu / Double(latencies.count),
         ]
         if let workerCPU { extra["workerCPUPerRequest"] = workerCPU / Double(latencies.count) }

@@ -122,16 +122,10 @@ enum ForeignPluginBenchmarks {
             requests.append(asRequests)
             inProcess.append(theirs)
         }
-        let sorted = confined.sorted()
-        let p99 = sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
         let name = "ladspa-chain-\(chainLength)"
-        Measurement(name: name + "-confined", values: confined, extra: ["p99": p99]).report()
+        Measurement(name: name + "-confined", values: confined, extra: ["p99": Measurement.p99(confined)]).report()
         Measurement(name: name + "-in-process", values: inProcess).report()
-        let requestsSorted = requests.sorted()
-        Measurement(
-            name: name + "-requests", values: requests,
-            extra: ["p99": requestsSorted[min(requestsSorted.count - 1, requestsSorted.count * 99 / 100)]]
-        ).report()
+        Measurement(name: name + "-requests", values: requests, extra: ["p99": Measurement.p99(requests)]).report()
         let extra = zip(confined, inProcess).map { ($0 - $1) / Double(chainLength) }
         Measurement(name: name + "-extra-per-plugin", values: extra).report()
 
@@ -139,11 +133,10 @@ enum ForeignPluginBenchmarks {
         if pacedSeconds > 0 {
             let count = pacedSeconds * sampleRate / block
             let (missed, times) = try await paced(chain, signal: signal, count: count)
-            let ordered = times.sorted()
             Measurement(
                 name: name + "-paced", values: times,
                 extra: [
-                    "missed": Double(missed), "blocks": Double(count), "p99": ordered[min(ordered.count - 1, ordered.count * 99 / 100)],
+                    "missed": Double(missed), "blocks": Double(count), "p99": Measurement.p99(times),
                 ]
             ).report()
         }

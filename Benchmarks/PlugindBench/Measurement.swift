@@ -23,6 +23,12 @@ struct Measurement: Codable {
         self.extra = extra
     }
 
+    /// The 99th percentile of `values`: the sample 99 % of the way up the sorted list; 0 for none.
+    static func p99(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        return sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, sorted.count * 99 / 100)]
+    }
+
     /// Prints the measurement as one JSON line for Scripts/bench.sh.
     func report() {
         let encoder = JSONEncoder()

@@ -237,7 +237,7 @@ struct Suite {
                 FileHandle.standardError.write(Data("   bubblewrap-burst-32: no figure (\(burst.prefix(200)))\n".utf8))
             } else {
                 measurements["bubblewrap-burst-32"] = Measurement(
-                    name: "bubblewrap-burst-32", values: times, extra: ["p99": times[min(times.count - 1, times.count * 99 / 100)]])
+                    name: "bubblewrap-burst-32", values: times, extra: ["p99": Measurement.p99(times)])
                 FileHandle.standardError.write(Data("   bubblewrap-burst-32: \(format(times[times.count / 2], "us")) median\n".utf8))
             }
             bench(["burst", "--count", "32", "--rounds", "\(count(10))"])

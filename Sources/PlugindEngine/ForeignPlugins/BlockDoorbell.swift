@@ -64,8 +64,7 @@ package final class BlockDoorbell: Sendable {
         plugind_shim_shared_word_wake(ringWord)
         let started = MonotonicInstant.now
         let deadline = started + timeout
-        var polling = BusyPolling.isWorthwhile || BusyPolling.yieldsToPeer
-        let pollUntil = started + BusyPolling.window
+        let pollUntil = BusyPolling.isWorthwhile || BusyPolling.yieldsToPeer ? started + BusyPolling.window : started
         while true {
             let seen = plugind_shim_shared_word_load(answerWord)
             switch ForeignBlockDoorbell.answer(seen, to: sequence) {
@@ -88,8 +87,8 @@ package final class BlockDoorbell: Sendable {
             // Looking on through a contended yield, unlike a request's poll: the block's
             // effects run one after another, so the processor the yield gave away went to the
             // worker this thread waits for, or to work that does not hold the block up.
-            if polling && now < pollUntil {
-                polling = BusyPolling.yieldAndKeepLooking()
+            if now < pollUntil {
+                _ = BusyPolling.yieldAndKeepLooking()
                 continue
             }
             let sleep = min(now.duration(to: deadline), Self.endCheckInterval)
