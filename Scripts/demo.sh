@@ -122,6 +122,15 @@ step "The machine's C libraries, confined, from Python: zlib's deflate stream, q
 run env PYTHONPATH="$PWD/Bindings/Python/src" PLUGIND_LIBRARY="$bin/libPlugindHost.so" PYTHONDONTWRITEBYTECODE=1 \
     python3 Examples/PythonHost/c_libraries.py --size 1048576 --count 2000
 run plugind call org.plugind.examples.libm csqrt -- -3 4
+# From the shell, a callback is answered by a program: one JSON line in, one answer out.
+cat >"$demo/compare.py" <<'EOF'
+import json, sys
+for line in sys.stdin:
+    a, b = (int.from_bytes(bytes.fromhex(x), "little", signed=True) for x in json.loads(line)["arguments"])
+    print((a > b) - (a < b), flush=True)
+EOF
+run plugind call org.plugind.examples.qsort qsort 0300000000000000ffffffffffffffff0200000000000000 8 \
+    --callback "compar=exec python3 $demo/compare.py"
 
 step "The machine's LADSPA audio effects and frei0r video filters, unchanged, each in its own confined worker"
 export LADSPA_PATH=/usr/lib/ladspa FREI0R_PATH=/usr/lib/frei0r-1

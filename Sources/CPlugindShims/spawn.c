@@ -164,7 +164,7 @@ static int prepare_process(const plugind_shim_spawn_request *request, const char
         return errno;
     }
     if (request->flags & PLUGIND_SHIM_SPAWN_RAISE_OOM_SCORE) (void)raise_oom_score(request->oom_score_adj);
-    if (chdir("/") != 0) return errno;
+    if (!(request->flags & PLUGIND_SHIM_SPAWN_KEEP_DIRECTORY) && chdir("/") != 0) return errno;
     return 0;
 }
 

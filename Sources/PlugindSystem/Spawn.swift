@@ -25,6 +25,9 @@ package struct SpawnRequest: Sendable {
         /// A network namespace of its own: for workers whose plugin was not granted the network.
         package static let newNetworkNamespace = Options(rawValue: PLUGIND_SHIM_SPAWN_NEW_NET_NAMESPACE)
 
+        /// Stays in the caller's working directory instead of "/": for a program of the user's.
+        package static let keepDirectory = Options(rawValue: PLUGIND_SHIM_SPAWN_KEEP_DIRECTORY)
+
         /// Every namespace a worker gets (the network namespace only without the network).
         package static let namespaces: Options = [.newPIDNamespace, .newUserNamespace, .newMountNamespace, .newIPCNamespace]
     }

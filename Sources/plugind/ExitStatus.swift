@@ -39,7 +39,7 @@ enum ExitStatus: Int32, CaseIterable {
 
     init(for error: AppExtensionError) {
         switch error.code {
-        case .pluginError, .invalidArguments, .unknownFunction, .unsupported: self = .failure
+        case .pluginError, .invalidArguments, .unknownFunction, .unsupported, .callbackFailed: self = .failure
         case .notFound, .workerNotFound: self = .unavailable
         case .notApproved, .quarantined: self = .notPermitted
         case .timedOut: self = .timedOut

@@ -53,13 +53,16 @@ extern "C" {
 /// down), where no abstract unix name, socket table or interface of the host exists.
 #define PLUGIND_SHIM_SPAWN_NEW_NET_NAMESPACE (1 << 8)
 
-/// The most descriptors a spawn request, or a message on a unix socket, may carry: the worker's
-/// five and up to 64 sealed files.
 /// Spawns only: the child raises its OOM score adjustment to `oom_score_adj` (when lower) before
 /// it execs, while it is still dumpable: an exec'd image that is not dumpable finds its
 /// `/proc/self/oom_score_adj` owned by root and cannot raise it itself, unless the caller is root.
 /// Best effort: a failure does not fail the spawn.
 #define PLUGIND_SHIM_SPAWN_RAISE_OOM_SCORE (1 << 9)
+/// The child stays in the caller's working directory instead of "/": for a program of the user's
+/// (a callback's handler), which names files relative to where the user is.
+#define PLUGIND_SHIM_SPAWN_KEEP_DIRECTORY (1 << 10)
+/// The most descriptors a spawn request, or a message on a unix socket, may carry: the worker's
+/// five and up to 64 sealed files.
 #define PLUGIND_SHIM_SPAWN_MAX_DESCRIPTORS 80
 
 typedef struct plugind_shim_spawn_request {

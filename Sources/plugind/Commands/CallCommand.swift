@@ -10,12 +10,14 @@ struct CallCommand: PlugindCommand {
     private enum Options {
         static let json = CommandOption.flag("json", "Print the result as JSON.")
         static let timeout = CommandOption.value("timeout", "<seconds>", "Deadline for the call.")
+        static let callback = CommandOption.value(
+            "callback", "<name>=<command>", "The shell command that answers callback <name> (once per callback).")
     }
 
     static let description = CommandDescription(
         name: "call",
         abstract: "Call a function a plugin declares, with typed arguments.",
-        usage: "<id> <function> [<argument> ...] [--json] [--timeout <seconds>]",
+        usage: "<id> <function> [<argument> ...] [--callback <name>=<command> ...] [--json] [--timeout <seconds>]",
         discussion: """
             Each argument is parsed as the type the manifest declares: bool (true/false), int8 …
             uint64 (decimal or 0x hex, range-checked), float and double (also nan, inf, -inf),
@@ -29,13 +31,20 @@ struct CallCommand: PlugindCommand {
             worker of its own, whose handles end with it, so a handle printed by one call names
             nothing in the next: plugind call is for single calls. 'plugind info ID' lists the
             functions and their signatures.
+
+            A callback (qsort's comparator) is answered by a program of yours, started once with
+            /bin/sh -c COMMAND for the call: each time the library calls it, the program reads one
+            JSON line, {"callback": NAME, "arguments": [...]} (values as --json prints them), and
+            writes one line, the answer as an argument of the callback's return type would be
+            written here (an empty line for void). Its standard error is yours; it is ended with
+            the call, and a handler that exits or answers badly fails the call.
             """,
         arguments: [
             ("<id>", "The plugin's identifier."),
             ("<function>", "The function's name."),
             ("<argument>", "One per declared argument."),
         ],
-        options: [Options.json, Options.timeout]
+        options: [Options.json, Options.timeout, Options.callback]
     )
 
     let identifier: String
@@ -43,6 +52,7 @@ struct CallCommand: PlugindCommand {
     let rawArguments: [String]
     let json: Bool
     let timeout: Duration?
+    let callbacks: [CallbackCommand.Specification]
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         let positionals = try arguments.positionals(["id", "function"], variadic: true)
@@ -51,6 +61,9 @@ struct CallCommand: PlugindCommand {
         rawArguments = Array(positionals.dropFirst(2))
         json = arguments.flag(Options.json)
         timeout = try arguments.seconds(Options.timeout)
+        var callbacks: [CallbackCommand.Specification] = []
+        for text in arguments.allValues(Options.callback) { callbacks.append(try CallbackCommand.Specification(text)) }
+        self.callbacks = callbacks
     }
 
     func run(_ context: CommandContext) async throws -> ExitStatus {
@@ -87,10 +100,22 @@ struct CallCommand: PlugindCommand {
         } catch {
             throw UsageError(message: error.message, command: "call")
         }
+        let handlers = try startHandlers(for: signature)
         var configuration = AppExtensionProcess.Configuration(appExtensionIdentity: item.identity(host: host), onInterruption: {})
         configuration.host = host
-        let result = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
-            try await process.makeConnection().callWithOutputs(function, arguments: values, timeout: timeout)
+        let result: FunctionResult
+        do {
+            result = try await AppExtensionProcess.withProcess(configuration: configuration) { process in
+                try await process.makeConnection().callWithOutputs(
+                    function, arguments: values, callbacks: Dictionary(uniqueKeysWithValues: handlers.map { ($0.name, $0.handler) }),
+                    timeout: timeout)
+            }
+        } catch {
+            for handler in handlers { _ = handler.end(callSucceeded: false) }
+            throw error
+        }
+        for handler in handlers {
+            if let complaint = handler.end(callSucceeded: true) { context.console.err("warning: \(complaint.inert)\n") }
         }
         if json {
             try context.console.json(CallResult(signature: signature, result: result))
@@ -101,6 +126,42 @@ struct CallCommand: PlugindCommand {
             context.console.out(text)
         }
         return .success
+    }
+}
+
+extension CallCommand {
+    /// A handler program for each callback of `signature`, started before the worker: every
+    /// callback must have one, and every --callback must name one.
+    fileprivate func startHandlers(for signature: FunctionSignature) throws -> [CallbackCommand] {
+        let declared = signature.callbacks
+        let names = Set(declared.map(\.name))
+        for specification in callbacks where !names.contains(specification.name) {
+            throw UsageError(
+                message: "\(signature.name) has no callback '\(specification.name)'"
+                    + (names.isEmpty ? " (it takes none)" : "; its callbacks: \(declared.map(\.name).joined(separator: ", "))"),
+                command: "call")
+        }
+        for callback in declared {
+            let given = callbacks.filter { $0.name == callback.name }.count
+            guard given == 1 else {
+                throw UsageError(
+                    message: given == 0
+                        ? "\(signature.name) calls back '\(callback.name)': give its handler with --callback \(callback.name)=COMMAND (see plugind call --help)"
+                        : "--callback \(callback.name) is given \(given) times",
+                    command: "call")
+            }
+        }
+        var handlers: [CallbackCommand] = []
+        for callback in declared {
+            guard let specification = callbacks.first(where: { $0.name == callback.name }) else { continue }
+            do {
+                handlers.append(try CallbackCommand(specification, signature: callback.signature))
+            } catch {
+                for handler in handlers { _ = handler.end(callSucceeded: false) }
+                throw CommandFailure(message: error.description, status: .unavailable)
+            }
+        }
+        return handlers
     }
 }
 
