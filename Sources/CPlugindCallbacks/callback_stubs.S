@@ -27,6 +27,15 @@
  * plugind_callback_enter describes its frame, so libgcc's unwinder and debuggers walk from the
  * dispatcher through the shared body straight to the stub's caller (a stub never appears as a
  * return address: it jumps, it does not call).
+ *
+ * AArch64 (AAPCS64) follows the same plan: a stub is `bti c` (the landing pad BTI checks for an
+ * indirect call), the slot into w9 (a temporary that carries no argument; not x16/x17, which a
+ * linker veneer may clobber, nor x8, the indirect result register), and a branch to the shared
+ * body, which stores x0..x7 and d0..d7 (eight of each: AAPCS64 passes eight of each class in
+ * registers) and calls the dispatcher. The dispatcher's 16-byte struct result comes back in x0
+ * and x1 (a composite of mixed classes is not a floating-point aggregate), so the body moves x1
+ * into d0, where a floating-point result is expected. With -mbranch-protection the body also
+ * signs its return address (paciasp/autiasp, no-ops on cores without pointer authentication).
  */
 #include "callback_stubs.h"
 
@@ -94,20 +103,6 @@ plugind_callback_stub_\slot:
 	.size	plugind_callback_stub_\slot, . - plugind_callback_stub_\slot
 	.endr
 
-	.section .rodata
-	.p2align 2
-	.globl	plugind_callback_stub_offsets
-	.hidden	plugind_callback_stub_offsets
-	.type	plugind_callback_stub_offsets, @object
-plugind_callback_stub_offsets:
-	.irp	slot, PLUGIND_CALLBACK_STUB_SLOTS
-	.long	plugind_callback_stub_\slot - plugind_callback_stub_offsets
-	.endr
-	.size	plugind_callback_stub_offsets, . - plugind_callback_stub_offsets
-	.if	(. - plugind_callback_stub_offsets) != 4 * PLUGIND_CALLBACK_STUB_COUNT
-	.error	"PLUGIND_CALLBACK_STUB_SLOTS must list PLUGIND_CALLBACK_STUB_COUNT slots"
-	.endif
-
 /* With -fcf-protection the compiler marks its objects as IBT/SHSTK-compatible in
  * .note.gnu.property, and the linker keeps a feature only if every object claims it: claim the
  * same ones (stubs start with endbr64; every call is matched by a ret), as <cet.h> does. */
@@ -124,7 +119,119 @@ plugind_callback_stub_offsets:
 	.p2align 3
 #endif
 
-#endif /* __x86_64__ && __ELF__ */
+
+#elif defined(__aarch64__) && defined(__ELF__)
+
+	.hidden	plugind_callback_current_dispatcher
+
+	.text
+
+	.p2align 4
+	.type	plugind_callback_enter, %function
+plugind_callback_enter:
+	.cfi_startproc
+#if defined(__ARM_FEATURE_PAC_DEFAULT)
+	hint	#25			/* paciasp */
+	.cfi_negate_ra_state
+#endif
+	/* Frame record at 0, x0..x7 at 16, d0..d7 at 80: 144 bytes, a multiple of 16. */
+	stp	x29, x30, [sp, #-144]!
+	.cfi_def_cfa_offset 144
+	.cfi_offset x29, -144
+	.cfi_offset x30, -136
+	mov	x29, sp
+	stp	x0, x1, [sp, #16]
+	stp	x2, x3, [sp, #32]
+	stp	x4, x5, [sp, #48]
+	stp	x6, x7, [sp, #64]
+	stp	d0, d1, [sp, #80]
+	stp	d2, d3, [sp, #96]
+	stp	d4, d5, [sp, #112]
+	stp	d6, d7, [sp, #128]
+	/* Acquire load, pairing with the release store in plugind_callbacks_set_dispatcher. */
+	adrp	x10, plugind_callback_current_dispatcher
+	add	x10, x10, :lo12:plugind_callback_current_dispatcher
+	ldar	x10, [x10]
+	cbz	x10, .Lnone
+	mov	w0, w9
+	add	x1, sp, #16
+	add	x2, sp, #80
+	blr	x10
+	fmov	d0, x1
+	b	.Lreturn
+.Lnone:
+	mov	x0, #0
+	fmov	d0, xzr
+.Lreturn:
+	ldp	x29, x30, [sp], #144
+	.cfi_def_cfa_offset 0
+	.cfi_restore x29
+	.cfi_restore x30
+#if defined(__ARM_FEATURE_PAC_DEFAULT)
+	hint	#29			/* autiasp */
+	.cfi_negate_ra_state
+#endif
+	ret
+	.cfi_endproc
+	.size	plugind_callback_enter, . - plugind_callback_enter
+
+	.irp	slot, PLUGIND_CALLBACK_STUB_SLOTS
+	.p2align 4
+	.type	plugind_callback_stub_\slot, %function
+plugind_callback_stub_\slot:
+	.cfi_startproc
+	hint	#34			/* bti c */
+	mov	w9, #\slot
+	b	plugind_callback_enter
+	.cfi_endproc
+	.size	plugind_callback_stub_\slot, . - plugind_callback_stub_\slot
+	.endr
+
+/* With -mbranch-protection the compiler marks its objects BTI- and PAC-compatible in
+ * .note.gnu.property, and the linker keeps a feature only if every object claims it: claim the
+ * ones this file honours (every stub starts with bti c; the body signs its return address). */
+#if defined(__ARM_FEATURE_BTI_DEFAULT) || defined(__ARM_FEATURE_PAC_DEFAULT)
+#if defined(__ARM_FEATURE_BTI_DEFAULT)
+#define PLUGIND_AARCH64_BTI 1
+#else
+#define PLUGIND_AARCH64_BTI 0
+#endif
+#if defined(__ARM_FEATURE_PAC_DEFAULT)
+#define PLUGIND_AARCH64_PAC 2
+#else
+#define PLUGIND_AARCH64_PAC 0
+#endif
+	.section .note.gnu.property, "a", %note
+	.p2align 3
+	.long	4			/* name size */
+	.long	16			/* descriptor size */
+	.long	5			/* NT_GNU_PROPERTY_TYPE_0 */
+	.asciz	"GNU"
+	.long	0xc0000000		/* GNU_PROPERTY_AARCH64_FEATURE_1_AND */
+	.long	4
+	.long	(PLUGIND_AARCH64_BTI | PLUGIND_AARCH64_PAC)
+	.p2align 3
+#endif
+
+#endif
+
+/* The stubs' offsets, on every architecture that has stubs. */
+#if (defined(__x86_64__) || defined(__aarch64__)) && defined(__ELF__)
+	.section .rodata
+	.p2align 2
+	.globl	plugind_callback_stub_offsets
+	.hidden	plugind_callback_stub_offsets
+	.type	plugind_callback_stub_offsets, %object
+plugind_callback_stub_offsets:
+	.irp	slot, PLUGIND_CALLBACK_STUB_SLOTS
+	.long	plugind_callback_stub_\slot - plugind_callback_stub_offsets
+	.endr
+	.size	plugind_callback_stub_offsets, . - plugind_callback_stub_offsets
+	.if	(. - plugind_callback_stub_offsets) != 4 * PLUGIND_CALLBACK_STUB_COUNT
+	.error	"PLUGIND_CALLBACK_STUB_SLOTS must list PLUGIND_CALLBACK_STUB_COUNT slots"
+	.endif
+
+#endif
 
 /* On every architecture, even when the file assembles to nothing: an object without this note
  * makes the linker assume it needs an executable stack and give the whole program one. */

@@ -1,7 +1,8 @@
 /*
  * callbacks.c — the C half of the callback stub pool: the dispatcher the stubs call and the stub
- * addresses. The stubs themselves are x86-64 assembly (callback_stubs.S); on other architectures
- * this file reports no slots, so callbacks are refused instead of called with the wrong registers.
+ * addresses. The stubs themselves are x86-64 and AArch64 assembly (callback_stubs.S); on other
+ * architectures this file reports no slots, so callbacks are refused instead of called with the
+ * wrong registers.
  */
 #include "plugind_callbacks.h"
 
@@ -12,13 +13,13 @@
 _Static_assert(PLUGIND_CALLBACK_SLOTS == PLUGIND_CALLBACK_STUB_COUNT,
                "plugind_callbacks.h and callback_stubs.h disagree on the pool size");
 
-#if defined(__x86_64__)
+#if defined(__x86_64__) || defined(__aarch64__)
 
-/* Read by callback_stubs.S with a RIP-relative load (hidden: no GOT, no interposition). Written
- * with a release store; the stubs' plain aligned 64-bit load is an acquire load on x86-64 (TSO), so
- * a stub called on a thread the library created sees the dispatcher and everything written before
- * it was installed, and replacing it while stubs run is not a data race (each call sees the old
- * or the new one, never a torn pointer). On x86-64 both compile to a plain mov: no fence. */
+/* Read by callback_stubs.S with a PC-relative load (hidden: no GOT, no interposition). Written
+ * with a release store; the stubs load it with acquire semantics (a plain aligned mov on x86-64,
+ * whose ordering is TSO; ldar on AArch64), so a stub called on a thread the library created sees
+ * the dispatcher and everything written before it was installed, and replacing it while stubs run
+ * is not a data race (each call sees the old or the new one, never a torn pointer). */
 __attribute__((visibility("hidden"))) plugind_callback_dispatcher plugind_callback_current_dispatcher;
 
 /* Each slot's stub address as an offset from the table itself (callback_stubs.S). */

@@ -4,7 +4,8 @@
 ///
 /// The worker's callbacks are compiled stubs that read the registers arguments arrive in, so a
 /// callback has at most 6 integer or pointer arguments and 8 floating ones (x86-64's argument
-/// registers), none a struct by value, and is not variadic.
+/// registers; AArch64 has 8 and 8, and the smaller count keeps a manifest good on both), none a
+/// struct by value, and is not variadic.
 public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvertible {
     /// How many elements a buffer the library passes holds.
     public enum Count: Hashable, Sendable {
@@ -51,7 +52,8 @@ public struct FunctionCallbackSignature: Hashable, Sendable, CustomStringConvert
     /// A scalar or `void`.
     public var returns: FunctionValueType
 
-    /// x86-64 SysV's argument registers: what a compiled stub can read.
+    /// The argument registers a compiled stub can read on every architecture that has stubs
+    /// (x86-64's 6 and 8; AArch64 has 8 and 8).
     public static let maximumIntegerArguments = 6
     public static let maximumFloatingArguments = 8
     /// The longest string a handler gets from a `string` argument.

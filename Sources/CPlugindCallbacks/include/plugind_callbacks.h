@@ -30,8 +30,8 @@ extern "C" {
 /// same everywhere; `plugind_callback_slot_count` says how many actually exist here.
 enum { PLUGIND_CALLBACK_SLOTS = 64 };
 
-/// What a stub returns to its caller. Returned in rax and xmm0 on x86-64 SysV (the first eightbyte
-/// is class INTEGER, the second SSE): every scalar return type fits one of them. An integer or
+/// What a stub returns to its caller: in rax and xmm0 on x86-64, x0 and d0 on AArch64; every
+/// scalar return type fits one of them. An integer or
 /// pointer result goes in `integer` (the caller reads only its width); a double in `floating`; a
 /// float is the low 32 bits of `floating` (store its bits there, do not convert). Not covered:
 /// long double and _Complex long double (x87), __int128 (rax:rdx), structs returned by value.
@@ -41,9 +41,10 @@ typedef struct {
 } plugind_callback_return;
 
 /// Called by every stub, on the thread that called the stub. integers: rdi, rsi, rdx, rcx, r8, r9
-/// as the callee saw them (six entries; an argument narrower than 64 bits is in the low bits and
-/// the high bits are unspecified by the ABI, so read only its width). floats: the low 64 bits of
-/// xmm0..xmm7 (eight entries; a float argument is the low 32 bits). Integer-class and SSE-class
+/// on x86-64 (six entries), x0..x7 on AArch64 (eight), as the callee saw them (an argument narrower
+/// than 64 bits is in the low bits and the high bits are unspecified by the ABI, so read only its
+/// width). floats: the low 64 bits of xmm0..xmm7 or v0..v7 (eight entries; a float argument is the
+/// low 32 bits). Integer-class and SSE-class
 /// arguments are assigned registers independently, so the n-th integer/pointer argument is
 /// integers[n] and the n-th float/double argument is floats[n] whatever their interleaving. Both
 /// arrays live on the stub's stack frame: valid only until the dispatcher returns.
@@ -58,13 +59,14 @@ typedef plugind_callback_return (*plugind_callback_dispatcher)(uint32_t slot, co
 void plugind_callbacks_set_dispatcher(plugind_callback_dispatcher _Nullable dispatcher);
 
 /// The address of stub `slot`: pass it as a C function of any signature with at most 6
-/// integer/pointer and 8 floating (float/double) arguments, none on the stack, no struct by value,
-/// not variadic — the stub reads only registers, so anything passed on the stack or in al is lost.
+/// integer/pointer (8 on AArch64) and 8 floating (float/double) arguments, none on the stack, no
+/// struct by value, not variadic — the stub reads only registers, so anything passed on the stack
+/// or in al is lost.
 /// NULL when slot >= plugind_callback_slot_count().
 void *_Nullable plugind_callback_stub(uint32_t slot);
 
-/// PLUGIND_CALLBACK_SLOTS on x86-64, 0 on other architectures: the stubs are x86-64 assembly;
-/// elsewhere callbacks are refused rather than called with the wrong registers.
+/// PLUGIND_CALLBACK_SLOTS on x86-64 and AArch64, 0 on other architectures: the stubs are
+/// assembly; elsewhere callbacks are refused rather than called with the wrong registers.
 uint32_t plugind_callback_slot_count(void);
 
 #ifdef __cplusplus

@@ -59,7 +59,7 @@ final class CallbackPool: Sendable {
         }
     }
 
-    /// How many stubs this architecture has: 0 where there are none (not x86-64).
+    /// How many stubs this architecture has: 0 where there are none (not x86-64 or AArch64).
     static var capacity: Int { Int(plugind_callback_slot_count()) }
 
     fileprivate func binding(_ slot: UInt32) -> (call: CallbackCall, parameter: Int)? {

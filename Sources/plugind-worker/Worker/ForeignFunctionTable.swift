@@ -176,7 +176,7 @@ struct ForeignFunctionTable {
         _ signature: FunctionSignature, _ bound: FunctionArguments, maximumBytes: Int, forward: CallbackCall.Forward?
     ) -> Result<(call: CallbackCall, stubs: [Int: (slot: UInt32, pointer: UnsafeMutableRawPointer)]), Refusal> {
         guard CallbackPool.capacity > 0 else {
-            return .failure(Refusal(message: "\(signature.name) takes a callback, and callbacks work only on x86-64 here"))
+            return .failure(Refusal(message: "\(signature.name) takes a callback, and callbacks work only on x86-64 and AArch64"))
         }
         guard let forward else {
             return .failure(Refusal(message: "\(signature.name) takes a callback, and this call has no way to the host"))
