@@ -20,6 +20,9 @@ public final class FunctionHandle: Hashable, Sendable, CustomStringConvertible {
     /// What releases it (`FunctionHandle.release()`, which the host API adds); nil for a handle
     /// made by hand.
     package let owner: (any FunctionHandleOwner)?
+    /// The worker whose table numbered it (`FunctionHandleOwner.worker`); nil for a handle made
+    /// by hand. Kept, not asked of the owner: every call that passes the handle checks it.
+    package let worker: ObjectIdentifier?
     private let released = Atomic(false)
 
     /// A handle by its kind and number, with no process to release it: one a worker returns
@@ -29,6 +32,7 @@ public final class FunctionHandle: Hashable, Sendable, CustomStringConvertible {
         self.kind = kind
         self.id = id
         self.owner = nil
+        self.worker = nil
     }
 
     /// A handle the host received from a call: `owner` releases it.
@@ -36,6 +40,7 @@ public final class FunctionHandle: Hashable, Sendable, CustomStringConvertible {
         self.kind = kind
         self.id = id
         self.owner = owner
+        self.worker = owner.worker
     }
 
     /// The NULL handle of `kind`: what a function returned or wrote when it gave out no object.
@@ -50,10 +55,6 @@ public final class FunctionHandle: Hashable, Sendable, CustomStringConvertible {
     /// Whether this host released it: through `release()`, or by passing it to its kind's
     /// release function. Passing a released handle is refused before the call.
     public var isReleased: Bool { released.load(ordering: .acquiring) }
-
-    /// The worker whose table numbered it (`FunctionHandleOwner.worker`); nil for a handle made
-    /// by hand.
-    package var worker: ObjectIdentifier? { owner?.worker }
 
     /// Marks it released without calling anything: after a call of the release function that
     /// consumed it. True the first time.

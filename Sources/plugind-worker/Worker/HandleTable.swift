@@ -9,20 +9,29 @@ import Synchronization
 /// Numbers start at 1 and are never reused while the worker runs, so a number the host kept too
 /// long names nothing rather than a later object. Request threads call concurrently: the table
 /// is under a `Mutex`, never held across a call into the library. A handle in use by a call is
-/// counted; its release function is refused while another call uses it, and once a release has
-/// begun the handle is gone for every other call.
+/// counted (in its entry, which the call holds); its release function is refused while another
+/// call uses it, and once a release has begun the handle is gone for every other call.
 ///
 /// A handle of a struct kind is a struct the worker made (`WorkerStruct`): the table owns it,
 /// a call that sets or reads its fields holds it alone, and its release frees it after the
 /// library's release function ran.
 final class HandleTable: Sendable {
-    private struct Entry {
+    /// An object, so that a call holds its entry and gives it back without the table's lock or
+    /// a second lookup: this runs for every handle of every call.
+    fileprivate final class Entry: Sendable {
         let kind: String
         let pointer: UInt
-        /// Calls running with it.
-        var uses: Int
+        /// Calls running with it: raised under the table's lock (where a release checks it),
+        /// lowered by a call's end without it.
+        let uses = Atomic(0)
         /// The struct, for a struct kind.
-        var resident: WorkerStruct? = nil
+        let resident: WorkerStruct?
+
+        init(kind: String, pointer: UInt, resident: WorkerStruct?) {
+            self.kind = kind
+            self.pointer = pointer
+            self.resident = resident
+        }
     }
 
     private struct State {
@@ -42,7 +51,8 @@ final class HandleTable: Sendable {
         let releasing: Bool
         /// The struct, for a struct kind: the call's alone until `end`; freed by the caller
         /// after the release function ran, when `releasing`.
-        let resident: WorkerStruct?
+        var resident: WorkerStruct? { entry.resident }
+        fileprivate let entry: Entry
     }
 
     /// Takes the handle numbered `id` for a call that passes it as a `kind` (and, when
@@ -56,26 +66,26 @@ final class HandleTable: Sendable {
             let entry = state.entries.values[position]
             guard entry.kind == kind else { return .failure(.wrongKind(entry.kind)) }
             guard let pointer = UnsafeMutableRawPointer(bitPattern: entry.pointer) else { return .failure(.unknown) }
+            let uses = entry.uses.load(ordering: .acquiring)
             // A struct's fields are set before the call and read after it: one call at a time.
-            if entry.resident != nil, entry.uses > 0 { return .failure(.structInUse) }
+            if entry.resident != nil, uses > 0 { return .failure(.structInUse) }
             if releasing {
-                guard entry.uses == 0 else { return .failure(.inUse) }
+                guard uses == 0 else { return .failure(.inUse) }
                 // Gone for every other call from now on: the library is about to free it.
                 state.entries.remove(at: position)
                 state.numbers[kind]?[entry.pointer] = nil
             } else {
-                state.entries.values[position].uses += 1
+                entry.uses.add(1, ordering: .relaxed)
             }
-            return .success(Use(id: id, pointer: pointer, releasing: releasing, resident: entry.resident))
+            return .success(Use(id: id, pointer: pointer, releasing: releasing, entry: entry))
         }
     }
 
-    /// Gives back what `begin` took, after the call.
+    /// Gives back what `begin` took, after the call. Released, the entry holds the call's end
+    /// until `begin` under the lock sees it: a release that comes before is refused as in use.
     func end(_ use: Use) {
         guard !use.releasing else { return }
-        state.withLock { state in
-            state.entries[use.id]?.uses -= 1
-        }
+        use.entry.uses.subtract(1, ordering: .releasing)
     }
 
     /// Gives back what `begin` took for a call that did not happen: a handle taken for its
@@ -84,7 +94,7 @@ final class HandleTable: Sendable {
         guard use.releasing else { return end(use) }
         let address = UInt(bitPattern: use.pointer)
         state.withLock { state in
-            state.entries[use.id] = Entry(kind: kind, pointer: address, uses: 0, resident: use.resident)
+            state.entries[use.id] = use.entry
             state.numbers[kind, default: [:]][address] = use.id
         }
     }
@@ -108,7 +118,7 @@ final class HandleTable: Sendable {
             if let id = state.numbers[kind]?[address] { return id }
             let id = state.next
             state.next += 1
-            state.entries[id] = Entry(kind: kind, pointer: address, uses: 0, resident: resident)
+            state.entries[id] = Entry(kind: kind, pointer: address, resident: resident)
             state.numbers[kind, default: [:]][address] = id
             return id
         }
