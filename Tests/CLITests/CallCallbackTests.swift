@@ -43,21 +43,24 @@ struct CallCallbackTests {
         }.joined()
     }
 
-    @Test("qsort of 2,000 random int64s with a Python comparator sorts as Swift does; the comparator has exited when plugind does")
+    @Test("qsort of 500 random int64s with a Python comparator sorts as Swift does; the comparator has exited when plugind does")
     func sortsWithAProgram() async throws {
         let test = try TestHost()
         defer { test.remove() }
         let qsort = try await Self.qsort(in: test)
         let script = try Self.comparator(in: test)
         var generator = SystemRandomNumberGenerator()
-        var values = (0..<2000).map { _ in Int64.random(in: .min ... .max, using: &generator) }
+        var values = (0..<500).map { _ in Int64.random(in: .min ... .max, using: &generator) }
         values += [.min, .max, 0, -1, 1, .min, .max]  // the extremes, and equal elements
         let input = test.directory.path + "/values"
         try Data(Self.hex(values).utf8).write(to: URL(fileURLWithPath: input))
+        // A few thousand comparisons, each a round trip and a line to Python and back: seconds
+        // alone, more beside the other suites; the deadline is a backstop, not a measure.
         let sorted = try await plugind(
-            "call", qsort, "qsort", Self.hex(values), "8", "--callback", "compar=exec python3 \(script)", in: test)
+            "call", qsort, "qsort", Self.hex(values), "8", "--callback", "compar=exec python3 \(script)", "--timeout", "600", in: test)
         #expect(sorted.status == 0, "\(sorted.stderr)")
-        #expect(sorted.stdout == "base: \(Self.hex(values.sorted()))\n")
+        let inOrder = sorted.stdout == "base: \(Self.hex(values.sorted()))\n"
+        #expect(inOrder, "not Swift's order: \(sorted.stdout.prefix(200))…")
 
         // The record is written when the comparator's input ends: plugind ended it and waited.
         let record = try String(contentsOfFile: test.directory.path + "/compare.record", encoding: .utf8).split(separator: " ")
