@@ -36,25 +36,25 @@ struct CallbackStubABITests {
 
     @Test("on this machine: every argument register, a float returned, qsort through a stub, a thread of its own")
     func native() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let program = directory.path + "/stub_abi"
-        try await Self.compile(
-            "/usr/bin/cc", ["-o", program, Self.checks, Self.sources + "/callbacks.c", Self.sources + "/callback_stubs.S"])
-        let ran = try await Self.run(program, [])
-        #expect(ran.status == 0, "\(ran.stdout)\(ran.stderr)")
-        #expect(ran.stdout.hasPrefix("ok "), "\(ran.stdout)")
+        try await Self.buildAndCheck(compiler: "/usr/bin/cc") { program in try await Self.run(program, []) }
     }
 
     @Test("on AArch64 under qemu-user: the same checks")
     func aarch64() async throws {
         try Self.requireCrossTools()
+        try await Self.buildAndCheck(compiler: Self.crossCompiler) { program in
+            try await Self.run(Self.emulator, ["-L", Self.aarch64Root, program])
+        }
+    }
+
+    /// Builds the checks with the stubs by `compiler`, runs the program with `run`, and expects
+    /// every check to pass.
+    static func buildAndCheck(compiler: String, run: (String) async throws -> CommandRunner.Output) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let program = directory.path + "/stub_abi"
-        try await Self.compile(
-            Self.crossCompiler, ["-o", program, Self.checks, Self.sources + "/callbacks.c", Self.sources + "/callback_stubs.S"])
-        let ran = try await Self.run(Self.emulator, ["-L", Self.aarch64Root, program])
+        try await compile(compiler, ["-o", program, checks, sources + "/callbacks.c", sources + "/callback_stubs.S"])
+        let ran = try await run(program)
         #expect(ran.status == 0, "\(ran.stdout)\(ran.stderr)")
         #expect(ran.stdout.hasPrefix("ok "), "\(ran.stdout)")
     }
