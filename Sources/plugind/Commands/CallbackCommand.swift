@@ -52,8 +52,9 @@ final class CallbackCommand: Sendable {
     private let process: SpawnedProcess
     private let input: FileDescriptor
     private let output: FileDescriptor
-    /// Bytes read past the last answer's newline, and whether the program closed its output.
-    private let pending = Locked((bytes: [UInt8](), ended: false))
+    /// Bytes read past the last answer's newline, whether the program closed its output, and
+    /// which of its descriptors this side closed.
+    private let pending = Locked((bytes: [UInt8](), ended: false, inputClosed: false, outputClosed: false))
     /// One call at a time, in order, on a thread of its own: each answer is a blocking read.
     private let queue: DispatchQueue
 
@@ -113,10 +114,13 @@ final class CallbackCommand: Sendable {
     /// an answer nobody reads, or have started programs of its own). Returns a complaint when it
     /// had to be killed or exited with a failure after a call that succeeded.
     func end(callSucceeded: Bool) -> String? {
-        input.close()
         var complaint: String?
-        if callSucceeded, process.processDescriptor.awaitReadable(spinUntil: .now, sleepUntil: .after(Self.exitGrace)) == nil {
-            complaint = "the handler of callback '\(name)' did not exit within \(Self.exitGrace) of its input ending; killed"
+        if callSucceeded {
+            // The call returned, so no answer is under way: its input can close here.
+            closeDescriptors(input: true, output: false)
+            if process.processDescriptor.awaitReadable(spinUntil: .now, sleepUntil: .after(Self.exitGrace)) == nil {
+                complaint = "the handler of callback '\(name)' did not exit within \(Self.exitGrace) of its input ending; killed"
+            }
         }
         if !callSucceeded || complaint != nil {
             // The group before the leader is reaped: its id is not given to another process
@@ -125,9 +129,10 @@ final class CallbackCommand: Sendable {
         }
         let exit = try? process.processDescriptor.waitForProcessExit()
         process.processDescriptor.close()
-        // On the queue, after a read still waiting there (the group's end ended it), so that the
-        // descriptor is not closed under it and its number given to something else.
-        queue.async { [output] in output.close() }
+        // On the queue, after an answer still under way there (the group's end ended it), so
+        // that no descriptor is closed under a read or a write and its number given to another
+        // file; an answer asked for later is refused.
+        queue.async { [self] in closeDescriptors(input: !callSucceeded, output: true) }
         guard callSucceeded, complaint == nil, let exit else { return complaint }
         switch exit.reason {
         case .exited(status: 0): return nil
@@ -136,8 +141,24 @@ final class CallbackCommand: Sendable {
         }
     }
 
+    /// Closes the program's input, output or both, once each; `answer` refuses to run after.
+    private func closeDescriptors(input closeInput: Bool, output closeOutput: Bool) {
+        let (input, output) = pending.withLock { state -> (Bool, Bool) in
+            defer {
+                if closeInput { state.inputClosed = true }
+                if closeOutput { state.outputClosed = true }
+            }
+            return (closeInput && !state.inputClosed, closeOutput && !state.outputClosed)
+        }
+        if input { self.input.close() }
+        if output { self.output.close() }
+    }
+
     /// One call: the arguments out, the answer in. Runs on `queue`.
     private func answer(_ arguments: [FunctionValue]) throws(Failure) -> FunctionValue {
+        guard !pending.withLock({ $0.inputClosed || $0.outputClosed }) else {
+            throw Failure(description: "the handler of callback '\(name)' was called after its call ended")
+        }
         let request = CallbackRequest(callback: name, arguments: arguments.map(JSONScalar.init))
         var line: Data
         do {
