@@ -52,7 +52,7 @@ struct CallCommand: PlugindCommand {
     let rawArguments: [String]
     let json: Bool
     let timeout: Duration?
-    let callbacks: [CallbackCommand.Specification]
+    let callbacks: [CallbackProgram.Specification]
 
     init(_ arguments: ArgumentScanner) throws(UsageError) {
         let positionals = try arguments.positionals(["id", "function"], variadic: true)
@@ -61,8 +61,8 @@ struct CallCommand: PlugindCommand {
         rawArguments = Array(positionals.dropFirst(2))
         json = arguments.flag(Options.json)
         timeout = try arguments.seconds(Options.timeout)
-        var callbacks: [CallbackCommand.Specification] = []
-        for text in arguments.allValues(Options.callback) { callbacks.append(try CallbackCommand.Specification(text)) }
+        var callbacks: [CallbackProgram.Specification] = []
+        for text in arguments.allValues(Options.callback) { callbacks.append(try CallbackProgram.Specification(text)) }
         self.callbacks = callbacks
     }
 
@@ -132,7 +132,7 @@ struct CallCommand: PlugindCommand {
 extension CallCommand {
     /// A handler program for each callback of `signature`, started before the worker: every
     /// callback must have one, and every --callback must name one.
-    fileprivate func startHandlers(for signature: FunctionSignature) throws -> [CallbackCommand] {
+    fileprivate func startHandlers(for signature: FunctionSignature) throws -> [CallbackProgram] {
         let declared = signature.callbacks
         let names = Set(declared.map(\.name))
         for specification in callbacks where !names.contains(specification.name) {
@@ -151,11 +151,11 @@ extension CallCommand {
                     command: "call")
             }
         }
-        var handlers: [CallbackCommand] = []
+        var handlers: [CallbackProgram] = []
         for callback in declared {
             guard let specification = callbacks.first(where: { $0.name == callback.name }) else { continue }
             do {
-                handlers.append(try CallbackCommand(specification, signature: callback.signature))
+                handlers.append(try CallbackProgram(specification, signature: callback.signature))
             } catch {
                 for handler in handlers { _ = handler.end(callSucceeded: false) }
                 throw CommandFailure(message: error.description, status: .unavailable)

@@ -20,7 +20,7 @@ import PlugindTypes
 /// Anything but a well-formed answer — the program exiting, an answer too long or of the wrong
 /// type — fails the call with `callbackFailed` naming the callback, as a Swift handler that throws
 /// does.
-final class CallbackCommand: Sendable {
+final class CallbackProgram: Sendable {
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
