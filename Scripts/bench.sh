@@ -18,10 +18,12 @@ if [ "$status" -ne 0 ]; then
     echo "bench: the release build failed" >&2
     exit "$status"
 fi
-# The worker as installed (Scripts/installed-build.sh, as Scripts/stage.sh builds it): its memory
-# and start-up are what users' workers cost.
+# The worker and the command as installed (Scripts/installed-build.sh, as Scripts/stage.sh builds
+# them): the worker's memory and start-up are what users' workers cost, and the command's start is
+# what a shell pays for `plugind run` (linked statically, the Swift runtime and Foundation need no
+# symbol lookups at start).
 source Scripts/installed-build.sh
-installed_build plugind-worker
+installed_build plugind-worker plugind
 bin=$(swift build -c release --show-bin-path)
 
 out="$PWD/.build/bench"

@@ -370,7 +370,7 @@ struct Suite {
         ratioRow(
             "64 B round trip, unpinned, task preferring process.taskExecutor", "round-trip-64-unpinned-task-executor", "pipe-64-unpinned",
             atMost: 1.5)
-        ratioRow("1 MiB echo round trip", "echo-1MiB", "socketpair-1MiB", atMost: 1.0)
+        ratioRow("1 MiB echo round trip", "echo-1MiB", "socketpair-1MiB", atMost: 0.5)
         absoluteRow(
             "plugind dev: a saved change of a C plugin to its new answer (make alone beside it)", "dev-change-to-answer", atMost: 1_000_000,
             unit: "us", note: " (make alone: \(median("dev-make-alone").map { format($0, "us") } ?? "missing"))")
@@ -482,7 +482,7 @@ struct Suite {
             "plugind run at the shell, CPU (bwrap's beside it)", "one-shot-run-cpu", atMost: 20_000, unit: "us",
             note: " (bwrap: \(median("bubblewrap-one-shot-cpu").map { format($0, "us") } ?? "missing"))")
         // Against the peers (see `peers()`).
-        ratioRow("launch until ready, primed, vs bubblewrap's sandboxed launch", "launch-c-unpinned", "bubblewrap-first-byte", atMost: 0.5)
+        ratioRow("launch until ready, primed, vs bubblewrap's sandboxed launch", "launch-c-unpinned", "bubblewrap-first-byte", atMost: 0.1)
         ratioRow(
             "on-demand launch (no spare ready) vs bubblewrap's sandboxed launch", "launch-c-spawn", "bubblewrap-first-byte", atMost: 0.5)
         ratioRow(

@@ -53,18 +53,23 @@ package struct SystemError: Error, Hashable, Sendable, CustomStringConvertible {
 }
 
 /// Runs `body` until it returns something other than -1 with EINTR; the one place plugind retries
-/// interrupted calls. Throws `SystemError` named `function` for any other failure.
+/// interrupted calls. Throws `SystemError` named `function` for any other failure. Not generic:
+/// called from every module, a generic function runs unspecialized there, looking up `Int`'s
+/// conformances on every system call (and caching them in a page that each worker writes).
 @discardableResult
-package func retryingInterrupts<Result: BinaryInteger>(
-    _ function: String,
-    _ body: () -> Result
-) throws(SystemError) -> Result {
+package func retryingInterrupts(_ function: String, _ body: () -> Int) throws(SystemError) -> Int {
     while true {
         let result = body()
         if result != -1 { return result }
         let error = Errno.current
         if error != .interrupted { throw SystemError(function, error) }
     }
+}
+
+/// `retryingInterrupts` for a call that returns a C `int`.
+@discardableResult
+package func retryingInterrupts(_ function: String, _ body: () -> CInt) throws(SystemError) -> CInt {
+    CInt(truncatingIfNeeded: try retryingInterrupts(function) { Int(body()) })
 }
 
 /// Converts a shim result (0 or an errno value) into a thrown `SystemError`.

@@ -133,7 +133,7 @@ extension Confinement {
         // accepts the layer missing gets the rest of it, as a best-effort host does.
         if !dropped.isEmpty && request.requires(Layer.filesystem) {
             close(ruleset)
-            let reason = "cannot add rules for " + dropped.joined(separator: ", ")
+            let reason = "cannot add rules for " + dropped.joinedSpecialized(separator: ", ")
             return (unavailable(Layer.filesystem, reason), unavailable(Layer.signals, reason))
         }
         let enforced = plugind_confinement_landlock_enforce(ruleset)
@@ -156,7 +156,7 @@ extension Confinement {
             "Landlock ABI \(abi): read-only bundle and system libraries"
             + (grants > 0 ? ", plus \(grants) approved path(s)" : "")
             + (abi >= 4 && !request.allowsNetwork ? "; TCP bind/connect denied" : "")
-        if !dropped.isEmpty { detail += "; rules left out: " + dropped.joined(separator: ", ") }
+        if !dropped.isEmpty { detail += "; rules left out: " + dropped.joinedSpecialized(separator: ", ") }
         let filesystemReport = applied(Layer.filesystem, detail)
         let signalsReport =
             abi >= 6

@@ -321,7 +321,7 @@ enum Confinement {
                 if !grants.isEmpty { detail += ", \(grants.count - completion.dropped.count) approved path(s)" }
                 detail += "; nothing else of the host's filesystem exists for it"
                 if !completion.dropped.isEmpty {
-                    detail += "; left out: " + completion.dropped.joined(separator: ", ")
+                    detail += "; left out: " + completion.dropped.joinedSpecialized(separator: ", ")
                 }
                 return applied(Layer.filesystemView, detail)
             }
@@ -485,7 +485,7 @@ enum Confinement {
             applied.append(limit.text)
         }
         applied.append("message \(ByteCount(limits.maxMessageBytes))")
-        return Self.applied(Layer.resourceLimits, applied.joined(separator: ", "))
+        return Self.applied(Layer.resourceLimits, applied.joinedSpecialized(separator: ", "))
     }
 
     /// Installs the seccomp filter's second stage (and its first, unless the process did ahead)
@@ -517,7 +517,7 @@ enum Confinement {
             "fanotify and inotify", "setuid and setgid modes", "io_uring",
         ]
         if !request.allowsProcesses { refused.append("processes and memfd (threads only)") }
-        return applied(Layer.systemCalls, "seccomp refuses " + refused.joined(separator: ", "))
+        return applied(Layer.systemCalls, "seccomp refuses " + refused.joinedSpecialized(separator: ", "))
     }
 
     private static func network(_ request: ConfinementRequest, filterApplied: Bool) -> ConfinementLayerReport {

@@ -149,18 +149,23 @@ enum WorkerView {
     }
 
     /// Canonical directories holding the libraries this worker has mapped (the Swift runtime among
-    /// them), which plugins need as well.
+    /// them), which plugins need as well. The lines are read as bytes: `Substring` methods from
+    /// another module run unspecialized, and the conformances they look up are cached in a page
+    /// every worker would write for this alone.
     private static func mappedLibraryDirectories() -> [String] {
         guard let maps = try? FileDescriptor.open("/proc/self/maps", O_RDONLY) else { return [] }
         defer { maps.close() }
         guard let bytes = try? maps.readToEnd(limit: 1 << 20) else { return [] }
+        let (newline, slash) = (UInt8(ascii: "\n"), UInt8(ascii: "/"))
+        let libraryMark = Array(".so".utf8)
         var directories: Set<String> = []
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            guard let slash = line.firstIndex(of: "/") else { continue }
-            let path = line[slash...]
-            guard path.containsBytes(of: ".so"), let lastSlash = path.lastIndex(of: "/") else { continue }
+        for line in bytes.split(separator: newline) {
+            guard let start = line.firstIndex(of: slash), let lastSlash = line.lastIndex(of: slash) else { continue }
+            let path = line[start...]
+            let isLibrary = path.indices.contains { path[$0...].starts(with: libraryMark) }
+            guard isLibrary else { continue }
             // Canonical, since binds refuse a path through a symlink.
-            guard let resolved = realpath(String(path[..<lastSlash]), nil) else { continue }
+            guard let resolved = realpath(String(decoding: line[start..<lastSlash], as: UTF8.self), nil) else { continue }
             directories.insert(String(cString: resolved))
             free(resolved)
         }

@@ -54,7 +54,7 @@ enum LauncherWarmUp {
         for message in answers { _ = message.encode() }
         _ = Errno(rawValue: 2).description
         _ = FrameHeader(kind: .response, payloadLength: 1).bytes
-        _ = Confinement.describedLimits(load.limits).map(\.text).joined(separator: ", ")
+        _ = Confinement.describedLimits(load.limits).map(\.text).joinedSpecialized(separator: ", ")
         // The transport's send path, through a pipe of its own.
         if let pipe = try? PlugindSystem.Pipe() {
             let transport = PipeTransport(input: pipe.readEnd, output: pipe.writeEnd, maximumPayload: 1 << 16)
