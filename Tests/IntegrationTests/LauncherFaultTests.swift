@@ -156,8 +156,9 @@ struct LauncherFaultTests {
         host.test.host.confinement = .disabled
         for round in 0..<6 {
             try await host.launchAndAnswer(UInt8(round)).invalidateAndWait()
-            await LaunchPool.settleAll()
-            let launcher = try #require(LaunchPool.idleLauncherProcessIdentifier(executable: host.worker), "round \(round)")
+            let launcher = try await Deadline.wait("the pool's idle launcher, round \(round)") { [worker = host.worker] in
+                try await LaunchPool.idleLauncherWhenSettled(executable: worker)
+            }
             #expect(kill(launcher, SIGKILL) == 0)
             if round.isMultiple(of: 2) { #expect(await Deadline.processExit(launcher)) }
             let process = try await host.launchAndAnswer(UInt8(round + 10))

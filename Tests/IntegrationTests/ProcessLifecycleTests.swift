@@ -57,8 +57,9 @@ struct ProcessLifecycleTests {
         try test.install(PluginFixture(library: "Echo"))
         let configuration = try test.configuration("org.plugind.tests.echo")
         try await AppExtensionProcess(configuration: configuration).invalidateAndWait()
-        await LaunchPool.settleAll()
-        let launcher = try #require(LaunchPool.idleLauncherProcessIdentifier(executable: worker))
+        let launcher = try await Deadline.wait("the pool's idle launcher") {
+            try await LaunchPool.idleLauncherWhenSettled(executable: worker)
+        }
         // Stopped, it takes the request and cannot answer; killed then, it never will.
         #expect(kill(launcher, SIGSTOP) == 0)
         let launch = Task { try await AppExtensionProcess(configuration: configuration) }
