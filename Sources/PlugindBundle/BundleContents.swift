@@ -90,12 +90,36 @@ package struct BundleContents: Sendable, Hashable {
             throw Problem(
                 path: path, reason: "cannot be examined: \(String(cString: strerror(errno)))", fix: "check the bundle's permissions")
         }
-        var reader = Reader(bundlePath: path)
-        try reader.walk(directory: root, relativePath: "", depth: 0)
+        return try read(directory: root, status: FileStatus(status), bundlePath: path, user: effectiveUserID).contents
+    }
+
+    /// A file of the bundle its reader has already read as text, with the status it had on the
+    /// descriptor it was read through.
+    package struct FileReadAsText: Sendable {
+        package var path: String
+        package var status: FileStatus
+
+        package init(path: String, status: FileStatus) {
+            self.path = path
+            self.status = status
+        }
+    }
+
+    /// Reads the bundle open as `directory` (a directory opened without following a symlink,
+    /// whose listing this uses up; its status `status`, its canonical path `bundlePath`), checking
+    /// ownership against `user`. A `textFile` found with the status it was read with is not
+    /// opened again and is not loadable (it began with text, not ELF's magic); the first bytes
+    /// (up to 64, an ELF header) of the entry `keepingHeaderOf` are returned.
+    package static func read(
+        directory: CInt, status: FileStatus, bundlePath: String, user: UInt32, textFile: FileReadAsText? = nil,
+        keepingHeaderOf headerPath: String? = nil
+    ) throws(Problem) -> (contents: BundleContents, header: [UInt8]?) {
+        var reader = Reader(bundlePath: bundlePath, user: user, textFile: textFile, headerPath: headerPath)
+        try reader.walk(directory: directory, relativePath: "", depth: 0)
         reader.entries.sort { $0.path.utf8.lexicographicallyPrecedes($1.path.utf8) }
-        let contents = BundleContents(entries: reader.entries, directory: FileStatus(status))
-        try contents.checkSymlinks(bundlePath: path)
-        return contents
+        let contents = BundleContents(entries: reader.entries, directory: status)
+        try contents.checkSymlinks(bundlePath: bundlePath)
+        return (contents, reader.header)
     }
 
     /// Re-examines every entry (one `lstat` each, relative to `directory`, an open directory
@@ -173,7 +197,19 @@ package struct BundleContents: Sendable, Hashable {
 
     private struct Reader {
         let bundlePath: String
+        let user: UInt32
+        let textFile: FileReadAsText?
+        let headerPath: String?
         var entries: [Entry] = []
+        var loadableCount = 0
+        var header: [UInt8]?
+
+        init(bundlePath: String, user: UInt32, textFile: FileReadAsText?, headerPath: String?) {
+            self.bundlePath = bundlePath
+            self.user = user
+            self.textFile = textFile
+            self.headerPath = headerPath
+        }
 
         mutating func walk(directory: CInt, relativePath: String, depth: Int) throws(Problem) {
             guard depth < Limits.depth else {
@@ -192,7 +228,7 @@ package struct BundleContents: Sendable, Hashable {
                 // A symlink's own mode means nothing (it is always 0777); replacing it takes write
                 // access to its directory, which is checked.
                 let isSymlink = status.st_mode & S_IFMT == S_IFLNK
-                if let reason = isSymlink ? fileStatus.foreignOwnerProblem : fileStatus.writableByOthersProblem {
+                if let reason = isSymlink ? fileStatus.foreignOwnerProblem(user: user) : fileStatus.writableByOthersProblem(user: user) {
                     throw problem(path, reason, "run 'chmod -R go-w' on the bundle, and own it yourself")
                 }
                 guard entries.count < Limits.entries else {
@@ -216,9 +252,18 @@ package struct BundleContents: Sendable, Hashable {
                     guard UInt64(status.st_size) <= Limits.fileBytes else {
                         throw problem(path, "is larger than \(ByteCount(Limits.fileBytes))", "ship smaller files")
                     }
-                    let loadable = try isELF(directory, name, path)
-                    if loadable && entries.filter(\.isLoadable).count >= Limits.loadableFiles {
-                        throw problem(path, "is one library too many: a bundle may hold \(Limits.loadableFiles)", "ship fewer libraries")
+                    let loadable: Bool
+                    if let textFile, textFile.path == path, textFile.status == fileStatus {
+                        loadable = false
+                    } else {
+                        loadable = try isELF(directory, name, path)
+                    }
+                    if loadable {
+                        guard loadableCount < Limits.loadableFiles else {
+                            throw problem(
+                                path, "is one library too many: a bundle may hold \(Limits.loadableFiles)", "ship fewer libraries")
+                        }
+                        loadableCount += 1
                     }
                     entries.append(Entry(path: path, kind: .file(isLoadable: loadable), status: fileStatus))
                 case S_IFLNK:
@@ -236,29 +281,21 @@ package struct BundleContents: Sendable, Hashable {
         }
 
         private func listing(_ directory: CInt, _ path: String) throws(Problem) -> [String] {
-            let duplicate = fcntl(directory, F_DUPFD_CLOEXEC, 0)
-            guard duplicate >= 0, let stream = fdopendir(duplicate) else {
-                if duplicate >= 0 { close(duplicate) }
-                throw problem(path, "cannot be listed: \(String(cString: strerror(errno)))", "check its permissions")
+            let listing: DirectoryNames.StrictListing
+            do {
+                listing = try DirectoryNames.readAll(directory, limit: Limits.entries)
+            } catch {
+                throw problem(path, "cannot be listed: \(error)", "check its permissions")
             }
-            defer { closedir(stream) }
-            var names: [String] = []
-            while let entry = readdir(stream) {
-                // Decoded strictly: a repaired name would be shown, digested and opened as
-                // a file that is not the one on disk.
-                let decoded = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
-                    String(validating: bytes.prefix(while: { $0 != 0 }), as: UTF8.self)
-                }
-                guard let name = decoded else {
-                    throw problem("", "has a file whose name is not valid UTF-8", "rename it")
-                }
-                if name == "." || name == ".." { continue }
-                names.append(name)
-                guard names.count <= Limits.entries else {
-                    throw problem("", "has more than \(Limits.entries) entries", "ship fewer files, or pack data into fewer files")
-                }
+            // Decoded strictly: a repaired name would be shown, digested and opened as a file
+            // that is not the one on disk.
+            guard !listing.foundNameNotUTF8 else {
+                throw problem("", "has a file whose name is not valid UTF-8", "rename it")
             }
-            return names
+            guard !listing.isTruncated else {
+                throw problem("", "has more than \(Limits.entries) entries", "ship fewer files, or pack data into fewer files")
+            }
+            return listing.names
         }
 
         private func checkName(_ name: String, _ path: String) throws(Problem) {
@@ -271,13 +308,18 @@ package struct BundleContents: Sendable, Hashable {
             }
         }
 
-        private func isELF(_ directory: CInt, _ name: String, _ path: String) throws(Problem) -> Bool {
+        /// Whether the file begins with ELF's magic; its first bytes are kept as `header` when
+        /// it is the entry asked for.
+        private mutating func isELF(_ directory: CInt, _ name: String, _ path: String) throws(Problem) -> Bool {
             let file = openat(directory, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
             guard file >= 0 else { throw problem(path, "cannot be read: \(String(cString: strerror(errno)))", "make it readable") }
             defer { close(file) }
-            var magic: (UInt8, UInt8, UInt8, UInt8) = (0, 0, 0, 0)
-            let count = withUnsafeMutableBytes(of: &magic) { Glibc.read(file, $0.baseAddress, 4) }
-            return count == 4 && magic == (0x7F, 0x45, 0x4C, 0x46)
+            // As many bytes as an ELF header: the same one read whether the header is kept or not.
+            var bytes = [UInt8](repeating: 0, count: 64)
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(file, $0.baseAddress, $0.count) }
+            let isELF = count >= 4 && bytes[0] == 0x7F && bytes[1] == 0x45 && bytes[2] == 0x4C && bytes[3] == 0x46
+            if isELF && path == headerPath { header = Array(bytes[..<count]) }
+            return isELF
         }
 
         private func linkTarget(_ directory: CInt, _ name: String, _ path: String) throws(Problem) -> String {

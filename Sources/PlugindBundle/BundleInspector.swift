@@ -89,7 +89,7 @@ package enum BundleInspector {
         bundleAt path: String,
         resolver: @autoclosure () -> LibraryResolver = LibraryResolver()
     ) -> Result<InspectedBundle, BundleProblem> {
-        inspect(bundleAt: path, canonicalPath: canonicalPath(path), resolver: resolver())
+        inspect(bundleAt: path, opened: BundleDirectory.open(path), resolver: resolver())
     }
 
     /// Checks the bundle `name` inside `root`, a canonical directory.
@@ -98,20 +98,32 @@ package enum BundleInspector {
         inCanonicalRoot root: String,
         resolver: @autoclosure () -> LibraryResolver = LibraryResolver()
     ) -> Result<InspectedBundle, BundleProblem> {
-        inspect(bundleAt: root + "/" + name, canonicalPath: canonicalPath(of: name, inCanonicalDirectory: root), resolver: resolver())
+        inspect(bundleAt: root + "/" + name, opened: BundleDirectory.open(name, inCanonicalDirectory: root), resolver: resolver())
     }
 
+    /// Every file of the bundle is examined relative to the directory opened once here: what is
+    /// checked is what was opened, even if the path is renamed meanwhile, and each file costs
+    /// a shorter path walk (a first scan of many bundles is mostly system calls).
     private static func inspect(
         bundleAt path: String,
-        canonicalPath canonicalBundlePath: String?,
+        opened: Result<BundleDirectory, Errno>,
         resolver: @autoclosure () -> LibraryResolver
     ) -> Result<InspectedBundle, BundleProblem> {
         let manifestPath = path + "/" + Manifest.fileName
-        // Before reading, so that a change while the manifest is read gives it a new identity.
-        let manifestStatusBeforeRead = FileStatus(path: manifestPath)
+        let bundle: BundleDirectory
+        switch opened {
+        case .success(let directory): bundle = directory
+        case .failure(let error):
+            return .failure(BundleProblem(kind: .invalidManifest, message: "\(path) cannot be opened as a bundle directory: \(error)"))
+        }
+        defer { close(bundle.descriptor) }
+        let bundlePath = bundle.path
         let parsed: ManifestParser.Result
+        // Taken on the manifest's descriptor before it is read, so that a change while it is
+        // read gives it a new identity.
+        let manifestStatus: FileStatus
         do {
-            parsed = try ManifestParser.parse(contentsOf: manifestPath)
+            (parsed, manifestStatus) = try ManifestParser.parse(named: Manifest.fileName, in: bundle.descriptor, path: manifestPath)
         } catch {
             return .failure(BundleProblem(kind: .invalidManifest, message: error.description))
         }
@@ -129,18 +141,17 @@ package enum BundleInspector {
             )
         }
 
-        guard let bundlePath = canonicalBundlePath, let bundleStatus = FileStatus(path: bundlePath),
-            let manifestStatus = manifestStatusBeforeRead
-        else {
-            return problem(.invalidManifest, "\(path) disappeared while it was read")
-        }
-        for (what, status) in [("bundle directory \(bundlePath)", bundleStatus), ("manifest \(manifestPath)", manifestStatus)] {
-            if let reason = status.writableByOthersProblem {
+        // Taken once for every file of the bundle.
+        let user = effectiveUserID
+        for (what, status) in [("bundle directory \(bundlePath)", bundle.status), ("manifest \(manifestPath)", manifestStatus)] {
+            if let reason = status.writableByOthersProblem(user: user) {
                 return problem(.insecurePermissions, "\(what) \(reason); run 'chmod go-w' on it")
             }
         }
 
         let libraryPath: String
+        // The library's status when it was found as a plain entry of the bundle (not a symlink).
+        var foundLibraryStatus: FileStatus?
         var usesSystemLibrary = false
         let candidate = bundlePath + "/" + manifest.library
         checkedLibrary = candidate
@@ -153,12 +164,13 @@ package enum BundleInspector {
                 return problem(.insecurePermissions, "\(adapter.abi.name) library '\(manifest.library)' is refused: \(refusal)")
             }
             usesSystemLibrary = true
-        } else if let resolved = canonicalPath(of: manifest.library, inCanonicalDirectory: bundlePath) {
-            guard resolved.hasPrefix(bundlePath + "/") else {
+        } else if let resolved = bundle.canonicalEntry(manifest.library) {
+            guard resolved.path.hasPrefix(bundlePath + "/") else {
                 return problem(
-                    .libraryOutsideBundle, "library '\(manifest.library)' resolves to \(resolved), outside the bundle \(bundlePath)")
+                    .libraryOutsideBundle, "library '\(manifest.library)' resolves to \(resolved.path), outside the bundle \(bundlePath)")
             }
-            libraryPath = resolved
+            libraryPath = resolved.path
+            foundLibraryStatus = resolved.status
         } else if manifest.librarySonameCandidate && !manifest.functions.isEmpty,
             let systemLibrary = resolver().candidate(for: manifest.library)
         {
@@ -178,25 +190,34 @@ package enum BundleInspector {
             return problem(.libraryMissing, "library '\(manifest.library)' not found in \(bundlePath)\(hint)")
         }
         checkedLibrary = libraryPath
-        guard let libraryStatus = FileStatus(path: libraryPath), libraryStatus.isRegularFile else {
+        guard let libraryStatus = foundLibraryStatus ?? FileStatus(path: libraryPath), libraryStatus.isRegularFile else {
             return problem(.libraryMissing, "library \(libraryPath) is not a regular file")
         }
-        if let reason = libraryStatus.writableByOthersProblem {
+        if let reason = libraryStatus.writableByOthersProblem(user: user) {
             return problem(.insecurePermissions, "library \(libraryPath) \(reason); run 'chmod go-w' on it")
         }
+        let libraryEntry = usesSystemLibrary ? nil : String(libraryPath.dropFirst(bundlePath.count + 1))
         let contents: BundleContents
+        let libraryHeader: [UInt8]?
         do {
-            contents = try BundleContents.read(bundleAt: bundlePath)
+            (contents, libraryHeader) = try BundleContents.read(
+                directory: bundle.descriptor, status: bundle.status, bundlePath: bundlePath, user: user,
+                textFile: BundleContents.FileReadAsText(path: Manifest.fileName, status: manifestStatus), keepingHeaderOf: libraryEntry)
         } catch {
             let kind: BundleProblem.Kind =
                 error.reason.contains("writable") || error.reason.contains("owned by") ? .insecurePermissions : .invalidContents
             return problem(kind, "\(error); \(error.fix)")
         }
-        if !usesSystemLibrary, contents.entry(String(libraryPath.dropFirst(bundlePath.count + 1)))?.isLoadable != true {
+        if let libraryEntry, contents.entry(libraryEntry)?.isLoadable != true {
             return problem(.notALibrary, "library \(libraryPath) is not an ELF file of the bundle")
         }
         do {
-            _ = try ELFFile.checkHeader(atPath: libraryPath)
+            // A bundle's library was read by the contents' walk; a system library is read here.
+            if let libraryHeader {
+                _ = try ELFFile.checkHeader(bytes: libraryHeader)
+            } else {
+                _ = try ELFFile.checkHeader(atPath: libraryPath)
+            }
         } catch {
             switch error {
             case .wrongClass, .wrongByteOrder, .wrongMachine:
@@ -214,7 +235,7 @@ package enum BundleInspector {
                 libraryPath: libraryPath,
                 libraryStatus: libraryStatus,
                 manifestStatus: manifestStatus,
-                bundleStatus: bundleStatus,
+                bundleStatus: bundle.status,
                 usesSystemLibrary: usesSystemLibrary,
                 contents: contents
             )

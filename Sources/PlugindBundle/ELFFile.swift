@@ -135,6 +135,11 @@ package struct ELFFile: Sendable {
         } catch {
             throw .unreadable("\(error)")
         }
+        return try checkHeader(bytes: bytes)
+    }
+
+    /// `checkHeader(atPath:)` of a file's first bytes (up to 64) already read.
+    package static func checkHeader(bytes: [UInt8]) throws(Problem) -> Header {
         let header = try parseHeader(bytes)
         try validate(header)
         return header

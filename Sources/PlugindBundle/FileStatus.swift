@@ -60,16 +60,22 @@ package struct FileStatus: Sendable, Hashable {
     }
 
     /// Why the file belongs to someone other than the current user or root, or nil.
-    package var foreignOwnerProblem: String? {
-        let user = effectiveUserID
-        return owner != user && owner != 0 ? "is owned by uid \(owner), not by you (uid \(user)) or root" : nil
+    package var foreignOwnerProblem: String? { foreignOwnerProblem(user: effectiveUserID) }
+
+    /// Why the file belongs to someone other than `user` (the effective user, taken once for
+    /// many files) or root, or nil.
+    package func foreignOwnerProblem(user: UInt32) -> String? {
+        owner != user && owner != 0 ? "is owned by uid \(owner), not by you (uid \(user)) or root" : nil
     }
 
     /// Why someone other than the current user (or root) could change this file, or nil.
-    /// A group-writable file is accepted only when its group is the owner's personal group
-    /// (same number as the owner), the usual setup with umask 002.
-    package var writableByOthersProblem: String? {
-        if let problem = foreignOwnerProblem { return problem }
+    package var writableByOthersProblem: String? { writableByOthersProblem(user: effectiveUserID) }
+
+    /// Why someone other than `user` (the effective user, taken once for many files) or root
+    /// could change this file, or nil. A group-writable file is accepted only when its group is
+    /// the owner's personal group (same number as the owner), the usual setup with umask 002.
+    package func writableByOthersProblem(user: UInt32) -> String? {
+        if let problem = foreignOwnerProblem(user: user) { return problem }
         if mode & S_IWOTH != 0 {
             return "is writable by every user (mode \(String(mode & 0o7777, radix: 8)))"
         }
@@ -88,15 +94,4 @@ package func canonicalPath(_ path: String) -> String? {
     guard let resolved = realpath(path, nil) else { return nil }
     defer { free(resolved) }
     return String(cString: resolved)
-}
-
-/// The canonical path of `name` inside `directory`, itself canonical. Without the path walk of
-/// `realpath` when `name` is a plain entry that is not a symlink, which is the usual case and
-/// makes a scan of many bundles cheaper.
-package func canonicalPath(of name: String, inCanonicalDirectory directory: String) -> String? {
-    let path = directory + "/" + name
-    guard !name.contains("/"), name != ".", name != ".." else { return canonicalPath(path) }
-    var status = stat()
-    guard lstat(path, &status) == 0 else { return nil }
-    return status.st_mode & S_IFMT == S_IFLNK ? canonicalPath(path) : path
 }

@@ -66,7 +66,16 @@ package enum ManifestParser {
     /// Reads and parses the manifest at `path`: a regular file of at most `maximumBytes`, checked
     /// on the open descriptor before anything is read.
     package static func parse(contentsOf path: String) throws(ManifestError) -> Result {
-        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        try parse(named: path, in: AT_FDCWD, path: path).result
+    }
+
+    /// Reads and parses the manifest `name` in the directory open as `directory` (`path` names
+    /// it in messages); with the status of the file read, taken on its descriptor before it was
+    /// read (a change while it is read gives it another identity).
+    package static func parse(named name: String, in directory: CInt, path: String) throws(ManifestError) -> (
+        result: Result, status: FileStatus
+    ) {
+        let descriptor = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw ManifestError(file: path, key: nil, problem: "cannot be read: \(String(cString: strerror(errno)))")
         }
@@ -94,7 +103,7 @@ package enum ManifestParser {
         guard count <= maximumBytes else {
             throw ManifestError(file: path, key: nil, problem: "grew past \(maximumBytes) bytes while it was read")
         }
-        return try parse(Data(bytes[..<count]), file: path)
+        return (try parse(Data(bytes[..<count]), file: path), FileStatus(status))
     }
 
     /// Reverse DNS: at least two dot-separated labels of letters, digits, '-' and '_'.

@@ -205,6 +205,23 @@ struct CatalogTests {
         #expect(Catalog().scan(roots, storeDirectory: store).entries.first?.bundle.libraryPath.hasSuffix("libEcho.so.2") == true)
     }
 
+    @Test("a bundle directory linked into a root, and a library named plainly that is a symlink, are followed to their files")
+    func linkedBundleAndLibrary() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let elsewhere = try TemporaryDirectory()
+        defer { elsewhere.remove() }
+        let target = try writeBundle(elsewhere.path, "target.appex", manifest: manifest("org.plugind.tests.linkedbundle"), library: nil)
+        try FileManager.default.copyItem(atPath: try BuiltProducts.library("Echo"), toPath: target + "/libEcho.so.1")
+        try FileManager.default.createSymbolicLink(atPath: target + "/libEcho.so", withDestinationPath: "libEcho.so.1")
+        try FileManager.default.createSymbolicLink(atPath: test.externalRoot + "/linked.appex", withDestinationPath: target)
+        let inventory = Inventory.take(host: test.host, catalog: Catalog())
+        let bundle = try #require(inventory.item("org.plugind.tests.linkedbundle")?.entry.bundle, "\(inventory.problems)")
+        #expect(bundle.bundlePath == canonicalPath(target))
+        #expect(bundle.libraryPath == canonicalPath(target + "/libEcho.so.1"))
+        #expect(bundle.libraryStatus == FileStatus(path: target + "/libEcho.so.1"))
+    }
+
     @Test("a store another user could have written is not read")
     func storeOwnership() throws {
         let test = try TestHost()
