@@ -12,15 +12,16 @@ struct BundleDirectory {
     /// The bundle directory at `path`, which may lead through symlinks.
     static func open(_ path: String) -> Result<BundleDirectory, Errno> {
         guard let canonical = canonicalPath(path) else { return .failure(.current) }
-        return open(canonical: canonical)
+        return open(canonical: canonical, relativeTo: AT_FDCWD, as: canonical)
     }
 
-    /// The bundle directory `name` in `directory`, itself canonical: opened as it is when it is
-    /// a plain entry, which is the usual case and spares the path walk of `realpath`.
-    static func open(_ name: String, inCanonicalDirectory directory: String) -> Result<BundleDirectory, Errno> {
+    /// The bundle directory `name` in `directory`, itself canonical and open as `descriptor`
+    /// (unless that is negative): opened as it is when it is a plain entry, which is the usual
+    /// case and spares the path walks of `realpath` and of an absolute path.
+    static func open(_ name: String, inCanonicalDirectory directory: String, descriptor: CInt) -> Result<BundleDirectory, Errno> {
         let path = directory + "/" + name
         guard !name.contains("/"), name != ".", name != ".." else { return open(path) }
-        switch open(canonical: path) {
+        switch open(canonical: path, relativeTo: descriptor >= 0 ? descriptor : AT_FDCWD, as: descriptor >= 0 ? name : path) {
         case .success(let bundle): return .success(bundle)
         // Not followed: a symlink (ENOTDIR with O_DIRECTORY, ELOOP without), resolved first.
         case .failure(let error) where error.rawValue == ENOTDIR || error.rawValue == ELOOP: return open(path)
@@ -28,8 +29,11 @@ struct BundleDirectory {
         }
     }
 
-    private static func open(canonical path: String) -> Result<BundleDirectory, Errno> {
-        let descriptor = Glibc.open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+    /// Opens `relativePath` in `directory`, whose canonical path is `path`.
+    private static func open(canonical path: String, relativeTo directory: CInt, as relativePath: String) -> Result<
+        BundleDirectory, Errno
+    > {
+        let descriptor = openat(directory, relativePath, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
         guard descriptor >= 0 else { return .failure(.current) }
         var status = stat()
         guard fstat(descriptor, &status) == 0 else {

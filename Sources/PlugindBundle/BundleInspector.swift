@@ -1,6 +1,6 @@
 import FoundationEssentials
 import Glibc
-import PlugindSystem
+package import PlugindSystem
 import PlugindTypes
 
 /// A bundle directory that passed the checks plugind can make without loading anything:
@@ -78,6 +78,13 @@ package struct BundleProblem: Error, Sendable, Hashable, CustomStringConvertible
     package var extensionPoint: String?
     /// The library file the problem concerns, when there is one (caches watch it for changes).
     package var libraryPath: String?
+    /// The identities of the bundle directory and of its manifest, as far as the inspection took
+    /// them before reading anything: what a cache keys a rejected bundle on.
+    package var directoryIdentity: FileIdentity?
+    package var manifestIdentity: FileIdentity?
+    /// The directory could not be opened, or holds no manifest: no bundle (or one still being
+    /// copied in), which a scan passes over.
+    package var hasNoManifest = false
 
     package var description: String { message }
 }
@@ -92,13 +99,17 @@ package enum BundleInspector {
         inspect(bundleAt: path, opened: BundleDirectory.open(path), resolver: resolver())
     }
 
-    /// Checks the bundle `name` inside `root`, a canonical directory.
+    /// Checks the bundle `name` inside `root`, a canonical directory open as `rootDescriptor`
+    /// (unless that is negative).
     package static func inspect(
         bundleNamed name: String,
         inCanonicalRoot root: String,
+        descriptor rootDescriptor: CInt = -1,
         resolver: @autoclosure () -> LibraryResolver = LibraryResolver()
     ) -> Result<InspectedBundle, BundleProblem> {
-        inspect(bundleAt: root + "/" + name, opened: BundleDirectory.open(name, inCanonicalDirectory: root), resolver: resolver())
+        inspect(
+            bundleAt: root + "/" + name, opened: BundleDirectory.open(name, inCanonicalDirectory: root, descriptor: rootDescriptor),
+            resolver: resolver())
     }
 
     /// Every file of the bundle is examined relative to the directory opened once here: what is
@@ -114,31 +125,31 @@ package enum BundleInspector {
         switch opened {
         case .success(let directory): bundle = directory
         case .failure(let error):
-            return .failure(BundleProblem(kind: .invalidManifest, message: "\(path) cannot be opened as a bundle directory: \(error)"))
+            var problem = BundleProblem(kind: .invalidManifest, message: "\(path) cannot be opened as a bundle directory: \(error)")
+            problem.hasNoManifest = true
+            return .failure(problem)
         }
         defer { close(bundle.descriptor) }
         let bundlePath = bundle.path
         let parsed: ManifestParser.Result
-        // Taken on the manifest's descriptor before it is read, so that a change while it is
-        // read gives it a new identity.
         let manifestStatus: FileStatus
-        do {
-            (parsed, manifestStatus) = try ManifestParser.parse(named: Manifest.fileName, in: bundle.descriptor, path: manifestPath)
-        } catch {
-            return .failure(BundleProblem(kind: .invalidManifest, message: error.description))
+        switch readManifest(of: bundle, path: manifestPath) {
+        case .success(let read): (parsed, manifestStatus) = read
+        case .failure(let problem): return .failure(problem)
         }
         let manifest = parsed.manifest
         var checkedLibrary: String?
         func problem(_ kind: BundleProblem.Kind, _ message: String) -> Result<InspectedBundle, BundleProblem> {
-            .failure(
-                BundleProblem(
-                    kind: kind,
-                    message: message,
-                    identifier: manifest.identifier,
-                    extensionPoint: manifest.extensionPoint,
-                    libraryPath: checkedLibrary
-                )
+            var problem = BundleProblem(
+                kind: kind,
+                message: message,
+                identifier: manifest.identifier,
+                extensionPoint: manifest.extensionPoint,
+                libraryPath: checkedLibrary
             )
+            problem.directoryIdentity = bundle.status.identity
+            problem.manifestIdentity = manifestStatus.identity
+            return .failure(problem)
         }
 
         // Taken once for every file of the bundle.
@@ -240,5 +251,34 @@ package enum BundleInspector {
                 contents: contents
             )
         )
+    }
+
+    /// The bundle's manifest, parsed, with its status taken on its descriptor before it was read
+    /// (a change while it is read gives it a new identity).
+    private static func readManifest(of bundle: BundleDirectory, path manifestPath: String) -> Result<
+        (parsed: ManifestParser.Result, status: FileStatus), BundleProblem
+    > {
+        var problem = BundleProblem(kind: .invalidManifest, message: "")
+        problem.directoryIdentity = bundle.status.identity
+        let descriptor = openat(bundle.descriptor, Manifest.fileName, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard descriptor >= 0 else {
+            let error = errno
+            problem.message = "\(manifestPath): cannot be read: \(String(cString: strerror(error)))"
+            problem.hasNoManifest = error == ENOENT
+            return .failure(problem)
+        }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            problem.message = "\(manifestPath): cannot be examined: \(Errno.current)"
+            return .failure(problem)
+        }
+        problem.manifestIdentity = FileIdentity(status)
+        do {
+            return .success((try ManifestParser.parse(descriptor: descriptor, status: status, path: manifestPath), FileStatus(status)))
+        } catch {
+            problem.message = error.description
+            return .failure(problem)
+        }
     }
 }

@@ -66,22 +66,21 @@ package enum ManifestParser {
     /// Reads and parses the manifest at `path`: a regular file of at most `maximumBytes`, checked
     /// on the open descriptor before anything is read.
     package static func parse(contentsOf path: String) throws(ManifestError) -> Result {
-        try parse(named: path, in: AT_FDCWD, path: path).result
-    }
-
-    /// Reads and parses the manifest `name` in the directory open as `directory` (`path` names
-    /// it in messages); with the status of the file read, taken on its descriptor before it was
-    /// read (a change while it is read gives it another identity).
-    package static func parse(named name: String, in directory: CInt, path: String) throws(ManifestError) -> (
-        result: Result, status: FileStatus
-    ) {
-        let descriptor = openat(directory, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
             throw ManifestError(file: path, key: nil, problem: "cannot be read: \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+        guard fstat(descriptor, &status) == 0 else { throw ManifestError(file: path, key: nil, problem: "is not a regular file") }
+        return try parse(descriptor: descriptor, status: status, path: path)
+    }
+
+    /// Reads and parses the manifest open as `descriptor` (`path` names it in messages), whose
+    /// status `status` was taken on the descriptor before anything was read: a regular file of
+    /// at most `maximumBytes`.
+    static func parse(descriptor: CInt, status: stat, path: String) throws(ManifestError) -> Result {
+        guard status.st_mode & S_IFMT == S_IFREG else {
             throw ManifestError(file: path, key: nil, problem: "is not a regular file")
         }
         guard status.st_size <= maximumBytes else {
@@ -103,20 +102,29 @@ package enum ManifestParser {
         guard count <= maximumBytes else {
             throw ManifestError(file: path, key: nil, problem: "grew past \(maximumBytes) bytes while it was read")
         }
-        return (try parse(Data(bytes[..<count]), file: path), FileStatus(status))
+        return try parse(Data(bytes[..<count]), file: path)
     }
 
-    /// Reverse DNS: at least two dot-separated labels of letters, digits, '-' and '_'.
+    /// Reverse DNS: at least two dot-separated labels of letters, digits, '-' and '_'. One pass
+    /// over the bytes: every manifest of a scan is checked twice, and splitting into labels was
+    /// a visible share of a first scan of many bundles.
     package static func isReverseDNS(_ text: String) -> Bool {
-        let labels = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard labels.count >= 2 else { return false }
-        return labels.allSatisfy { label in
-            !label.isEmpty
-                && label.utf8.allSatisfy { byte in
-                    (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
-                        || byte == 0x2D || byte == 0x5F
-                }
+        var labels = 1
+        var labelLength = 0
+        for byte in text.utf8 {
+            if byte == UInt8(ascii: ".") {
+                guard labelLength > 0 else { return false }
+                labels += 1
+                labelLength = 0
+            } else if (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2D || byte == 0x5F
+            {
+                labelLength += 1
+            } else {
+                return false
+            }
         }
+        return labels >= 2 && labelLength > 0
     }
 
     /// A C identifier.

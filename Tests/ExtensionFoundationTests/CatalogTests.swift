@@ -114,6 +114,35 @@ struct CatalogTests {
         #expect(entries.first { $0.identifier == "org.plugind.tests.echo3" }?.manifest.version == "1.0.1")
     }
 
+    @Test("a rejected bundle is read again only once it changes; a directory without a manifest is passed over until one appears")
+    func rejectedAndIncomplete() throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        let root = test.externalRoot
+        let badJSON = try writeBundle(root, "bad-json", manifest: "{\"manifestVersion\": 1, ")
+        _ = try writeBundle(root, "library-missing", manifest: manifest("org.plugind.tests.nolib", library: "libNothing.so"), library: nil)
+        let writable = try writeBundle(root, "world-writable", manifest: manifest("org.plugind.tests.writable"))
+        chmod(writable + "/libEcho.so", 0o666)
+        try FileManager.default.createDirectory(atPath: root + "/incomplete", withIntermediateDirectories: false)
+        let catalog = Catalog()
+        let roots = SearchRoot.roots(of: test.host)
+        let first = catalog.scan(roots)
+        #expect(first.entries.isEmpty && first.diagnostics.count == 3)
+        #expect(!first.diagnostics.contains { $0.path.hasSuffix("/incomplete") })
+        #expect(catalog.inspectionCount == 3)
+        #expect(catalog.scan(roots).diagnostics.count == 3)
+        #expect(catalog.inspectionCount == 3)
+
+        // A fix to one rejected bundle, and a manifest arriving in the incomplete directory.
+        chmod(writable + "/libEcho.so", 0o644)
+        try Data(manifest("org.plugind.tests.arrived").utf8).write(to: URL(fileURLWithPath: root + "/incomplete/manifest.json"))
+        try FileManager.default.copyItem(atPath: try BuiltProducts.library("Echo"), toPath: root + "/incomplete/libEcho.so")
+        let fixed = catalog.scan(roots)
+        #expect(Set(fixed.entries.map(\.identifier)) == ["org.plugind.tests.writable", "org.plugind.tests.arrived"])
+        #expect(fixed.diagnostics.count == 2 && fixed.diagnostics.contains { $0.path == badJSON })
+        #expect(catalog.inspectionCount == 5)
+    }
+
     @Test("a new process reads unchanged bundles from the store on disk and still sees changed ones")
     func storeOnDisk() throws {
         let test = try TestHost()

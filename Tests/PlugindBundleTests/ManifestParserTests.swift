@@ -166,4 +166,30 @@ struct ManifestParserTests {
         object["permissions"] = ["network": 1]
         #expect(error(object)?.problem == "must be true or false, found number")
     }
+
+    @Test("reverse DNS is decided as a split into labels decides it, over every short text of its alphabet and beyond")
+    func reverseDNSAgainstSplit() {
+        /// The rule as written: at least two labels split at '.', none empty, each of letters,
+        /// digits, '-' and '_'.
+        func bySplitting(_ text: String) -> Bool {
+            let labels = text.split(separator: ".", omittingEmptySubsequences: false)
+            return labels.count >= 2
+                && labels.allSatisfy { label in
+                    !label.isEmpty && label.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_") }
+                }
+        }
+        // Every text of up to five characters over an alphabet that holds each class of byte.
+        let alphabet: [Character] = [".", "a", "Z", "7", "-", "_", " ", "é", "/"]
+        var texts = [""]
+        var checked = 0
+        for _ in 0..<5 {
+            texts = texts.flatMap { text in alphabet.map { text + String($0) } }
+            for text in texts where ManifestParser.isReverseDNS(text) != bySplitting(text) {
+                Issue.record("'\(text)': \(ManifestParser.isReverseDNS(text)) against \(bySplitting(text))")
+            }
+            checked += texts.count
+        }
+        #expect(checked > 60_000)
+        #expect(ManifestParser.isReverseDNS("org.plugind.tests.echo0") && !ManifestParser.isReverseDNS("org..x"))
+    }
 }

@@ -251,14 +251,15 @@ package final class Catalog: Sendable {
         let bundlePath = root + "/" + name
         let directory = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
         let relativePath = rootDescriptor >= 0 ? name : bundlePath
+        func libraryIdentity(_ library: String) -> FileIdentity? {
+            let relativeLibrary = library.hasPrefix(root + "/") && rootDescriptor >= 0 ? String(library.dropFirst(root.count + 1)) : library
+            return FileStatus(path: relativeLibrary, relativeTo: directory)?.identity
+        }
         func currentKeys(library: String?) -> BundleKeys {
-            let relativeLibrary = library.map {
-                $0.hasPrefix(root + "/") && rootDescriptor >= 0 ? String($0.dropFirst(root.count + 1)) : $0
-            }
-            return BundleKeys(
+            BundleKeys(
                 directory: FileStatus(path: relativePath, relativeTo: directory)?.identity,
                 manifest: FileStatus(path: relativePath + "/" + Manifest.fileName, relativeTo: directory)?.identity,
-                library: relativeLibrary.flatMap { FileStatus(path: $0, relativeTo: directory)?.identity }
+                library: library.flatMap(libraryIdentity)
             )
         }
         // A usable bundle holds while every entry of it (and a system library it names) is
@@ -275,22 +276,22 @@ package final class Catalog: Sendable {
             }
             if unchanged { return cached }
         }
-        // Taken before the files are read, so that a change while they are read shows next time.
-        let keysBefore = currentKeys(library: nil)
-        guard keysBefore.manifest != nil else { return nil }
-        inspections.add(1, ordering: .relaxed)
-        let result = BundleInspector.inspect(bundleNamed: name, inCanonicalRoot: root, resolver: resolver)
+        let result = BundleInspector.inspect(bundleNamed: name, inCanonicalRoot: root, descriptor: rootDescriptor, resolver: resolver)
         let keys: BundleKeys
         switch result {
         case .success(let bundle):
             storeState.withLock { $0.stale = true }
             keys = BundleKeys(bundle)
         case .failure(let problem):
-            // The library is known only now; the identities that matter most were taken before.
+            if problem.hasNoManifest { return nil }
+            // The inspection took the directory's and the manifest's identities before it read
+            // them, so that a change while they were read shows next time; the library is known
+            // only now.
             keys = BundleKeys(
-                directory: keysBefore.directory, manifest: keysBefore.manifest,
-                library: currentKeys(library: problem.libraryPath).library)
+                directory: problem.directoryIdentity, manifest: problem.manifestIdentity,
+                library: problem.libraryPath.flatMap { libraryIdentity($0) })
         }
+        inspections.add(1, ordering: .relaxed)
         let inspected = CachedBundle(keys: keys, result: result)
         cache.withLock { $0[bundlePath] = inspected }
         return inspected
