@@ -388,7 +388,7 @@ enum Benchmarks {
     /// `tasks` host tasks send 64-byte requests to `workers` echo workers (task t to worker
     /// t % workers), `requests` in all. Each sample is one request's latency; the extras hold the
     /// throughput, the 99th percentile and the host's CPU time per request.
-    static func load(_ bench: BenchHost, tasks: Int, workers: Int, requests: Int) async throws {
+    static func load(_ bench: BenchHost, tasks: Int, workers: Int, requests: Int, caller: Caller = .task) async throws {
         let (processes, connections) = try await echoWorkers(bench, count: workers)
         let payload = [UInt8](repeating: 0x61, count: 64)
         let perTask = max(requests / tasks, 1)
@@ -400,11 +400,15 @@ enum Benchmarks {
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for task in 0..<tasks {
                 let connection = connections[task % workers]
-                group.addTask {
+                @Sendable func loop() async throws -> [Double] {
                     var samples: [Double] = []
                     samples.reserveCapacity(perTask)
                     for _ in 0..<perTask { samples.append(try await microseconds { _ = try await connection.send(payload) }) }
                     return samples
+                }
+                switch caller {
+                case .taskExecutor: group.addTask(executorPreference: processes[0].taskExecutor) { try await loop() }
+                case .task, .mainActor: group.addTask { try await loop() }
                 }
             }
             var all: [Double] = []
@@ -420,7 +424,8 @@ enum Benchmarks {
             "hostCPUPerRequest": cpu / Double(latencies.count),
         ]
         if let workerCPU { extra["workerCPUPerRequest"] = workerCPU / Double(latencies.count) }
-        Measurement(name: "load-\(tasks)-\(workers)", values: latencies, extra: extra).report()
+        let suffix = caller == .task ? "" : "-\(caller.rawValue)"
+        Measurement(name: "load-\(tasks)-\(workers)\(suffix)", values: latencies, extra: extra).report()
         for process in processes { await process.invalidateAndWait() }
     }
 

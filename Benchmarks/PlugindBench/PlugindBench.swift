@@ -167,7 +167,8 @@ enum PlugindBench {
                 let bench = try BenchHost()
                 defer { bench.remove() }
                 try await Benchmarks.load(
-                    bench, tasks: option("tasks", 1), workers: option("workers", 1), requests: option("requests", 20000))
+                    bench, tasks: option("tasks", 1), workers: option("workers", 1), requests: option("requests", 20000),
+                    caller: Benchmarks.Caller(rawValue: text("caller") ?? "task") ?? .task)
             case "idle-connections":
                 let bench = try BenchHost()
                 defer { bench.remove() }
