@@ -116,6 +116,14 @@ struct Suite {
         for (tasks, workers) in loadShapes {
             loadBaseline(tasks: tasks, workers: workers, requests: quick ? 2000 : 20000)
             bench(["load", "--tasks", "\(tasks)", "--workers", "\(workers)", "--requests", quick ? "2000" : "20000"])
+            // The same tasks preferring the loop's executor: each resumes on the thread that read
+            // its answer, and no pool thread is woken per request.
+            if tasks > 1 {
+                bench([
+                    "load", "--tasks", "\(tasks)", "--workers", "\(workers)", "--requests", quick ? "2000" : "20000", "--caller",
+                    "task-executor",
+                ])
+            }
         }
         bench(["cycles", "--count", quick ? "200" : "10000"], times: 1)
         section("launch with one confinement layer off (the cost of each)")
@@ -534,22 +542,25 @@ struct Suite {
                         + (largest.isEmpty ? "" : " (KiB: \(largest))"),
                     baseline: "", goal: "1000, each ≤ \(Int(goal)) KiB", met: count >= (quick ? 50 : 1000) && maximum <= goal))
         }
-        for tasks in [1, 8, 64] {
+        for (tasks, suffix, callers) in [
+            (1, "", "task(s)"), (8, "", "task(s)"), (64, "", "task(s)"), (8, "-task-executor", "tasks preferring process.taskExecutor"),
+            (64, "-task-executor", "tasks preferring process.taskExecutor"),
+        ] {
             for workers in [1, 4, 16] {
-                guard let ours = measurements["load-\(tasks)-\(workers)"], let raw = measurements["raw-load-\(tasks)-\(workers)"],
+                guard let ours = measurements["load-\(tasks)-\(workers)\(suffix)"], let raw = measurements["raw-load-\(tasks)-\(workers)"],
                     let throughput = ours.extra["throughput"], let rawThroughput = raw.extra["throughput"],
                     let p99 = ours.extra["p99"], let rawP99 = raw.extra["p99"], rawThroughput > 0, rawP99 > 0
                 else { continue }
                 let share = throughput / rawThroughput
                 rows.append(
                     Row(
-                        figure: "load: \(tasks) task(s) over \(workers) worker(s), 64 B, throughput",
+                        figure: "load: \(tasks) \(callers) over \(workers) worker(s), 64 B, throughput",
                         value: String(format: "%.0f/s", throughput), baseline: String(format: "%.0f/s (C pipes)", rawThroughput),
                         ratio: share, goal: "≥ 1.0×", met: share >= 1.0))
                 rows.append(
                     Row(
                         figure:
-                            "load: \(tasks) task(s) over \(workers) worker(s), 64 B, p99 latency (host CPU \(format(ours.extra["hostCPUPerRequest"] ?? 0, "us"))/request)",
+                            "load: \(tasks) \(callers) over \(workers) worker(s), 64 B, p99 latency (host CPU \(format(ours.extra["hostCPUPerRequest"] ?? 0, "us"))/request)",
                         value: format(p99, "us"), baseline: "\(format(rawP99, "us")) (C pipes)", ratio: p99 / rawP99, goal: "≤ 2×",
                         met: p99 / rawP99 <= 2))
             }
