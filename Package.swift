@@ -159,7 +159,11 @@ let package = Package(
         // values, log levels): re-exported by ExtensionFoundation, so hosts import one module.
         .target(name: "PlugindTypes", swiftSettings: swiftSettings),
         .target(name: "PlugindWire", dependencies: ["PlugindSystem", "PlugindTypes"], swiftSettings: swiftSettings),
-        .target(name: "PlugindBundle", dependencies: ["PlugindSystem", "PlugindTypes", "CCrypto"], swiftSettings: swiftSettings),
+        // C: getdents64 for the bundle reader, in a target of its own so the worker does not link it.
+        .target(name: "CDirectoryEntries"),
+        .target(
+            name: "PlugindBundle", dependencies: ["PlugindSystem", "PlugindTypes", "CCrypto", "CDirectoryEntries"],
+            swiftSettings: swiftSettings),
         // Plugin packages (libarchive): for the CLI and the package fuzz target, kept out of libplugind.
         .target(
             name: "PlugindPackages", dependencies: ["PlugindBundle", "PlugindSystem", "PlugindWire", "CArchive"],

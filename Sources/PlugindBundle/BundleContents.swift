@@ -281,9 +281,9 @@ package struct BundleContents: Sendable, Hashable {
         }
 
         private func listing(_ directory: CInt, _ path: String) throws(Problem) -> [String] {
-            let listing: DirectoryNames.StrictListing
+            let listing: StrictDirectoryListing.Listing
             do {
-                listing = try DirectoryNames.readAll(directory, limit: Limits.entries)
+                listing = try StrictDirectoryListing.read(directory, limit: Limits.entries)
             } catch {
                 throw problem(path, "cannot be listed: \(error)", "check its permissions")
             }

@@ -53,4 +53,40 @@ struct BundleContentsTests {
         #expect(read.contents.entry("manifest.json")?.isLoadable == true)
         #expect(read.contents.loadableFiles.count == 2)
     }
+
+    @Test("a strict listing reads every name through the descriptor, over many reads; a name not UTF-8 or one past the limit ends it")
+    func strictDirectoryListing() throws {
+        let temporary = try TemporaryDirectory()
+        defer { temporary.remove() }
+        let directory = temporary.path
+        // Long names, so that the listing takes more than one read of the kernel's records.
+        let names = (0..<400).map { "entry-\($0)-" + String(repeating: "n", count: 200) }
+        for name in names { #expect(FileManager.default.createFile(atPath: directory + "/" + name, contents: nil)) }
+        func listing(limit: Int) throws -> StrictDirectoryListing.Listing {
+            let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+            try #require(descriptor >= 0)
+            defer { close(descriptor) }
+            let first = try StrictDirectoryListing.read(descriptor, limit: limit)
+            // The descriptor's own position was used up: listed whole, a second listing is empty.
+            if !first.isTruncated && !first.foundNameNotUTF8 {
+                #expect(try StrictDirectoryListing.read(descriptor, limit: limit).names.isEmpty)
+            }
+            return first
+        }
+        let whole = try listing(limit: names.count)
+        #expect(Set(whole.names) == Set(names) && whole.names.count == names.count)
+        #expect(!whole.isTruncated && !whole.foundNameNotUTF8)
+        let truncated = try listing(limit: names.count - 1)
+        #expect(truncated.isTruncated && truncated.names.count == names.count - 1)
+
+        // A name that is not UTF-8 (a lone continuation byte) is reported, not repaired.
+        let bytes = Array((directory + "/bad-").utf8) + [0x80, 0]
+        let made = bytes.withUnsafeBufferPointer { buffer in
+            buffer.withMemoryRebound(to: CChar.self) { creat($0.baseAddress!, 0o600) }
+        }
+        try #require(made >= 0)
+        close(made)
+        #expect(try listing(limit: names.count + 1).foundNameNotUTF8)
+        #expect(throws: Errno(rawValue: EBADF)) { try StrictDirectoryListing.read(-1, limit: 1) }
+    }
 }

@@ -192,10 +192,6 @@ int plugind_shim_set_thread_name(const char *_Nonnull name);
 /// close-on-exec (`mkostemp`); its descriptor in `fd`.
 int plugind_shim_make_temporary_file(char *_Nonnull template_path, int *_Nonnull fd);
 
-/// Reads the next entries of the directory open as `fd` into `buffer` (`getdents64(2)`, each a
-/// `struct dirent64`); `length` 0 at the end. Returns 0 or an errno.
-int plugind_shim_read_directory_entries(int fd, void *_Nonnull buffer, size_t capacity, size_t *_Nonnull length);
-
 /// Swaps what two paths name, atomically (`renameat2` with RENAME_EXCHANGE): both must exist.
 /// Returns 0 or an errno.
 int plugind_shim_exchange_paths(const char *_Nonnull first, const char *_Nonnull second);
