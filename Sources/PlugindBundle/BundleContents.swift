@@ -125,10 +125,13 @@ package struct BundleContents: Sendable, Hashable {
     /// Re-examines every entry (one `lstat` each, relative to `directory`, an open directory
     /// holding the bundle as `name`) and says whether any differs from when the contents were
     /// read: the catalog's cheap check for an unchanged bundle. An entry added or removed shows
-    /// as a changed directory.
-    package func isUnchanged(name: String, in directory: CInt) -> Bool {
+    /// as a changed directory. `followingLink`: `name` is a symlink to the bundle, whose target
+    /// must be the directory the contents were read from.
+    package func isUnchanged(name: String, in directory: CInt, followingLink: Bool) -> Bool {
         var status = stat()
-        guard fstatat(directory, name, &status, AT_SYMLINK_NOFOLLOW) == 0, FileStatus(status) == self.directory else { return false }
+        guard fstatat(directory, name, &status, followingLink ? 0 : AT_SYMLINK_NOFOLLOW) == 0, FileStatus(status) == self.directory else {
+            return false
+        }
         // Each entry's path below `directory` is written into one buffer on the stack: a string
         // made per entry costs an allocation and its release, a visible share of a rescan (`perf`).
         return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX)) { buffer in

@@ -244,11 +244,27 @@ struct CatalogTests {
         try FileManager.default.copyItem(atPath: try BuiltProducts.library("Echo"), toPath: target + "/libEcho.so.1")
         try FileManager.default.createSymbolicLink(atPath: target + "/libEcho.so", withDestinationPath: "libEcho.so.1")
         try FileManager.default.createSymbolicLink(atPath: test.externalRoot + "/linked.appex", withDestinationPath: target)
-        let inventory = Inventory.take(host: test.host, catalog: Catalog())
+        let catalog = Catalog()
+        let inventory = Inventory.take(host: test.host, catalog: catalog)
         let bundle = try #require(inventory.item("org.plugind.tests.linkedbundle")?.entry.bundle, "\(inventory.problems)")
         #expect(bundle.bundlePath == canonicalPath(target))
         #expect(bundle.libraryPath == canonicalPath(target + "/libEcho.so.1"))
         #expect(bundle.libraryStatus == FileStatus(path: target + "/libEcho.so.1"))
+        // Unchanged, it is not read again, in this process or (from the store) the next.
+        let roots = SearchRoot.roots(of: test.host)
+        let store = test.host.stateDirectory.path
+        #expect(catalog.scan(roots, storeDirectory: store).entries.map(\.bundle.bundlePath) == [bundle.bundlePath])
+        #expect(catalog.scan(roots, storeDirectory: store).entries.count == 1)
+        #expect(catalog.inspectionCount == 1)
+        let next = Catalog()
+        #expect(next.scan(roots, storeDirectory: store).entries.map(\.bundle.bundlePath) == [bundle.bundlePath])
+        #expect(next.inspectionCount == 0)
+        // The link pointed at another bundle is a change, in this process and the next.
+        let other = try writeBundle(elsewhere.path, "other.appex", manifest: manifest("org.plugind.tests.otherlinked"))
+        try FileManager.default.removeItem(atPath: test.externalRoot + "/linked.appex")
+        try FileManager.default.createSymbolicLink(atPath: test.externalRoot + "/linked.appex", withDestinationPath: other)
+        #expect(Catalog().scan(roots, storeDirectory: store).entries.map(\.identifier) == ["org.plugind.tests.otherlinked"])
+        #expect(catalog.scan(roots).entries.map(\.identifier) == ["org.plugind.tests.otherlinked"])
     }
 
     @Test("a store another user could have written is not read")
@@ -312,7 +328,10 @@ struct CatalogTests {
         // Stored in chunks of 64 and read back, each chunk decoded on its own: the same bundles.
         let store = CatalogStore(directory: test.host.stateDirectory.path, writerVersion: .current, chunkSize: 64)
         store.save(snapshot.entries.map { ($0.bundle.bundlePath, $0.bundle) })
-        let loaded = store.load()
+        let opened = try #require(store.open())
+        defer { opened.close() }
+        #expect(opened.chunks.count == 5)
+        let loaded = try (0..<opened.chunks.count).flatMap { try #require(opened.bundles(inChunk: $0)) }
         #expect(loaded.map(\.bundle.manifest.identifier).sorted() == expected.sorted())
         #expect(loaded.allSatisfy { $0.foundAt == $0.bundle.bundlePath })
     }

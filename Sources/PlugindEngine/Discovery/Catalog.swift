@@ -77,10 +77,14 @@ package final class Catalog: Sendable {
     private final class CachedBundle: Sendable {
         let keys: BundleKeys
         let result: Result<InspectedBundle, BundleProblem>
+        /// The scan that found the bundle unchanged on disk as it read the store, which need not
+        /// examine it again.
+        let unchangedInScan: Int?
 
-        init(keys: BundleKeys, result: Result<InspectedBundle, BundleProblem>) {
+        init(keys: BundleKeys, result: Result<InspectedBundle, BundleProblem>, unchangedInScan: Int? = nil) {
             self.keys = keys
             self.result = result
+            self.unchangedInScan = unchangedInScan
         }
     }
 
@@ -95,6 +99,8 @@ package final class Catalog: Sendable {
     private let cache = Locked<[String: CachedBundle]>([:])
     private let storeState = Locked(StoreState())
     private let inspections = Atomic<Int>(0)
+    /// Scans begun, numbering each.
+    private let scans = Atomic<Int>(0)
     private let resolver: LibraryResolver
 
     package init() {
@@ -110,12 +116,23 @@ package final class Catalog: Sendable {
     /// Scans `roots`. With `storeDirectory`, results kept on disk there by an earlier process
     /// are used (when the files are unchanged) and the store is updated after the scan.
     package func scan(_ roots: [SearchRoot], storeDirectory: String? = nil) -> CatalogSnapshot {
+        let scanNumber = scans.add(1, ordering: .relaxed).newValue
         let store = storeDirectory.map { CatalogStore(directory: $0, writerVersion: .current) }
-        if let store { loadIfNeeded(store) }
+        // Each root once, canonical, in precedence order, open for the scan: files are examined
+        // relative to it, a shorter path walk for each of them.
+        var seenRoots: Set<String> = []
+        var uniqueRoots: [(root: SearchRoot, path: String)] = []
+        for root in roots {
+            let rootPath = canonicalPath(root.path) ?? root.path
+            if seenRoots.insert(rootPath).inserted { uniqueRoots.append((root, rootPath)) }
+        }
+        let rootDirectories = uniqueRoots.map { try? FileDescriptor.open($0.path, [.readOnly, .directory]) }
+        defer { for directory in rootDirectories { directory?.close() } }
+        let listings = listAndLoad(
+            uniqueRoots.map(\.path), directories: rootDirectories, store: store, scanNumber: scanNumber)
         var snapshot = CatalogSnapshot()
         // Identifier → index of the winning entry in `snapshot.entries`.
         var winners: [String: Int] = [:]
-        var seenRoots: Set<String> = []
         // What each root held, kept for the bookkeeping after the scan: the paths found and the
         // store's list are made from it only when they are needed (a rescan of an unchanged root
         // needs neither, and making them cost a string and a hash per bundle).
@@ -124,10 +141,9 @@ package final class Catalog: Sendable {
         let expectedCount = cache.withLock { $0.count }
         winners.reserveCapacity(expectedCount)
         snapshot.entries.reserveCapacity(expectedCount)
-        for root in roots {
-            let rootPath = canonicalPath(root.path) ?? root.path
-            guard seenRoots.insert(rootPath).inserted else { continue }
-            let results = inspectAll(inRoot: rootPath)
+        for (index, (root, rootPath)) in uniqueRoots.enumerated() {
+            let results = inspectAll(
+                listings[index], inRoot: rootPath, descriptor: rootDirectories[index]?.rawValue ?? -1, scanNumber: scanNumber)
             scanned.append((rootPath, results))
             for (name, found) in results {
                 guard let found else { continue }
@@ -207,19 +223,16 @@ package final class Catalog: Sendable {
     /// name order. A large root is split over the processors: checking a bundle is mostly
     /// waiting on `stat` and file reads, which run in parallel well. The results are the cache's
     /// objects, not copies of them: a copy of a result retained every field of it (`perf`).
-    private func inspectAll(inRoot root: String) -> [(name: String, found: CachedBundle?)] {
-        let names = DirectoryListing.subdirectoryNames(of: root)
-        // Files are examined relative to the root: a shorter path walk for each of them.
-        let rootDirectory = try? FileDescriptor.open(root, [.readOnly, .directory])
-        defer { rootDirectory?.close() }
-        let rootDescriptor = rootDirectory?.rawValue ?? -1
+    private func inspectAll(
+        _ names: [String], inRoot root: String, descriptor rootDescriptor: CInt, scanNumber: Int
+    ) -> [(name: String, found: CachedBundle?)] {
         let processors = ProcessInfo.processInfo.activeProcessorCount
         // The cache as it was when the scan began, read without the lock: the scan's threads
         // would otherwise contend for it once per bundle (`perf` showed the lock's slow path).
         // A bundle the scan itself inspects is added under the lock and read by the next scan.
         let known = cache.withLock { $0 }
         guard names.count >= Self.parallelScanThreshold, processors > 1 else {
-            return names.map { ($0, inspect($0, inRoot: root, descriptor: rootDescriptor, known: known)) }
+            return names.map { ($0, inspect($0, inRoot: root, descriptor: rootDescriptor, known: known, scanNumber: scanNumber)) }
         }
         // Several chunks per processor, so that one slow chunk does not leave the others idle.
         let chunkCount = processors * 4
@@ -227,7 +240,9 @@ package final class Catalog: Sendable {
         let chunks = Locked<[Int: [CachedBundle?]]>([:])
         DispatchQueue.concurrentPerform(iterations: chunkCount) { chunk in
             let range = min(chunk * chunkSize, names.count)..<min((chunk + 1) * chunkSize, names.count)
-            let results = names[range].map { inspect($0, inRoot: root, descriptor: rootDescriptor, known: known) }
+            let results = names[range].map {
+                inspect($0, inRoot: root, descriptor: rootDescriptor, known: known, scanNumber: scanNumber)
+            }
             chunks.withLock { $0[chunk] = results }
         }
         let results = chunks.withLock { chunks in (0..<chunkCount).flatMap { chunks[$0] ?? [] } }
@@ -241,12 +256,13 @@ package final class Catalog: Sendable {
     /// from the cache when the identities of its directory, manifest and library are unchanged.
     /// Nil when the directory has no manifest.
     func inspect(_ name: String, inRoot root: String, descriptor rootDescriptor: CInt) -> Result<InspectedBundle, BundleProblem>? {
-        inspect(name, inRoot: root, descriptor: rootDescriptor, known: nil)?.result
+        inspect(name, inRoot: root, descriptor: rootDescriptor, known: nil, scanNumber: nil)?.result
     }
 
-    /// `inspect(_:inRoot:descriptor:)` with the cache as a scan took it (`known`; nil: read it now).
+    /// `inspect(_:inRoot:descriptor:)` with the cache as scan `scanNumber` took it (`known`; nil:
+    /// read it now).
     private func inspect(
-        _ name: String, inRoot root: String, descriptor rootDescriptor: CInt, known: [String: CachedBundle]?
+        _ name: String, inRoot root: String, descriptor rootDescriptor: CInt, known: [String: CachedBundle]?, scanNumber: Int?
     ) -> CachedBundle? {
         let bundlePath = root + "/" + name
         let directory = rootDescriptor >= 0 ? rootDescriptor : AT_FDCWD
@@ -265,12 +281,11 @@ package final class Catalog: Sendable {
         // A usable bundle holds while every entry of it (and a system library it names) is
         // unchanged; a rejected one while its directory, manifest and library are.
         if let cached = known.map({ $0[bundlePath] }) ?? cache.withLock({ $0[bundlePath] }) {
+            if scanNumber != nil && cached.unchangedInScan == scanNumber { return cached }
             let unchanged: Bool
             switch cached.result {
             case .success(let bundle):
-                unchanged =
-                    bundle.contents.isUnchanged(name: relativePath, in: directory)
-                    && (!bundle.usesSystemLibrary || FileStatus(path: bundle.libraryPath)?.identity == bundle.libraryStatus.identity)
+                unchanged = Self.isUnchanged(bundle, foundAt: bundlePath, name: relativePath, in: directory)
             case .failure(let problem):
                 unchanged = cached.keys == currentKeys(library: problem.libraryPath)
             }
@@ -297,15 +312,73 @@ package final class Catalog: Sendable {
         return inspected
     }
 
-    private func loadIfNeeded(_ store: CatalogStore) {
-        guard storeState.withLock({ $0.loaded.insert(store.path).inserted }) else { return }
-        let stored = store.load()
-        cache.withLock { cache in
-            cache.reserveCapacity(cache.count + stored.count)
-            for (path, bundle) in stored where cache[path] == nil {
-                cache[path] = CachedBundle(keys: BundleKeys(bundle), result: .success(bundle))
+    /// Whether every entry of `bundle`, found at `foundAt` and examined as `name` relative to
+    /// `directory`, and a system library it names, are as it was inspected with. A bundle found
+    /// through a symlink in its root is examined through the link: the link's target must still
+    /// be the directory it was read from.
+    private static func isUnchanged(_ bundle: InspectedBundle, foundAt: String, name: String, in directory: CInt) -> Bool {
+        bundle.contents.isUnchanged(name: name, in: directory, followingLink: foundAt != bundle.bundlePath)
+            && (!bundle.usesSystemLibrary || FileStatus(path: bundle.libraryPath)?.identity == bundle.libraryStatus.identity)
+    }
+
+    /// The names in each root (`rootPaths`, canonical; open as `directories`), and, in the first
+    /// scan of a process with `store`, the store read into the cache meanwhile: its chunks are
+    /// decoded on every processor, each bundle examined on disk as soon as its chunk is decoded
+    /// (`scanNumber` then need not examine it again), and the roots listed alongside. A new
+    /// process waits for the processors' shares of the work, not for each step in turn.
+    private func listAndLoad(
+        _ rootPaths: [String], directories: [FileDescriptor?], store: CatalogStore?, scanNumber: Int
+    ) -> [[String]] {
+        @Sendable func list() -> [[String]] { rootPaths.map { DirectoryListing.subdirectoryNames(of: $0) } }
+        guard let store, storeState.withLock({ $0.loaded.insert(store.path).inserted }), let opened = store.open() else {
+            return list()
+        }
+        defer { opened.close() }
+        var rootDescriptors: [String: CInt] = [:]
+        for (path, directory) in zip(rootPaths, directories) { rootDescriptors[path] = directory?.rawValue }
+        let examinedIn = rootDescriptors
+        let listings = Locked<[[String]]>([])
+        let chunks = Locked<[Int: [(path: String, cached: CachedBundle)]]>([:])
+        let damaged = Locked(false)
+        DispatchQueue.concurrentPerform(iterations: opened.chunks.count + 1) { part in
+            guard part > 0 else {
+                let listed = list()
+                listings.withLock { $0 = listed }
+                return
+            }
+            guard let stored = opened.bundles(inChunk: part - 1) else {
+                damaged.withLock { $0 = true }
+                return
+            }
+            let cached = stored.map { foundAt, bundle in
+                let slash = foundAt.lastIndex(of: "/")
+                let root = slash.map { String(foundAt[..<$0]) }
+                var unchanged = false
+                if let slash, let root, let descriptor = examinedIn[root] {
+                    let name = String(foundAt[foundAt.index(after: slash)...])
+                    unchanged = Self.isUnchanged(bundle, foundAt: foundAt, name: name, in: descriptor)
+                }
+                return (
+                    foundAt,
+                    CachedBundle(keys: BundleKeys(bundle), result: .success(bundle), unchangedInScan: unchanged ? scanNumber : nil)
+                )
+            }
+            chunks.withLock { $0[part - 1] = cached }
+        }
+        // A damaged chunk spoils the whole store: nothing of it is used, and the scan's save
+        // replaces it.
+        if damaged.withLock({ $0 }) {
+            storeState.withLock { $0.stale = true }
+        } else {
+            let loaded = chunks.withLock { $0 }
+            cache.withLock { cache in
+                cache.reserveCapacity(cache.count + loaded.values.reduce(0) { $0 + $1.count })
+                for index in 0..<opened.chunks.count {
+                    for (path, cached) in loaded[index] ?? [] where cache[path] == nil { cache[path] = cached }
+                }
             }
         }
+        return listings.withLock { $0 }
     }
 
     private static func parent(of path: String) -> String {

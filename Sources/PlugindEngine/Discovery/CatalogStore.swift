@@ -37,34 +37,40 @@ struct CatalogStore {
         self.chunkSize = max(1, chunkSize)
     }
 
-    /// The stored bundles with the paths they were found at; empty when there is no usable file
-    /// (a damaged one is ignored as a whole). Only a regular file this user owns and nobody else
-    /// can write is read, and only when it was written by this user: inspections depend on who
-    /// looks (a bundle another user may write is refused).
-    func load() -> [(foundAt: String, bundle: InspectedBundle)] {
-        guard let file = try? FileDescriptor.open(path, [.readOnly, .noFollow]) else { return [] }
-        defer { file.close() }
+    /// The store opened for reading; nil when there is no usable file. Only a regular file this
+    /// user owns and nobody else can write is read, and only when it was written by this user:
+    /// inspections depend on who looks (a bundle another user may write is refused).
+    func open() -> Opened? {
+        guard let file = try? FileDescriptor.open(path, [.readOnly, .noFollow]) else { return nil }
         guard let status = FileStatus(descriptor: file), status.isRegularFile, status.owner == effectiveUserID,
             status.mode & 0o022 == 0, status.identity.size <= Self.maximumSize,
             let chunks = readChunkTable(file, size: Int(status.identity.size))
-        else { return [] }
-        // Each chunk is read and decoded by its own thread: a new process then spends on the
-        // store what its largest chunk costs on each processor, not the whole file on one.
-        let decoded = Locked<[Int: [(foundAt: String, bundle: InspectedBundle)]]>([:])
-        let failed = Locked(false)
-        DispatchQueue.concurrentPerform(iterations: chunks.count) { index in
-            let range = chunks[index]
-            guard let bytes = try? file.read(count: range.count, at: range.lowerBound), bytes.count == range.count,
-                let chunk = Self.decodeChunk(bytes)
-            else {
-                failed.withLock { $0 = true }
-                return
-            }
-            decoded.withLock { $0[index] = chunk }
+        else {
+            file.close()
+            return nil
         }
-        // A damaged chunk spoils the whole store: it is ignored and rewritten.
-        guard !failed.withLock({ $0 }) else { return [] }
-        return decoded.withLock { decoded in (0..<chunks.count).flatMap { decoded[$0] ?? [] } }
+        return Opened(file: file, chunks: chunks)
+    }
+
+    /// A store open for reading. Its chunks are read and decoded independently, so that a new
+    /// process can spread them over its processors (and do with each what it must while the
+    /// next is read). A damaged chunk spoils the whole store: the reader ignores all of it, and
+    /// the next save replaces it.
+    struct Opened: Sendable {
+        let file: FileDescriptor
+        /// Byte ranges of the chunks, in the order they were saved.
+        let chunks: [Range<Int>]
+
+        /// The bundles of chunk `index` with the paths they were found at; nil when it is damaged.
+        func bundles(inChunk index: Int) -> [(foundAt: String, bundle: InspectedBundle)]? {
+            let range = chunks[index]
+            guard let bytes = try? file.read(count: range.count, at: range.lowerBound), bytes.count == range.count else { return nil }
+            return CatalogStore.decodeChunk(bytes)
+        }
+
+        func close() {
+            file.close()
+        }
     }
 
     /// The byte ranges of the store's chunks, after checking its header; nil when the header is
