@@ -150,8 +150,11 @@ package final class Catalog: Sendable {
                 foundCount += 1
                 switch found.result {
                 case .success(let bundle):
-                    let entry = CatalogEntry(bundle: bundle, root: root)
-                    if let winner = winners[bundle.manifest.identifier].map({ snapshot.entries[$0] }) {
+                    // The first bundle of an identifier wins; its index is stored with one hash.
+                    let index = snapshot.entries.count
+                    let winnerIndex = Self.insertOrFind(bundle.manifest.identifier, index, in: &winners)
+                    if winnerIndex != index {
+                        let winner = snapshot.entries[winnerIndex]
                         snapshot.diagnostics.append(
                             AppExtensionDiagnostic(
                                 kind: .shadowed,
@@ -162,8 +165,7 @@ package final class Catalog: Sendable {
                             )
                         )
                     } else {
-                        winners[bundle.manifest.identifier] = snapshot.entries.count
-                        snapshot.entries.append(entry)
+                        snapshot.entries.append(CatalogEntry(bundle: bundle, root: root))
                     }
                 case .failure(let problem):
                     snapshot.diagnostics.append(Self.diagnostic(for: problem, at: rootPath + "/" + name))
@@ -379,6 +381,12 @@ package final class Catalog: Sendable {
             }
         }
         return listings.withLock { $0 }
+    }
+
+    /// The value `key` has in `dictionary`, after storing `value` for it when it had none.
+    private static func insertOrFind(_ key: String, _ value: Int, in dictionary: inout [String: Int]) -> Int {
+        func stored(_ slot: inout Int) -> Int { slot }
+        return stored(&dictionary[key, default: value])
     }
 
     private static func parent(of path: String) -> String {

@@ -68,6 +68,7 @@ package struct Inventory: Sendable {
         let crashLog = CrashLog(host: host)
         let crashes = crashLog.read()
         var items: [Item] = []
+        items.reserveCapacity(snapshot.entries.count)
         var versionProblems: [AppExtensionDiagnostic] = []
         for entry in snapshot.entries {
             if let reason = HostCompatibility.problem(entry, host: host) {
