@@ -336,9 +336,14 @@ package final class Catalog: Sendable {
             return list()
         }
         defer { opened.close() }
-        var rootDescriptors: [String: CInt] = [:]
-        for (path, directory) in zip(rootPaths, directories) { rootDescriptors[path] = directory?.rawValue }
-        let examinedIn = rootDescriptors
+        let openRoots = zip(rootPaths, directories).compactMap { path, directory in directory.map { (path, $0.rawValue) } }
+        /// The open root directly holding the bundle found at `path`, and its name there.
+        @Sendable func location(of path: String) -> (root: CInt, name: String)? {
+            guard let slash = path.utf8.lastIndex(of: UInt8(ascii: "/")),
+                let root = openRoots.first(where: { $0.0 == path[..<slash] })
+            else { return nil }
+            return (root.1, String(path[path.utf8.index(after: slash)...]))
+        }
         let listings = Locked<[[String]]>([])
         let chunks = Locked<[Int: [(path: String, cached: CachedBundle)]]>([:])
         let damaged = Locked(false)
@@ -353,13 +358,8 @@ package final class Catalog: Sendable {
                 return
             }
             let cached = stored.map { foundAt, bundle in
-                let slash = foundAt.lastIndex(of: "/")
-                let root = slash.map { String(foundAt[..<$0]) }
-                var unchanged = false
-                if let slash, let root, let descriptor = examinedIn[root] {
-                    let name = String(foundAt[foundAt.index(after: slash)...])
-                    unchanged = Self.isUnchanged(bundle, foundAt: foundAt, name: name, in: descriptor)
-                }
+                let unchanged =
+                    location(of: foundAt).map { Self.isUnchanged(bundle, foundAt: foundAt, name: $0.name, in: $0.root) } ?? false
                 return (
                     foundAt,
                     CachedBundle(keys: BundleKeys(bundle), result: .success(bundle), unchangedInScan: unchanged ? scanNumber : nil)
