@@ -334,6 +334,19 @@ struct CatalogTests {
         let loaded = try (0..<opened.chunks.count).flatMap { try #require(opened.bundles(inChunk: $0)) }
         #expect(loaded.map(\.bundle.manifest.identifier).sorted() == expected.sorted())
         #expect(loaded.allSatisfy { $0.foundAt == $0.bundle.bundlePath })
+        // A new process uses every chunk (only the two broken bundles, which are not stored, are
+        // read in full) — or none, when one chunk among them is damaged.
+        let reader = Catalog()
+        #expect(reader.scan(SearchRoot.roots(of: test.host), storeDirectory: test.host.stateDirectory.path).entries.count == expected.count)
+        #expect(reader.inspectionCount == 2)
+        store.save(snapshot.entries.map { ($0.bundle.bundlePath, $0.bundle) })
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: store.path))
+        bytes.replaceSubrange(opened.chunks[2].lowerBound..<opened.chunks[2].lowerBound + 4, with: [0xFF, 0xFF, 0xFF, 0xFF])
+        try bytes.write(to: URL(fileURLWithPath: store.path))
+        let damaged = Catalog()
+        #expect(
+            damaged.scan(SearchRoot.roots(of: test.host), storeDirectory: test.host.stateDirectory.path).entries.count == expected.count)
+        #expect(damaged.inspectionCount == expected.count + 2)
     }
 
     @Test("a function-only bundle may name a system library by soname")
