@@ -191,6 +191,28 @@ struct CatalogTests {
         #expect(fourth.inspectionCount == 0)
     }
 
+    @Test("scans of a new process that overlap, one reading the store, find the same bundles")
+    func overlappingScansOfANewProcess() async throws {
+        let test = try TestHost()
+        defer { test.remove() }
+        try installEchoes(6, in: test.externalRoot)
+        let roots = SearchRoot.roots(of: test.host)
+        let store = test.host.stateDirectory.path
+        let expected = Catalog().scan(roots, storeDirectory: store).entries
+        let catalog = Catalog()
+        let found = await withTaskGroup(of: [CatalogEntry].self) { group in
+            for _ in 0..<8 { group.addTask { catalog.scan(roots, storeDirectory: store).entries } }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(found.count == 8 && found.allSatisfy { $0 == expected })
+        // Whatever the overlap, each bundle was read in full at most once per scan, and a scan
+        // after them all reads nothing.
+        #expect(catalog.inspectionCount <= 8 * expected.count)
+        let settled = catalog.inspectionCount
+        #expect(catalog.scan(roots, storeDirectory: store).entries == expected)
+        #expect(catalog.inspectionCount == settled)
+    }
+
     @Test("a bundle removed is forgotten and the store rewritten without it; an unchanged rescan writes nothing")
     func removal() throws {
         let test = try TestHost()
