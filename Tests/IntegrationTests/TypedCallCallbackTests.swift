@@ -2,7 +2,7 @@ import ExtensionFoundation
 import Foundation
 import Glibc
 import PlugindEngine
-import Synchronization
+import PlugindSystem
 import TestSupport
 import Testing
 
@@ -53,7 +53,7 @@ struct TypedCallCallbackTests {
         let connection = try await process.makeConnection()
         var generator = SystemRandomNumberGenerator()
         let values = (0..<10_000).map { _ in Int64.random(in: .min ... .max, using: &generator) }
-        let calls = Mutex(0)
+        let calls = Locked(0)
         let sorted = try await connection.callWithOutputs(
             "qsort", arguments: [.bytes(Self.bytes(values)), .uint64(8)],
             callbacks: [
@@ -230,7 +230,7 @@ struct TypedCallCallbackTests {
         let fixture = try await Self.callbacksFixture(in: test)
         let process = try await test.launch(fixture)
         let connection = try await process.makeConnection()
-        let handled = Mutex(0)
+        let handled = Locked(0)
         let crashed = await #expect(throws: AppExtensionError.self) {
             try await connection.call(
                 "checksum_garbage", arguments: [],

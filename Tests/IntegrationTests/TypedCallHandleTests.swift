@@ -1,7 +1,7 @@
 import ExtensionFoundation
 import Foundation
 import PlugindEngine
-import Synchronization
+import PlugindSystem
 import TestSupport
 import Testing
 
@@ -170,8 +170,8 @@ struct TypedCallHandleTests {
             try await connection.call(
                 "sqlite3_exec", arguments: [.handle(db), .string(script.joined(separator: "; "))],
                 callbacks: ["callback": { _ in .int32(0) }]) == Self.sqliteOK)
-        let rows = Mutex<[[String]]>([])
-        let names = Mutex<[String]>([])
+        let rows = Locked<[[String]]>([])
+        let names = Locked<[String]>([])
         // sqlite3_exec's callback gets every column as text (NULL as a NULL pointer: void here).
         let status = try await connection.call(
             "sqlite3_exec", arguments: [.handle(db), .string("SELECT n, label, n * 3 AS triple FROM numbers ORDER BY n")],

@@ -1,6 +1,6 @@
 package import Foundation
 import Glibc
-import Synchronization
+import PlugindSystem
 
 /// A private directory (mode 0700) under /tmp, removed by `remove()` and again when the process
 /// that made it exits.
@@ -66,7 +66,7 @@ package struct TemporaryDirectory: Sendable {
     private static let madeByThisProcess = MadeDirectories()
 
     private final class MadeDirectories: Sendable {
-        private let paths = Mutex<[String]>([])
+        private let paths = Locked<[String]>([])
 
         init() {
             atexit { TemporaryDirectory.madeByThisProcess.removeAll() }
