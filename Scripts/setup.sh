@@ -37,15 +37,17 @@
 #                   and compare it with the same library driven in-process by reference hosts of
 #                   their own, built against ladspa.h (ladspa-sdk) and frei0r.h (frei0r-plugins-dev);
 #                   ladspa-sdk brings libsndfile1, which 'plugind audio apply' loads when it runs)
-#   gcc-aarch64-linux-gnu, qemu-user
+#   gcc-aarch64-linux-gnu, libc6-dev-arm64-cross, qemu-user
 #                   (the worker's callback stubs are assembly for x86-64 and AArch64: a test builds
-#                   them for AArch64 and runs them under qemu-user, with BTI and PAC enforced)
+#                   them for AArch64 and runs them under qemu-user, with BTI and PAC enforced; the
+#                   cross C library's headers are only a recommendation of the compiler's package,
+#                   which --no-install-recommends leaves out)
 # More packages may be named as arguments (Scripts/package.sh adds debhelper, lintian, fakeroot).
 # Needs root (or sudo) only when something has to be installed.
 set -euo pipefail
 
 missing=()
-for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev lintian python3-pytest python3-pip python3-setuptools python3-wheel python3-venv valgrind libasan8 libsqlite3-0 libglib2.0-dev libclang1-14 libclang-common-14-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go ladspa-sdk cmt swh-plugins tap-plugins frei0r-plugins frei0r-plugins-dev gcc-aarch64-linux-gnu qemu-user "$@"; do
+for package in libffi-dev libssl-dev libseccomp-dev libncurses-dev libarchive-dev tmux pkg-config dpkg-dev lintian python3-pytest python3-pip python3-setuptools python3-wheel python3-venv valgrind libasan8 libsqlite3-0 libglib2.0-dev libclang1-14 libclang-common-14-dev libdw-dev gdb strace systemd g++ rustc cargo golang-go ladspa-sdk cmt swh-plugins tap-plugins frei0r-plugins frei0r-plugins-dev gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user "$@"; do
     if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
         missing+=("$package")
     fi

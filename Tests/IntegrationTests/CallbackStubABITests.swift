@@ -30,7 +30,7 @@ struct CallbackStubABITests {
         for tool in [crossCompiler, emulator] {
             try #require(
                 FileManager.default.isExecutableFile(atPath: tool),
-                "\(tool) is missing: apt install gcc-aarch64-linux-gnu qemu-user (Scripts/setup.sh)")
+                "\(tool) is missing: apt install gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user (Scripts/setup.sh)")
         }
     }
 

@@ -323,7 +323,11 @@ final class PluginServer: @unchecked Sendable {
         }
         var placed = false
         defer { if region != nil && !placed { sharedMemory?.release() } }
-        if isCancelled(id) {
+        // Only a cancel already read turns the answer into `cancelled`: the host takes either as
+        // the cancel's acknowledgement, and reading what it sent since (a poll of the pipe, and
+        // with the rings a wait announced that made the host write a wake-up) cost a system call
+        // or two per request while the next requests waited unread.
+        if condition.withLock({ core.isCancelled(id) }) {
             send(.cancelled(id: id))
         } else if let attempted = response.attemptedSize {
             let message = "response of \(attempted) bytes exceeds the message limit of \(response.limit) bytes"
