@@ -283,7 +283,7 @@ package final class Catalog: Sendable {
         // A usable bundle holds while every entry of it (and a system library it names) is
         // unchanged; a rejected one while its directory, manifest and library are.
         if let cached = known.map({ $0[bundlePath] }) ?? cache.withLock({ $0[bundlePath] }) {
-            if scanNumber != nil && cached.unchangedInScan == scanNumber { return cached }
+            if let scanNumber, cached.unchangedInScan == scanNumber { return cached }
             let unchanged: Bool
             switch cached.result {
             case .success(let bundle):
