@@ -4,9 +4,10 @@ import PlugindEngine
 
 /// The empty-request round trip of a plugin written on a kit (C++, Rust, Go), next to the C
 /// echo's measured the same way in the same run: what a kit's layer costs per request. The kits'
-/// probes declare a concurrency of 4, and a worker of concurrency above 1 does not poll
-/// (`BusyPolling`); the C echo declares none (1, polling), so it is measured with `concurrency`
-/// 4 in its manifest: the same worker either way, the kit's layer the only difference.
+/// probes declare a concurrency of 4, and a worker of concurrency above 1 hands the reader's turn
+/// to another thread for every request, which one request thread never does; the C echo declares
+/// none (1), so it is measured with `concurrency` 4 in its manifest: the same worker either way,
+/// the kit's layer the only difference.
 enum KitBenchmarks {
     static func emptyRoundTrip(library: String, memoryBytes: UInt64?, concurrency: Int?, iterations: Int, name: String) async throws {
         var bench = try BenchHost()

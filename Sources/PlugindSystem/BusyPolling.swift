@@ -9,7 +9,7 @@ import Glibc
 /// processor on every turn and stops when a yield gave it away, and it is used only where it
 /// pays: where the process may run on more than one processor, and only while the host awaits
 /// at most `awaitedLimit` answers on its event loop — the host polls then, and marks the
-/// requests it sends (`FrameFlags.pollForNext`) so that a worker with one request thread polls
+/// requests it sends (`FrameFlags.pollForNext`) so that the worker's reading thread polls
 /// too. Under load, polling threads would take processors from the busy ones and cost
 /// throughput.
 /// On a process confined to one processor, a caller that awaits its answer alone yields the

@@ -58,6 +58,11 @@ package final class ThreadCondition: @unchecked Sendable {
         pthread_cond_broadcast(condition)
     }
 
+    /// Wakes one waiting thread, whichever: for a turn that any waiter takes when woken.
+    package func signal() {
+        pthread_cond_signal(condition)
+    }
+
     /// Milliseconds from now until `deadline` (CLOCK_MONOTONIC); 0 or less when it passed.
     package static func milliseconds(until deadline: ThreadDeadline) -> Int64 {
         var now = timespec()

@@ -189,6 +189,57 @@ struct WorkerCoreTests {
         }
     }
 
+    @Test(
+        "the reader that runs what it read hands its turn to one waiter, and any will do: a request thread with nothing to run, or a thread waiting for its ask's answer"
+    )
+    func readerHandOffToAnyWaiter() throws {
+        var conversation = Conversation(concurrency: 2)
+        try conversation.open(1)
+        guard case .read = conversation.core.nextTurn() else {
+            Issue.record("the first thread does not read")
+            return
+        }
+        let first = try conversation.host(.request(id: 1, connection: 1, bytes: []))
+        guard case .job(let firstJob)? = first.first, case .run = conversation.core.read(.job(firstJob)),
+            case .run = conversation.core.begin(1, connection: 1)
+        else {
+            Issue.record("the first request does not run on its reader")
+            return
+        }
+        // A second thread reads; the first request asks, and waits while the other reads.
+        guard case .read = conversation.core.nextTurn() else {
+            Issue.record("no reader beside the first request")
+            return
+        }
+        guard case .success(let ask) = conversation.core.registerAsk(connection: 1, thread: 1),
+            case .wait = conversation.core.nextAskStep(ask)
+        else {
+            Issue.record("the asking thread does not wait while another reads")
+            return
+        }
+        // A third thread finds nothing to run and waits too.
+        guard case .wait = conversation.core.nextTurn() else {
+            Issue.record("a request thread with nothing to run does not wait")
+            return
+        }
+        let second = try conversation.host(.request(id: 2, connection: 1, bytes: []))
+        guard case .job(let secondJob)? = second.first, case .run(_, let wakeOthers) = conversation.core.read(.job(secondJob)) else {
+            Issue.record("the second request does not run on its reader")
+            return
+        }
+        #expect(wakeOthers)
+        // Whichever of the two waiters wakes first, its next step is to read.
+        var askerWakesFirst = conversation.core
+        guard case .read = askerWakesFirst.nextAskStep(ask) else {
+            Issue.record("the asking thread, woken, does not take the reader's turn")
+            return
+        }
+        guard case .read = conversation.core.nextTurn() else {
+            Issue.record("the idle request thread, woken, does not take the reader's turn")
+            return
+        }
+    }
+
     @Test("a cancel reaches a queued request (it never runs) and a running one (it sees it); an unknown one is ignored")
     func cancel() throws {
         var conversation = Conversation()

@@ -159,8 +159,10 @@ final class PluginServer: @unchecked Sendable {
                 case .run(let job, let wakeOthers):
                     // With room for more requests, another thread reads meanwhile; with one at a
                     // time, the request itself reads when it needs to (a cancel check, an ask),
-                    // and this thread again afterwards.
-                    if wakeOthers { condition.broadcast() }
+                    // and this thread again afterwards. One thread is enough, and any waiter will
+                    // do (`WorkerCore.AfterRead.run`); waking them all cost every other request
+                    // thread a wake-up per request.
+                    if wakeOthers { condition.signal() }
                     runUnlocked(job, response: response)
                 case .wake:
                     condition.broadcast()
@@ -205,10 +207,11 @@ final class PluginServer: @unchecked Sendable {
         do {
             guard let received = try transport.receive(pollingUntil: pollingUntil) else { return .end(status: 0, orderly: false) }
             frame = received
-            // With more than one request thread the next request is read by a thread woken for it
-            // while this one runs (a wake-up away on another processor): polling there only takes
-            // processor time from the threads that serve, so such workers do not poll.
-            if concurrency == 1, frame.header.kind == .request || frame.header.kind == .call {
+            // With more than one request thread, the thread that takes the reader's turn from this
+            // one polls for the next request as one request thread does: the host marks requests
+            // only while it awaits few answers, and polling stops when a yield found the
+            // processors busy, so it takes no processor from the threads that serve.
+            if frame.header.kind == .request || frame.header.kind == .call {
                 hostExpectsSoon.store(frame.header.flags.contains(.pollForNext) && BusyPolling.isWorthwhile, ordering: .relaxed)
             }
         } catch {
