@@ -152,7 +152,7 @@ package struct WorkerCore {
     /// After a read: run it here, or wake the others (or nothing).
     package enum AfterRead {
         /// Run the job just read, on the thread that read it (counted as running); with room for
-        /// more requests, one other thread is woken to read meanwhile. Whichever waits will do: a
+        /// more requests, another thread is woken to read meanwhile. Whichever waits will do: a
         /// thread waits only while another reads (`nextTurn`, `nextAskStep`), and anything else it
         /// waits for wakes every waiter when it comes, so each waiter's next step is the vacant
         /// reader's turn.

@@ -159,10 +159,15 @@ final class PluginServer: @unchecked Sendable {
                 case .run(let job, let wakeOthers):
                     // With room for more requests, another thread reads meanwhile; with one at a
                     // time, the request itself reads when it needs to (a cancel check, an ask),
-                    // and this thread again afterwards. One thread is enough, and any waiter will
-                    // do (`WorkerCore.AfterRead.run`); waking them all cost every other request
-                    // thread a wake-up per request.
-                    if wakeOthers { condition.signal() }
+                    // and this thread again afterwards. Any waiter will do (`WorkerCore.AfterRead.run`):
+                    // one is woken when nothing more has arrived, since waking them all cost every
+                    // other request thread a wake-up per request; all of them when more waits to be
+                    // read, so that the first to get a processor reads it — a single thread woken
+                    // while both processors run requests waited for one, and started the next
+                    // request late.
+                    if wakeOthers {
+                        if transport.hasBufferedFrame { condition.broadcast() } else { condition.signal() }
+                    }
                     runUnlocked(job, response: response)
                 case .wake:
                     condition.broadcast()
