@@ -44,6 +44,22 @@ private struct Conversation {
         core.accepted(id)
     }
 
+    /// A thread takes the reader's turn, reads request `id` on `connection` and runs it itself;
+    /// false (and recorded) when any of that does not happen.
+    mutating func readAndRun(_ id: UInt64, connection: UInt32) throws -> Bool {
+        guard case .read = core.nextTurn() else {
+            Issue.record("no thread takes the reader's turn")
+            return false
+        }
+        let routed = try host(.request(id: id, connection: connection, bytes: []))
+        guard case .job(let job)? = routed.first, case .run = core.read(.job(job)), case .run = core.begin(id, connection: connection)
+        else {
+            Issue.record("request \(id) does not run on the thread that read it")
+            return false
+        }
+        return true
+    }
+
     /// The next turn, which must be a job to run: its request identifier (0 for other jobs).
     mutating func runNext() -> UInt64? {
         guard case .run(let job) = core.nextTurn() else { return nil }
@@ -103,17 +119,7 @@ struct WorkerCoreTests {
     func askWakeUps() throws {
         var conversation = Conversation(concurrency: 1, asksPerConnection: 4)
         try conversation.open(1)
-        guard case .read = conversation.core.nextTurn() else {
-            Issue.record("the first thread does not read")
-            return
-        }
-        let routed = try conversation.host(.request(id: 1, connection: 1, bytes: []))
-        guard case .job(let job)? = routed.first, case .run = conversation.core.read(.job(job)),
-            case .run = conversation.core.begin(1, connection: 1)
-        else {
-            Issue.record("the request does not run")
-            return
-        }
+        guard try conversation.readAndRun(1, connection: 1) else { return }
         // The request asks and reads its own answer: the answer, and a request the host nests in
         // the ask, are there when it looks again; nobody is woken for them.
         let ask = try conversation.core.registerAsk(connection: 1, thread: 1).get()
@@ -190,22 +196,12 @@ struct WorkerCoreTests {
     }
 
     @Test(
-        "the reader that runs what it read hands its turn to one waiter, and any will do: a request thread with nothing to run, or a thread waiting for its ask's answer"
+        "the reader that runs what it read hands its turn to a waiter, and any will do: a request thread with nothing to run, or a thread waiting for its ask's answer"
     )
     func readerHandOffToAnyWaiter() throws {
         var conversation = Conversation(concurrency: 2)
         try conversation.open(1)
-        guard case .read = conversation.core.nextTurn() else {
-            Issue.record("the first thread does not read")
-            return
-        }
-        let first = try conversation.host(.request(id: 1, connection: 1, bytes: []))
-        guard case .job(let firstJob)? = first.first, case .run = conversation.core.read(.job(firstJob)),
-            case .run = conversation.core.begin(1, connection: 1)
-        else {
-            Issue.record("the first request does not run on its reader")
-            return
-        }
+        guard try conversation.readAndRun(1, connection: 1) else { return }
         // A second thread reads; the first request asks, and waits while the other reads.
         guard case .read = conversation.core.nextTurn() else {
             Issue.record("no reader beside the first request")
