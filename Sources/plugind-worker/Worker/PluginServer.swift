@@ -154,6 +154,9 @@ final class PluginServer: @unchecked Sendable {
                 let polls = hostExpectsSoon.load(ordering: .relaxed)
                 condition.unlock()
                 let outcome = readOne(pollingUntil: polls ? .after(BusyPolling.window) : nil)
+                // Asked before the lock: it may read the ring, and write the host a wake-up.
+                var moreArrived = false
+                if concurrency > 1, case .job = outcome { moreArrived = transport.hasBufferedFrame }
                 condition.lock()
                 switch core.read(outcome) {
                 case .run(let job, let wakeOthers):
@@ -166,7 +169,7 @@ final class PluginServer: @unchecked Sendable {
                     // while both processors run requests waited for one, and started the next
                     // request late.
                     if wakeOthers {
-                        if transport.hasBufferedFrame { condition.broadcast() } else { condition.signal() }
+                        if moreArrived { condition.broadcast() } else { condition.signal() }
                     }
                     runUnlocked(job, response: response)
                 case .wake:
