@@ -57,11 +57,10 @@ struct ProcessLifecycleTests {
         try test.install(PluginFixture(library: "Echo"))
         let configuration = try test.configuration("org.plugind.tests.echo")
         try await AppExtensionProcess(configuration: configuration).invalidateAndWait()
-        let launcher = try await Deadline.wait("the pool's idle launcher") {
-            try await LaunchPool.idleLauncherWhenSettled(executable: worker)
-        }
         // Stopped, it takes the request and cannot answer; killed then, it never will.
-        #expect(kill(launcher, SIGSTOP) == 0)
+        let launcher = try await Deadline.wait("the pool's idle launcher stopped") {
+            try await LaunchPool.signalIdleLauncherWhenSettled(executable: worker, SIGSTOP)
+        }
         let launch = Task { try await AppExtensionProcess(configuration: configuration) }
         try await Deadline.wait("the launch's request to the stopped launcher") {
             await LaunchPool.awaitRequest(executable: worker, toLauncher: launcher)

@@ -1,4 +1,6 @@
+import Glibc
 import PlugindEngine
+import PlugindSystem
 
 extension LaunchPool {
     /// The pid of the idle launcher of the shared pool of `executable`, once the pools are settled
@@ -11,6 +13,19 @@ extension LaunchPool {
             try Task.checkCancellation()
             await settleAll()
             if let pid = idleLauncherProcessIdentifier(executable: executable) { return pid }
+        }
+    }
+
+    /// Sends `signal` to the idle launcher of `executable`'s pool, once settled with one; its pid.
+    /// For the reason above the launcher found may have forked a spare, ended and been reaped
+    /// before the signal (ESRCH): then its successor is the one signalled. Any other failure
+    /// throws; the caller's deadline is the backstop.
+    package static func signalIdleLauncherWhenSettled(executable: String, _ signal: Int32) async throws -> Int32 {
+        while true {
+            let pid = try await idleLauncherWhenSettled(executable: executable)
+            if kill(pid, signal) == 0 { return pid }
+            let error = Errno.current
+            if error != .noSuchProcess { throw SystemError("kill", error) }
         }
     }
 }

@@ -160,14 +160,12 @@ final class PluginServer: @unchecked Sendable {
                 condition.lock()
                 switch core.read(outcome) {
                 case .run(let job, let wakeOthers):
-                    // With room for more requests, another thread reads meanwhile; with one at a
-                    // time, the request itself reads when it needs to (a cancel check, an ask),
-                    // and this thread again afterwards. Any waiter will do (`WorkerCore.AfterRead.run`):
-                    // one is woken when nothing more has arrived, since waking them all cost every
-                    // other request thread a wake-up per request; all of them when more waits to be
-                    // read, so that the first to get a processor reads it — a single thread woken
-                    // while both processors run requests waited for one, and started the next
-                    // request late.
+                    // With room for more requests, another thread reads meanwhile, any waiter
+                    // (`WorkerCore.AfterRead.run`); with one at a time, the request itself reads
+                    // when it needs to (a cancel check, an ask), and this thread again afterwards.
+                    // One waiter is woken when nothing more has arrived, sparing the others a
+                    // wake-up per request; all when more waits, so that the first to get a
+                    // processor reads it rather than one that waits for a busy processor.
                     if wakeOthers {
                         if moreArrived { condition.broadcast() } else { condition.signal() }
                     }
